@@ -1,0 +1,279 @@
+/* The backend interface: one table of function pointers per backend (cpu, vulkan, opencl).
+ *
+ * The ops in engine/ops/ do the shape checks, allocate outputs and call these kernels; a
+ * kernel sees only buffers, byte offsets and sizes, and trusts its arguments. Kernels are
+ * recorded asynchronously: a backend may queue them and run them later, in order. Only
+ * download() and sync() wait.
+ *
+ * Conventions every backend follows:
+ *  - a kiln_ref with buf == NULL is an absent optional operand;
+ *  - "+=" in a comment means the kernel accumulates into its output (backward kernels
+ *    accumulate into gradients, which the engine zero-fills when it allocates them);
+ *  - elements are f32 unless a dtype field says otherwise; ids/lengths/targets are i32;
+ *  - a kernel returns KILN_OK or an error (after calling kiln_set_error). */
+#ifndef KILN_CORE_BACKEND_H
+#define KILN_CORE_BACKEND_H
+
+#include "kiln/kiln.h"
+
+typedef struct kiln_buf kiln_buf; /* defined by each backend */
+
+typedef struct kiln_ref {
+    kiln_buf *buf;
+    size_t off; /* bytes */
+} kiln_ref;
+
+/* ---- argument structs, one per kernel family ---- */
+
+/* C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] (+ bias[n] on every row when present).
+ * op(A) is MxK: A is stored row-major MxK with row stride lda, or KxM when trans_a.
+ * op(B) is KxN: B is stored KxN with row stride ldb, or NxK when trans_b.
+ * Batch b uses A + b*stride_a etc. (elements); a stride of 0 shares the operand.
+ * beta == 0 means C is overwritten (its old contents, even NaN, are ignored). */
+typedef struct kiln_gemm_args {
+    kiln_ref a, b, c, bias;
+    kiln_dtype a_dtype, b_dtype, c_dtype; /* f32 or f16; accumulation is f32 */
+    int64_t m, n, k, batch;
+    int trans_a, trans_b;
+    int64_t lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c;
+    float alpha, beta;
+} kiln_gemm_args;
+
+/* y = alpha * x + beta * y over n elements (beta == 0 overwrites y). x absent: y = beta*y.
+ * When num is present, alpha is further multiplied by num[0]; when den is present, divided
+ * by den[0] (device scalars: a loss seed, a norm), and x absent then means x = 1. */
+typedef struct kiln_axpby_args {
+    kiln_ref x, y, num, den;
+    int64_t n;
+    float alpha, beta;
+} kiln_axpby_args;
+
+typedef enum kiln_binary_op { KILN_BIN_ADD = 0, KILN_BIN_SUB, KILN_BIN_MUL } kiln_binary_op;
+/* out[i] = a[i] op b[i % nb] over n elements (nb divides n; nb == n is no broadcast). */
+typedef struct kiln_binary_args {
+    kiln_ref a, b, out;
+    int64_t n, nb;
+    kiln_binary_op op;
+} kiln_binary_args;
+
+/* out[j] += alpha * sum_i x[i * cols + j] for j < cols, i < rows: the backward of a
+ * broadcast (bias, position table). */
+typedef struct kiln_sum_rows_args {
+    kiln_ref x, out;
+    int64_t rows, cols;
+    float alpha;
+} kiln_sum_rows_args;
+
+/* Activation forward: y = f(x). Backward: dx += dy * f'(x). kind is a kiln_act, or
+ * KILN_ACT_SQRT (forward only). */
+#define KILN_ACT_SQRT 100
+typedef struct kiln_act_args {
+    kiln_ref x, y, dy, dx;
+    int64_t n;
+    int kind;
+} kiln_act_args;
+
+/* out[0] = alpha * sum x (overwrite), or with square: out[0] += sum x^2 (accumulate). */
+typedef struct kiln_reduce_args {
+    kiln_ref x, out;
+    int64_t n;
+    float alpha;
+    int square; /* 1: accumulate the sum of squares */
+} kiln_reduce_args;
+
+/* fwd: out[r, :] = table[ids[r], :] for r < rows; an id outside [0, vocab) makes the
+ *      kernel return KILN_ERR_RANGE (or, on a device, set err_flag[0] = 1 when err_flag is
+ *      present; the engine checks it on the next read).
+ * bwd: dtable[ids[r], :] += dout[r, :]. */
+typedef struct kiln_embed_args {
+    kiln_ref table, ids, out, dout, dtable, err_flag;
+    int64_t rows, vocab, dim;
+} kiln_embed_args;
+
+/* LayerNorm over rows of length cols. fwd: y, mean[rows], rstd[rows] (saved). weight and
+ * bias are optional. bwd: dx += ..., dweight += ..., dbias += ... (each optional).
+ * RMSNorm uses the same struct: no bias, no mean; rstd = rsqrt(mean(x^2) + eps). */
+typedef struct kiln_norm_args {
+    kiln_ref x, weight, bias, y, mean, rstd;
+    kiln_ref dy, dx, dweight, dbias;
+    int64_t rows, cols;
+    float eps;
+} kiln_norm_args;
+
+/* Masked softmax over [batch, heads, tq, tk]:
+ *   z = (scale * x + add) / temperature, with masked keys removed; y = softmax(z).
+ * Key j is masked for query i when causal and j > i + (tk - tq), or when lengths is
+ * present and j >= lengths[b]. A row with every key masked is all zeros.
+ * bwd: g = y * (dy - sum_j dy*y); dx += g * scale / temperature; dadd += g / temperature. */
+typedef struct kiln_softmax_args {
+    kiln_ref x, add, lengths, y;
+    kiln_ref dy, dx, dadd;
+    int64_t batch, heads, tq, tk;
+    float scale, temperature;
+    int causal;
+} kiln_softmax_args;
+
+/* Attention entropy over p [batch, heads, tq, tk]:
+ * fwd: out[h] = -(1 / (batch*tq)) sum_{b,i,j} p log p   (0 log 0 = 0)
+ * bwd: dp[b,h,i,j] += dout[h] * -(log p + 1) / (batch*tq)  (0 where p == 0). */
+typedef struct kiln_entropy_args {
+    kiln_ref p, out, dout, dp;
+    int64_t batch, heads, tq, tk;
+} kiln_entropy_args;
+
+/* Dropout: keep element i when kiln_rng_uniform(seed, stream, i) >= prob.
+ * fwd: y = keep ? x / (1 - prob) : 0.   bwd: dx += keep ? dy / (1 - prob) : 0. */
+typedef struct kiln_dropout_args {
+    kiln_ref x, y, dy, dx;
+    int64_t n;
+    float prob;
+    uint64_t seed, stream;
+} kiln_dropout_args;
+
+/* Cross-entropy from logits [rows, vocab] with targets [rows].
+ * fwd: loss[0] = (1/count) sum over valid rows of
+ *        (1 - smoothing) * (lse - z[t]) + smoothing * (lse - mean_v z[v]),
+ *      count[0] = number of valid rows (target != ignore_index) as f32, lse[r] saved.
+ *      A target outside [0, vocab) that is not ignore_index: KILN_ERR_RANGE / err_flag.
+ * bwd: dlogits[r, v] += dloss[0] / max(count,1) * (softmax(z)[v] - (1-s)[v==t] - s/vocab),
+ *      zero for ignored rows. */
+typedef struct kiln_xent_args {
+    kiln_ref logits, targets, loss, count, lse, err_flag;
+    kiln_ref dloss, dlogits;
+    int64_t rows, vocab;
+    float smoothing;
+    int ignore_index;
+} kiln_xent_args;
+
+/* Swaps axes 1 and 2 of a [d0, d1, d2, d3] tensor: y[a, c, b, d] (+)= x[a, b, c, d]
+ * (y is [d0, d2, d1, d3]). accumulate: += instead of =. */
+typedef struct kiln_permute_args {
+    kiln_ref x, y;
+    int64_t d0, d1, d2, d3;
+    int accumulate;
+} kiln_permute_args;
+
+/* Copies a block along a middle axis: viewing src as [outer, src_axis, inner] and dst as
+ * [outer, dst_axis, inner], dst[o, dst_start + i, k] (+)= src[o, src_start + i, k] for
+ * i < len. Concat and slice, forward and backward. */
+typedef struct kiln_copy_block_args {
+    kiln_ref src, dst;
+    int64_t outer, inner, src_axis, dst_axis, src_start, dst_start, len;
+    int accumulate;
+} kiln_copy_block_args;
+
+/* out[t, c] for t < positions, c < channels: the sinusoidal table (see ops.h). */
+typedef struct kiln_sinusoid_args {
+    kiln_ref out;
+    int64_t positions, channels;
+} kiln_sinusoid_args;
+
+/* flag[0] (i32) = 1 when any of x[0..n) is inf or NaN; untouched otherwise.
+ * dtype f32 or f16. */
+typedef struct kiln_finite_args {
+    kiln_ref x, flag;
+    int64_t n;
+    kiln_dtype dtype;
+} kiln_finite_args;
+
+/* dst = (dst_dtype) src over n elements; f32 <-> f16 (round to nearest even), or a plain
+ * copy when the dtypes are equal (any dtype). */
+typedef struct kiln_cast_args {
+    kiln_ref src, dst;
+    int64_t n;
+    kiln_dtype src_dtype, dst_dtype;
+} kiln_cast_args;
+
+/* Fill n elements of dtype with value (i32: (int32_t)value). */
+typedef struct kiln_fill_args {
+    kiln_ref dst;
+    int64_t n;
+    kiln_dtype dtype;
+    float value;
+} kiln_fill_args;
+
+/* coef[0] = unscale * min(1, clip / (sqrt(sumsq[0]) * unscale + 1e-6)) when clip > 0,
+ * else unscale; norm[0] = sqrt(sumsq[0]) * unscale (the unscaled gradient norm). */
+typedef struct kiln_clip_args {
+    kiln_ref sumsq, coef, norm;
+    float clip, unscale;
+} kiln_clip_args;
+
+/* One Adam(W) update of n elements, skipped entirely when skip is present and nonzero:
+ *   g = grad * coef[0] (coef absent: 1)  (+ wd * p when !decoupled)
+ *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
+ *   p -= lr * (m / bc1) / (sqrt(v / bc2) + eps)  (+ lr * wd * p first when decoupled)
+ *   half_copy = (f16) p when present.
+ * bc1 = 1 - b1^t, bc2 = 1 - b2^t are computed by the engine. grad is f32 or f16. */
+typedef struct kiln_adam_args {
+    kiln_ref param, grad, m, v, half_copy, coef, skip;
+    kiln_dtype grad_dtype;
+    int64_t n;
+    float lr, beta1, beta2, eps, weight_decay, bc1, bc2;
+    int decoupled;
+} kiln_adam_args;
+
+/* ---- the table ---- */
+typedef struct kiln_backend {
+    const char *name; /* "cpu", "vulkan", "opencl" */
+    void (*close)(void *dev);
+    const char *(*device_name)(void *dev);
+
+    /* memory: a buffer of at least `bytes`; contents undefined */
+    kiln_status (*alloc)(void *dev, size_t bytes, kiln_buf **out);
+    void (*free)(void *dev, kiln_buf *buf);
+    kiln_status (*upload)(void *dev, kiln_ref dst, const void *src, size_t bytes);
+    kiln_status (*download)(void *dev, kiln_ref src, void *dst, size_t bytes);
+    kiln_status (*sync)(void *dev);
+    /* an upper bound on one buffer's size (0: none) and the alignment of tensor offsets */
+    size_t max_buffer_bytes;
+    size_t offset_alignment;
+
+    /* kernels */
+    kiln_status (*fill)(void *dev, const kiln_fill_args *a);
+    kiln_status (*cast)(void *dev, const kiln_cast_args *a);
+    kiln_status (*gemm)(void *dev, const kiln_gemm_args *a);
+    kiln_status (*axpby)(void *dev, const kiln_axpby_args *a);
+    kiln_status (*binary)(void *dev, const kiln_binary_args *a);
+    kiln_status (*sum_rows)(void *dev, const kiln_sum_rows_args *a);
+    kiln_status (*act_fwd)(void *dev, const kiln_act_args *a);
+    kiln_status (*act_bwd)(void *dev, const kiln_act_args *a);
+    kiln_status (*reduce)(void *dev, const kiln_reduce_args *a);
+    kiln_status (*embed_fwd)(void *dev, const kiln_embed_args *a);
+    kiln_status (*embed_bwd)(void *dev, const kiln_embed_args *a);
+    kiln_status (*layernorm_fwd)(void *dev, const kiln_norm_args *a);
+    kiln_status (*layernorm_bwd)(void *dev, const kiln_norm_args *a);
+    kiln_status (*rmsnorm_fwd)(void *dev, const kiln_norm_args *a);
+    kiln_status (*rmsnorm_bwd)(void *dev, const kiln_norm_args *a);
+    kiln_status (*softmax_fwd)(void *dev, const kiln_softmax_args *a);
+    kiln_status (*softmax_bwd)(void *dev, const kiln_softmax_args *a);
+    kiln_status (*entropy_fwd)(void *dev, const kiln_entropy_args *a);
+    kiln_status (*entropy_bwd)(void *dev, const kiln_entropy_args *a);
+    kiln_status (*dropout_fwd)(void *dev, const kiln_dropout_args *a);
+    kiln_status (*dropout_bwd)(void *dev, const kiln_dropout_args *a);
+    kiln_status (*xent_fwd)(void *dev, const kiln_xent_args *a);
+    kiln_status (*xent_bwd)(void *dev, const kiln_xent_args *a);
+    kiln_status (*permute)(void *dev, const kiln_permute_args *a);
+    kiln_status (*copy_block)(void *dev, const kiln_copy_block_args *a);
+    kiln_status (*sinusoid)(void *dev, const kiln_sinusoid_args *a);
+    kiln_status (*check_finite)(void *dev, const kiln_finite_args *a);
+    kiln_status (*clip_coef)(void *dev, const kiln_clip_args *a);
+    kiln_status (*adam)(void *dev, const kiln_adam_args *a);
+} kiln_backend;
+
+/* Backend openers. `index` < 0 picks the best device. Each returns KILN_ERR_NO_BACKEND
+ * (driver missing) or KILN_ERR_NO_DEVICE with a message, and on success the table and the
+ * backend's device state. */
+kiln_status kiln_cpu_open(int index, const kiln_backend **table, void **dev);
+kiln_status kiln_cpu_list(void *out_file);
+#ifdef KILN_HAVE_VULKAN
+kiln_status kiln_vulkan_open(int index, const kiln_backend **table, void **dev);
+kiln_status kiln_vulkan_list(void *out_file);
+#endif
+#ifdef KILN_HAVE_OPENCL
+kiln_status kiln_opencl_open(int index, const kiln_backend **table, void **dev);
+kiln_status kiln_opencl_list(void *out_file);
+#endif
+
+#endif

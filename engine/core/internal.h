@@ -1,0 +1,118 @@
+/* Engine-private declarations shared by core/, ops/ and the backends. */
+#ifndef KILN_CORE_INTERNAL_H
+#define KILN_CORE_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "core/backend.h"
+
+#if defined(__GNUC__)
+#define KILN_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KILN_PRINTF(f, a)
+#endif
+
+/* Sets this thread's error message and returns `status`, so failures read
+ * `return kiln_set_error(KILN_ERR_SHAPE, "matmul: ...", ...);`. */
+kiln_status kiln_set_error(kiln_status status, const char *fmt, ...) KILN_PRINTF(2, 3);
+/* The same, for functions that return a pointer: sets the error, returns NULL. */
+void *kiln_fail(kiln_status status, const char *fmt, ...) KILN_PRINTF(2, 3);
+
+/* ---- the tape ---- */
+struct kiln_tape_rec;
+typedef kiln_status (*kiln_backward_fn)(struct kiln_tape_rec *rec);
+
+#define KILN_TAPE_SAVED 4
+typedef struct kiln_tape_rec {
+    kiln_backward_fn backward;
+    kiln_tensor *out;
+    kiln_tensor **in; /* n_in inputs (host memory owned by the step) */
+    int n_in;
+    kiln_tensor *saved[KILN_TAPE_SAVED]; /* tensors the backward needs besides in/out */
+    float f[8];       /* op parameters */
+    int64_t i[8];
+} kiln_tape_rec;
+
+/* ---- the per-step arena: bump allocation over a few large device buffers ---- */
+typedef struct kiln_arena_block {
+    kiln_buf *buf;
+    size_t size, used;
+} kiln_arena_block;
+
+struct kiln_ctx {
+    const kiln_backend *be;
+    void *dev;
+    int grad_enabled, training;
+    uint64_t seed, rng_stream;
+
+    kiln_arena_block *blocks;
+    int n_blocks, cap_blocks;
+    size_t arena_peak; /* bytes used in the largest step so far */
+
+    /* host memory owned by the current step (tensor structs, tape input arrays) */
+    void **step_allocs;
+    int n_step_allocs, cap_step_allocs;
+
+    kiln_tape_rec *tape;
+    int tape_len, tape_cap;
+
+    size_t persistent_bytes;
+    int n_persistent; /* live persistent tensors, for leak checks */
+
+    kiln_tensor *err_flag; /* i32 scalar set by device kernels on a bad index */
+};
+
+/* Host memory that lives until kiln_step_reset. */
+void *kiln_step_malloc(kiln_ctx *ctx, size_t bytes);
+
+/* A device reference to a tensor's first element. */
+static inline kiln_ref kiln_ref_of(const kiln_tensor *t) {
+    kiln_ref r = {0, 0};
+    if (t) {
+        r.buf = t->buf;
+        r.off = t->offset;
+    }
+    return r;
+}
+
+/* Shape helpers. */
+int64_t kiln_shape_numel(int ndim, const int64_t *shape);
+/* "[2, 3, 4]" into buf (for messages). */
+const char *kiln_shape_str(const kiln_tensor *t, char *buf, size_t size);
+
+/* ---- helpers for ops ---- */
+
+/* Returns 1 when every input is non-NULL. When one is NULL the op returns NULL: an earlier
+ * call already set the message. */
+int kiln_inputs_ok(int count, ...);
+
+/* The output tensor of an op, in the arena. */
+kiln_tensor *kiln_op_output(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape);
+
+/* 1 when the op must be recorded: grad enabled and some input requires grad. */
+int kiln_needs_tape(kiln_ctx *ctx, int count, kiln_tensor *const *inputs);
+
+/* Records an op. Copies the inputs array. Marks `out` as requiring grad. Returns the
+ * record so the caller can fill parameters and saved tensors, or NULL (error set). */
+kiln_tape_rec *kiln_tape_push(kiln_ctx *ctx, kiln_backward_fn backward, kiln_tensor *out,
+                              int n_in, kiln_tensor *const *inputs);
+
+/* The gradient of t for a backward rule to accumulate into: allocated zero-filled on first
+ * use (persistent for persistent tensors, in the arena otherwise; a view's gradient is the
+ * matching view of its base's gradient). NULL when t does not require grad. */
+kiln_tensor *kiln_grad_acc(kiln_tensor *t);
+
+/* Checks the device error flag that kernels set on a bad index (reads it back: used on
+ * paths that already sync). */
+kiln_status kiln_check_device_errors(kiln_ctx *ctx);
+
+/* Calls a backend kernel slot, failing cleanly when the backend lacks it. */
+#define KILN_CALL(ctx, slot, args)                                                          \
+    ((ctx)->be->slot ? (ctx)->be->slot((ctx)->dev, (args))                                   \
+                     : kiln_set_error(KILN_ERR_UNSUPPORTED, "backend %s has no kernel " #slot, \
+                                      (ctx)->be->name))
+
+/* Zero-fills a tensor on the device. */
+kiln_status kiln_zero(kiln_tensor *t);
+
+#endif

@@ -1,0 +1,147 @@
+/* The CPU backend's device: host memory, synchronous execution, and the kernel table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cpu/cpu_internal.h"
+
+
+/* DEVELOPMENT ONLY: kernels not written yet resolve to NULL; delete each line as its kernel lands. */
+#pragma weak cpu_act_fwd
+#pragma weak cpu_act_bwd
+#pragma weak cpu_embed_fwd
+#pragma weak cpu_embed_bwd
+#pragma weak cpu_layernorm_fwd
+#pragma weak cpu_layernorm_bwd
+#pragma weak cpu_rmsnorm_fwd
+#pragma weak cpu_rmsnorm_bwd
+#pragma weak cpu_softmax_fwd
+#pragma weak cpu_softmax_bwd
+#pragma weak cpu_entropy_fwd
+#pragma weak cpu_entropy_bwd
+#pragma weak cpu_dropout_fwd
+#pragma weak cpu_dropout_bwd
+#pragma weak cpu_xent_fwd
+#pragma weak cpu_xent_bwd
+#pragma weak cpu_permute
+#pragma weak cpu_copy_block
+#pragma weak cpu_sinusoid
+#pragma weak cpu_check_finite
+#pragma weak cpu_clip_coef
+#pragma weak cpu_adam
+
+typedef struct cpu_dev {
+    char name[96];
+} cpu_dev;
+
+static void cpu_close(void *dev) { free(dev); }
+static const char *cpu_device_name(void *dev) { return ((cpu_dev *)dev)->name; }
+
+static kiln_status cpu_alloc(void *dev, size_t bytes, kiln_buf **out) {
+    (void)dev;
+    kiln_buf *b = malloc(sizeof *b);
+    /* 64-byte alignment: whole cache lines, and aligned vector loads in the GEMM */
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = b ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
+    if (!p) {
+        free(b);
+        return kiln_set_error(KILN_ERR_MEMORY, "cpu: out of memory allocating %zu bytes", bytes);
+    }
+    b->ptr = p;
+    b->size = bytes;
+    *out = b;
+    return KILN_OK;
+}
+
+static void cpu_free(void *dev, kiln_buf *buf) {
+    (void)dev;
+    if (!buf) return;
+    free(buf->ptr);
+    free(buf);
+}
+
+static kiln_status cpu_upload(void *dev, kiln_ref dst, const void *src, size_t bytes) {
+    (void)dev;
+    memcpy(CPU_PTR(dst, char), src, bytes);
+    return KILN_OK;
+}
+
+static kiln_status cpu_download(void *dev, kiln_ref src, void *dst, size_t bytes) {
+    (void)dev;
+    memcpy(dst, CPU_PTR(src, char), bytes);
+    return KILN_OK;
+}
+
+static kiln_status cpu_sync(void *dev) {
+    (void)dev;
+    return KILN_OK;
+}
+
+static const kiln_backend g_cpu = {
+    .name = "cpu",
+    .close = cpu_close,
+    .device_name = cpu_device_name,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .sync = cpu_sync,
+    .max_buffer_bytes = 0,
+    .offset_alignment = 64,
+    .fill = cpu_fill,
+    .cast = cpu_cast,
+    .gemm = cpu_gemm,
+    .axpby = cpu_axpby,
+    .binary = cpu_binary,
+    .sum_rows = cpu_sum_rows,
+    .act_fwd = cpu_act_fwd,
+    .act_bwd = cpu_act_bwd,
+    .reduce = cpu_reduce,
+    .embed_fwd = cpu_embed_fwd,
+    .embed_bwd = cpu_embed_bwd,
+    .layernorm_fwd = cpu_layernorm_fwd,
+    .layernorm_bwd = cpu_layernorm_bwd,
+    .rmsnorm_fwd = cpu_rmsnorm_fwd,
+    .rmsnorm_bwd = cpu_rmsnorm_bwd,
+    .softmax_fwd = cpu_softmax_fwd,
+    .softmax_bwd = cpu_softmax_bwd,
+    .entropy_fwd = cpu_entropy_fwd,
+    .entropy_bwd = cpu_entropy_bwd,
+    .dropout_fwd = cpu_dropout_fwd,
+    .dropout_bwd = cpu_dropout_bwd,
+    .xent_fwd = cpu_xent_fwd,
+    .xent_bwd = cpu_xent_bwd,
+    .permute = cpu_permute,
+    .copy_block = cpu_copy_block,
+    .sinusoid = cpu_sinusoid,
+    .check_finite = cpu_check_finite,
+    .clip_coef = cpu_clip_coef,
+    .adam = cpu_adam,
+};
+
+static int cpu_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+kiln_status kiln_cpu_open(int index, const kiln_backend **table, void **dev) {
+    if (index > 0)
+        return kiln_set_error(KILN_ERR_NO_DEVICE, "cpu:%d does not exist; the cpu backend has one device, cpu:0", index);
+    cpu_dev *d = calloc(1, sizeof *d);
+    if (!d) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+    snprintf(d->name, sizeof d->name, "cpu (%d threads)", cpu_threads());
+    *table = &g_cpu;
+    *dev = d;
+    return KILN_OK;
+}
+
+kiln_status kiln_cpu_list(void *out_file) {
+    fprintf((FILE *)out_file, "cpu:0  reference backend, %d OpenMP threads, f32/f16/i32\n", cpu_threads());
+    return KILN_OK;
+}

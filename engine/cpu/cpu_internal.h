@@ -1,0 +1,50 @@
+/* The CPU reference backend: plain C over host memory, parallel with OpenMP. Each kernel
+ * family lives in its own cpu_<family>.c; this header declares them all. */
+#ifndef KILN_CPU_INTERNAL_H
+#define KILN_CPU_INTERNAL_H
+
+#include "core/internal.h"
+
+struct kiln_buf {
+    void *ptr;
+    size_t size;
+};
+
+/* A typed pointer to a reference's first element. */
+#define CPU_PTR(ref, type) ((type *)(void *)((char *)(ref).buf->ptr + (ref).off))
+#define CPU_HAS(ref) ((ref).buf != NULL)
+
+/* Minimum work per OpenMP thread: below this a parallel region costs more than it saves. */
+#define CPU_PAR_MIN 32768
+
+kiln_status cpu_fill(void *dev, const kiln_fill_args *a);
+kiln_status cpu_cast(void *dev, const kiln_cast_args *a);
+kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a);
+kiln_status cpu_axpby(void *dev, const kiln_axpby_args *a);
+kiln_status cpu_binary(void *dev, const kiln_binary_args *a);
+kiln_status cpu_sum_rows(void *dev, const kiln_sum_rows_args *a);
+kiln_status cpu_act_fwd(void *dev, const kiln_act_args *a);
+kiln_status cpu_act_bwd(void *dev, const kiln_act_args *a);
+kiln_status cpu_reduce(void *dev, const kiln_reduce_args *a);
+kiln_status cpu_embed_fwd(void *dev, const kiln_embed_args *a);
+kiln_status cpu_embed_bwd(void *dev, const kiln_embed_args *a);
+kiln_status cpu_layernorm_fwd(void *dev, const kiln_norm_args *a);
+kiln_status cpu_layernorm_bwd(void *dev, const kiln_norm_args *a);
+kiln_status cpu_rmsnorm_fwd(void *dev, const kiln_norm_args *a);
+kiln_status cpu_rmsnorm_bwd(void *dev, const kiln_norm_args *a);
+kiln_status cpu_softmax_fwd(void *dev, const kiln_softmax_args *a);
+kiln_status cpu_softmax_bwd(void *dev, const kiln_softmax_args *a);
+kiln_status cpu_entropy_fwd(void *dev, const kiln_entropy_args *a);
+kiln_status cpu_entropy_bwd(void *dev, const kiln_entropy_args *a);
+kiln_status cpu_dropout_fwd(void *dev, const kiln_dropout_args *a);
+kiln_status cpu_dropout_bwd(void *dev, const kiln_dropout_args *a);
+kiln_status cpu_xent_fwd(void *dev, const kiln_xent_args *a);
+kiln_status cpu_xent_bwd(void *dev, const kiln_xent_args *a);
+kiln_status cpu_permute(void *dev, const kiln_permute_args *a);
+kiln_status cpu_copy_block(void *dev, const kiln_copy_block_args *a);
+kiln_status cpu_sinusoid(void *dev, const kiln_sinusoid_args *a);
+kiln_status cpu_check_finite(void *dev, const kiln_finite_args *a);
+kiln_status cpu_clip_coef(void *dev, const kiln_clip_args *a);
+kiln_status cpu_adam(void *dev, const kiln_adam_args *a);
+
+#endif

@@ -1,0 +1,66 @@
+/* Contexts: one opened device, its memory, its tape and its per-step arena. */
+#ifndef KILN_CONTEXT_H
+#define KILN_CONTEXT_H
+
+#include "kiln/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_ctx kiln_ctx;
+
+/* Opens a context by name:
+ *   "cpu"        the reference backend (always present)
+ *   "vulkan"     the best Vulkan device;  "vulkan:N"  device N of `kiln info`
+ *   "opencl"     the best OpenCL device;  "opencl:N"  device N across all platforms
+ *   "auto"       the best GPU backend that opens, else "cpu"
+ * Returns KILN_OK and sets *out, or an error (unknown name, missing driver, no such device). */
+kiln_status kiln_open(const char *name, kiln_ctx **out);
+void kiln_close(kiln_ctx *ctx);
+
+/* Which backend ("cpu", "vulkan", "opencl") and device the context runs on. */
+const char *kiln_backend_name(const kiln_ctx *ctx);
+const char *kiln_device_name(const kiln_ctx *ctx);
+
+/* Names of the backends compiled into this build, NULL-terminated. */
+const char *const *kiln_backends_compiled(void);
+
+/* Writes a human-readable listing of the devices of one backend ("cpu", "vulkan",
+ * "opencl") to `out` (a FILE*). Returns KILN_ERR_NO_BACKEND when the backend is not
+ * compiled in or its driver is missing, with a message saying which. */
+kiln_status kiln_list_devices(const char *backend, void *out_file);
+
+/* Waits until every recorded op has finished on the device. Reading a tensor syncs by
+ * itself; this is for timing. */
+kiln_status kiln_sync(kiln_ctx *ctx);
+
+/* Ends a step: frees every tensor made by ops since the last reset (activations and their
+ * gradients), and clears the tape. Persistent tensors (kiln_tensor_new) and their
+ * gradients stay. */
+void kiln_step_reset(kiln_ctx *ctx);
+
+/* Turns tape recording on or off (off for evaluation and decoding). Default on. */
+void kiln_set_grad_enabled(kiln_ctx *ctx, int enabled);
+int kiln_grad_enabled(const kiln_ctx *ctx);
+
+/* Training mode enables dropout. Default on. */
+void kiln_set_training(kiln_ctx *ctx, int training);
+int kiln_training(const kiln_ctx *ctx);
+
+/* The seed of the counter-based RNG (see rng.h). Default 1. */
+void kiln_set_seed(kiln_ctx *ctx, uint64_t seed);
+uint64_t kiln_seed(const kiln_ctx *ctx);
+/* The RNG stream counter: each dropout call takes the next stream. Saved and restored with
+ * a checkpoint so a resumed run draws the same masks. */
+uint64_t kiln_rng_stream(const kiln_ctx *ctx);
+void kiln_set_rng_stream(kiln_ctx *ctx, uint64_t stream);
+
+/* Bytes currently held on the device: persistent tensors and the arena's blocks. */
+size_t kiln_memory_persistent(const kiln_ctx *ctx);
+size_t kiln_memory_arena(const kiln_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

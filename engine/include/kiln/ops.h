@@ -1,0 +1,113 @@
+/* The op set. Every op:
+ *  - checks shapes and dtypes and returns NULL with a message on a mismatch;
+ *  - returns NULL at once, without a new message, when an input is NULL, so a chain of
+ *    ops can be checked once at the end;
+ *  - allocates its output in the context's arena (freed by kiln_step_reset);
+ *  - records itself on the tape when grad is enabled and an input requires grad.
+ * All ops run on f32 unless stated; token ids, lengths and targets are i32. */
+#ifndef KILN_OPS_H
+#define KILN_OPS_H
+
+#include "kiln/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- matmul ----
+ * C = op(A) op(B) (+ bias), op = transpose when the flag is set.
+ * A: [..., M, K] (or [..., K, M] transposed), B: [..., K, N] (or [..., N, K]).
+ * Leading (batch) dims must be equal, or B may be 2-D and is then shared by every batch.
+ * bias: [N] or NULL. f16 A/B are accepted (f32 accumulation, f32 output). */
+kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b, kiln_tensor *bias, int trans_a,
+                         int trans_b);
+
+/* ---- elementwise ----
+ * b must have a's shape, or a's trailing dims (it is then broadcast over the leading
+ * ones: a bias, a position table). */
+kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b);
+kiln_tensor *kiln_scale(kiln_tensor *x, float alpha);
+
+/* ---- activations ---- */
+typedef enum kiln_act {
+    KILN_ACT_GELU = 0,  /* tanh approximation, as GPT-2 */
+    KILN_ACT_RELU,
+    KILN_ACT_SILU,
+    KILN_ACT_RELU2      /* squared ReLU */
+} kiln_act;
+kiln_tensor *kiln_activation(kiln_tensor *x, kiln_act kind);
+kiln_tensor *kiln_gelu(kiln_tensor *x);
+kiln_tensor *kiln_relu(kiln_tensor *x);
+kiln_tensor *kiln_silu(kiln_tensor *x);
+kiln_tensor *kiln_relu2(kiln_tensor *x);
+
+/* ---- embedding ----
+ * table: [V, C]; ids: i32 of any shape [...]; out: [..., C]. An id outside [0, V) is an
+ * error (KILN_ERR_RANGE). Backward scatter-adds into the table's gradient. */
+kiln_tensor *kiln_embedding(kiln_tensor *table, kiln_tensor *ids);
+
+/* ---- normalization (over the last axis) ----
+ * layernorm: y = (x - mean) * rstd * weight + bias; weight and bias [C], either may be
+ * NULL (then 1 and 0). rmsnorm: y = x * rsqrt(mean(x^2) + eps) * weight. */
+kiln_tensor *kiln_layernorm(kiln_tensor *x, kiln_tensor *weight, kiln_tensor *bias, float eps);
+kiln_tensor *kiln_rmsnorm(kiln_tensor *x, kiln_tensor *weight, float eps);
+
+/* ---- attention pieces ---- */
+typedef struct kiln_softmax_opts {
+    float scale;         /* multiplies the scores first (1/sqrt(d)); 0 means 1 */
+    float temperature;   /* divides the logits; 0 means 1 */
+    int causal;          /* query i sees keys j <= i + (Tk - Tq) */
+    kiln_tensor *key_lengths; /* i32 [B] or NULL: keys j >= len[b] are masked */
+    kiln_tensor *add;    /* [B, H, Tq, Tk] or NULL: added to the scaled scores (RealFormer) */
+} kiln_softmax_opts;
+/* scores: [B, H, Tq, Tk]. p = softmax((scale * scores + add) / temperature) over the last
+ * axis with masked keys at probability 0; a row with every key masked is all zeros. The
+ * masks are computed inside the kernel, never materialized. opts may be NULL. */
+kiln_tensor *kiln_softmax(kiln_tensor *scores, const kiln_softmax_opts *opts);
+
+/* p: [B, H, Tq, Tk] probabilities. Returns [H]: -sum_k p log p, averaged over the batch and
+ * the queries (0 log 0 = 0). */
+kiln_tensor *kiln_attention_entropy(kiln_tensor *p);
+
+/* Inverted dropout with probability `p`, from the counter-based RNG keyed by (seed, stream,
+ * element index): the same mask on every backend. The context draws a fresh stream per call.
+ * Identity when p == 0 or the context is not training. */
+kiln_tensor *kiln_dropout(kiln_tensor *x, float p);
+
+/* x: [B, T, H*D] -> [B, H, T, D], and back. */
+kiln_tensor *kiln_split_heads(kiln_tensor *x, int heads);
+kiln_tensor *kiln_merge_heads(kiln_tensor *x);
+
+/* ---- losses and reductions ----
+ * logits: [..., V]; targets: i32 [...]. Mean over the rows whose target != ignore_index of
+ * (1 - s) * (-log p[target]) + s * mean_v(-log p[v]), s = label_smoothing. Returns a scalar.
+ * A target outside [0, V) that is not ignore_index is an error. */
+kiln_tensor *kiln_cross_entropy(kiln_tensor *logits, kiln_tensor *targets, float label_smoothing,
+                                int ignore_index);
+kiln_tensor *kiln_sum(kiln_tensor *x);   /* scalar */
+kiln_tensor *kiln_mean(kiln_tensor *x);  /* scalar */
+/* sqrt(sum over every tensor of sum x^2): a scalar. Differentiable. */
+kiln_tensor *kiln_global_norm(kiln_tensor *const *xs, int count);
+
+/* ---- shape ops (copies, not views) ---- */
+/* Concatenates along `axis` (negative counts from the end). */
+kiln_tensor *kiln_concat(kiln_tensor *const *xs, int count, int axis);
+/* Elements [start, start+len) along `axis`. */
+kiln_tensor *kiln_slice(kiln_tensor *x, int axis, int64_t start, int64_t len);
+/* A contiguous copy with the same shape, or cast to `dtype` (f32 <-> f16). */
+kiln_tensor *kiln_cast(kiln_tensor *x, kiln_dtype dtype);
+
+/* ---- constants and checks (not differentiable) ----
+ * The Transformer's sinusoidal position table [T, C]: pe[t, 2i] = sin(t / 10000^(2i/C)),
+ * pe[t, 2i+1] = cos(t / 10000^(2i/C)). */
+kiln_tensor *kiln_sinusoid_table(kiln_ctx *ctx, int64_t positions, int64_t channels);
+/* Accumulates into `flag` (an i32 scalar, persistent): sets it to 1 when x holds an inf or
+ * NaN, leaves it otherwise. Device-side: nothing is read back. */
+kiln_status kiln_check_finite(kiln_tensor *x, kiln_tensor *flag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,102 @@
+/* Elementwise add, sub, mul (with trailing-dims broadcast of b) and scale. */
+#include "core/internal.h"
+
+/* b broadcasts over a when b's shape is a suffix of a's shape. */
+static int broadcast_ok(const kiln_tensor *a, const kiln_tensor *b) {
+    if (b->ndim > a->ndim) return 0;
+    for (int i = 0; i < b->ndim; i++)
+        if (b->shape[b->ndim - 1 - i] != a->shape[a->ndim - 1 - i]) return 0;
+    return 1;
+}
+
+static kiln_status binary(kiln_ctx *ctx, kiln_binary_op op, const kiln_tensor *a,
+                          const kiln_tensor *b, kiln_tensor *out) {
+    kiln_binary_args args = {kiln_ref_of(a), kiln_ref_of(b), kiln_ref_of(out), kiln_numel(a),
+                             kiln_numel(b), op};
+    return KILN_CALL(ctx, binary, &args);
+}
+
+/* grad += alpha * g, where g has a's shape and grad may be the broadcast (suffix) shape. */
+static kiln_status accumulate(kiln_ctx *ctx, kiln_tensor *grad, const kiln_tensor *g, float alpha) {
+    int64_t n = kiln_numel(g), nb = kiln_numel(grad);
+    if (n == nb) {
+        kiln_axpby_args ax = {kiln_ref_of(g), kiln_ref_of(grad), {0, 0}, {0, 0}, n, alpha, 1.0f};
+        return KILN_CALL(ctx, axpby, &ax);
+    }
+    kiln_sum_rows_args sr = {kiln_ref_of(g), kiln_ref_of(grad), n / nb, nb, alpha};
+    return KILN_CALL(ctx, sum_rows, &sr);
+}
+
+static kiln_status binary_backward(kiln_tape_rec *rec) {
+    kiln_tensor *a = rec->in[0], *b = rec->in[1], *dy = rec->out->grad;
+    kiln_ctx *ctx = dy->ctx;
+    kiln_binary_op op = (kiln_binary_op)rec->i[0];
+    kiln_status s = KILN_OK;
+    kiln_tensor *da = kiln_grad_acc(a), *db = kiln_grad_acc(b);
+    if (op != KILN_BIN_MUL) {
+        if (da && (s = accumulate(ctx, da, dy, 1.0f))) return s;
+        if (db) s = accumulate(ctx, db, dy, op == KILN_BIN_SUB ? -1.0f : 1.0f);
+        return s;
+    }
+    kiln_tensor *t = (da || db) ? kiln_tensor_temp(ctx, KILN_F32, a->ndim, a->shape) : NULL;
+    if (da) { /* da += dy * b */
+        if (!t || (s = binary(ctx, KILN_BIN_MUL, dy, b, t)) || (s = accumulate(ctx, da, t, 1.0f)))
+            return t ? s : kiln_error_status();
+    }
+    if (db) { /* db += sum over the broadcast of dy * a */
+        if (!t || (s = binary(ctx, KILN_BIN_MUL, dy, a, t)) || (s = accumulate(ctx, db, t, 1.0f)))
+            return t ? s : kiln_error_status();
+    }
+    return KILN_OK;
+}
+
+static const char *const g_names[] = {"add", "sub", "mul"};
+
+static kiln_tensor *binary_op(kiln_tensor *a, kiln_tensor *b, kiln_binary_op op) {
+    if (!kiln_inputs_ok(2, a, b)) return NULL;
+    kiln_ctx *ctx = a->ctx;
+    if (a->dtype != KILN_F32 || b->dtype != KILN_F32)
+        return kiln_fail(KILN_ERR_DTYPE, "%s: operands must be f32, got %s and %s", g_names[op],
+                         kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
+    if (!broadcast_ok(a, b)) {
+        char sa[64], sb[64];
+        return kiln_fail(KILN_ERR_SHAPE, "%s: shapes %s and %s do not match (b must equal a or a's trailing dims)",
+                         g_names[op], kiln_shape_str(a, sa, sizeof sa), kiln_shape_str(b, sb, sizeof sb));
+    }
+    kiln_tensor *out = kiln_op_output(ctx, KILN_F32, a->ndim, a->shape);
+    if (!out || binary(ctx, op, a, b, out)) return NULL;
+    kiln_tensor *ins[2] = {a, b};
+    if (kiln_needs_tape(ctx, 2, ins)) {
+        kiln_tape_rec *rec = kiln_tape_push(ctx, binary_backward, out, 2, ins);
+        if (!rec) return NULL;
+        rec->i[0] = op;
+    }
+    return out;
+}
+
+kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b) { return binary_op(a, b, KILN_BIN_ADD); }
+kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b) { return binary_op(a, b, KILN_BIN_SUB); }
+kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b) { return binary_op(a, b, KILN_BIN_MUL); }
+
+static kiln_status scale_backward(kiln_tape_rec *rec) {
+    kiln_tensor *dx = kiln_grad_acc(rec->in[0]);
+    if (!dx) return kiln_error_status();
+    return accumulate(dx->ctx, dx, rec->out->grad, rec->f[0]);
+}
+
+kiln_tensor *kiln_scale(kiln_tensor *x, float alpha) {
+    if (!x) return NULL;
+    if (x->dtype != KILN_F32)
+        return kiln_fail(KILN_ERR_DTYPE, "scale: x must be f32, got %s", kiln_dtype_name(x->dtype));
+    kiln_ctx *ctx = x->ctx;
+    kiln_tensor *y = kiln_op_output(ctx, KILN_F32, x->ndim, x->shape);
+    if (!y) return NULL;
+    kiln_axpby_args ax = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), alpha, 0.0f};
+    if (KILN_CALL(ctx, axpby, &ax)) return NULL;
+    if (kiln_needs_tape(ctx, 1, &x)) {
+        kiln_tape_rec *rec = kiln_tape_push(ctx, scale_backward, y, 1, &x);
+        if (!rec) return NULL;
+        rec->f[0] = alpha;
+    }
+    return y;
+}

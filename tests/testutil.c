@@ -1,0 +1,305 @@
+/* Shared test machinery: see testutil.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static const char *g_backend = "cpu";
+static kiln_ctx *g_ctx, *g_cpu;
+
+const char *kt_backend(void) { return g_backend; }
+
+static void close_contexts(void) {
+    if (g_ctx && g_ctx != g_cpu) kiln_close(g_ctx);
+    if (g_cpu) kiln_close(g_cpu);
+    g_ctx = g_cpu = NULL;
+}
+
+kiln_ctx *kt_cpu(void) {
+    if (!g_cpu) {
+        ck_assert_msg(kiln_open("cpu", &g_cpu) == KILN_OK, "cpu: %s", kiln_error_message());
+    }
+    return g_cpu;
+}
+
+kiln_ctx *kt_ctx(void) {
+    if (!strcmp(g_backend, "cpu")) return kt_cpu();
+    if (!g_ctx) {
+        ck_assert_msg(kiln_open(g_backend, &g_ctx) == KILN_OK, "%s: %s", g_backend, kiln_error_message());
+    }
+    return g_ctx;
+}
+
+kiln_tensor *kt_tensor(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape,
+                       const float *values) {
+    kiln_tensor *t = kiln_tensor_new(ctx, dtype, ndim, shape);
+    ck_assert_msg(t != NULL, "kiln_tensor_new: %s", kiln_error_message());
+    if (dtype == KILN_I32) {
+        int64_t n = kiln_numel(t);
+        int32_t *iv = malloc((size_t)n * sizeof *iv);
+        for (int64_t i = 0; i < n; i++) iv[i] = (int32_t)values[i];
+        ck_assert(kiln_upload(t, iv, (size_t)n * 4) == KILN_OK);
+        free(iv);
+    } else {
+        ck_assert_msg(kiln_upload_f32(t, values, kiln_numel(t)) == KILN_OK, "%s", kiln_error_message());
+    }
+    return t;
+}
+
+kiln_tensor *kt_tensor_i32(kiln_ctx *ctx, int ndim, const int64_t *shape, const int32_t *values) {
+    kiln_tensor *t = kiln_tensor_new(ctx, KILN_I32, ndim, shape);
+    ck_assert_msg(t != NULL, "kiln_tensor_new: %s", kiln_error_message());
+    ck_assert(kiln_upload(t, values, kiln_nbytes(t)) == KILN_OK);
+    return t;
+}
+
+static float *download(const kiln_tensor *t) {
+    int64_t n = kiln_numel(t);
+    float *v = malloc((size_t)n * sizeof *v);
+    ck_assert(v != NULL);
+    if (t->dtype == KILN_I32) {
+        int32_t *iv = malloc((size_t)n * 4);
+        ck_assert(kiln_download(t, iv, (size_t)n * 4) == KILN_OK);
+        for (int64_t i = 0; i < n; i++) v[i] = (float)iv[i];
+        free(iv);
+    } else {
+        ck_assert_msg(kiln_download_f32(t, v, n) == KILN_OK, "%s", kiln_error_message());
+    }
+    return v;
+}
+
+void kt_expect_values(const kiln_tensor *t, const float *expected, int64_t n, double tol) {
+    ck_assert_msg(t != NULL, "tensor is NULL: %s", kiln_error_message());
+    ck_assert_int_eq(kiln_numel(t), n);
+    float *v = download(t);
+    for (int64_t i = 0; i < n; i++) {
+        double diff = fabs((double)v[i] - expected[i]);
+        ck_assert_msg(!isnan(v[i]) && diff <= tol + tol * fabs(expected[i]),
+                      "element %lld: got %.7g, expected %.7g", (long long)i, v[i], expected[i]);
+    }
+    free(v);
+}
+
+double kt_normalized_error(const float *a, const float *b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) || isnan(b[i]) || isinf(a[i]) != isinf(b[i])) return INFINITY;
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)a[i] * a[i];
+    }
+    return num / (den > 1e-30 ? den : 1e-30);
+}
+
+/* ---- case inputs ---- */
+
+static float *input_values(const kt_case *c, int which) {
+    const kt_input *in = &c->in[which];
+    int64_t n = 1;
+    for (int d = 0; d < in->ndim; d++) n *= in->shape[d];
+    float *v = malloc((size_t)n * sizeof *v);
+    uint64_t seed = 0x5eed;
+    for (const char *p = c->name; *p; p++) seed = seed * 131 + (unsigned char)*p;
+    for (int64_t i = 0; i < n; i++) {
+        switch (in->init) {
+        case KT_NORMAL:
+            v[i] = in->lo + (in->hi ? in->hi : 1.0f) * kiln_rng_normal(seed, (uint64_t)which, (uint64_t)i);
+            break;
+        case KT_UNIFORM:
+            v[i] = in->lo + (in->hi - in->lo) * kiln_rng_uniform(seed, (uint64_t)which, (uint64_t)i);
+            break;
+        case KT_AWAY0: {
+            float x = kiln_rng_normal(seed, (uint64_t)which, (uint64_t)i);
+            v[i] = x + (x >= 0 ? 0.1f : -0.1f);
+            break;
+        }
+        case KT_INT: {
+            int64_t span = (int64_t)in->hi - (int64_t)in->lo + 1;
+            v[i] = (float)((int64_t)in->lo + (int64_t)(kiln_rng_u32(seed, (uint64_t)which, (uint64_t)i) % (uint64_t)span));
+            break;
+        }
+        }
+    }
+    return v;
+}
+
+static void make_inputs(kiln_ctx *ctx, const kt_case *c, kiln_tensor **t, float **values) {
+    for (int i = 0; i < c->n_in; i++) {
+        values[i] = input_values(c, i);
+        t[i] = kt_tensor(ctx, c->in[i].dtype, c->in[i].ndim, c->in[i].shape, values[i]);
+        if (c->in[i].grad) kiln_set_requires_grad(t[i], 1);
+    }
+}
+
+static void free_inputs(const kt_case *c, kiln_tensor **t, float **values) {
+    for (int i = 0; i < c->n_in; i++) {
+        kiln_tensor_free(t[i]);
+        free(values[i]);
+    }
+}
+
+/* A fixed random weighting of the output: loss = sum(out * w), so every output element
+ * contributes to the gradient with a different weight. */
+static float *output_weights(int64_t n) {
+    float *w = malloc((size_t)n * sizeof *w);
+    for (int64_t i = 0; i < n; i++) w[i] = kiln_rng_normal(0xfeed, 7, (uint64_t)i);
+    return w;
+}
+
+static double weighted_sum(const kiln_tensor *out, const float *w) {
+    float *v = download(out);
+    double s = 0;
+    for (int64_t i = 0; i < kiln_numel(out); i++) s += (double)v[i] * w[i];
+    free(v);
+    return s;
+}
+
+/* Builds out and, when asked, runs backward from sum(out * w). */
+static kiln_tensor *forward(kiln_ctx *ctx, const kt_case *c, kiln_tensor **in, float **w,
+                            int backward) {
+    kiln_set_grad_enabled(ctx, backward);
+    kiln_tensor *out = c->build(in, c->param);
+    ck_assert_msg(out != NULL, "%s: build failed: %s", c->name, kiln_error_message());
+    if (backward) {
+        int64_t n = kiln_numel(out);
+        if (!*w) *w = output_weights(n);
+        kiln_tensor *wt = kiln_tensor_temp(ctx, KILN_F32, out->ndim, out->shape);
+        ck_assert(wt && kiln_upload_f32(wt, *w, n) == KILN_OK);
+        kiln_tensor *loss = kiln_sum(kiln_mul(out, wt));
+        ck_assert_msg(loss != NULL, "%s: loss: %s", c->name, kiln_error_message());
+        ck_assert_msg(kiln_backward(loss, 1.0f) == KILN_OK, "%s: backward: %s", c->name, kiln_error_message());
+    }
+    kiln_set_grad_enabled(ctx, 1);
+    return out;
+}
+
+/* Central finite differences on the CPU reference, on up to 48 elements of each input. */
+static void gradcheck(const kt_case *c) {
+    kiln_ctx *ctx = kt_cpu();
+    kiln_tensor *in[KT_MAX_INPUTS];
+    float *vals[KT_MAX_INPUTS], *w = NULL;
+    make_inputs(ctx, c, in, vals);
+    forward(ctx, c, in, &w, 1);
+    double eps = c->fd_eps > 0 ? c->fd_eps : 1e-2;
+    double tol = c->bwd_tol > 0 ? c->bwd_tol : 1e-4;
+    for (int i = 0; i < c->n_in; i++) {
+        if (!c->in[i].grad) continue;
+        ck_assert_msg(in[i]->grad != NULL, "%s: input %d received no gradient", c->name, i);
+        float *analytic = download(in[i]->grad);
+        int64_t n = kiln_numel(in[i]);
+        int64_t step = n <= 48 ? 1 : n / 48;
+        int64_t count = 0;
+        float *fd = malloc((size_t)(n / step + 1) * sizeof *fd);
+        float *an = malloc((size_t)(n / step + 1) * sizeof *an);
+        for (int64_t e = (n <= 48 ? 0 : 3 % step); e < n; e += step) {
+            float orig = vals[i][e];
+            double plus, minus;
+            vals[i][e] = orig + (float)eps;
+            kiln_upload_f32(in[i], vals[i], n);
+            plus = weighted_sum(forward(ctx, c, in, &w, 0), w);
+            vals[i][e] = orig - (float)eps;
+            kiln_upload_f32(in[i], vals[i], n);
+            minus = weighted_sum(forward(ctx, c, in, &w, 0), w);
+            vals[i][e] = orig;
+            kiln_upload_f32(in[i], vals[i], n);
+            /* the perturbation actually applied, after f32 rounding */
+            double h = ((double)(orig + (float)eps) - (double)(orig - (float)eps));
+            fd[count] = (float)((plus - minus) / h);
+            an[count] = analytic[e];
+            count++;
+        }
+        double err = kt_normalized_error(fd, an, count);
+        if (!(err <= tol)) {
+            for (int64_t j = 0; j < count && j < 8; j++)
+                fprintf(stderr, "  %s input %d sample %lld: fd %.6g analytic %.6g\n", c->name, i,
+                        (long long)j, fd[j], an[j]);
+        }
+        ck_assert_msg(err <= tol, "%s: gradient of input %d vs finite differences: normalized error %.3g > %.3g",
+                      c->name, i, err, tol);
+        free(fd);
+        free(an);
+        free(analytic);
+    }
+    free(w);
+    kiln_step_reset(ctx);
+    free_inputs(c, in, vals);
+}
+
+/* Forward output and every gradient on the test backend against the CPU reference. */
+static void compare_with_cpu(const kt_case *c) {
+    kiln_ctx *cpu = kt_cpu(), *dev = kt_ctx();
+    kiln_tensor *in_c[KT_MAX_INPUTS], *in_d[KT_MAX_INPUTS];
+    float *vc[KT_MAX_INPUTS], *vd[KT_MAX_INPUTS], *w = NULL;
+    make_inputs(cpu, c, in_c, vc);
+    make_inputs(dev, c, in_d, vd);
+    int backward = !c->no_grad;
+    kiln_tensor *oc = forward(cpu, c, in_c, &w, backward);
+    kiln_tensor *od = forward(dev, c, in_d, &w, backward);
+    float *a = download(oc), *b = download(od);
+    double ftol = c->fwd_tol > 0 ? c->fwd_tol : 1e-10;
+    double err = kt_normalized_error(a, b, kiln_numel(oc));
+    ck_assert_msg(err <= ftol, "%s on %s: forward vs cpu: normalized error %.3g > %.3g", c->name,
+                  g_backend, err, ftol);
+    free(a);
+    free(b);
+    double btol = c->bwd_tol > 0 ? c->bwd_tol : 1e-8;
+    for (int i = 0; backward && i < c->n_in; i++) {
+        if (!c->in[i].grad) continue;
+        ck_assert_msg(in_d[i]->grad != NULL, "%s on %s: input %d received no gradient", c->name, g_backend, i);
+        a = download(in_c[i]->grad);
+        b = download(in_d[i]->grad);
+        err = kt_normalized_error(a, b, kiln_numel(in_c[i]));
+        ck_assert_msg(err <= btol, "%s on %s: gradient of input %d vs cpu: normalized error %.3g > %.3g",
+                      c->name, g_backend, i, err, btol);
+        free(a);
+        free(b);
+    }
+    free(w);
+    kiln_step_reset(cpu);
+    kiln_step_reset(dev);
+    free_inputs(c, in_c, vc);
+    free_inputs(c, in_d, vd);
+}
+
+void kt_run_case(const kt_case *c) {
+    if (!strcmp(g_backend, "cpu")) {
+        if (!c->no_grad) gradcheck(c);
+    } else {
+        compare_with_cpu(c);
+    }
+}
+
+static const kt_case *g_cases;
+
+START_TEST(test_case_table) { kt_run_case(&g_cases[_i]); }
+END_TEST
+
+int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Suite *s, TCase *tc),
+            const kt_case *cases, int n_cases) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc) g_backend = argv[++i];
+    }
+    atexit(close_contexts);
+    if (strcmp(g_backend, "cpu")) {
+        kiln_ctx *probe;
+        if (kiln_open(g_backend, &probe) != KILN_OK) {
+            fprintf(stderr, "skipping: %s\n", kiln_error_message());
+            return 77;
+        }
+        kiln_close(probe);
+    }
+    Suite *s = suite_create(suite_name);
+    TCase *tc = tcase_create(g_backend);
+    tcase_set_timeout(tc, 600);
+    if (add_tests) add_tests(s, tc);
+    g_cases = cases;
+    if (n_cases > 0) tcase_add_loop_test(tc, test_case_table, 0, n_cases);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

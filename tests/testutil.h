@@ -1,0 +1,80 @@
+/* Shared test machinery.
+ *
+ * An op test is a table of kt_case: a function that builds an op's output from its inputs,
+ * and the inputs' shapes. The same table serves every backend:
+ *   --backend cpu      each case's backward is checked against central finite differences;
+ *   --backend vulkan   (or opencl) each case's forward output and every input gradient are
+ *                      compared with the CPU reference on the same inputs.
+ * Both use the normalized error sum (a-b)^2 / sum a^2; NaN never passes.
+ * Hand-computed forward tests are ordinary Check tests that use kt_ctx(). */
+#ifndef KILN_TESTUTIL_H
+#define KILN_TESTUTIL_H
+
+#include <check.h>
+
+#include "kiln/kiln.h"
+
+#define KT_MAX_INPUTS 6
+
+typedef enum kt_init {
+    KT_NORMAL = 0, /* normal with mean lo and std hi (hi 0 means 1) */
+    KT_UNIFORM,    /* uniform in [lo, hi) */
+    KT_AWAY0,      /* N(0, 1) pushed away from 0 by at least 0.1: for kinks (ReLU) */
+    KT_INT         /* i32 uniform in [lo, hi] (ids, targets, lengths) */
+} kt_init;
+
+typedef struct kt_input {
+    kiln_dtype dtype;
+    int ndim;
+    int64_t shape[KILN_MAX_DIMS];
+    kt_init init;
+    float lo, hi;
+    int grad; /* 1: requires grad, checked by backward tests */
+} kt_input;
+
+/* Builds the output from the inputs (all on the same context). May create further
+ * constant tensors itself. Returns NULL on error. */
+typedef kiln_tensor *(*kt_build_fn)(kiln_tensor **in, const void *param);
+
+typedef struct kt_case {
+    const char *name;
+    kt_build_fn build;
+    const void *param;
+    int n_in;
+    kt_input in[KT_MAX_INPUTS];
+    double fwd_tol; /* normalized error of the forward output vs CPU (0: 1e-10) */
+    double bwd_tol; /* normalized error of each gradient (0: 1e-4 vs FD, 1e-8 vs CPU) */
+    double fd_eps;  /* finite-difference step (0: 1e-2) */
+    int no_grad;    /* the op is not differentiable: forward comparison only */
+} kt_case;
+
+/* The backend this test process runs on ("cpu" unless --backend was given). */
+const char *kt_backend(void);
+/* A context on that backend, opened once per process (closed at exit). */
+kiln_ctx *kt_ctx(void);
+/* A context on the CPU reference. */
+kiln_ctx *kt_cpu(void);
+
+/* A persistent tensor with the given values (f32 values converted to the dtype). */
+kiln_tensor *kt_tensor(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape,
+                       const float *values);
+/* A persistent i32 tensor. */
+kiln_tensor *kt_tensor_i32(kiln_ctx *ctx, int ndim, const int64_t *shape, const int32_t *values);
+
+/* Asserts that t holds `expected` (n values) within tol absolute + tol relative. */
+void kt_expect_values(const kiln_tensor *t, const float *expected, int64_t n, double tol);
+
+/* Sum (a-b)^2 / sum a^2 (with a small floor on the denominator); inf when NaN appears. */
+double kt_normalized_error(const float *a, const float *b, int64_t n);
+
+/* Runs one case on the process's backend: FD gradient check on cpu, CPU comparison
+ * elsewhere. Fails the current Check test with a message on mismatch. */
+void kt_run_case(const kt_case *c);
+
+/* main() for a test program: parses --backend NAME, exits 77 (CTest "skipped") when that
+ * backend is not available, builds a suite from `add_tests` (hand-written tests) plus one
+ * loop test over `cases`, runs it and returns the failure count. */
+int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Suite *s, TCase *tc),
+            const kt_case *cases, int n_cases);
+
+#endif
