@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what kiln needs on Debian 12 (or Ubuntu 22.04+), skipping what is present.
+# Run as root or with sudo available. Used by the README's first command and by CI.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config check            # build and tests
+  libvulkan-dev libvulkan-volk-dev glslc spirv-tools  # Vulkan backend
+  vulkan-validationlayers mesa-vulkan-drivers vulkan-tools
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo oclgrind  # OpenCL backend
+  libopenblas-dev libclblast-dev                    # benchmark peers
+  python3-torch python3-numpy                       # PyTorch parity tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: everything is installed"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures, builds (warnings are errors) and runs every test with CTest.
+#   scripts/test.sh [BUILD_DIR] [extra cmake options...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build}
+shift || true
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B "$dir" -DKILN_WERROR=ON "$@" >/dev/null
+cmake --build "$dir" -j "$jobs"
+# Sanitizer runs: leaks inside the GPU drivers (lavapipe, PoCL) are theirs, not ours.
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+ctest --test-dir "$dir" --output-on-failure -j "$jobs"
