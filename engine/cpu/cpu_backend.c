@@ -10,8 +10,6 @@
 
 
 /* DEVELOPMENT ONLY: kernels not written yet resolve to NULL; delete each line as its kernel lands. */
-#pragma weak cpu_act_fwd
-#pragma weak cpu_act_bwd
 #pragma weak cpu_embed_fwd
 #pragma weak cpu_embed_bwd
 #pragma weak cpu_layernorm_fwd
