@@ -16,8 +16,6 @@
 #pragma weak cpu_layernorm_bwd
 #pragma weak cpu_rmsnorm_fwd
 #pragma weak cpu_rmsnorm_bwd
-#pragma weak cpu_softmax_fwd
-#pragma weak cpu_softmax_bwd
 #pragma weak cpu_entropy_fwd
 #pragma weak cpu_entropy_bwd
 #pragma weak cpu_dropout_fwd
