@@ -22,8 +22,6 @@
 #pragma weak cpu_copy_block
 #pragma weak cpu_sinusoid
 #pragma weak cpu_check_finite
-#pragma weak cpu_clip_coef
-#pragma weak cpu_adam
 
 typedef struct cpu_dev {
     char name[96];

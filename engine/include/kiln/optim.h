@@ -44,8 +44,9 @@ void kiln_adam_set_decay(kiln_adam *opt, int index, int decay);
  * copy. */
 kiln_status kiln_adam_set_half_copies(kiln_adam *opt, kiln_tensor *const *copies);
 
-/* One step. Increments the step counter unless `counts` is 0 (a step the caller knows was
- * skipped). Nothing is read back. */
+/* One step. Always increments the step counter (a step that the skip flag turns out to
+ * have skipped is undone with kiln_adam_uncount_step). Parameters whose gradient was never
+ * allocated are left untouched. Nothing is read back. */
 kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step);
 
 /* The global norm of the (unscaled) gradients seen by the last step, before clipping, as a
