@@ -10,8 +10,6 @@
 
 
 /* DEVELOPMENT ONLY: kernels not written yet resolve to NULL; delete each line as its kernel lands. */
-#pragma weak cpu_embed_fwd
-#pragma weak cpu_embed_bwd
 #pragma weak cpu_entropy_fwd
 #pragma weak cpu_entropy_bwd
 #pragma weak cpu_dropout_fwd
