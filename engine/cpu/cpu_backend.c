@@ -10,12 +10,6 @@
 
 
 /* DEVELOPMENT ONLY: kernels not written yet resolve to NULL; delete each line as its kernel lands. */
-#pragma weak cpu_entropy_fwd
-#pragma weak cpu_entropy_bwd
-#pragma weak cpu_dropout_fwd
-#pragma weak cpu_dropout_bwd
-#pragma weak cpu_xent_fwd
-#pragma weak cpu_xent_bwd
 #pragma weak cpu_permute
 #pragma weak cpu_copy_block
 #pragma weak cpu_sinusoid
