@@ -124,12 +124,15 @@ kiln_status kiln_zero_grad(kiln_tensor *const *params, int count) {
 int kiln_tape_size(const kiln_ctx *ctx) { return ctx->tape_len; }
 
 kiln_status kiln_check_device_errors(kiln_ctx *ctx) {
-    float flag = 0;
-    kiln_status s = kiln_read_scalar(ctx->err_flag, &flag);
+    int32_t flag = 0;
+    if (!ctx->err_flag) return KILN_OK; /* still opening */
+    /* a raw read: kiln_download itself calls this function */
+    kiln_status s = ctx->be->download(ctx->dev, kiln_ref_of(ctx->err_flag), &flag, sizeof flag);
     if (s) return s;
     if (flag != 0) {
         kiln_fill(ctx->err_flag, 0);
-        return kiln_set_error(KILN_ERR_RANGE, "an index (token id or target) was out of range on the device");
+        return kiln_set_error(KILN_ERR_RANGE,
+                              "an index (a token id or a target) was out of range on the device");
     }
     return KILN_OK;
 }

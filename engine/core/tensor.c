@@ -161,7 +161,9 @@ kiln_status kiln_upload(kiln_tensor *t, const void *src, size_t bytes) {
 kiln_status kiln_download(const kiln_tensor *t, void *dst, size_t bytes) {
     kiln_status s = check_bytes(t, bytes, "kiln_download");
     if (s) return s;
-    return t->ctx->be->download(t->ctx->dev, kiln_ref_of(t), dst, bytes);
+    s = t->ctx->be->download(t->ctx->dev, kiln_ref_of(t), dst, bytes);
+    /* the read has synced: now is when a device kernel's bad-index flag becomes visible */
+    return s ? s : kiln_check_device_errors(t->ctx);
 }
 
 kiln_status kiln_upload_f32(kiln_tensor *t, const float *src, int64_t count) {
@@ -199,6 +201,7 @@ kiln_status kiln_read_scalar(const kiln_tensor *t, float *value) {
     size_t es = kiln_dtype_size(t->dtype);
     unsigned char raw[4] = {0};
     kiln_status s = t->ctx->be->download(t->ctx->dev, kiln_ref_of(t), raw, es);
+    if (!s) s = kiln_check_device_errors(t->ctx);
     if (s) return s;
     if (t->dtype == KILN_F32) {
         memcpy(value, raw, 4);
