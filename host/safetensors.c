@@ -94,8 +94,8 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
         return -1;
     }
     if (v->type != JSON_OBJECT) {
-        set_err(err, errlen, "%s: tensor \"%s\" is described by a %s, expected an object with "
-                "dtype, shape and data_offsets", fname, name, json_type_name(v->type));
+        set_err(err, errlen, "%s: tensor \"%s\" is described by a JSON %s, expected an object "
+                "with dtype, shape and data_offsets", fname, name, json_type_name(v->type));
         return -1;
     }
     t->name = name;
@@ -136,17 +136,16 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
         t->shape[d] = dim;
         if (dim == 0) empty = 1;
     }
-    /* The element count saturates ("too big") once it exceeds what the data section could
-     * hold, which also keeps the product from overflowing. */
+    /* "too big" when the byte count would overflow 64 bits; otherwise the exact count is
+     * compared with the offsets below, which are bounded by the file size. */
     size_t item = dtype_table[dtype].size;
     uint64_t numel = empty ? 0 : 1;
     int too_big = 0;
     for (size_t d = 0; d < shape->count && numel && !too_big; d++) {
         uint64_t dim = (uint64_t)t->shape[d];
-        if (dim > data_len || numel > data_len / dim) too_big = 1;
+        if (numel > UINT64_MAX / item / dim) too_big = 1;
         else numel *= dim;
     }
-    if (!too_big && numel > data_len / item) too_big = 1;
 
     const json_value *off = json_get(v, "data_offsets");
     int64_t begin, end;
@@ -172,8 +171,8 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
     }
     if (too_big || numel * item != (uint64_t)(end - begin)) {
         if (too_big)
-            set_err(err, errlen, "%s: tensor \"%s\": shape %s of %s is larger than the whole "
-                    "data section (%" PRIu64 " bytes)", fname, name, sbuf, dt, data_len);
+            set_err(err, errlen, "%s: tensor \"%s\": shape %s of %s needs more than 2^64 bytes",
+                    fname, name, sbuf, dt);
         else
             set_err(err, errlen, "%s: tensor \"%s\": shape %s of %s needs %" PRIu64 " bytes but "
                     "data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64, fname, name, sbuf,
@@ -189,8 +188,9 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
 static int parse_metadata(st_file *f, const char *fname, const json_value *m, char *err,
                           size_t errlen) {
     if (m->type != JSON_OBJECT) {
-        set_err(err, errlen, "%s: \"__metadata__\" is a %s, expected an object of strings",
-                fname, json_type_name(m->type));
+        set_err(err, errlen, "%s: \"__metadata__\" must be an object of strings, not %s %s",
+                fname, m->type == JSON_ARRAY || m->type == JSON_OBJECT ? "an" : "a",
+                json_type_name(m->type));
         return -1;
     }
     if (m->count == 0) return 0;
@@ -203,8 +203,8 @@ static int parse_metadata(st_file *f, const char *fname, const json_value *m, ch
     for (size_t i = 0; i < m->count; i++) {
         const json_value *v = &m->items[i];
         if (v->type != JSON_STRING) {
-            set_err(err, errlen, "%s: metadata \"%.60s\" is a %s; safetensors metadata values "
-                    "must be strings", fname, m->keys[i], json_type_name(v->type));
+            set_err(err, errlen, "%s: metadata \"%.60s\" is a JSON %s; safetensors metadata "
+                    "values must be strings", fname, m->keys[i], json_type_name(v->type));
             return -1;
         }
         if (strlen(m->keys[i]) != m->key_lens[i] || strlen(v->string) != v->string_len) {
