@@ -10,8 +10,6 @@
 
 
 /* DEVELOPMENT ONLY: kernels not written yet resolve to NULL; delete each line as its kernel lands. */
-#pragma weak cpu_sinusoid
-#pragma weak cpu_check_finite
 
 typedef struct cpu_dev {
     char name[96];

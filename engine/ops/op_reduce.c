@@ -32,3 +32,55 @@ static kiln_tensor *scaled_sum(kiln_tensor *x, float alpha_per_n, const char *na
 
 kiln_tensor *kiln_sum(kiln_tensor *x) { return scaled_sum(x, 0, "sum"); }
 kiln_tensor *kiln_mean(kiln_tensor *x) { return scaled_sum(x, 1, "mean"); }
+
+/* d norm / d x_t = x_t / norm: dx_t += dout * x_t / norm, with dout and norm read on the
+ * device (the axpby kernel's num and den scalars), so nothing is read back. The gradient
+ * at norm == 0 is 0/0 = NaN: the norm is not differentiable there. */
+static kiln_status global_norm_backward(kiln_tape_rec *rec) {
+    kiln_tensor *norm = rec->out, *dout = norm->grad;
+    for (int t = 0; t < rec->n_in; t++) {
+        kiln_tensor *x = rec->in[t];
+        if (!kiln_requires_grad(x)) continue;
+        kiln_tensor *dx = kiln_grad_acc(x);
+        if (!dx) return kiln_error_status();
+        kiln_axpby_args a = {kiln_ref_of(x), kiln_ref_of(dx), kiln_ref_of(dout), kiln_ref_of(norm),
+                             kiln_numel(x), 1.0f, 1.0f};
+        kiln_status s = KILN_CALL(x->ctx, axpby, &a);
+        if (s) return s;
+    }
+    return KILN_OK;
+}
+
+kiln_tensor *kiln_global_norm(kiln_tensor *const *xs, int count) {
+    if (!xs || count < 1)
+        return kiln_fail(KILN_ERR_ARGUMENT, "global_norm: needs at least one tensor (got %d%s)", count,
+                         xs ? "" : ", xs is NULL");
+    for (int t = 0; t < count; t++)
+        if (!xs[t]) return NULL;
+    kiln_ctx *ctx = xs[0]->ctx;
+    for (int t = 0; t < count; t++) {
+        if (xs[t]->dtype != KILN_F32)
+            return kiln_fail(KILN_ERR_DTYPE, "global_norm: tensor %d is %s; global_norm takes f32", t,
+                             kiln_dtype_name(xs[t]->dtype));
+        if (xs[t]->ctx != ctx)
+            return kiln_fail(KILN_ERR_ARGUMENT, "global_norm: tensor %d belongs to a different context than tensor 0", t);
+    }
+    /* sum of squares accumulated over every tensor into one zeroed scalar, then its sqrt */
+    kiln_tensor *sumsq = kiln_tensor_temp(ctx, KILN_F32, 0, NULL);
+    kiln_tensor *norm = kiln_op_output(ctx, KILN_F32, 0, NULL);
+    if (!sumsq || !norm || kiln_zero(sumsq)) return NULL;
+    for (int t = 0; t < count; t++) {
+        kiln_reduce_args r = {kiln_ref_of(xs[t]), kiln_ref_of(sumsq), kiln_numel(xs[t]), 1.0f, 1};
+        if (KILN_CALL(ctx, reduce, &r)) return NULL;
+    }
+    kiln_act_args a = {0};
+    a.x = kiln_ref_of(sumsq);
+    a.y = kiln_ref_of(norm);
+    a.n = 1;
+    a.kind = KILN_ACT_SQRT;
+    if (KILN_CALL(ctx, act_fwd, &a)) return NULL;
+    if (kiln_needs_tape(ctx, count, xs)) {
+        if (!kiln_tape_push(ctx, global_norm_backward, norm, count, xs)) return NULL;
+    }
+    return norm;
+}
