@@ -1,0 +1,75 @@
+/* The CPU GEMM's parts: the register-blocked micro-kernels (cpu_gemm_kernels.c), the
+ * blocked, packed, threaded driver (cpu_gemm.c) and the plain reference the tests compare
+ * the fast path with (cpu_gemm_reference.c).
+ *
+ * The driver packs op(A) into panels of MR rows and op(B) into panels of NR columns, both
+ * f32 and k-major, so a micro-kernel only ever reads two contiguous streams:
+ *   a panel: a[p * MR + i] = op(A)(row0 + i, k0 + p)     (rows past M are zero)
+ *   b panel: b[p * NR + j] = op(B)(k0 + p, col0 + j)     (columns past N are zero)
+ * and accumulates an MR x NR tile of C over kc steps in registers. */
+#ifndef KILN_CPU_GEMM_H
+#define KILN_CPU_GEMM_H
+
+#include "cpu/cpu_internal.h"
+
+/* How a micro-kernel folds its tile into C. On the first block along K it applies beta
+ * (beta == 0: C's old contents are never read, even NaN) and the bias; on later blocks it
+ * adds. */
+typedef struct cpu_gemm_epilogue {
+    float alpha, beta;
+    const float *bias; /* bias of the tile's first column, or NULL */
+    int first;         /* 1 on the first K block */
+} cpu_gemm_epilogue;
+
+/* C[0..mv, 0..nv) (row stride ldc) gets the MR x NR tile of a[kc x MR] b[kc x NR];
+ * mv <= MR and nv <= NR trim the edge tiles. */
+typedef void (*cpu_gemm_micro_fn)(int64_t kc, const float *a, const float *b, float *c,
+                                  int64_t ldc, int mv, int nv, const cpu_gemm_epilogue *e);
+
+typedef struct cpu_gemm_kernel {
+    const char *name; /* "avx512", "avx2", "generic" */
+    int mr, nr;
+    cpu_gemm_micro_fn run;
+} cpu_gemm_kernel;
+
+/* The kernels this build has for this CPU, best first, into out[0..cap); returns how many
+ * (the generic kernel is always present, and last). */
+#define CPU_GEMM_MAX_KERNELS 3
+int cpu_gemm_kernels(const cpu_gemm_kernel **out, int cap);
+
+/* The kernel cpu_gemm uses: the best one, or the one named by the environment variable
+ * KILN_CPU_GEMM_KERNEL when it is available. */
+const cpu_gemm_kernel *cpu_gemm_active_kernel(void);
+/* Makes cpu_gemm use the named kernel (tests run every kernel the CPU has). Returns 0 when
+ * the kernel does not exist or the CPU lacks it. Not thread-safe: call between GEMMs. */
+int cpu_gemm_use_kernel(const char *name);
+
+/* The plain triple loop with double accumulation: the oracle of the fast path. */
+kiln_status cpu_gemm_reference(void *dev, const kiln_gemm_args *a);
+
+/* Writes one finished tile (row stride tile_ld) into C per the epilogue. Each kernel
+ * inlines it, so the loops compile for the kernel's instruction set. */
+static inline void cpu_gemm_store_tile(const float *tile, int tile_ld, float *c, int64_t ldc,
+                                       int mv, int nv, const cpu_gemm_epilogue *e) {
+    const float alpha = e->alpha, beta = e->beta;
+    const float *bias = e->bias;
+    for (int i = 0; i < mv; i++) {
+        float *row = c + i * ldc;
+        const float *t = tile + i * tile_ld;
+        if (!e->first) {
+            for (int j = 0; j < nv; j++) row[j] += alpha * t[j];
+        } else if (beta == 0.0f) {
+            if (bias)
+                for (int j = 0; j < nv; j++) row[j] = alpha * t[j] + bias[j];
+            else
+                for (int j = 0; j < nv; j++) row[j] = alpha * t[j];
+        } else {
+            if (bias)
+                for (int j = 0; j < nv; j++) row[j] = beta * row[j] + alpha * t[j] + bias[j];
+            else
+                for (int j = 0; j < nv; j++) row[j] = beta * row[j] + alpha * t[j];
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,197 @@
+/* The fast CPU GEMM against its plain reference (cpu_gemm_reference), for every
+ * micro-kernel this CPU has (avx512, avx2, generic on x86-64): odd sizes that fill no tile,
+ * K and N across block boundaries, both transposes, f16 inputs, padded leading dimensions,
+ * alpha/beta/bias, beta == 0 over a NaN-filled C, and batches (strided, shared operands,
+ * and the two threading modes). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu_gemm.h"
+#include "testutil.h"
+
+typedef struct shape {
+    int64_t m, n, k, batch;
+} shape;
+
+typedef struct variant {
+    int ta, tb;
+    kiln_dtype adt, bdt;
+    float alpha, beta;
+    int bias;
+    int pad;       /* extra elements at the end of every row (leading dimension > width) */
+    int shared_b;  /* stride_b = 0 */
+} variant;
+
+static uint64_t g_rng = 12345;
+static float rnd(void) {
+    g_rng = g_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(g_rng >> 40) / (double)(1ULL << 24) * 2.0 - 1.0);
+}
+
+/* Host memory posing as a CPU-backend buffer (struct kiln_buf of cpu_internal.h). */
+static kiln_ref fill_buf(kiln_buf *h, kiln_dtype dt, int64_t count, int nan_fill) {
+    size_t es = kiln_dtype_size(dt);
+    h->size = (size_t)count * es;
+    h->ptr = malloc(h->size ? h->size : 1);
+    ck_assert(h->ptr != NULL);
+    for (int64_t i = 0; i < count; i++) {
+        float v = nan_fill ? NAN : rnd();
+        if (dt == KILN_F16)
+            ((uint16_t *)h->ptr)[i] = kiln_f32_to_f16(v);
+        else
+            ((float *)h->ptr)[i] = v;
+    }
+    kiln_ref r = {h, 0};
+    return r;
+}
+
+/* Runs fast and reference GEMMs on the same inputs and compares every C element. */
+static void check_one(const shape *s, const variant *v) {
+    const int64_t m = s->m, n = s->n, k = s->k;
+    /* stored shapes: A is m x k (k x m when transposed), B is k x n (n x k) */
+    const int64_t a_rows = v->ta ? k : m, a_cols = v->ta ? m : k;
+    const int64_t b_rows = v->tb ? n : k, b_cols = v->tb ? k : n;
+    kiln_gemm_args g = {0};
+    g.a_dtype = v->adt, g.b_dtype = v->bdt, g.c_dtype = KILN_F32;
+    g.m = m, g.n = n, g.k = k, g.batch = s->batch;
+    g.trans_a = v->ta, g.trans_b = v->tb;
+    g.lda = a_cols + v->pad, g.ldb = b_cols + v->pad, g.ldc = n + v->pad;
+    g.stride_a = a_rows * g.lda, g.stride_b = v->shared_b ? 0 : b_rows * g.ldb, g.stride_c = m * g.ldc;
+    g.alpha = v->alpha, g.beta = v->beta;
+    kiln_buf ha, hb, hbias, hc_fast, hc_ref;
+    g.a = fill_buf(&ha, v->adt, g.stride_a * s->batch, 0);
+    g.b = fill_buf(&hb, v->bdt, b_rows * g.ldb * (v->shared_b ? 1 : s->batch), 0);
+    kiln_ref bias = fill_buf(&hbias, KILN_F32, n, 0);
+    if (v->bias) g.bias = bias;
+    /* beta == 0 must ignore C even when it holds NaN */
+    g.c = fill_buf(&hc_fast, KILN_F32, g.stride_c * s->batch, v->beta == 0.0f);
+    kiln_gemm_args r = g;
+    r.c = fill_buf(&hc_ref, KILN_F32, g.stride_c * s->batch, 0);
+    memcpy(hc_ref.ptr, hc_fast.ptr, hc_ref.size);
+
+    ck_assert_msg(cpu_gemm(NULL, &g) == KILN_OK, "%s", kiln_error_message());
+    ck_assert(cpu_gemm_reference(NULL, &r) == KILN_OK);
+    const float *cf = hc_fast.ptr, *cr = hc_ref.ptr;
+    double num = 0, den = 0;
+    for (int64_t b = 0; b < s->batch; b++)
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int64_t at = b * g.stride_c + i * g.ldc + j;
+                ck_assert_msg(isfinite(cf[at]), "%s: C[%lld,%lld,%lld] = %g (m %lld n %lld k %lld ta %d tb %d beta %g)",
+                              cpu_gemm_active_kernel()->name, (long long)b, (long long)i, (long long)j, cf[at],
+                              (long long)m, (long long)n, (long long)k, v->ta, v->tb, v->beta);
+                double d = (double)cf[at] - cr[at];
+                num += d * d;
+                den += (double)cr[at] * cr[at];
+            }
+    double err = num / (den > 1e-30 ? den : 1e-30);
+    ck_assert_msg(err < 1e-11, "%s: normalized error %g (m %lld n %lld k %lld batch %lld ta %d tb %d a %s b %s alpha %g beta %g bias %d pad %d)",
+                  cpu_gemm_active_kernel()->name, err, (long long)m, (long long)n, (long long)k, (long long)s->batch,
+                  v->ta, v->tb, kiln_dtype_name(v->adt), kiln_dtype_name(v->bdt), v->alpha, v->beta, v->bias, v->pad);
+    /* the padding between rows of C is never written */
+    if (v->pad && v->beta != 0.0f)
+        for (int64_t i = 0; i < m; i++) ck_assert(cf[i * g.ldc + n] == cr[i * g.ldc + n]);
+    free(ha.ptr), free(hb.ptr), free(hbias.ptr), free(hc_fast.ptr), free(hc_ref.ptr);
+}
+
+/* Every kernel over the shapes and variants given. */
+static void check_all_kernels(const shape *shapes, int n_shapes, const variant *vars, int n_vars) {
+    const cpu_gemm_kernel *list[CPU_GEMM_MAX_KERNELS];
+    int nk = cpu_gemm_kernels(list, CPU_GEMM_MAX_KERNELS);
+    ck_assert(nk >= 1 && !strcmp(list[nk - 1]->name, "generic"));
+    for (int q = 0; q < nk; q++) {
+        ck_assert(cpu_gemm_use_kernel(list[q]->name));
+        ck_assert_str_eq(cpu_gemm_active_kernel()->name, list[q]->name);
+        for (int s = 0; s < n_shapes; s++)
+            for (int v = 0; v < n_vars; v++) check_one(&shapes[s], &vars[v]);
+    }
+    cpu_gemm_use_kernel(list[0]->name);
+}
+
+#define F32 KILN_F32
+#define F16 KILN_F16
+
+START_TEST(odd_sizes_all_transposes) {
+    static const shape shapes[] = {{1, 1, 1, 1}, {5, 3, 7, 1}, {13, 17, 9, 1}, {31, 33, 1, 1},
+                                   {35, 47, 29, 1}, {67, 45, 131, 1}};
+    variant vars[16];
+    int nv = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            vars[nv++] = (variant){ta, tb, F32, F32, 1.0f, 0.0f, 0, 0, 0};
+            vars[nv++] = (variant){ta, tb, F32, F32, -0.5f, 0.75f, 1, 3, 0};
+            vars[nv++] = (variant){ta, tb, F16, F16, 2.0f, 0.0f, 1, 0, 0};
+            vars[nv++] = (variant){ta, tb, F32, F16, 1.0f, 1.0f, 0, 1, 0};
+        }
+    check_all_kernels(shapes, (int)(sizeof shapes / sizeof shapes[0]), vars, nv);
+}
+END_TEST
+
+START_TEST(blocks_along_k_and_n) {
+    /* K beyond one K block (beta and bias only on the first), N beyond one N block, M with
+     * a number of row blocks that two threads cannot split evenly (columns split too) */
+    static const shape shapes[] = {{37, 29, 517, 1}, {3, 2100, 19, 1}, {301, 97, 65, 1}, {150, 130, 257, 1}};
+    static const variant vars[] = {
+        {0, 0, F32, F32, 1.0f, 0.0f, 1, 0, 0},
+        {1, 1, F32, F32, 0.5f, -1.25f, 1, 2, 0},
+        {0, 1, F16, F32, 1.0f, 1.0f, 0, 0, 0},
+        {1, 0, F32, F16, 1.0f, 0.0f, 0, 0, 0},
+    };
+    check_all_kernels(shapes, (int)(sizeof shapes / sizeof shapes[0]), vars, (int)(sizeof vars / sizeof vars[0]));
+}
+END_TEST
+
+START_TEST(batches) {
+    /* small GEMMs (whole GEMMs per thread), large ones (threads share one), shared B */
+    static const shape shapes[] = {{7, 9, 5, 5}, {33, 17, 23, 4}, {130, 70, 90, 2}};
+    static const variant vars[] = {
+        {0, 0, F32, F32, 1.0f, 0.0f, 1, 0, 0},
+        {0, 1, F32, F32, 1.0f, 0.5f, 0, 1, 1},
+        {1, 0, F16, F16, -1.0f, 0.0f, 0, 0, 1},
+        {1, 1, F32, F32, 1.0f, 1.0f, 1, 0, 0},
+    };
+    check_all_kernels(shapes, (int)(sizeof shapes / sizeof shapes[0]), vars, (int)(sizeof vars / sizeof vars[0]));
+}
+END_TEST
+
+START_TEST(reference_by_hand) {
+    /* the oracle itself: [1 2 3; 4 5 6] [7 8; 9 10; 11 12] = [58 64; 139 154], times
+     * alpha 2, plus beta 0.5 times C = 10, plus bias (1, -1) */
+    float A[] = {1, 2, 3, 4, 5, 6}, B[] = {7, 8, 9, 10, 11, 12}, C[] = {10, 10, 10, 10}, bias[] = {1, -1};
+    kiln_buf ba = {A, sizeof A}, bb = {B, sizeof B}, bc = {C, sizeof C}, bbias = {bias, sizeof bias};
+    kiln_gemm_args g = {{&ba, 0}, {&bb, 0}, {&bc, 0}, {&bbias, 0}, F32, F32, F32, 2, 2, 3, 1, 0, 0,
+                        3, 2, 2, 0, 0, 0, 2.0f, 0.5f};
+    ck_assert(cpu_gemm_reference(NULL, &g) == KILN_OK);
+    const float want[] = {2 * 58 + 5 + 1, 2 * 64 + 5 - 1, 2 * 139 + 5 + 1, 2 * 154 + 5 - 1};
+    for (int i = 0; i < 4; i++) ck_assert_float_eq(C[i], want[i]);
+}
+END_TEST
+
+START_TEST(rejects_other_dtypes) {
+    kiln_gemm_args g = {0};
+    g.a_dtype = KILN_I32, g.b_dtype = F32, g.c_dtype = F32, g.m = g.n = g.k = g.batch = 1;
+    ck_assert_int_eq(cpu_gemm(NULL, &g), KILN_ERR_DTYPE);
+    g.a_dtype = F32, g.c_dtype = F16;
+    ck_assert_int_eq(cpu_gemm(NULL, &g), KILN_ERR_DTYPE);
+}
+END_TEST
+
+static void add_tests(Suite *s, TCase *tc) {
+    (void)s;
+    tcase_add_test(tc, reference_by_hand);
+    tcase_add_test(tc, odd_sizes_all_transposes);
+    tcase_add_test(tc, blocks_along_k_and_n);
+    tcase_add_test(tc, batches);
+    tcase_add_test(tc, rejects_other_dtypes);
+}
+
+int main(int argc, char **argv) {
+    const cpu_gemm_kernel *list[CPU_GEMM_MAX_KERNELS];
+    int nk = cpu_gemm_kernels(list, CPU_GEMM_MAX_KERNELS);
+    printf("cpu gemm kernels:");
+    for (int i = 0; i < nk; i++) printf(" %s (%dx%d)", list[i]->name, list[i]->mr, list[i]->nr);
+    printf("\n");
+    return kt_main(argc, argv, "cpu_gemm", add_tests, NULL, 0);
+}
