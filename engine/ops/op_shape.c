@@ -134,6 +134,8 @@ kiln_tensor *kiln_concat(kiln_tensor *const *xs, int count, int axis) {
         const kiln_tensor *x = xs[t];
         if (x->dtype != KILN_F32)
             return kiln_fail(KILN_ERR_DTYPE, "concat: input %d is %s; concat takes f32", t, kiln_dtype_name(x->dtype));
+        if (x->ctx != x0->ctx)
+            return kiln_fail(KILN_ERR_ARGUMENT, "concat: input %d belongs to a different context than input 0", t);
         int same = x->ndim == x0->ndim;
         for (int i = 0; same && i < x->ndim; i++) same = i == ax || x->shape[i] == x0->shape[i];
         if (!same)
