@@ -8,6 +8,7 @@
 add_library(kiln_hostio STATIC
   ${CMAKE_CURRENT_LIST_DIR}/json.c
   ${CMAKE_CURRENT_LIST_DIR}/safetensors.c
+  ${CMAKE_CURRENT_LIST_DIR}/safetensors_write.c
   ${CMAKE_CURRENT_LIST_DIR}/data.c)
 target_include_directories(kiln_hostio PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(kiln_hostio PUBLIC kiln)

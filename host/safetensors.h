@@ -126,6 +126,10 @@ const char *st_writer_error(const st_writer *w);
  * file is removed, an existing file at path is left untouched, and -1 is returned with a
  * message naming the path and the failing step. */
 int st_writer_save(st_writer *w, const char *path, char *err, size_t errlen);
+/* The same bytes into a new malloc'd buffer (*out, *size; free() it), for tests, fuzzers
+ * and callers that send a checkpoint elsewhere. Returns 0 or -1 with a message. */
+int st_writer_serialize(st_writer *w, unsigned char **out, size_t *size, char *err,
+                        size_t errlen);
 void st_writer_free(st_writer *w);
 
 #ifdef __cplusplus

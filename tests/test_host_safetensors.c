@@ -190,12 +190,17 @@ START_TEST(round_trip) {
     tmp_path(path, sizeof path, "round.safetensors");
     st_writer *w = full_writer();
     ck_assert_msg(st_writer_save(w, path, err, sizeof err) == 0, "%s", err);
+    unsigned char *mem;
+    size_t mem_size;
+    ck_assert_msg(st_writer_serialize(w, &mem, &mem_size, err, sizeof err) == 0, "%s", err);
     st_writer_free(w);
     ck_assert_int_eq(count_files_with_prefix("round.safetensors.tmp"), 0);
 
     /* the layout: header padded with spaces to a multiple of 8, metadata first */
     size_t size;
     unsigned char *b = read_all(path, &size);
+    ck_assert(mem_size == size && memcmp(mem, b, size) == 0); /* serialize == save */
+    free(mem);
     uint64_t h = 0;
     for (int i = 7; i >= 0; i--) h = h << 8 | b[i];
     ck_assert_uint_eq(h % 8, 0);
