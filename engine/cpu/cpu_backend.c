@@ -9,8 +9,6 @@
 #include "cpu/cpu_internal.h"
 
 
-/* DEVELOPMENT ONLY: kernels not written yet resolve to NULL; delete each line as its kernel lands. */
-
 typedef struct cpu_dev {
     char name[96];
 } cpu_dev;
