@@ -1,0 +1,16 @@
+/* Opening the device a command runs on, from --backend and --device. */
+#ifndef KILN_HOST_DEVICE_H
+#define KILN_HOST_DEVICE_H
+
+#include "kiln/kiln.h"
+
+/* The --backend and --device options every command shares. */
+#define HOST_BACKEND_HELP "cpu, vulkan, opencl or auto (the best GPU backend, else cpu)"
+#define HOST_DEVICE_HELP "device index of that backend, as listed by kiln info (-1: the best)"
+
+/* Opens `backend` ("cpu", "vulkan", "opencl", "auto") on device `device` (-1: the best one)
+ * and prints "kiln COMMAND: running on BACKEND device NAME" to stderr. Returns NULL after
+ * printing a one-line error. */
+kiln_ctx *host_open_device(const char *command, const char *backend, int device);
+
+#endif

@@ -1,0 +1,151 @@
+/* The GPT's weights: config checks, allocation with checkpoint names, initialisation. */
+#include "gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gpt_config_check(const gpt_config *c, char *err, size_t errlen) {
+    /* The limits keep a lying config from asking for absurd memory before anything is
+     * read; they are far above any model this program trains. */
+    struct { const char *name; int value, max; } sizes[] = {
+        {"n_layer", c->n_layer, 1024},       {"n_head", c->n_head, 1024},
+        {"n_embd", c->n_embd, 65536},        {"n_positions", c->n_positions, 1 << 20},
+        {"vocab_size", c->vocab_size, 1 << 22},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i].value < 1 || sizes[i].value > sizes[i].max) {
+            snprintf(err, errlen, "%s = %d is out of range (1 to %d)", sizes[i].name,
+                     sizes[i].value, sizes[i].max);
+            return -1;
+        }
+    }
+    if (c->n_embd % c->n_head != 0) {
+        snprintf(err, errlen, "n_head = %d does not divide n_embd = %d", c->n_head, c->n_embd);
+        return -1;
+    }
+    if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps)) {
+        snprintf(err, errlen, "layer_norm_epsilon = %g must be a positive number", (double)c->ln_eps);
+        return -1;
+    }
+    return 0;
+}
+
+int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out) {
+    int64_t C = cfg->n_embd;
+    /* One block's weights: name, ndim, the dims as multiples of C, decay, residual
+     * projection. */
+    static const struct {
+        const char *suffix;
+        int ndim, c0, c1, decay, residual_proj;
+    } block[] = {
+        {"ln_1.weight", 1, 1, 0, 0, 0},          {"ln_1.bias", 1, 1, 0, 0, 0},
+        {"attn.c_attn.weight", 2, 1, 3, 1, 0},   {"attn.c_attn.bias", 1, 3, 0, 0, 0},
+        {"attn.c_proj.weight", 2, 1, 1, 1, 1},   {"attn.c_proj.bias", 1, 1, 0, 0, 0},
+        {"ln_2.weight", 1, 1, 0, 0, 0},          {"ln_2.bias", 1, 1, 0, 0, 0},
+        {"mlp.c_fc.weight", 2, 1, 4, 1, 0},      {"mlp.c_fc.bias", 1, 4, 0, 0, 0},
+        {"mlp.c_proj.weight", 2, 4, 1, 1, 1},    {"mlp.c_proj.bias", 1, 1, 0, 0, 0},
+    };
+    enum { PER_BLOCK = sizeof block / sizeof block[0] };
+    int n = 4 + PER_BLOCK * cfg->n_layer;
+    if (!out) return n;
+    gpt_param_spec *p = out;
+    *p++ = (gpt_param_spec){"wte.weight", 2, {cfg->vocab_size, C}, 1, 0};
+    *p++ = (gpt_param_spec){"wpe.weight", 2, {cfg->n_positions, C}, 1, 0};
+    for (int l = 0; l < cfg->n_layer; l++) {
+        for (int k = 0; k < PER_BLOCK; k++, p++) {
+            snprintf(p->name, sizeof p->name, "h.%d.%s", l, block[k].suffix);
+            p->ndim = block[k].ndim;
+            p->shape[0] = block[k].c0 * C;
+            p->shape[1] = block[k].ndim == 2 ? block[k].c1 * C : 1;
+            p->decay = block[k].decay;
+            p->residual_proj = block[k].residual_proj;
+        }
+    }
+    *p++ = (gpt_param_spec){"ln_f.weight", 1, {C, 1}, 0, 0};
+    *p++ = (gpt_param_spec){"ln_f.bias", 1, {C, 1}, 0, 0};
+    return n;
+}
+
+gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) {
+    gpt_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->ctx = ctx;
+    m->cfg = *cfg;
+    int n = gpt_param_specs(cfg, NULL);
+    gpt_param_spec *specs = calloc((size_t)n, sizeof *specs);
+    m->blocks = calloc((size_t)cfg->n_layer, sizeof *m->blocks);
+    m->params = calloc((size_t)n, sizeof *m->params);
+    if (!specs || !m->blocks || !m->params) goto fail;
+    gpt_param_specs(cfg, specs);
+    for (int i = 0; i < n; i++) {
+        kiln_tensor *t = kiln_tensor_new(ctx, KILN_F32, specs[i].ndim, specs[i].shape);
+        if (!t) goto fail;
+        kiln_set_requires_grad(t, 1);
+        m->params[i].spec = specs[i];
+        m->params[i].t = t;
+        m->n_params++;
+    }
+    /* Named handles for the forward pass, in gpt_param_specs' order. */
+    m->wte = m->params[0].t;
+    m->wpe = m->params[1].t;
+    for (int l = 0; l < cfg->n_layer; l++) {
+        const gpt_param *p = &m->params[2 + 12 * l];
+        gpt_block *b = &m->blocks[l];
+        kiln_tensor **slots[12] = {&b->ln_1_w, &b->ln_1_b, &b->attn_w, &b->attn_b,
+                                   &b->attn_proj_w, &b->attn_proj_b, &b->ln_2_w, &b->ln_2_b,
+                                   &b->fc_w, &b->fc_b, &b->mlp_proj_w, &b->mlp_proj_b};
+        for (int k = 0; k < 12; k++) *slots[k] = p[k].t;
+    }
+    m->ln_f_w = m->params[n - 2].t;
+    m->ln_f_b = m->params[n - 1].t;
+    free(specs);
+    return m;
+fail:
+    free(specs);
+    gpt_free(m);
+    return NULL;
+}
+
+void gpt_free(gpt_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_params; i++) kiln_tensor_free(m->params[i].t);
+    free(m->params);
+    free(m->blocks);
+    free(m);
+}
+
+/* Init streams sit far above the ones dropout draws (the context counts those up from 0),
+ * so an init never reuses a dropout mask's random numbers. */
+#define GPT_INIT_STREAM_BASE ((uint64_t)1 << 40)
+
+kiln_status gpt_init(gpt_model *m, uint64_t seed) {
+    const float std = 0.02f;
+    const float proj_std = std / sqrtf(2.0f * (float)m->cfg.n_layer);
+    for (int i = 0; i < m->n_params; i++) {
+        const gpt_param *p = &m->params[i];
+        kiln_status s;
+        if (p->spec.ndim == 2)
+            s = kiln_init_normal(p->t, seed, GPT_INIT_STREAM_BASE + (uint64_t)i, 0.0f,
+                                 p->spec.residual_proj ? proj_std : std);
+        else if (strstr(p->spec.name, "ln_") && strstr(p->spec.name, ".weight"))
+            s = kiln_fill(p->t, 1.0f);
+        else
+            s = kiln_fill(p->t, 0.0f);
+        if (s) return s;
+    }
+    return KILN_OK;
+}
+
+int64_t gpt_param_count(const gpt_model *m) {
+    int64_t n = 0;
+    for (int i = 0; i < m->n_params; i++) n += kiln_numel(m->params[i].t);
+    return n;
+}
+
+gpt_param *gpt_find_param(gpt_model *m, const char *name) {
+    for (int i = 0; i < m->n_params; i++)
+        if (!strcmp(m->params[i].spec.name, name)) return &m->params[i];
+    return NULL;
+}

@@ -1,0 +1,68 @@
+/* kiln: train, evaluate and decode GPT models on Vulkan, OpenCL or the CPU.
+ *
+ * main dispatches to one file per subcommand; each parses its own options (cli.h) and
+ * prints errors as one line "kiln: error: ..." with a non-zero exit code. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#ifdef KILN_HAVE_BENCH_GEMM
+#include "bench.h"
+#endif
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: kiln <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  train        train a byte-level GPT on a text file\n"
+            "  eval         mean cross-entropy of a checkpoint on a text file\n"
+            "  decode       continue a prompt with a checkpoint\n"
+            "  info         backends and devices of this machine\n"
+            "  bench train  training throughput of kiln and PyTorch on the same model\n"
+#ifdef KILN_HAVE_BENCH_GEMM
+            "  bench gemm   GEMM throughput of the backends and their peers\n"
+#endif
+            "\n"
+            "`kiln <command> --help` describes a command's options.\n");
+}
+
+static int cmd_bench(int argc, char **argv) {
+    const char *what = argc >= 3 ? argv[2] : "";
+    if (!strcmp(what, "train")) return cmd_bench_train(argc, argv);
+#ifdef KILN_HAVE_BENCH_GEMM
+    if (!strcmp(what, "gemm")) return kiln_bench_gemm_main(argc - 2, argv + 2);
+#endif
+    if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    return host_error("kiln bench: expected train%s (see kiln --help)",
+#ifdef KILN_HAVE_BENCH_GEMM
+                      " or gemm"
+#else
+                      ""
+#endif
+    );
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } commands[] = {{"train", cmd_train}, {"eval", cmd_eval},   {"decode", cmd_decode},
+                    {"info", cmd_info},   {"bench", cmd_bench}, {"dev", cmd_dev}};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc, argv);
+    return host_error("unknown command '%s' (try kiln --help)", cmd);
+}

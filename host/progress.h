@@ -1,0 +1,30 @@
+/* Training progress on stderr: on a terminal, one bar redrawn in place (step, loss, lr,
+ * tokens/s, ETA) with evaluation results printed above it; elsewhere (a log file, CI) plain
+ * lines every `log_every` steps and at every evaluation. */
+#ifndef KILN_HOST_PROGRESS_H
+#define KILN_HOST_PROGRESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct progress {
+    FILE *out;
+    int tty;
+    int64_t first_step, total_steps; /* this run covers steps (first_step, total_steps] */
+    int log_every;
+    double start_time;
+    int bar_shown;
+} progress;
+
+/* Monotonic seconds, for throughput and ETA. */
+double progress_now(void);
+
+void progress_init(progress *p, FILE *out, int64_t first_step, int64_t total_steps, int log_every);
+/* Reports step `step` (1-based, the number of optimizer steps done). val_loss is NaN when
+ * the step did not evaluate. */
+void progress_step(progress *p, int64_t step, double loss, double lr, double tokens_per_s,
+                   double val_loss);
+/* Ends the bar's line, so later output starts on a fresh line. */
+void progress_finish(progress *p);
+
+#endif

@@ -1,0 +1,332 @@
+/* `kiln train`: trains a byte-level GPT on a text file.
+ *
+ * The last 10% of the file is held out; every --eval-every steps and at the last step the
+ * model is evaluated on it and a checkpoint is written (DIR/model.safetensors and
+ * DIR/optimizer.safetensors, each replaced atomically). --resume continues a run exactly:
+ * batches are drawn for (seed, step) and the dropout RNG stream is saved, so 10 steps plus a
+ * resumed 10 equal 20 uninterrupted steps bit for bit. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "device.h"
+#include "eval.h"
+#include "gpt_checkpoint.h"
+#include "metrics.h"
+#include "progress.h"
+#include "trainer.h"
+
+typedef struct train_options {
+    const char *data, *out, *init, *backend;
+    int device, resume;
+    int layers, heads, dim;
+    int eval_every, eval_windows, log_every;
+    train_hparams hp;
+} train_options;
+
+/* Where the run keeps its files. */
+typedef struct run_paths {
+    char model[4096], optimizer[4096];
+} run_paths;
+
+/* Ctrl-C ends the run after the current step, with a checkpoint to resume from. */
+static volatile sig_atomic_t g_interrupted;
+static void on_interrupt(int sig) {
+    (void)sig;
+    g_interrupted = 1;
+}
+
+/* Semantic checks that the option table's ranges cannot express. */
+static int check_options(const train_options *o) {
+    const train_hparams *hp = &o->hp;
+    if (!o->data) return host_error("kiln train needs --data FILE");
+    if (!o->out) return host_error("kiln train needs --out DIR");
+    if (o->init && o->resume)
+        return host_error("--init and --resume exclude each other (--resume continues the run in --out)");
+    if (o->dim % o->heads != 0)
+        return host_error("--heads %d does not divide --dim %d", o->heads, o->dim);
+    if (!(hp->lr > 0.0f)) return host_error("--lr must be above 0");
+    if (hp->min_lr > hp->lr)
+        return host_error("--min-lr %g is above --lr %g", (double)hp->min_lr, (double)hp->lr);
+    return 0;
+}
+
+/* mkdir -p */
+static int make_dir(const char *path) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || !*p) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0777) && errno != EEXIST)
+                return host_error("cannot create directory %s: %s", buf, strerror(errno));
+            *p = c;
+            if (!c) break;
+        }
+    }
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode)) return host_error("--out %s is not a directory", path);
+    return 0;
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The architecture options given on the command line must agree with a loaded model. */
+static int check_arch(const gpt_config *c, const cli_opt *opts, int n, const train_options *o,
+                      const char *path) {
+    struct { const char *option; int value, model; const char *key; } arch[] = {
+        {"--layers", o->layers, c->n_layer, "n_layer"},
+        {"--heads", o->heads, c->n_head, "n_head"},
+        {"--dim", o->dim, c->n_embd, "n_embd"},
+    };
+    for (size_t i = 0; i < sizeof arch / sizeof arch[0]; i++)
+        if (cli_find(opts, n, arch[i].option)->seen && arch[i].value != arch[i].model)
+            return host_error("%s %d differs from %s = %d in %s", arch[i].option, arch[i].value,
+                              arch[i].key, arch[i].model, path);
+    if (c->vocab_size != GPT_BYTE_VOCAB)
+        return host_error("%s has vocab_size %d; kiln train reads byte tokens and needs %d", path,
+                          c->vocab_size, GPT_BYTE_VOCAB);
+    if (o->hp.block > c->n_positions)
+        return host_error("--block %d exceeds n_positions = %d in %s", o->hp.block, c->n_positions, path);
+    return 0;
+}
+
+/* The model to train: fresh from --seed, from --init, or the run in --out for --resume. */
+static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *opts, int n,
+                              const run_paths *paths) {
+    char err[1024];
+    const char *from = o->resume ? paths->model : o->init;
+    int block_given = cli_find(opts, n, "--block")->seen;
+    if (!from) {
+        gpt_config cfg = {o->layers, o->heads, o->dim, o->hp.block, GPT_BYTE_VOCAB, GPT_DEFAULT_LN_EPS};
+        if (gpt_config_check(&cfg, err, sizeof err)) {
+            host_error("%s", err);
+            return NULL;
+        }
+        gpt_model *m = gpt_new(ctx, &cfg);
+        if (!m || gpt_init(m, o->hp.seed)) {
+            host_engine_error("cannot create the model");
+            gpt_free(m);
+            return NULL;
+        }
+        return m;
+    }
+    if (o->resume && !file_exists(from)) {
+        host_error("nothing to resume in %s: it has no model.safetensors", o->out);
+        return NULL;
+    }
+    gpt_model *m;
+    if (gpt_checkpoint_load(ctx, from, &m, err, sizeof err)) {
+        host_error("%s", err);
+        return NULL;
+    }
+    if (!block_given) o->hp.block = m->cfg.n_positions;
+    if (check_arch(&m->cfg, opts, n, o, from)) {
+        gpt_free(m);
+        return NULL;
+    }
+    o->layers = m->cfg.n_layer;
+    o->heads = m->cfg.n_head;
+    o->dim = m->cfg.n_embd;
+    return m;
+}
+
+/* Restores the optimizer state of a resumed run, after checking that the model file and
+ * the optimizer file were written by the same checkpoint. */
+static int resume_state(trainer *t, const run_paths *paths) {
+    char err[1024], step[32];
+    if (trainer_load_state(t, paths->optimizer, err, sizeof err)) return host_error("%s", err);
+    int found = gpt_checkpoint_meta(paths->model, "step", step, sizeof step, err, sizeof err);
+    if (found < 0) return host_error("%s", err);
+    uint64_t model_step;
+    if (!found || cli_parse_u64(step, &model_step) || model_step != (uint64_t)t->step)
+        return host_error("%s (step %s) and %s (step %" PRId64 ") come from different checkpoints",
+                          paths->model, found ? step : "unknown", paths->optimizer, t->step);
+    return 0;
+}
+
+/* Writes both checkpoint files, optimizer state first: each is atomic, and resume_state
+ * refuses a pair whose steps differ. */
+static int save_checkpoint(const trainer *t, const run_paths *paths) {
+    char err[1024], step[32];
+    snprintf(step, sizeof step, "%" PRId64, t->step);
+    gpt_meta meta[] = {{"step", step}, {"written_by", "kiln train"}};
+    if (trainer_save_state(t, paths->optimizer, err, sizeof err) ||
+        gpt_checkpoint_save(t->m, paths->model, meta, 2, err, sizeof err))
+        return host_error("%s", err);
+    return 0;
+}
+
+/* The training loop from t->step to the last step. Returns 0 and the final val loss. */
+static int run(trainer *t, const train_options *o, const run_paths *paths, FILE *metrics,
+               double *final_val) {
+    const train_hparams *hp = &t->hp;
+    char err[1024];
+    progress bar;
+    progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
+    double tokens_per_step = (double)hp->batch * hp->block * hp->grad_accum;
+    *final_val = NAN;
+    while (t->step < hp->steps) {
+        double t0 = progress_now();
+        train_step_stats st;
+        if (trainer_step(t, &st, err, sizeof err)) {
+            progress_finish(&bar);
+            return host_error("%s", err);
+        }
+        double tokens_per_s = tokens_per_step / (progress_now() - t0);
+        int last = t->step == hp->steps || g_interrupted;
+        int evaluate = last || (o->eval_every > 0 && t->step % o->eval_every == 0);
+        double val = NAN;
+        if (evaluate) {
+            int64_t windows = t->step == hp->steps ? 0 : o->eval_windows;
+            if (eval_loss(t->m, t->ds, DATA_VAL, hp->block, hp->batch, windows, &val, err, sizeof err)) {
+                progress_finish(&bar);
+                return host_error("%s", err);
+            }
+            if (save_checkpoint(t, paths)) {
+                progress_finish(&bar);
+                return 1;
+            }
+        }
+        progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, val);
+        metrics_row row = {t->step, st.loss, val, st.lr, st.grad_norm, tokens_per_s};
+        if (metrics_write(metrics, &row)) {
+            progress_finish(&bar);
+            return host_error("cannot write %s/metrics.jsonl", o->out);
+        }
+        if (g_interrupted) {
+            progress_finish(&bar);
+            return host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes "
+                              "with --resume", t->step, o->out);
+        }
+        if (t->step == hp->steps) *final_val = val;
+    }
+    progress_finish(&bar);
+    return 0;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_options o = {0};
+    o.backend = "auto";
+    o.device = -1;
+    o.layers = 4;
+    o.heads = 4;
+    o.dim = 128;
+    o.eval_every = 250;
+    o.eval_windows = 200;
+    o.log_every = 10;
+    train_hparams *hp = &o.hp;
+    *hp = (train_hparams){.batch = 12, .block = 64, .grad_accum = 1, .steps = 2000, .warmup = 100,
+                          .lr = 1e-3f, .min_lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f,
+                          .weight_decay = 0.1f, .clip = 1.0f, .dropout = 0.0f, .seed = 1337};
+    cli_opt opts[] = {
+        {"--data", CLI_STRING, &o.data, "FILE", "text file to train on (bytes are the tokens)", 0, 0, 0},
+        {"--out", CLI_STRING, &o.out, "DIR", "directory for the checkpoint and metrics", 0, 0, 0},
+        {"--layers", CLI_INT, &o.layers, "N", "transformer blocks", 1, 1024, 0},
+        {"--heads", CLI_INT, &o.heads, "N", "attention heads (must divide --dim)", 1, 1024, 0},
+        {"--dim", CLI_INT, &o.dim, "N", "embedding width", 1, 65536, 0},
+        {"--block", CLI_INT, &hp->block, "N", "context length in tokens (n_positions)", 1, 1 << 20, 0},
+        {"--batch", CLI_INT, &hp->batch, "N", "sequences per micro-batch", 1, 1 << 20, 0},
+        {"--steps", CLI_INT, &hp->steps, "N", "optimizer steps in all", 1, 1 << 30, 0},
+        {"--lr", CLI_FLOAT, &hp->lr, "X", "peak learning rate", 0, 10, 0},
+        {"--min-lr", CLI_FLOAT, &hp->min_lr, "X", "learning rate at the end of the cosine decay", 0, 10, 0},
+        {"--warmup", CLI_INT, &hp->warmup, "N", "steps of linear warmup", 0, 1 << 30, 0},
+        {"--beta1", CLI_FLOAT, &hp->beta1, "X", "AdamW beta1", 0, 0.999999, 0},
+        {"--beta2", CLI_FLOAT, &hp->beta2, "X", "AdamW beta2", 0, 0.999999, 0},
+        {"--weight-decay", CLI_FLOAT, &hp->weight_decay, "X", "AdamW weight decay of 2-D weights", 0, 10, 0},
+        {"--clip", CLI_FLOAT, &hp->clip, "X", "clip gradients to this global norm (0: off)", 0, 1e9, 0},
+        {"--dropout", CLI_FLOAT, &hp->dropout, "P", "dropout probability", 0, 0.99, 0},
+        {"--grad-accum", CLI_INT, &hp->grad_accum, "N", "micro-batches per optimizer step", 1, 1 << 20, 0},
+        {"--eval-every", CLI_INT, &o.eval_every, "N", "evaluate and checkpoint every N steps (0: at the end only)", 0, 1 << 30, 0},
+        {"--eval-windows", CLI_INT, &o.eval_windows, "N", "windows per evaluation before the last step (0: all)", 0, 1 << 30, 0},
+        {"--log-every", CLI_INT, &o.log_every, "N", "a plain progress line every N steps (off a terminal)", 1, 1 << 30, 0},
+        {"--seed", CLI_U64, &hp->seed, "N", "seed of the init, the batches and dropout", 0, 0, 0},
+        {"--init", CLI_STRING, &o.init, "CKPT", "start from these weights (GPT-2 layout safetensors)", 0, 0, 0},
+        {"--resume", CLI_FLAG, &o.resume, NULL, "continue the run in --out exactly where it stopped", 0, 0, 0},
+        {"--backend", CLI_STRING, &o.backend, "NAME", HOST_BACKEND_HELP, 0, 0, 0},
+        {"--device", CLI_INT, &o.device, "N", HOST_DEVICE_HELP, -1, 1000, 0},
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    const char *summary =
+        "Trains a GPT (GPT-2's architecture) on the bytes of a text file. The last 10% of the\n"
+        "file is held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
+        "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.";
+    int rc = cli_parse("train", summary, argc, argv, 2, opts, n);
+    if (rc) return rc < 0 ? 1 : 0;
+    if (check_options(&o)) return 1;
+
+    char err[1024];
+    run_paths paths;
+    snprintf(paths.model, sizeof paths.model, "%s/model.safetensors", o.out);
+    snprintf(paths.optimizer, sizeof paths.optimizer, "%s/optimizer.safetensors", o.out);
+    data_set *ds = NULL;
+    kiln_ctx *ctx = NULL;
+    gpt_model *m = NULL;
+    trainer t = {0};
+    FILE *metrics = NULL;
+    rc = 1;
+    if (data_load_bytes(o.data, &ds, err, sizeof err)) {
+        host_error("%s", err);
+        goto done;
+    }
+    if (!(ctx = host_open_device("train", o.backend, o.device))) goto done;
+    if (!(m = build_model(ctx, &o, opts, n, &paths))) goto done;
+    if (data_check_block(ds, DATA_TRAIN, hp->block, err, sizeof err) ||
+        data_check_block(ds, DATA_VAL, hp->block, err, sizeof err)) {
+        host_error("%s: %s", o.data, err);
+        goto done;
+    }
+    if (trainer_init(&t, m, ds, hp, err, sizeof err)) {
+        host_error("%s", err);
+        goto done;
+    }
+    if (o.resume && resume_state(&t, &paths)) goto done;
+    if (make_dir(o.out)) goto done;
+    if (!o.resume && file_exists(paths.model))
+        fprintf(stderr, "kiln train: %s will be replaced (--resume continues it instead)\n", paths.model);
+    if (!(metrics = metrics_open(o.out, o.resume ? t.step : -1, err, sizeof err))) {
+        host_error("%s", err);
+        goto done;
+    }
+    fprintf(stderr, "kiln train: %d layers, %d heads, dim %d, block %d: %.2fM weights; %lld "
+            "training and %lld validation tokens; steps %" PRId64 " to %d\n", o.layers, o.heads,
+            o.dim, hp->block, (double)gpt_param_count(m) / 1e6, (long long)ds->n_train,
+            (long long)(ds->n_tokens - ds->n_train), t.step + 1, hp->steps);
+
+    void (*previous)(int) = signal(SIGINT, on_interrupt);
+    double start = progress_now(), val;
+    int64_t first = t.step;
+    rc = run(&t, &o, &paths, metrics, &val);
+    signal(SIGINT, previous);
+    if (rc == 0 && isnan(val)) { /* resumed a run that had already finished */
+        if (eval_loss(m, ds, DATA_VAL, hp->block, hp->batch, 0, &val, err, sizeof err)) {
+            rc = host_error("%s", err);
+            goto done;
+        }
+    }
+    if (rc == 0) {
+        double secs = progress_now() - start;
+        fprintf(stderr, "kiln train: %" PRId64 " steps in %.1f s (%.0f tokens/s)\n", t.step - first,
+                secs, secs > 0 ? (double)(t.step - first) * hp->batch * hp->block * hp->grad_accum / secs : 0.0);
+        printf("val loss %.4f\n", val);
+    }
+done:
+    if (metrics) fclose(metrics);
+    trainer_free(&t);
+    gpt_free(m);
+    kiln_close(ctx);
+    data_free(ds);
+    return rc;
+}

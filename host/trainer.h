@@ -1,0 +1,71 @@
+/* Training a GPT: the hyperparameters, the learning-rate schedule, one optimizer step
+ * (forward, backward over --grad-accum micro-batches, clipped AdamW), and the optimizer
+ * state that lets a run resume exactly where it stopped. Used by `kiln train`,
+ * `kiln bench train` and the PyTorch parity dump. */
+#ifndef KILN_HOST_TRAINER_H
+#define KILN_HOST_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data.h"
+#include "gpt.h"
+
+typedef struct train_hparams {
+    int batch, block, grad_accum;
+    int steps, warmup;
+    float lr, min_lr;
+    float beta1, beta2, weight_decay, clip;
+    float dropout;
+    uint64_t seed;
+} train_hparams;
+
+/* The learning rate of optimizer step `step` (0-based), as nanoGPT: a linear warmup
+ * lr * (step + 1) / (warmup + 1) for step < warmup, then a cosine from lr down to min_lr at
+ * step == steps. */
+float train_lr_at(const train_hparams *hp, int64_t step);
+
+typedef struct trainer {
+    gpt_model *m;
+    const data_set *ds; /* NULL when the caller feeds batches itself */
+    train_hparams hp;
+    kiln_adam *opt;
+    kiln_tensor **params; /* the model's weights, for the optimizer and kiln_zero_grad */
+    int32_t *x, *y;       /* one micro-batch of inputs and targets, [batch * block] */
+    int64_t step;         /* optimizer steps done */
+} trainer;
+
+/* Sets up AdamW over every weight of m (decay on 2-D weights only, as GPT-2/nanoGPT) and
+ * zeroes the gradients. Returns 0, or -1 with a message. */
+int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hparams *hp,
+                 char *err, size_t errlen);
+void trainer_free(trainer *t);
+
+/* Forward and backward of one micro-batch x, y ([rows, block] token ids), gradients
+ * scaled by `scale` (1 / grad_accum) and accumulated; frees the step's activations.
+ * *loss receives the micro-batch's mean loss. */
+int trainer_accumulate(trainer *t, const int32_t *x, const int32_t *y, int rows, float scale,
+                       double *loss, char *err, size_t errlen);
+
+/* The AdamW update at learning rate lr with the accumulated gradients (clipped to the
+ * global norm hp.clip when > 0), then zeroes them. *grad_norm receives the norm before
+ * clipping. */
+int trainer_update(trainer *t, float lr, double *grad_norm, char *err, size_t errlen);
+
+typedef struct train_step_stats {
+    double loss, lr, grad_norm;
+} train_step_stats;
+
+/* One optimizer step on training batches drawn for (seed, step): grad_accum micro-batches,
+ * micro-batch i of step s being data_sample_batch(..., seed, s * grad_accum + i). */
+int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
+
+/* ---- the optimizer state file (DIR/optimizer.safetensors) ----
+ * Adam's moments as m.<weight name> and v.<weight name>, and in the metadata the step, the
+ * dropout RNG stream, the seed and the batch geometry a resume must share. */
+int trainer_save_state(const trainer *t, const char *path, char *err, size_t errlen);
+/* Restores a state saved by a run with the same model, seed and batch geometry (a
+ * mismatch is an error naming the option). */
+int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen);
+
+#endif
