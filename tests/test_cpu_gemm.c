@@ -143,6 +143,15 @@ START_TEST(blocks_along_k_and_n) {
 }
 END_TEST
 
+START_TEST(chunks_when_k_is_huge) {
+    /* packs hold at most 2^22 floats, so with K = 30000 C is done in chunks of rows (first
+     * shape) or of columns (second) */
+    static const shape shapes[] = {{150, 19, 30000, 1}, {19, 150, 30000, 1}};
+    static const variant vars[] = {{0, 1, F32, F32, 1.0f, 0.5f, 1, 0, 0}};
+    check_all_kernels(shapes, 2, vars, 1);
+}
+END_TEST
+
 START_TEST(batches) {
     /* small GEMMs (whole GEMMs per thread), large ones (threads share one), shared B */
     static const shape shapes[] = {{7, 9, 5, 5}, {33, 17, 23, 4}, {130, 70, 90, 2}};
@@ -183,6 +192,7 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, reference_by_hand);
     tcase_add_test(tc, odd_sizes_all_transposes);
     tcase_add_test(tc, blocks_along_k_and_n);
+    tcase_add_test(tc, chunks_when_k_is_huge);
     tcase_add_test(tc, batches);
     tcase_add_test(tc, rejects_other_dtypes);
 }

@@ -1,23 +1,29 @@
 /* The CPU GEMM: C = alpha op(A) op(B) + beta C (+ bias), batched (kiln_gemm_args).
  *
- * The classic Goto/BLIS structure around a register-blocked micro-kernel
- * (cpu_gemm_kernels.c):
+ * The Goto/BLIS structure around a register-blocked micro-kernel (cpu_gemm_kernels.c):
  *
- *   for jc over N in blocks of NC            B block: KC x NC, packed once, shared by threads
- *     for pc over K in blocks of KC
- *       pack op(B)[pc:+KC, jc:+NC] into NR-column panels
- *       for each (row block ic, column range) task of this thread
- *         pack op(A)[ic:+MC, pc:+KC] into MR-row panels     (private, stays in L2)
- *         for jr over the range's NR panels                (one B panel stays in L1 ...)
- *           for ir over the block's MR panels              (... while A panels stream by)
- *             micro-kernel: an MR x NR tile of C
+ *   for each chunk of rows (i0) and columns (jc) of C     (usually the whole of C)
+ *     pack op(A)[i0 rows, all K] into MR-row panels and op(B)[all K, jc columns] into
+ *       NR-column panels, f32, shared by the threads      -- barrier --
+ *     for each task (a block of MC rows x a range of B panels), taken dynamically:
+ *       for pc over K in blocks of KC
+ *         for each B panel of the range                   (its KC x NR slice stays in L1 ...)
+ *           for each MR-row panel of the block            (... while the A slices stream by
+ *             micro-kernel: an MR x NR tile of C            from L2, where MC x KC fits)
+ *                                                          -- barrier --
  *
  * Packing converts f16 to f32 and resolves both transposes, so the micro-kernels see one
  * layout. The first K block applies beta and the bias; beta == 0 never reads C.
  *
- * Threads: a GEMM large enough is split into tasks over row blocks (and column ranges when
- * there are too few row blocks to keep every thread busy); a batch of small GEMMs instead
- * gives whole GEMMs to threads. */
+ * Threads. Two cores shared with other processes is the common case here, and a thread
+ * that waits at a barrier for a preempted partner must not keep its core: libgomp's
+ * barriers spin for a long time by default, which made a 512^3 GEMM 10x slower under load.
+ * So the team synchronizes with its own barrier that spins briefly and then yields, hands
+ * out panels and tasks with an atomic ticket (a delayed thread holds up only the barrier),
+ * and packs all of K at once so that a GEMM crosses two barriers, not two per K block.
+ * A batch of small GEMMs instead gives whole GEMMs to threads, with no barrier at all. */
+#define _POSIX_C_SOURCE 200809L /* sched_yield */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +33,12 @@
 
 #include "cpu/cpu_gemm.h"
 
-/* Block sizes (floats). KC x NR floats of B (32 KiB for NR = 32) stay in L1 while MC x KC
- * of A (about 144 KiB) stays in L2; NC bounds the shared B block. */
+/* Block sizes, in floats. A KC x NR slice of a B panel (32 KiB for NR = 32) stays in L1
+ * while an MC x KC block of A (about 144 KiB) stays in L2. */
 #define GEMM_KC 256
 #define GEMM_MC 144
-#define GEMM_NC 2048
+/* The most floats one operand's pack may hold (16 MiB): beyond, C is done in chunks. */
+#define GEMM_PACK_MAX ((int64_t)1 << 22)
 /* Below this many multiply-adds a GEMM runs on one thread: forking costs more. */
 #define GEMM_PAR_MIN ((int64_t)1 << 17)
 /* Batched GEMMs smaller than this (multiply-adds each) are spread over threads whole. */
@@ -52,35 +59,78 @@ typedef struct gemm_plan {
     int64_t ldc;
     const float *bias;
     int64_t m, n, k;
-    int64_t mc, kc, nc;
+    int64_t mb, nb; /* rows and columns of C per chunk (what one pair of packs covers) */
+    int64_t mc, kc; /* rows per task, K per micro-kernel call */
     float alpha, beta;
 } gemm_plan;
+
+/* ---- the team: a barrier that yields, and a ticket counter ---- */
+
+typedef struct gemm_team {
+    _Atomic int64_t ticket;
+    _Atomic int arrived;
+    _Atomic unsigned generation;
+} gemm_team;
+
+static inline void cpu_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* The next unclaimed item of the current phase (items are numbered from 0). */
+static inline int64_t team_take(gemm_team *t) {
+    return atomic_fetch_add_explicit(&t->ticket, 1, memory_order_relaxed);
+}
+
+/* Waits for all nt threads; the last to arrive restarts the tickets for the next phase.
+ * Writes before the barrier are visible to every thread after it. */
+static void team_barrier(gemm_team *t, int nt) {
+    if (nt == 1) {
+        atomic_store_explicit(&t->ticket, 0, memory_order_relaxed);
+        return;
+    }
+    unsigned gen = atomic_load_explicit(&t->generation, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&t->arrived, 1, memory_order_acq_rel) == nt - 1) {
+        atomic_store_explicit(&t->ticket, 0, memory_order_relaxed);
+        atomic_store_explicit(&t->arrived, 0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->generation, 1, memory_order_release);
+        return;
+    }
+    /* a partner that is merely slower arrives within microseconds; one that was preempted
+     * needs this core, which sched_yield offers it */
+    for (int spin = 0; atomic_load_explicit(&t->generation, memory_order_acquire) == gen; spin++) {
+        if (spin < 256)
+            cpu_pause();
+        else
+            sched_yield();
+    }
+}
+
+/* ---- packing ---- */
 
 static inline float load_elem(const gemm_operand *o, int64_t idx) {
     if (o->dtype == KILN_F16) return kiln_f16_to_f32(((const uint16_t *)(const void *)o->base)[idx]);
     return ((const float *)(const void *)o->base)[idx];
 }
 
-/* Rows [i0, i0 + rows) x [p0, p0 + kc) of op(A) into MR-row panels. Missing rows of the
- * last panel are zero: their results are never stored, but stale memory could hold
- * denormals, which would slow the micro-kernel down. */
-static void pack_a(float *dst, const gemm_operand *A, int64_t i0, int64_t rows, int64_t p0,
-                   int64_t kc, int mr) {
-    for (int64_t r0 = 0; r0 < rows; r0 += mr, dst += (int64_t)mr * kc) {
-        int mv = rows - r0 < mr ? (int)(rows - r0) : mr;
-        if (mv < mr)
-            for (int64_t p = 0; p < kc; p++)
-                for (int i = mv; i < mr; i++) dst[p * mr + i] = 0.0f;
-        if (A->trans) { /* op(A)(i, p) = A[p, i]: rows of the panel are contiguous */
-            for (int64_t p = 0; p < kc; p++) {
-                int64_t src = (p0 + p) * A->ld + i0 + r0;
-                for (int i = 0; i < mv; i++) dst[p * mr + i] = load_elem(A, src + i);
-            }
-        } else {
-            for (int i = 0; i < mv; i++) {
-                int64_t src = (i0 + r0 + i) * A->ld + p0;
-                for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = load_elem(A, src + p);
-            }
+/* Rows [i0, i0 + mv) x [p0, p0 + kc) of op(A) into one MR-row panel. Rows past mv are
+ * zero: their results are never stored, but stale memory could hold denormals, which
+ * would slow the micro-kernel down. */
+static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, int64_t p0,
+                         int64_t kc, int mr) {
+    if (mv < mr)
+        for (int64_t p = 0; p < kc; p++)
+            for (int i = mv; i < mr; i++) dst[p * mr + i] = 0.0f;
+    if (A->trans) { /* op(A)(i, p) = A[p, i]: the panel's rows are contiguous in memory */
+        for (int64_t p = 0; p < kc; p++) {
+            int64_t src = (p0 + p) * A->ld + i0;
+            for (int i = 0; i < mv; i++) dst[p * mr + i] = load_elem(A, src + i);
+        }
+    } else {
+        for (int i = 0; i < mv; i++) {
+            int64_t src = (i0 + i) * A->ld + p0;
+            for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = load_elem(A, src + p);
         }
     }
 }
@@ -118,53 +168,75 @@ static void gemm_empty_k(const gemm_plan *g, int tid, int nt) {
         }
 }
 
-/* Runs one GEMM as thread `tid` of `nt` threads that all call it (nt == 1: alone).
- * bpack is shared by the nt threads, apack is this thread's. */
-static void gemm_run(const gemm_plan *g, int tid, int nt, float *bpack, float *apack) {
+/* One chunk of C: rows [i0, i0 + rows), columns [jc, jc + b_panels * NR) clipped to N.
+ * Its tasks are row blocks of MC rows x n_js ranges of B panels. */
+typedef struct gemm_chunk {
+    int64_t i0, rows, jc, b_panels, n_js;
+} gemm_chunk;
+
+/* Packs panel q of a chunk over all of K: the B panels first, then the A panels. */
+static void pack_panel(const gemm_plan *g, const gemm_chunk *ch, float *bpack, float *apack,
+                       int64_t q) {
+    const int mr = g->kn->mr, nr = g->kn->nr;
+    if (q < ch->b_panels) {
+        const int64_t j0 = ch->jc + q * nr;
+        pack_b_panel(bpack + q * nr * g->k, &g->b, 0, g->k, j0, g->n - j0 < nr ? (int)(g->n - j0) : nr, nr);
+    } else {
+        const int64_t r0 = (q - ch->b_panels) * mr;
+        pack_a_panel(apack + r0 * g->k, &g->a, ch->i0 + r0, ch->rows - r0 < mr ? (int)(ch->rows - r0) : mr,
+                     0, g->k, mr);
+    }
+}
+
+/* Task t of a chunk: one block of rows against one range of B panels, all of K. */
+static void gemm_task(const gemm_plan *g, const gemm_chunk *ch, const float *apack,
+                      const float *bpack, int64_t t) {
     const cpu_gemm_kernel *kn = g->kn;
     const int mr = kn->mr, nr = kn->nr;
+    const int64_t k = g->k;
+    const int64_t r0 = t / ch->n_js * g->mc, js = t % ch->n_js;
+    const int64_t mb = ch->rows - r0 < g->mc ? ch->rows - r0 : g->mc;
+    const int64_t q0 = js * ch->b_panels / ch->n_js, q1 = (js + 1) * ch->b_panels / ch->n_js;
+    float *c = g->c + (ch->i0 + r0) * g->ldc;
+    for (int64_t pc = 0; pc < k; pc += g->kc) {
+        const int64_t kb = k - pc < g->kc ? k - pc : g->kc;
+        cpu_gemm_epilogue e = {g->alpha, g->beta, NULL, pc == 0};
+        for (int64_t q = q0; q < q1; q++) { /* this B slice stays in L1 ... */
+            const int64_t j = ch->jc + q * nr;
+            const int nv = g->n - j < nr ? (int)(g->n - j) : nr;
+            e.bias = g->bias ? g->bias + j : NULL;
+            const float *bp = bpack + q * nr * k + pc * nr;
+            for (int64_t r = 0; r < mb; r += mr) /* ... while the A slices stream past it */
+                kn->run(kb, apack + (r0 + r) * k + pc * mr, bp, c + r * g->ldc + j, g->ldc,
+                        mb - r < mr ? (int)(mb - r) : mr, nv, &e);
+        }
+    }
+}
+
+/* Runs one GEMM as one of the nt threads of `team` that all call it (nt == 1: alone, with
+ * a team of its own). The packs are shared by the team. */
+static void gemm_run(const gemm_plan *g, gemm_team *team, int tid, int nt, float *bpack,
+                     float *apack) {
+    const int mr = g->kn->mr, nr = g->kn->nr;
     if (g->k == 0) {
         gemm_empty_k(g, tid, nt);
         return;
     }
-    const int64_t n_ic = (g->m + g->mc - 1) / g->mc;
-    for (int64_t jc = 0; jc < g->n; jc += g->nc) {
-        const int64_t nb = g->n - jc < g->nc ? g->n - jc : g->nc;
-        const int64_t n_panels = (nb + nr - 1) / nr;
-        /* When the row blocks do not divide evenly among the threads, cut the columns too. */
-        const int64_t n_js = n_ic % nt == 0 ? 1 : (nt < n_panels ? nt : n_panels);
-        const int64_t tasks = n_ic * n_js;
-        for (int64_t pc = 0; pc < g->k; pc += g->kc) {
-            const int64_t kb = g->k - pc < g->kc ? g->k - pc : g->kc;
-            for (int64_t q = tid; q < n_panels; q += nt) {
-                int64_t j0 = jc + q * nr;
-                pack_b_panel(bpack + q * nr * kb, &g->b, pc, kb, j0, g->n - j0 < nr ? (int)(g->n - j0) : nr, nr);
-            }
-            if (nt > 1) {
-#pragma omp barrier
-            }
-            int64_t packed_ic = -1;
-            for (int64_t t = tid * tasks / nt; t < (tid + 1) * tasks / nt; t++) {
-                const int64_t ic_idx = t / n_js, js = t % n_js;
-                const int64_t ic = ic_idx * g->mc, mb = g->m - ic < g->mc ? g->m - ic : g->mc;
-                if (ic_idx != packed_ic) {
-                    pack_a(apack, &g->a, ic, mb, pc, kb, mr);
-                    packed_ic = ic_idx;
-                }
-                cpu_gemm_epilogue e = {g->alpha, g->beta, NULL, pc == 0};
-                for (int64_t q = js * n_panels / n_js; q < (js + 1) * n_panels / n_js; q++) {
-                    const int64_t j = jc + q * nr;
-                    const int nv = g->n - j < nr ? (int)(g->n - j) : nr;
-                    e.bias = g->bias ? g->bias + j : NULL;
-                    const float *bp = bpack + q * nr * kb;
-                    for (int64_t r = 0; r < mb; r += mr)
-                        kn->run(kb, apack + r * kb, bp, g->c + (ic + r) * g->ldc + j, g->ldc,
-                                mb - r < mr ? (int)(mb - r) : mr, nv, &e);
-                }
-            }
-            if (nt > 1) { /* nobody repacks B while another thread still reads it */
-#pragma omp barrier
-            }
+    for (int64_t i0 = 0; i0 < g->m; i0 += g->mb) {
+        const int64_t rows = g->m - i0 < g->mb ? g->m - i0 : g->mb;
+        const int64_t a_panels = (rows + mr - 1) / mr;
+        const int64_t n_ic = (rows + g->mc - 1) / g->mc;
+        for (int64_t jc = 0; jc < g->n; jc += g->nb) {
+            const int64_t cols = g->n - jc < g->nb ? g->n - jc : g->nb;
+            gemm_chunk ch = {i0, rows, jc, (cols + nr - 1) / nr, 1};
+            /* with few row blocks, cut the columns too, so that every thread has work */
+            if (nt > 1) ch.n_js = (2 * nt + n_ic - 1) / n_ic;
+            if (ch.n_js > ch.b_panels) ch.n_js = ch.b_panels;
+            const int64_t panels = ch.b_panels + a_panels, tasks = n_ic * ch.n_js;
+            for (int64_t q; (q = team_take(team)) < panels;) pack_panel(g, &ch, bpack, apack, q);
+            team_barrier(team, nt); /* packed before used */
+            for (int64_t t; (t = team_take(team)) < tasks;) gemm_task(g, &ch, apack, bpack, t);
+            team_barrier(team, nt); /* used before packed again, and C complete */
         }
     }
 }
@@ -249,49 +321,57 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
                       {CPU_PTR(a->b, char), a->b_dtype, a->ldb, a->trans_b},
                       CPU_PTR(a->c, float), a->ldc,
                       CPU_HAS(a->bias) ? CPU_PTR(a->bias, float) : NULL,
-                      m, n, k, 0, 0, 0, a->alpha, a->beta};
+                      m, n, k, 0, 0, 0, 0, a->alpha, a->beta};
     /* even row blocks of about GEMM_MC rows, whole MR panels */
-    int64_t n_ic = (m + GEMM_MC - 1) / GEMM_MC;
+    const int64_t n_ic = (m + GEMM_MC - 1) / GEMM_MC;
     base.mc = round_up((m + n_ic - 1) / n_ic, kn->mr);
-    base.kc = k < GEMM_KC ? (k > 0 ? k : 1) : GEMM_KC;
-    base.nc = n < GEMM_NC ? round_up(n, kn->nr) : GEMM_NC;
+    base.kc = GEMM_KC;
+    /* chunks: as much of C as packs of at most GEMM_PACK_MAX floats cover */
+    const int64_t kk = k > 0 ? k : 1;
+    const int64_t pack_rows = GEMM_PACK_MAX / kk / base.mc * base.mc;
+    const int64_t pack_cols = GEMM_PACK_MAX / kk / kn->nr * kn->nr;
+    base.mb = m <= pack_rows ? m : (pack_rows > base.mc ? pack_rows : base.mc);
+    base.nb = n <= pack_cols ? n : (pack_cols > kn->nr ? pack_cols : kn->nr);
 
-    const int64_t work = m * n * (k > 0 ? k : 1);
+    const int64_t work = m * n * kk;
     int nt = max_threads();
     if (work * a->batch < GEMM_PAR_MIN) nt = 1;
     /* whole GEMMs per thread when there are enough small ones whose outputs do not overlap */
     const int by_batch = nt > 1 && a->batch >= nt && work < GEMM_BATCH_PAR_MAX &&
                          a->stride_c >= (m - 1) * a->ldc + n;
-    const int n_bpacks = by_batch ? nt : 1;
-    const size_t bpack_floats = (size_t)(base.kc * base.nc);
-    const size_t apack_floats = (size_t)(base.kc * base.mc);
-    size_t bytes = ((size_t)n_bpacks * bpack_floats + (size_t)nt * apack_floats) * sizeof(float);
-    float *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    const int n_packs = by_batch ? nt : 1; /* one pair of packs per thread, or one shared */
+    const size_t bpack_floats = (size_t)(round_up(base.nb, kn->nr) * kk);
+    const size_t apack_floats = (size_t)(round_up(base.mb, kn->mr) * kk);
+    const size_t pair = (bpack_floats + apack_floats + 15) / 16 * 16; /* keep 64-byte alignment */
+    const size_t bytes = (size_t)n_packs * pair * sizeof(float);
+    float *buf = aligned_alloc(64, bytes);
     if (!buf) return kiln_set_error(KILN_ERR_MEMORY, "cpu gemm: out of memory for %zu bytes of packing buffers", bytes);
-    float *apacks = buf + (size_t)n_bpacks * bpack_floats;
 
     if (nt == 1) {
+        gemm_team solo = {0};
         for (int64_t b = 0; b < a->batch; b++) {
             gemm_plan g = plan_of(&base, a, b);
-            gemm_run(&g, 0, 1, buf, apacks);
+            gemm_run(&g, &solo, 0, 1, buf, buf + bpack_floats);
         }
     } else if (by_batch) {
+        gemm_team batches = {0}; /* hands out batch entries */
 #pragma omp parallel num_threads(nt)
         {
-            int tid = thread_id();
-#pragma omp for schedule(dynamic)
-            for (int64_t b = 0; b < a->batch; b++) {
+            float *mine = buf + (size_t)thread_id() * pair;
+            gemm_team solo = {0};
+            for (int64_t b; (b = team_take(&batches)) < a->batch;) {
                 gemm_plan g = plan_of(&base, a, b);
-                gemm_run(&g, 0, 1, buf + (size_t)tid * bpack_floats, apacks + (size_t)tid * apack_floats);
+                gemm_run(&g, &solo, 0, 1, mine, mine + bpack_floats);
             }
         }
     } else {
+        gemm_team team = {0};
 #pragma omp parallel num_threads(nt)
         {
-            int tid = thread_id(), team = team_size();
+            int tid = thread_id(), size = team_size();
             for (int64_t b = 0; b < a->batch; b++) {
                 gemm_plan g = plan_of(&base, a, b);
-                gemm_run(&g, tid, team, buf, apacks + (size_t)tid * apack_floats);
+                gemm_run(&g, &team, tid, size, buf, buf + bpack_floats);
             }
         }
     }

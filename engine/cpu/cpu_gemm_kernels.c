@@ -90,7 +90,11 @@ micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, 
              const cpu_gemm_epilogue *e) {
     __m512 acc[AVX512_MR][2];
 #pragma GCC unroll 16
-    for (int i = 0; i < AVX512_MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+    for (int i = 0; i < AVX512_MR; i++) {
+        acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+        /* C rows lie a stride apart and collide in L1 sets: start fetching them now */
+        if (i < mv) _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0), _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+    }
     for (int64_t p = 0; p < kc; p++) {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 16
@@ -101,6 +105,22 @@ micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, 
         }
         a += AVX512_MR;
         b += AVX512_NR;
+    }
+    if (mv == AVX512_MR && nv == AVX512_NR) { /* a whole tile: straight from the registers */
+        const __m512 alpha = _mm512_set1_ps(e->alpha), beta = _mm512_set1_ps(e->beta);
+        const int add = !e->first, scale = e->first && e->beta != 0.0f;
+        __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
+        if (e->first && e->bias) bias0 = _mm512_loadu_ps(e->bias), bias1 = _mm512_loadu_ps(e->bias + 16);
+#pragma GCC unroll 16
+        for (int i = 0; i < AVX512_MR; i++) {
+            float *row = c + i * ldc;
+            __m512 c0 = bias0, c1 = bias1;
+            if (add) c0 = _mm512_loadu_ps(row), c1 = _mm512_loadu_ps(row + 16);
+            if (scale) c0 = _mm512_fmadd_ps(beta, _mm512_loadu_ps(row), c0), c1 = _mm512_fmadd_ps(beta, _mm512_loadu_ps(row + 16), c1);
+            _mm512_storeu_ps(row, _mm512_fmadd_ps(alpha, acc[i][0], c0));
+            _mm512_storeu_ps(row + 16, _mm512_fmadd_ps(alpha, acc[i][1], c1));
+        }
+        return;
     }
     float tile[AVX512_MR * AVX512_NR] __attribute__((aligned(64)));
 #pragma GCC unroll 16
