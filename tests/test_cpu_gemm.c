@@ -153,8 +153,9 @@ START_TEST(chunks_when_k_is_huge) {
 END_TEST
 
 START_TEST(batches) {
-    /* small GEMMs (whole GEMMs per thread), large ones (threads share one), shared B */
-    static const shape shapes[] = {{7, 9, 5, 5}, {33, 17, 23, 4}, {130, 70, 90, 2}};
+    /* small GEMMs (whole GEMMs per thread), large ones (threads share one), shared B, and
+     * K = 0 (C = beta C + bias) */
+    static const shape shapes[] = {{7, 9, 5, 5}, {33, 17, 23, 4}, {130, 70, 90, 2}, {5, 7, 0, 2}};
     static const variant vars[] = {
         {0, 0, F32, F32, 1.0f, 0.0f, 1, 0, 0},
         {0, 1, F32, F32, 1.0f, 0.5f, 0, 1, 1},

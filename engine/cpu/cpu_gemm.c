@@ -4,24 +4,23 @@
  *
  *   for each chunk of rows (i0) and columns (jc) of C     (usually the whole of C)
  *     pack op(A)[i0 rows, all K] into MR-row panels and op(B)[all K, jc columns] into
- *       NR-column panels, f32, shared by the threads      -- barrier --
- *     for each task (a block of MC rows x a range of B panels), taken dynamically:
+ *       NR-column panels, in f32, shared by the threads
+ *     for each task (a block of MC rows x a range of B panels):
  *       for pc over K in blocks of KC
  *         for each B panel of the range                   (its KC x NR slice stays in L1 ...)
  *           for each MR-row panel of the block            (... while the A slices stream by
  *             micro-kernel: an MR x NR tile of C            from L2, where MC x KC fits)
- *                                                          -- barrier --
  *
  * Packing converts f16 to f32 and resolves both transposes, so the micro-kernels see one
  * layout. The first K block applies beta and the bias; beta == 0 never reads C.
  *
- * Threads. Two cores shared with other processes is the common case here, and a thread
- * that waits at a barrier for a preempted partner must not keep its core: libgomp's
- * barriers spin for a long time by default, which made a 512^3 GEMM 10x slower under load.
- * So the team synchronizes with its own barrier that spins briefly and then yields, hands
- * out panels and tasks with an atomic ticket (a delayed thread holds up only the barrier),
- * and packs all of K at once so that a GEMM crosses two barriers, not two per K block.
- * A batch of small GEMMs instead gives whole GEMMs to threads, with no barrier at all. */
+ * Threads. Two cores shared with other processes is the common case here, and waiting at
+ * a barrier for a partner thread that the OS has preempted costs a whole time slice: with
+ * libgomp's spinning barriers at every K block, a 512^3 GEMM ran 10x slower under load.
+ * So inside the OpenMP region there is no barrier: panels and tasks are numbered work
+ * items taken from an atomic ticket, each waits only until the items it depends on have
+ * completed (see the team below), and packing all of K at once keeps those dependencies
+ * to two per chunk. A batch of small GEMMs instead gives whole GEMMs to threads. */
 #define _POSIX_C_SOURCE 200809L /* sched_yield */
 #include <sched.h>
 #include <stdatomic.h>
@@ -64,12 +63,17 @@ typedef struct gemm_plan {
     float alpha, beta;
 } gemm_plan;
 
-/* ---- the team: a barrier that yields, and a ticket counter ---- */
+/* ---- the team: work items handed out by ticket, ordered by a completion count ----
+ *
+ * A GEMM is a sequence of phases (per chunk of C: pack its panels, then run its tasks).
+ * Every item of every phase has a number, in order; threads take numbers from one atomic
+ * ticket, and an item may start once every item before its phase has completed. Nobody
+ * waits for a thread that has taken nothing: a helper thread the OS has not scheduled yet
+ * simply finds fewer items left when it arrives. Only items in flight are waited for. */
 
 typedef struct gemm_team {
-    _Atomic int64_t ticket;
-    _Atomic int arrived;
-    _Atomic unsigned generation;
+    _Atomic int64_t ticket; /* the next item to hand out */
+    _Atomic int64_t done;   /* items completed */
 } gemm_team;
 
 static inline void cpu_pause(void) {
@@ -78,33 +82,24 @@ static inline void cpu_pause(void) {
 #endif
 }
 
-/* The next unclaimed item of the current phase (items are numbered from 0). */
 static inline int64_t team_take(gemm_team *t) {
     return atomic_fetch_add_explicit(&t->ticket, 1, memory_order_relaxed);
 }
 
-/* Waits for all nt threads; the last to arrive restarts the tickets for the next phase.
- * Writes before the barrier are visible to every thread after it. */
-static void team_barrier(gemm_team *t, int nt) {
-    if (nt == 1) {
-        atomic_store_explicit(&t->ticket, 0, memory_order_relaxed);
-        return;
-    }
-    unsigned gen = atomic_load_explicit(&t->generation, memory_order_acquire);
-    if (atomic_fetch_add_explicit(&t->arrived, 1, memory_order_acq_rel) == nt - 1) {
-        atomic_store_explicit(&t->ticket, 0, memory_order_relaxed);
-        atomic_store_explicit(&t->arrived, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&t->generation, 1, memory_order_release);
-        return;
-    }
-    /* a partner that is merely slower arrives within microseconds; one that was preempted
-     * needs this core, which sched_yield offers it */
-    for (int spin = 0; atomic_load_explicit(&t->generation, memory_order_acquire) == gen; spin++) {
+/* Waits until items [0, count) have completed; their writes are then visible. */
+static void team_wait(gemm_team *t, int64_t count) {
+    /* an item in flight on a running thread completes within microseconds; one on a
+     * preempted thread needs a core, which sched_yield offers it */
+    for (int spin = 0; atomic_load_explicit(&t->done, memory_order_acquire) < count; spin++) {
         if (spin < 256)
             cpu_pause();
         else
             sched_yield();
     }
+}
+
+static inline void team_done(gemm_team *t) {
+    atomic_fetch_add_explicit(&t->done, 1, memory_order_release);
 }
 
 /* ---- packing ---- */
@@ -157,11 +152,11 @@ static void pack_b_panel(float *dst, const gemm_operand *B, int64_t p0, int64_t 
     }
 }
 
-/* K == 0: C = beta C + bias (rows split over the cooperating threads). */
-static void gemm_empty_k(const gemm_plan *g, int tid, int nt) {
+/* K == 0: C = beta C + bias. */
+static void gemm_empty_k(const gemm_plan *g) {
     cpu_gemm_epilogue e = {g->alpha, g->beta, g->bias, 1};
     const float zero[1] = {0};
-    for (int64_t i = tid; i < g->m; i += nt)
+    for (int64_t i = 0; i < g->m; i++)
         for (int64_t j = 0; j < g->n; j++) {
             e.bias = g->bias ? g->bias + j : NULL;
             cpu_gemm_store_tile(zero, 1, g->c + i * g->ldc + j, g->ldc, 1, 1, &e);
@@ -213,15 +208,14 @@ static void gemm_task(const gemm_plan *g, const gemm_chunk *ch, const float *apa
     }
 }
 
-/* Runs one GEMM as one of the nt threads of `team` that all call it (nt == 1: alone, with
- * a team of its own). The packs are shared by the team. */
-static void gemm_run(const gemm_plan *g, gemm_team *team, int tid, int nt, float *bpack,
-                     float *apack) {
+/* Works on one GEMM as one of the threads of `team` (planned for nt threads; alone when
+ * nt == 1). The GEMMs of a batch continue one numbering of items: this GEMM's items start
+ * at *base, which advances past them, and *item is the ticket the thread holds (take the
+ * first with team_take before the first GEMM). The packs are shared by the team. */
+static void gemm_run(const gemm_plan *g, gemm_team *team, int nt, int64_t *base_io,
+                     int64_t *item_io, float *bpack, float *apack) {
     const int mr = g->kn->mr, nr = g->kn->nr;
-    if (g->k == 0) {
-        gemm_empty_k(g, tid, nt);
-        return;
-    }
+    int64_t base = *base_io, item = *item_io;
     for (int64_t i0 = 0; i0 < g->m; i0 += g->mb) {
         const int64_t rows = g->m - i0 < g->mb ? g->m - i0 : g->mb;
         const int64_t a_panels = (rows + mr - 1) / mr;
@@ -233,12 +227,24 @@ static void gemm_run(const gemm_plan *g, gemm_team *team, int tid, int nt, float
             if (nt > 1) ch.n_js = (2 * nt + n_ic - 1) / n_ic;
             if (ch.n_js > ch.b_panels) ch.n_js = ch.b_panels;
             const int64_t panels = ch.b_panels + a_panels, tasks = n_ic * ch.n_js;
-            for (int64_t q; (q = team_take(team)) < panels;) pack_panel(g, &ch, bpack, apack, q);
-            team_barrier(team, nt); /* packed before used */
-            for (int64_t t; (t = team_take(team)) < tasks;) gemm_task(g, &ch, apack, bpack, t);
-            team_barrier(team, nt); /* used before packed again, and C complete */
+            /* phase 1: pack, once the previous chunk's tasks no longer read the packs */
+            for (; item < base + panels; item = team_take(team)) {
+                team_wait(team, base);
+                pack_panel(g, &ch, bpack, apack, item - base);
+                team_done(team);
+            }
+            base += panels;
+            /* phase 2: the tiles, once everything is packed */
+            for (; item < base + tasks; item = team_take(team)) {
+                team_wait(team, base);
+                gemm_task(g, &ch, apack, bpack, item - base);
+                team_done(team);
+            }
+            base += tasks;
         }
     }
+    *base_io = base;
+    *item_io = item; /* past this GEMM: an item of the next one in the batch */
 }
 
 /* ---- the kernel in use ---- */
@@ -287,14 +293,6 @@ static int thread_id(void) {
 #endif
 }
 
-static int team_size(void) {
-#ifdef _OPENMP
-    return omp_get_num_threads();
-#else
-    return 1;
-#endif
-}
-
 static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 /* The plan of batch entry b. */
@@ -316,32 +314,39 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     const cpu_gemm_kernel *kn = cpu_gemm_active_kernel();
     const int64_t m = a->m, n = a->n, k = a->k;
 
-    gemm_plan base = {kn,
-                      {CPU_PTR(a->a, char), a->a_dtype, a->lda, a->trans_a},
-                      {CPU_PTR(a->b, char), a->b_dtype, a->ldb, a->trans_b},
-                      CPU_PTR(a->c, float), a->ldc,
-                      CPU_HAS(a->bias) ? CPU_PTR(a->bias, float) : NULL,
-                      m, n, k, 0, 0, 0, 0, a->alpha, a->beta};
+    gemm_plan base_plan = {kn,
+                           {CPU_PTR(a->a, char), a->a_dtype, a->lda, a->trans_a},
+                           {CPU_PTR(a->b, char), a->b_dtype, a->ldb, a->trans_b},
+                           CPU_PTR(a->c, float), a->ldc,
+                           CPU_HAS(a->bias) ? CPU_PTR(a->bias, float) : NULL,
+                           m, n, k, 0, 0, 0, 0, a->alpha, a->beta};
     /* even row blocks of about GEMM_MC rows, whole MR panels */
     const int64_t n_ic = (m + GEMM_MC - 1) / GEMM_MC;
-    base.mc = round_up((m + n_ic - 1) / n_ic, kn->mr);
-    base.kc = GEMM_KC;
+    base_plan.mc = round_up((m + n_ic - 1) / n_ic, kn->mr);
+    base_plan.kc = GEMM_KC;
     /* chunks: as much of C as packs of at most GEMM_PACK_MAX floats cover */
-    const int64_t kk = k > 0 ? k : 1;
-    const int64_t pack_rows = GEMM_PACK_MAX / kk / base.mc * base.mc;
+    const int64_t kk = k > 0 ? k : 1; /* the packs hold all of K */
+    const int64_t pack_rows = GEMM_PACK_MAX / kk / base_plan.mc * base_plan.mc;
     const int64_t pack_cols = GEMM_PACK_MAX / kk / kn->nr * kn->nr;
-    base.mb = m <= pack_rows ? m : (pack_rows > base.mc ? pack_rows : base.mc);
-    base.nb = n <= pack_cols ? n : (pack_cols > kn->nr ? pack_cols : kn->nr);
+    base_plan.mb = m <= pack_rows ? m : (pack_rows > base_plan.mc ? pack_rows : base_plan.mc);
+    base_plan.nb = n <= pack_cols ? n : (pack_cols > kn->nr ? pack_cols : kn->nr);
 
-    const int64_t work = m * n * kk;
+    if (k == 0) { /* nothing to multiply: C = beta C + bias */
+        for (int64_t b = 0; b < a->batch; b++) {
+            gemm_plan g = plan_of(&base_plan, a, b);
+            gemm_empty_k(&g);
+        }
+        return KILN_OK;
+    }
+    const int64_t work = m * n * k;
     int nt = max_threads();
     if (work * a->batch < GEMM_PAR_MIN) nt = 1;
     /* whole GEMMs per thread when there are enough small ones whose outputs do not overlap */
     const int by_batch = nt > 1 && a->batch >= nt && work < GEMM_BATCH_PAR_MAX &&
                          a->stride_c >= (m - 1) * a->ldc + n;
     const int n_packs = by_batch ? nt : 1; /* one pair of packs per thread, or one shared */
-    const size_t bpack_floats = (size_t)(round_up(base.nb, kn->nr) * kk);
-    const size_t apack_floats = (size_t)(round_up(base.mb, kn->mr) * kk);
+    const size_t bpack_floats = (size_t)(round_up(base_plan.nb, kn->nr) * kk);
+    const size_t apack_floats = (size_t)(round_up(base_plan.mb, kn->mr) * kk);
     const size_t pair = (bpack_floats + apack_floats + 15) / 16 * 16; /* keep 64-byte alignment */
     const size_t bytes = (size_t)n_packs * pair * sizeof(float);
     float *buf = aligned_alloc(64, bytes);
@@ -349,29 +354,31 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
 
     if (nt == 1) {
         gemm_team solo = {0};
+        int64_t base = 0, item = team_take(&solo);
         for (int64_t b = 0; b < a->batch; b++) {
-            gemm_plan g = plan_of(&base, a, b);
-            gemm_run(&g, &solo, 0, 1, buf, buf + bpack_floats);
+            gemm_plan g = plan_of(&base_plan, a, b);
+            gemm_run(&g, &solo, 1, &base, &item, buf, buf + bpack_floats);
         }
     } else if (by_batch) {
         gemm_team batches = {0}; /* hands out batch entries */
 #pragma omp parallel num_threads(nt)
         {
             float *mine = buf + (size_t)thread_id() * pair;
-            gemm_team solo = {0};
             for (int64_t b; (b = team_take(&batches)) < a->batch;) {
-                gemm_plan g = plan_of(&base, a, b);
-                gemm_run(&g, &solo, 0, 1, mine, mine + bpack_floats);
+                gemm_plan g = plan_of(&base_plan, a, b);
+                gemm_team solo = {0};
+                int64_t base = 0, item = team_take(&solo);
+                gemm_run(&g, &solo, 1, &base, &item, mine, mine + bpack_floats);
             }
         }
     } else {
         gemm_team team = {0};
 #pragma omp parallel num_threads(nt)
         {
-            int tid = thread_id(), size = team_size();
+            int64_t base = 0, item = team_take(&team);
             for (int64_t b = 0; b < a->batch; b++) {
-                gemm_plan g = plan_of(&base, a, b);
-                gemm_run(&g, &team, tid, size, buf, buf + bpack_floats);
+                gemm_plan g = plan_of(&base_plan, a, b);
+                gemm_run(&g, &team, nt, &base, &item, buf, buf + bpack_floats);
             }
         }
     }
