@@ -47,7 +47,8 @@ static int bench_kiln(const bench_options *o, double *tokens_per_s, char *device
         host_error("%s", err);
         goto done;
     }
-    if (!(ctx = host_open_device("bench train", o->backend, o->device))) goto done;
+    if (!(ctx = host_open_device(o->backend, o->device))) goto done;
+    host_say_device("bench train", ctx);
     snprintf(device, size, "%s, %s", kiln_backend_name(ctx), kiln_device_name(ctx));
     m = gpt_new(ctx, &cfg);
     if (!m || gpt_init(m, hp->seed)) {

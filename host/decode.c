@@ -85,7 +85,7 @@ int cmd_decode(int argc, char **argv) {
     sampler *smp = NULL;
     float *logits = NULL;
     rc = 1;
-    kiln_ctx *ctx = host_open_device("decode", backend, device);
+    kiln_ctx *ctx = host_open_device(backend, device);
     if (!ctx) goto done;
     if (gpt_checkpoint_load(ctx, ckpt, &d.m, err, sizeof err)) {
         host_error("%s", err);
@@ -111,6 +111,7 @@ int cmd_decode(int argc, char **argv) {
     }
     for (int i = 0; i < prompt_len; i++) d.tokens[i] = (unsigned char)prompt[i];
     d.len = prompt_len;
+    host_say_device("decode", ctx);
     if (!no_cache && !(d.cache = gpt_kv_new(d.m))) {
         host_engine_error("cannot allocate the KV cache");
         goto done;

@@ -5,7 +5,7 @@
 
 #include "cli.h"
 
-kiln_ctx *host_open_device(const char *command, const char *backend, int device) {
+kiln_ctx *host_open_device(const char *backend, int device) {
     char name[64];
     if (device >= 0)
         snprintf(name, sizeof name, "%s:%d", backend, device);
@@ -16,7 +16,10 @@ kiln_ctx *host_open_device(const char *command, const char *backend, int device)
         host_engine_error(NULL);
         return NULL;
     }
+    return ctx;
+}
+
+void host_say_device(const char *command, const kiln_ctx *ctx) {
     fprintf(stderr, "kiln %s: running on %s device %s\n", command, kiln_backend_name(ctx),
             kiln_device_name(ctx));
-    return ctx;
 }

@@ -8,9 +8,12 @@
 #define HOST_BACKEND_HELP "cpu, vulkan, opencl or auto (the best GPU backend, else cpu)"
 #define HOST_DEVICE_HELP "device index of that backend, as listed by kiln info (-1: the best)"
 
-/* Opens `backend` ("cpu", "vulkan", "opencl", "auto") on device `device` (-1: the best one)
- * and prints "kiln COMMAND: running on BACKEND device NAME" to stderr. Returns NULL after
- * printing a one-line error. */
-kiln_ctx *host_open_device(const char *command, const char *backend, int device);
+/* Opens `backend` ("cpu", "vulkan", "opencl", "auto") on device `device` (-1: the best one).
+ * Returns NULL after printing a one-line error. */
+kiln_ctx *host_open_device(const char *backend, int device);
+
+/* Prints "kiln COMMAND: running on BACKEND device NAME" to stderr. Commands call it once
+ * their inputs are validated, so that bad input still gives exactly one line on stderr. */
+void host_say_device(const char *command, const kiln_ctx *ctx);
 
 #endif

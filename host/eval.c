@@ -33,7 +33,7 @@ int cmd_eval(int argc, char **argv) {
      * training split that covers all of them. */
     data_set whole = *ds;
     whole.n_train = whole.n_tokens;
-    kiln_ctx *ctx = host_open_device("eval", backend, device);
+    kiln_ctx *ctx = host_open_device(backend, device);
     gpt_model *m = NULL;
     rc = 1;
     if (!ctx) goto done;
@@ -46,6 +46,12 @@ int cmd_eval(int argc, char **argv) {
                    ckpt, m->cfg.vocab_size, GPT_BYTE_VOCAB);
         goto done;
     }
+    if (data_windows(&whole, DATA_TRAIN, m->cfg.n_positions) <= 0) {
+        host_error("%s has %lld bytes; evaluating needs at least n_positions + 1 = %d", data,
+                   (long long)whole.n_tokens, m->cfg.n_positions + 1);
+        goto done;
+    }
+    host_say_device("eval", ctx);
     double loss;
     if (eval_loss(m, &whole, DATA_TRAIN, m->cfg.n_positions, batch, 0, &loss, err, sizeof err)) {
         host_error("%s: %s", data, err);

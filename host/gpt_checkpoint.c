@@ -260,7 +260,7 @@ static int match_tensors(const st_file *f, const char *path, const gpt_config *c
     }
     if (n_unknown) {
         list_finish(unknown, sizeof unknown, n_unknown);
-        snprintf(err, errlen, "%s: unknown tensor%s %s (not part of a GPT-2 model with %d layers)",
+        snprintf(err, errlen, "%s: unknown tensor%s %s (not part of a GPT-2 model with n_layer = %d)",
                  path, n_unknown > 1 ? "s" : "", unknown, cfg->n_layer);
         return -1;
     }

@@ -281,7 +281,7 @@ int cmd_train(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (!(ctx = host_open_device("train", o.backend, o.device))) goto done;
+    if (!(ctx = host_open_device(o.backend, o.device))) goto done;
     if (!(m = build_model(ctx, &o, opts, n, &paths))) goto done;
     if (data_check_block(ds, DATA_TRAIN, hp->block, err, sizeof err) ||
         data_check_block(ds, DATA_VAL, hp->block, err, sizeof err)) {
@@ -300,6 +300,7 @@ int cmd_train(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
+    host_say_device("train", ctx);
     fprintf(stderr, "kiln train: %d layers, %d heads, dim %d, block %d: %.2fM weights; %lld "
             "training and %lld validation tokens; steps %" PRId64 " to %d\n", o.layers, o.heads,
             o.dim, hp->block, (double)gpt_param_count(m) / 1e6, (long long)ds->n_train,

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Decoding with the KV cache gives exactly the tokens of decoding without it: greedy, and
+# sampled with temperature, top-k and top-p from the same seed, including past the end of
+# the context (where both slide their window the same way).
+#   host_decode_cache.sh KILN WORKDIR [BACKEND]
+set -eu
+kiln=$1
+work=$2
+backend=${3:-cpu}
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+for i in $(seq 1 300); do echo "verse $i: twinkle twinkle little star, how I wonder what you are"; done >text.txt
+"$kiln" train --data text.txt --out model --backend "$backend" --layers 2 --heads 2 --dim 32 \
+  --block 32 --batch 8 --steps 150 --lr 1e-2 --warmup 10 --eval-every 0 --seed 3 >/dev/null 2>&1
+status=0
+compare() {
+  local what=$1
+  shift
+  local with without
+  with=$("$kiln" decode --ckpt model/model.safetensors --backend "$backend" "$@" 2>/dev/null)
+  without=$("$kiln" decode --ckpt model/model.safetensors --backend "$backend" --no-cache "$@" 2>/dev/null)
+  if [ -n "$with" ] && [ "$with" = "$without" ]; then
+    echo "ok   $what: $(printf '%s' "$with" | head -c 60 | tr '\n' '|')"
+  else
+    echo "FAIL $what:"
+    echo "  with the cache:    $(printf '%s' "$with" | tr '\n' '|')"
+    echo "  without the cache: $(printf '%s' "$without" | tr '\n' '|')"
+    status=1
+  fi
+}
+compare "greedy" --prompt "verse 12: twin" --max-new 24 --greedy
+compare "greedy past the context" --prompt "verse 7" --max-new 90 --greedy
+compare "sampled (T 0.9, top-k 20, top-p 0.9)" --prompt "verse" --max-new 80 --temperature 0.9 \
+  --top-k 20 --top-p 0.9 --seed 5
+exit $status
