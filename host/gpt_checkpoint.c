@@ -97,8 +97,8 @@ static int check_config_json_variant(const json_value *root, const char *path, c
                  "GPT-2's tanh GELU, \"gelu_new\")", path, act);
         return -1;
     }
-    const json_value *inv = json_get(root, "scale_attn_by_inverse_layer_idx");
-    if (inv && inv->type == JSON_BOOL && inv->boolean) {
+    int inv = 0;
+    if (json_as_bool(json_get(root, "scale_attn_by_inverse_layer_idx"), &inv) && inv) {
         snprintf(err, errlen, "%s: scale_attn_by_inverse_layer_idx = true is not supported", path);
         return -1;
     }

@@ -73,7 +73,7 @@ static int parse_literal(parser *p, const char *word, json_value *out, json_type
         return fail(p, "invalid literal (expected %s)", word);
     p->pos += n;
     out->type = type;
-    out->boolean = b;
+    if (type == JSON_BOOL) out->as.boolean = b;
     return 0;
 }
 
@@ -121,7 +121,8 @@ static int parse_number(parser *p, json_value *out) {
         if (fits && !neg && v == INT64_MIN) fits = 0;
         if (fits) {
             out->is_int = 1;
-            out->integer = neg ? v : -v;
+            out->as.integer = neg ? v : -v;
+            return 0; /* exact; no double needed */
         }
     }
     /* strtod needs a terminated copy (the input is not terminated). It follows LC_NUMERIC,
@@ -139,7 +140,7 @@ static int parse_number(parser *p, json_value *out) {
         p->pos = start;
         return fail(p, "number %.*s is out of the range of a double", (int)(n > 40 ? 40 : n), s);
     }
-    out->number = d;
+    out->as.number = d;
     return 0;
 }
 
@@ -294,28 +295,21 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
 
 /* ---- arrays and objects ---- */
 
-static void free_children(json_value *v);
+/* Grows a parse-time array of `size`-byte slots to hold one more; *cap tracks capacity. */
+static void *grow(parser *p, void *items, size_t count, size_t *cap, size_t size) {
+    if (count < *cap) return items;
+    size_t ncap = *cap ? *cap * 2 : 4;
+    void *n = realloc(items, ncap * size);
+    if (!n) return fail(p, "out of memory"), NULL;
+    *cap = ncap;
+    return n;
+}
 
-/* Appends one zeroed slot to a growable array of values (and keys for objects). */
-static json_value *push_item(parser *p, json_value *v, size_t *cap, int with_keys) {
-    if (v->count == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 4;
-        json_value *items = realloc(v->items, ncap * sizeof *items);
-        if (!items) return fail(p, "out of memory"), NULL;
-        v->items = items;
-        if (with_keys) {
-            char **keys = realloc(v->keys, ncap * sizeof *keys);
-            if (!keys) return fail(p, "out of memory"), NULL;
-            v->keys = keys;
-            size_t *lens = realloc(v->key_lens, ncap * sizeof *lens);
-            if (!lens) return fail(p, "out of memory"), NULL;
-            v->key_lens = lens;
-        }
-        *cap = ncap;
-    }
-    json_value *slot = &v->items[v->count];
-    memset(slot, 0, sizeof *slot);
-    return slot;
+/* Gives back the growth slack once an array or object is complete. */
+static void *shrink(void *items, size_t count, size_t size) {
+    if (!items || count == 0) return items;
+    void *n = realloc(items, count * size);
+    return n ? n : items;
 }
 
 static int parse_array(parser *p, json_value *out) {
@@ -328,9 +322,11 @@ static int parse_array(parser *p, json_value *out) {
         return 0;
     }
     for (;;) {
-        json_value *slot = push_item(p, out, &cap, 0);
-        if (!slot) return -1;
-        out->count++; /* counted before parsing so a partial element is freed too */
+        json_value *items = grow(p, out->as.array.items, out->as.array.count, &cap, sizeof *items);
+        if (!items) return -1;
+        out->as.array.items = items;
+        json_value *slot = &items[out->as.array.count++]; /* counted first: freed if partial */
+        memset(slot, 0, sizeof *slot);
         if (parse_value(p, slot) != 0) return -1;
         skip_ws(p);
         char buf[16];
@@ -340,48 +336,44 @@ static int parse_array(parser *p, json_value *out) {
         }
         if (!at_end(p) && peek(p) == ']') {
             p->pos++;
+            out->as.array.items = shrink(items, out->as.array.count, sizeof *items);
             return 0;
         }
         return fail(p, "expected ',' or ']' after an array element, found %s", describe_here(p, buf));
     }
 }
 
-typedef struct key_ref {
-    const char *key;
-    size_t len;
-} key_ref;
+static int key_order(const json_member *x, const json_member *y) {
+    if (x->key_len != y->key_len) return x->key_len < y->key_len ? -1 : 1;
+    return memcmp(x->key, y->key, x->key_len);
+}
 
-static int key_cmp(const void *a, const void *b) {
-    const key_ref *x = a, *y = b;
-    if (x->len != y->len) return x->len < y->len ? -1 : 1;
-    return memcmp(x->key, y->key, x->len);
+static int member_ptr_cmp(const void *a, const void *b) {
+    return key_order(*(const json_member *const *)a, *(const json_member *const *)b);
 }
 
 /* Duplicate member names: pairwise for small objects, sorted for large ones so a hostile
  * object with 10^6 members stays O(n log n). */
 static int check_duplicates(parser *p, const json_value *obj) {
-    size_t n = obj->count;
+    size_t n = obj->as.object.count;
+    const json_member *m = obj->as.object.members;
     if (n <= 16) {
         for (size_t i = 0; i < n; i++)
             for (size_t j = i + 1; j < n; j++)
-                if (obj->key_lens[i] == obj->key_lens[j] &&
-                    memcmp(obj->keys[i], obj->keys[j], obj->key_lens[i]) == 0)
-                    return fail(p, "duplicate key \"%.60s\" in an object", obj->keys[i]);
+                if (key_order(&m[i], &m[j]) == 0)
+                    return fail(p, "duplicate key \"%.60s\" in an object", m[i].key);
         return 0;
     }
-    key_ref *refs = malloc(n * sizeof *refs);
-    if (!refs) return fail(p, "out of memory");
-    for (size_t i = 0; i < n; i++) refs[i] = (key_ref){obj->keys[i], obj->key_lens[i]};
-    qsort(refs, n, sizeof *refs, key_cmp);
-    for (size_t i = 1; i < n; i++) {
-        if (key_cmp(&refs[i - 1], &refs[i]) == 0) {
-            fail(p, "duplicate key \"%.60s\" in an object", refs[i].key);
-            free(refs);
-            return -1;
-        }
-    }
-    free(refs);
-    return 0;
+    const json_member **sorted = malloc(n * sizeof *sorted);
+    if (!sorted) return fail(p, "out of memory");
+    for (size_t i = 0; i < n; i++) sorted[i] = &m[i];
+    qsort(sorted, n, sizeof *sorted, member_ptr_cmp);
+    int rc = 0;
+    for (size_t i = 1; i < n && rc == 0; i++)
+        if (key_order(sorted[i - 1], sorted[i]) == 0)
+            rc = fail(p, "duplicate key \"%.60s\" in an object", sorted[i]->key);
+    free(sorted);
+    return rc;
 }
 
 static int parse_object(parser *p, json_value *out) {
@@ -399,22 +391,18 @@ static int parse_object(parser *p, json_value *out) {
         skip_ws(p);
         if (at_end(p) || peek(p) != '"')
             return fail(p, "expected a string key in an object, found %s", describe_here(p, buf));
-        char *key;
-        size_t key_len;
-        if (parse_string_raw(p, &key, &key_len) != 0) return -1;
-        json_value *slot = push_item(p, out, &cap, 1);
-        if (!slot) {
-            free(key);
-            return -1;
-        }
-        out->keys[out->count] = key;
-        out->key_lens[out->count] = key_len;
-        out->count++;
+        json_member *members = grow(p, out->as.object.members, out->as.object.count, &cap,
+                                    sizeof *members);
+        if (!members) return -1;
+        out->as.object.members = members;
+        json_member *m = &members[out->as.object.count++]; /* counted first: freed if partial */
+        memset(m, 0, sizeof *m);
+        if (parse_string_raw(p, &m->key, &m->key_len) != 0) return -1;
         skip_ws(p);
         if (at_end(p) || peek(p) != ':')
             return fail(p, "expected ':' after an object key, found %s", describe_here(p, buf));
         p->pos++;
-        if (parse_value(p, slot) != 0) return -1;
+        if (parse_value(p, &m->value) != 0) return -1;
         skip_ws(p);
         if (!at_end(p) && peek(p) == ',') {
             p->pos++;
@@ -422,6 +410,7 @@ static int parse_object(parser *p, json_value *out) {
         }
         if (!at_end(p) && peek(p) == '}') {
             p->pos++;
+            out->as.object.members = shrink(members, out->as.object.count, sizeof *members);
             size_t close = p->pos;
             p->pos = open; /* report duplicates at the object's start */
             if (check_duplicates(p, out) != 0) return -1;
@@ -447,7 +436,7 @@ static int parse_value(parser *p, json_value *out) {
     }
     if (c == '"') {
         out->type = JSON_STRING;
-        return parse_string_raw(p, &out->string, &out->string_len);
+        return parse_string_raw(p, &out->as.string.chars, &out->as.string.len);
     }
     if (c == '-' || is_digit(c)) return parse_number(p, out);
     if (c == 't') return parse_literal(p, "true", out, JSON_BOOL, 1);
@@ -480,14 +469,21 @@ int json_parse(const char *text, size_t len, json_value **out, char *err, size_t
 }
 
 static void free_children(json_value *v) {
-    free(v->string);
-    for (size_t i = 0; i < v->count; i++) {
-        if (v->items) free_children(&v->items[i]);
-        if (v->keys) free(v->keys[i]);
+    switch (v->type) {
+    case JSON_STRING: free(v->as.string.chars); break;
+    case JSON_ARRAY:
+        for (size_t i = 0; i < v->as.array.count; i++) free_children(&v->as.array.items[i]);
+        free(v->as.array.items);
+        break;
+    case JSON_OBJECT:
+        for (size_t i = 0; i < v->as.object.count; i++) {
+            free(v->as.object.members[i].key);
+            free_children(&v->as.object.members[i].value);
+        }
+        free(v->as.object.members);
+        break;
+    default: break;
     }
-    free(v->items);
-    free(v->keys);
-    free(v->key_lens);
 }
 
 void json_free(json_value *root) {
@@ -501,28 +497,42 @@ void json_free(json_value *root) {
 const json_value *json_get(const json_value *obj, const char *key) {
     if (!obj || obj->type != JSON_OBJECT || !key) return NULL;
     size_t n = strlen(key);
-    for (size_t i = 0; i < obj->count; i++)
-        if (obj->key_lens[i] == n && memcmp(obj->keys[i], key, n) == 0) return &obj->items[i];
+    for (size_t i = 0; i < obj->as.object.count; i++) {
+        const json_member *m = &obj->as.object.members[i];
+        if (m->key_len == n && memcmp(m->key, key, n) == 0) return &m->value;
+    }
     return NULL;
 }
 
+size_t json_count(const json_value *v) {
+    if (!v) return 0;
+    if (v->type == JSON_ARRAY) return v->as.array.count;
+    if (v->type == JSON_OBJECT) return v->as.object.count;
+    return 0;
+}
+
 const json_value *json_at(const json_value *v, size_t i) {
-    if (!v || (v->type != JSON_ARRAY && v->type != JSON_OBJECT) || i >= v->count) return NULL;
-    return &v->items[i];
+    if (i >= json_count(v)) return NULL;
+    return v->type == JSON_ARRAY ? &v->as.array.items[i] : &v->as.object.members[i].value;
 }
 
 const char *json_key_at(const json_value *obj, size_t i) {
-    if (!obj || obj->type != JSON_OBJECT || i >= obj->count) return NULL;
-    return obj->keys[i];
+    if (!obj || obj->type != JSON_OBJECT || i >= obj->as.object.count) return NULL;
+    return obj->as.object.members[i].key;
+}
+
+size_t json_key_len_at(const json_value *obj, size_t i) {
+    if (!obj || obj->type != JSON_OBJECT || i >= obj->as.object.count) return 0;
+    return obj->as.object.members[i].key_len;
 }
 
 int json_as_int64(const json_value *v, int64_t *out) {
     if (!v || v->type != JSON_NUMBER) return 0;
     if (v->is_int) {
-        *out = v->integer;
+        *out = v->as.integer;
         return 1;
     }
-    double d = v->number;
+    double d = v->as.number;
     /* -2^63 is exact as a double; 2^63 is the first value that does not fit. */
     if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return 0;
     int64_t i = (int64_t)d;
@@ -533,12 +543,22 @@ int json_as_int64(const json_value *v, int64_t *out) {
 
 int json_as_double(const json_value *v, double *out) {
     if (!v || v->type != JSON_NUMBER) return 0;
-    *out = v->number;
+    *out = v->is_int ? (double)v->as.integer : v->as.number;
+    return 1;
+}
+
+int json_as_bool(const json_value *v, int *out) {
+    if (!v || v->type != JSON_BOOL) return 0;
+    *out = v->as.boolean;
     return 1;
 }
 
 const char *json_as_string(const json_value *v) {
-    return v && v->type == JSON_STRING ? v->string : NULL;
+    return v && v->type == JSON_STRING ? v->as.string.chars : NULL;
+}
+
+size_t json_string_len(const json_value *v) {
+    return v && v->type == JSON_STRING ? v->as.string.len : 0;
 }
 
 const char *json_type_name(json_type type) {

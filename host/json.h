@@ -35,18 +35,37 @@ typedef enum json_type {
 } json_type;
 
 typedef struct json_value json_value;
+typedef struct json_member json_member;
+
+/* One node: 24 bytes, so even a hostile document of "[0,0,0,...]" costs at most about 12
+ * times its size in memory. Prefer the accessors below to the union. */
 struct json_value {
     json_type type;
-    int boolean;        /* JSON_BOOL: 0 or 1 */
-    double number;      /* JSON_NUMBER: the value as a double (may be rounded) */
-    int is_int;         /* JSON_NUMBER: 1 when the literal is an integer that fits int64 */
-    int64_t integer;    /* ... and then its exact value */
-    char *string;       /* JSON_STRING: UTF-8, NUL-terminated (may also contain \u0000) */
-    size_t string_len;  /* JSON_STRING: length in bytes without the terminator */
-    size_t count;       /* JSON_ARRAY / JSON_OBJECT: number of elements / members */
-    json_value *items;  /* JSON_ARRAY / JSON_OBJECT: the elements / member values, in order */
-    char **keys;        /* JSON_OBJECT: the member names, in order (NUL-terminated) */
-    size_t *key_lens;   /* JSON_OBJECT: their lengths in bytes */
+    int is_int; /* JSON_NUMBER: 1 when the literal is an integer that fits int64 (as.integer
+                 * holds it exactly), 0 when as.number holds it */
+    union {
+        int boolean;    /* JSON_BOOL: 0 or 1 */
+        double number;  /* JSON_NUMBER with is_int == 0 */
+        int64_t integer; /* JSON_NUMBER with is_int == 1 */
+        struct {
+            char *chars; /* UTF-8, NUL-terminated (and may contain \u0000 as a 0 byte) */
+            size_t len;  /* in bytes, without the terminator */
+        } string;
+        struct {
+            size_t count;
+            json_value *items;
+        } array;
+        struct {
+            size_t count;
+            json_member *members; /* in document order */
+        } object;
+    } as;
+};
+
+struct json_member {
+    char *key; /* NUL-terminated */
+    size_t key_len;
+    json_value value;
 };
 
 /* Parses text[0..len). On success stores the root in *out and returns 0. On failure
@@ -58,18 +77,26 @@ void json_free(json_value *root);
 
 /* The member named `key` of an object, or NULL (also when obj is not an object or NULL). */
 const json_value *json_get(const json_value *obj, const char *key);
+/* Number of elements of an array or members of an object; 0 for anything else. */
+size_t json_count(const json_value *v);
 /* Element i of an array or member value i of an object, or NULL when out of range. */
 const json_value *json_at(const json_value *v, size_t i);
-/* Member name i of an object, or NULL. */
+/* Member name i of an object, or NULL; json_key_len_at gives its length in bytes (which
+ * differs from strlen when it contains \u0000), 0 when out of range. */
 const char *json_key_at(const json_value *obj, size_t i);
+size_t json_key_len_at(const json_value *obj, size_t i);
 
 /* Conversions: return 1 and store the value when v has the right type and the value fits,
  * 0 otherwise (v may be NULL). json_as_int64 accepts integer literals that fit int64 and
- * number literals with an integral value that fits exactly (1e3 -> 1000); 1.5 is refused. */
+ * number literals with an integral value that fits exactly (1e3 -> 1000); 1.5 is refused.
+ * json_as_double accepts every number (large integers are rounded to a double). */
 int json_as_int64(const json_value *v, int64_t *out);
 int json_as_double(const json_value *v, double *out);
-/* The string of a JSON_STRING, or NULL for any other type. */
+int json_as_bool(const json_value *v, int *out);
+/* The string of a JSON_STRING, or NULL for any other type; json_string_len gives its
+ * length in bytes (which differs from strlen when it contains \u0000; 0 for non-strings). */
 const char *json_as_string(const json_value *v);
+size_t json_string_len(const json_value *v);
 /* A short name for a type: "null", "boolean", "number", "string", "array", "object". */
 const char *json_type_name(json_type type);
 

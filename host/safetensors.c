@@ -117,16 +117,17 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
         set_err(err, errlen, "%s: tensor \"%s\" has no \"shape\" array", fname, name);
         return -1;
     }
-    if (shape->count > ST_MAX_DIMS) {
+    size_t ndim = json_count(shape);
+    if (ndim > ST_MAX_DIMS) {
         set_err(err, errlen, "%s: tensor \"%s\" has %zu dimensions, more than the %d supported",
-                fname, name, shape->count, ST_MAX_DIMS);
+                fname, name, ndim, ST_MAX_DIMS);
         return -1;
     }
-    t->ndim = (int)shape->count;
+    t->ndim = (int)ndim;
     int empty = 0;
-    for (size_t d = 0; d < shape->count; d++) {
+    for (size_t d = 0; d < ndim; d++) {
         int64_t dim;
-        if (!json_as_int64(&shape->items[d], &dim) || dim < 0) {
+        if (!json_as_int64(json_at(shape, d), &dim) || dim < 0) {
             set_err(err, errlen, "%s: tensor \"%s\": shape entry %zu is not a non-negative "
                     "integer", fname, name, d);
             return -1;
@@ -139,7 +140,7 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
     size_t item = dtype_table[dtype].size;
     uint64_t numel = empty ? 0 : 1;
     int too_big = 0;
-    for (size_t d = 0; d < shape->count && numel && !too_big; d++) {
+    for (size_t d = 0; d < ndim && numel && !too_big; d++) {
         uint64_t dim = (uint64_t)t->shape[d];
         if (numel > UINT64_MAX / item / dim) too_big = 1;
         else numel *= dim;
@@ -147,8 +148,8 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
 
     const json_value *off = json_get(v, "data_offsets");
     int64_t begin, end;
-    if (!off || off->type != JSON_ARRAY || off->count != 2 ||
-        !json_as_int64(&off->items[0], &begin) || !json_as_int64(&off->items[1], &end) ||
+    if (!off || off->type != JSON_ARRAY || json_count(off) != 2 ||
+        !json_as_int64(json_at(off, 0), &begin) || !json_as_int64(json_at(off, 1), &end) ||
         begin < 0 || end < 0) {
         set_err(err, errlen, "%s: tensor \"%s\": \"data_offsets\" must be an array of two "
                 "non-negative integers [begin, end]", fname, name);
@@ -191,29 +192,30 @@ static int parse_metadata(st_file *f, const char *fname, const json_value *m, ch
                 json_type_name(m->type));
         return -1;
     }
-    if (m->count == 0) return 0;
-    f->meta_keys = malloc(m->count * sizeof *f->meta_keys);
-    f->meta_values = malloc(m->count * sizeof *f->meta_values);
+    size_t n = json_count(m);
+    if (n == 0) return 0;
+    f->meta_keys = malloc(n * sizeof *f->meta_keys);
+    f->meta_values = malloc(n * sizeof *f->meta_values);
     if (!f->meta_keys || !f->meta_values) {
         set_err(err, errlen, "%s: out of memory reading the metadata", fname);
         return -1;
     }
-    for (size_t i = 0; i < m->count; i++) {
-        const json_value *v = &m->items[i];
+    for (size_t i = 0; i < n; i++) {
+        const json_value *v = json_at(m, i);
+        const char *key = json_key_at(m, i), *value = json_as_string(v);
         if (v->type != JSON_STRING) {
             set_err(err, errlen, "%s: metadata \"%.60s\" is a JSON %s; safetensors metadata "
-                    "values must be strings", fname, m->keys[i], json_type_name(v->type));
+                    "values must be strings", fname, key, json_type_name(v->type));
             return -1;
         }
-        if (strlen(m->keys[i]) != m->key_lens[i] || strlen(v->string) != v->string_len) {
-            set_err(err, errlen, "%s: metadata \"%.60s\" contains a NUL character", fname,
-                    m->keys[i]);
+        if (strlen(key) != json_key_len_at(m, i) || strlen(value) != json_string_len(v)) {
+            set_err(err, errlen, "%s: metadata \"%.60s\" contains a NUL character", fname, key);
             return -1;
         }
-        f->meta_keys[i] = m->keys[i];
-        f->meta_values[i] = v->string;
+        f->meta_keys[i] = key;
+        f->meta_values[i] = value;
     }
-    f->meta_count = m->count;
+    f->meta_count = n;
     return 0;
 }
 
@@ -329,21 +331,22 @@ static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file 
         st_close(f);
         return -1;
     }
-    f->tensors = calloc(root->count ? root->count : 1, sizeof *f->tensors);
+    size_t entries = json_count(root);
+    f->tensors = calloc(entries ? entries : 1, sizeof *f->tensors);
     if (!f->tensors) {
         set_err(err, errlen, "%s: out of memory", fname);
         st_close(f);
         return -1;
     }
     /* Duplicate names cannot occur here: the JSON parser rejects duplicate keys. */
-    for (size_t i = 0; i < root->count; i++) {
-        const char *key = root->keys[i];
+    for (size_t i = 0; i < entries; i++) {
+        const char *key = json_key_at(root, i);
         int rc;
-        if (strcmp(key, "__metadata__") == 0 && root->key_lens[i] == 12) {
-            rc = parse_metadata(f, fname, &root->items[i], err, errlen);
+        if (strcmp(key, "__metadata__") == 0 && json_key_len_at(root, i) == 12) {
+            rc = parse_metadata(f, fname, json_at(root, i), err, errlen);
         } else {
             st_tensor *t = &f->tensors[f->count];
-            rc = parse_tensor_entry(fname, key, root->key_lens[i], &root->items[i], data_len, t,
+            rc = parse_tensor_entry(fname, key, json_key_len_at(root, i), json_at(root, i), data_len, t,
                                     err, errlen);
             if (rc == 0) {
                 t->data = buf + f->data_start + t->offset;

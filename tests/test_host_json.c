@@ -31,28 +31,33 @@ START_TEST(parses_values) {
     json_value *v = parse_ok(" {\"a\": [1, -2.5, true, false, null], \"b\": {\"c\": \"x\"},"
                              " \"e\": {}, \"f\": []}\n");
     ck_assert_int_eq(v->type, JSON_OBJECT);
-    ck_assert_uint_eq(v->count, 4);
+    ck_assert_uint_eq(json_count(v), 4);
     ck_assert_str_eq(json_key_at(v, 0), "a");
     ck_assert_str_eq(json_key_at(v, 3), "f");
     ck_assert_ptr_null(json_key_at(v, 4));
     const json_value *a = json_get(v, "a");
     ck_assert_int_eq(a->type, JSON_ARRAY);
-    ck_assert_uint_eq(a->count, 5);
+    ck_assert_uint_eq(json_count(a), 5);
     int64_t i;
     double d;
     ck_assert(json_as_int64(json_at(a, 0), &i) && i == 1);
     ck_assert(json_as_double(json_at(a, 1), &d) && d == -2.5);
     ck_assert(!json_as_int64(json_at(a, 1), &i));
-    ck_assert(json_at(a, 2)->type == JSON_BOOL && json_at(a, 2)->boolean == 1);
-    ck_assert(json_at(a, 3)->type == JSON_BOOL && json_at(a, 3)->boolean == 0);
+    int b;
+    ck_assert(json_as_bool(json_at(a, 2), &b) && b == 1);
+    ck_assert(json_as_bool(json_at(a, 3), &b) && b == 0);
+    ck_assert(!json_as_bool(json_at(a, 4), &b));
     ck_assert_int_eq(json_at(a, 4)->type, JSON_NULL);
     ck_assert_ptr_null(json_at(a, 5));
     ck_assert_str_eq(json_as_string(json_get(json_get(v, "b"), "c")), "x");
     ck_assert_ptr_null(json_as_string(json_get(v, "a")));
     ck_assert_ptr_null(json_get(v, "missing"));
     ck_assert_ptr_null(json_get(a, "a")); /* not an object */
-    ck_assert_uint_eq(json_get(v, "e")->count, 0);
-    ck_assert_uint_eq(json_get(v, "f")->count, 0);
+    ck_assert_uint_eq(json_count(json_get(v, "e")), 0);
+    ck_assert_uint_eq(json_count(json_get(v, "f")), 0);
+    ck_assert_uint_eq(json_count(json_at(a, 0)), 0);
+    ck_assert_uint_eq(json_key_len_at(v, 0), 1);
+    ck_assert_uint_eq(json_key_len_at(v, 9), 0);
     ck_assert_str_eq(json_type_name(JSON_OBJECT), "object");
     json_free(v);
 
@@ -82,6 +87,8 @@ START_TEST(integers_are_exact) {
     ck_assert(json_as_int64(json_at(v, 6), &i) && i == 12345678901234567LL);
     ck_assert(json_as_double(json_at(v, 7), &d) && d == 2.5e-3);
     ck_assert(json_as_int64(json_at(v, 8), &i) && i == 100);
+    ck_assert(json_as_double(json_at(v, 0), &d) && d == 9223372036854775807.0);
+    ck_assert(json_as_double(json_at(v, 6), &d) && d == 12345678901234567.0);
     ck_assert(!json_as_int64(NULL, &i));
     json_free(v);
 }
@@ -94,8 +101,8 @@ START_TEST(string_escapes_decode_to_utf8) {
     ck_assert_str_eq(json_as_string(json_at(v, 1)), "\xc3\xa9\xe2\x82\xac");
     ck_assert_str_eq(json_as_string(json_at(v, 2)), "\xf0\x9f\x98\x80");
     const json_value *nul = json_at(v, 3);
-    ck_assert_uint_eq(nul->string_len, 3);
-    ck_assert(memcmp(nul->string, "a\0b", 4) == 0);
+    ck_assert_uint_eq(json_string_len(nul), 3);
+    ck_assert(memcmp(json_as_string(nul), "a\0b", 4) == 0);
     ck_assert_str_eq(json_as_string(json_at(v, 4)), "\xc3\xa9 \xf0\x9f\x98\x80");
     json_free(v);
 }
