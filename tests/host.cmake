@@ -5,6 +5,10 @@
 # machine the spinning threads starve each other (small models slow down tenfold), so
 # these tests ask it to sleep instead. Results do not depend on it.
 set(_kiln_host_env "OMP_WAIT_POLICY=passive")
+
+# test_host_gpt_units.c is registered by the glob in tests/CMakeLists.txt; it tests host
+# code, so it links the host's GPT library.
+target_link_libraries(test_host_gpt_units PRIVATE kiln_gpt)
 set(_kiln_host_work ${CMAKE_CURRENT_BINARY_DIR}/host_work)
 
 foreach(script bad_input resume decode_cache)

@@ -1,0 +1,124 @@
+/* Host-side pieces of the GPT program that have exact answers: token sampling (greedy,
+ * temperature, top-k, top-p) and the learning-rate schedule. The model itself is checked
+ * against PyTorch by gpt_parity.py. */
+#include <math.h>
+
+#include "sample.h"
+#include "testutil.h"
+#include "trainer.h"
+
+/* Frequencies of each token over many draws (draw index i is the counter of the RNG). */
+static void frequencies(const sample_opts *o, const float *logits, int vocab, int draws,
+                        double *freq) {
+    sampler *s = sampler_new(vocab, o);
+    ck_assert_ptr_nonnull(s);
+    for (int v = 0; v < vocab; v++) freq[v] = 0;
+    for (int i = 0; i < draws; i++) {
+        int tok = sampler_next(s, logits, (uint64_t)i);
+        ck_assert_int_ge(tok, 0);
+        ck_assert_int_lt(tok, vocab);
+        freq[tok] += 1.0 / draws;
+    }
+    sampler_free(s);
+}
+
+START_TEST(greedy_takes_the_first_maximum) {
+    const float logits[5] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
+    sample_opts o = {1, 1.0f, 0, 1.0f, 7};
+    sampler *s = sampler_new(5, &o);
+    for (int i = 0; i < 10; i++) ck_assert_int_eq(sampler_next(s, logits, (uint64_t)i), 1);
+    sampler_free(s);
+    /* temperature 0 means greedy too */
+    sample_opts cold = {0, 0.0f, 0, 1.0f, 7};
+    s = sampler_new(5, &cold);
+    ck_assert_int_eq(sampler_next(s, logits, 3), 1);
+    sampler_free(s);
+}
+END_TEST
+
+START_TEST(sampling_follows_the_softmax) {
+    /* probabilities 0.5, 0.3, 0.2 at temperature 1; at temperature 2 they flatten */
+    const float logits[3] = {logf(0.5f), logf(0.3f), logf(0.2f)};
+    double f[3];
+    sample_opts o = {0, 1.0f, 0, 1.0f, 11};
+    frequencies(&o, logits, 3, 20000, f);
+    ck_assert_double_eq_tol(f[0], 0.5, 0.015);
+    ck_assert_double_eq_tol(f[1], 0.3, 0.015);
+    ck_assert_double_eq_tol(f[2], 0.2, 0.015);
+    o.temperature = 2.0f;
+    frequencies(&o, logits, 3, 20000, f);
+    double z = sqrt(0.5) + sqrt(0.3) + sqrt(0.2);
+    ck_assert_double_eq_tol(f[0], sqrt(0.5) / z, 0.015);
+    ck_assert_double_eq_tol(f[2], sqrt(0.2) / z, 0.015);
+}
+END_TEST
+
+START_TEST(top_k_and_top_p_cut_the_tail) {
+    const float logits[4] = {logf(0.1f), logf(0.4f), logf(0.2f), logf(0.3f)};
+    double f[4];
+    /* top-k 2 keeps tokens 1 and 3, renormalized: 0.4/0.7 and 0.3/0.7 */
+    sample_opts o = {0, 1.0f, 2, 1.0f, 5};
+    frequencies(&o, logits, 4, 20000, f);
+    ck_assert_double_eq(f[0], 0.0);
+    ck_assert_double_eq(f[2], 0.0);
+    ck_assert_double_eq_tol(f[1], 0.4 / 0.7, 0.015);
+    /* top-p 0.75: 0.4 + 0.3 = 0.7 < 0.75, so 0.2 joins; 0.1 stays out */
+    sample_opts p = {0, 1.0f, 0, 0.75f, 5};
+    frequencies(&p, logits, 4, 20000, f);
+    ck_assert_double_eq(f[0], 0.0);
+    ck_assert_double_eq_tol(f[2], 0.2 / 0.9, 0.015);
+    /* a tiny top-p keeps only the most likely token */
+    sample_opts q = {0, 1.0f, 0, 0.01f, 5};
+    frequencies(&q, logits, 4, 200, f);
+    ck_assert_double_eq_tol(f[1], 1.0, 1e-9);
+}
+END_TEST
+
+START_TEST(a_seed_reproduces_a_sample) {
+    float logits[256];
+    for (int v = 0; v < 256; v++) logits[v] = sinf((float)v);
+    sample_opts o = {0, 0.8f, 40, 0.9f, 123};
+    sampler *a = sampler_new(256, &o), *b = sampler_new(256, &o);
+    int differs_from_next = 0;
+    for (int i = 0; i < 50; i++) {
+        int x = sampler_next(a, logits, (uint64_t)i);
+        ck_assert_int_eq(x, sampler_next(b, logits, (uint64_t)i));
+        differs_from_next |= x != sampler_next(a, logits, (uint64_t)i + 1000);
+    }
+    ck_assert(differs_from_next); /* the draw index matters */
+    sampler_free(a);
+    sampler_free(b);
+}
+END_TEST
+
+START_TEST(schedule_warms_up_then_decays) {
+    train_hparams hp = {0};
+    hp.lr = 1e-3f;
+    hp.min_lr = 1e-4f;
+    hp.warmup = 100;
+    hp.steps = 2000;
+    ck_assert_float_eq_tol(train_lr_at(&hp, 0), 1e-3f / 101, 1e-9f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 99), 1e-3f * 100 / 101, 1e-9f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 100), 1e-3f, 1e-9f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 1050), 0.5f * (1e-3f + 1e-4f), 1e-8f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 2000), 1e-4f, 1e-9f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 5000), 1e-4f, 1e-9f);
+    for (int s = 101; s < 2000; s++) ck_assert(train_lr_at(&hp, s) <= train_lr_at(&hp, s - 1));
+    /* no room for a decay: min_lr right after the warmup */
+    hp.steps = 50;
+    ck_assert_float_eq_tol(train_lr_at(&hp, 120), 1e-4f, 1e-9f);
+}
+END_TEST
+
+static void add_tests(Suite *s, TCase *tc) {
+    (void)s;
+    tcase_add_test(tc, greedy_takes_the_first_maximum);
+    tcase_add_test(tc, sampling_follows_the_softmax);
+    tcase_add_test(tc, top_k_and_top_p_cut_the_tail);
+    tcase_add_test(tc, a_seed_reproduces_a_sample);
+    tcase_add_test(tc, schedule_warms_up_then_decays);
+}
+
+int main(int argc, char **argv) {
+    return kt_main(argc, argv, "host_gpt_units", add_tests, NULL, 0);
+}
