@@ -11,6 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Strings and keys live in chunks owned by the document, so a document of many tiny
+ * strings costs a few bytes per string rather than a malloc block each. */
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    char data[];
+} chunk;
+
+#define CHUNK_SIZE ((size_t)64 << 10)
+
+/* What json_parse returns: the root comes first, so a json_value * to it is also a
+ * pointer to the document (json_free relies on that). */
+typedef struct json_doc {
+    json_value root;
+    chunk *chunks; /* the head has the free space */
+} json_doc;
+
 typedef struct parser {
     const char *text;
     size_t len;
@@ -19,6 +36,7 @@ typedef struct parser {
     char *err;
     size_t errlen;
     int failed;
+    json_doc *doc;
 } parser;
 
 /* Records the first error only, prefixed with the line and column of the current
@@ -64,6 +82,37 @@ static const char *describe_here(const parser *p, char buf[16]) {
 }
 
 static int parse_value(parser *p, json_value *out);
+
+/* n bytes from the document's chunks, or NULL when out of memory. Large requests get a
+ * chunk of their own behind the head, so the head keeps its free space. */
+static char *doc_alloc(json_doc *doc, size_t n) {
+    chunk *head = doc->chunks;
+    if (head && head->cap - head->used >= n) {
+        char *r = head->data + head->used;
+        head->used += n;
+        return r;
+    }
+    size_t cap = n > CHUNK_SIZE / 4 ? n : CHUNK_SIZE;
+    chunk *c = malloc(sizeof *c + cap);
+    if (!c) return NULL;
+    c->cap = cap;
+    c->used = n;
+    if (head && cap == n) {
+        c->next = head->next;
+        head->next = c;
+    } else {
+        c->next = head;
+        doc->chunks = c;
+    }
+    return c->data;
+}
+
+/* Returns the unused tail of the most recent doc_alloc of `had` bytes at r, which now
+ * needs only `need`. */
+static void doc_trim(json_doc *doc, char *r, size_t had, size_t need) {
+    chunk *head = doc->chunks;
+    if (head && r + had == head->data + head->used) head->used -= had - need;
+}
 
 /* ---- literals and numbers ---- */
 
@@ -231,7 +280,8 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
         p->pos = p->len;
         return fail(p, "unterminated string");
     }
-    char *buf = malloc(end - p->pos + 1);
+    size_t cap = end - p->pos + 1;
+    char *buf = doc_alloc(p->doc, cap);
     if (!buf) return fail(p, "out of memory");
     size_t n = 0;
     while (p->pos < end) {
@@ -247,16 +297,13 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
                 continue;
             }
             if (e != 'u') {
-                free(buf);
                 return fail(p, "invalid escape sequence in a string");
             }
             unsigned cp;
             if (end - p->pos < 6 || hex4(p->text + p->pos + 2, &cp) != 0) {
-                free(buf);
                 return fail(p, "\\u must be followed by 4 hex digits");
             }
             if (cp >= 0xdc00 && cp <= 0xdfff) {
-                free(buf);
                 return fail(p, "unpaired low surrogate \\u%04X in a string", cp);
             }
             if (cp >= 0xd800 && cp <= 0xdbff) {
@@ -264,8 +311,7 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
                 if (end - p->pos < 12 || p->text[p->pos + 6] != '\\' ||
                     p->text[p->pos + 7] != 'u' || hex4(p->text + p->pos + 8, &lo) != 0 ||
                     lo < 0xdc00 || lo > 0xdfff) {
-                    free(buf);
-                    return fail(p, "high surrogate \\u%04X is not followed by a low surrogate", cp);
+                        return fail(p, "high surrogate \\u%04X is not followed by a low surrogate", cp);
                 }
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
                 p->pos += 6;
@@ -273,12 +319,10 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
             n += put_utf8(buf + n, cp);
             p->pos += 6;
         } else if (c < 0x20) {
-            free(buf);
             return fail(p, "raw control character 0x%02x in a string (escape it)", c);
         } else {
             size_t k = utf8_seq_len((const unsigned char *)p->text + p->pos, end - p->pos);
             if (k == 0) {
-                free(buf);
                 return fail(p, "invalid UTF-8 in a string");
             }
             memcpy(buf + n, p->text + p->pos, k);
@@ -288,6 +332,7 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
     }
     p->pos = end + 1;
     buf[n] = '\0';
+    doc_trim(p->doc, buf, cap, n + 1);
     *out = buf;
     *out_len = n;
     return 0;
@@ -446,13 +491,14 @@ static int parse_value(parser *p, json_value *out) {
 }
 
 int json_parse(const char *text, size_t len, json_value **out, char *err, size_t errlen) {
-    parser p = {text, len, 0, 0, err, errlen, 0};
+    parser p = {text, len, 0, 0, err, errlen, 0, NULL};
     if (err && errlen) err[0] = '\0';
     if (out) *out = NULL;
     if (!out || (!text && len)) return fail(&p, "json_parse: NULL argument");
     if (len > JSON_MAX_TEXT) return fail(&p, "input of %zu bytes is larger than the limit", len);
-    json_value *root = calloc(1, sizeof *root);
-    if (!root) return fail(&p, "out of memory");
+    p.doc = calloc(1, sizeof *p.doc);
+    if (!p.doc) return fail(&p, "out of memory");
+    json_value *root = &p.doc->root;
     if (parse_value(&p, root) == 0) {
         skip_ws(&p);
         if (!at_end(&p)) {
@@ -470,16 +516,14 @@ int json_parse(const char *text, size_t len, json_value **out, char *err, size_t
 
 static void free_children(json_value *v) {
     switch (v->type) {
-    case JSON_STRING: free(v->as.string.chars); break;
+    case JSON_STRING: break; /* in the document's chunks */
     case JSON_ARRAY:
         for (size_t i = 0; i < v->as.array.count; i++) free_children(&v->as.array.items[i]);
         free(v->as.array.items);
         break;
     case JSON_OBJECT:
-        for (size_t i = 0; i < v->as.object.count; i++) {
-            free(v->as.object.members[i].key);
+        for (size_t i = 0; i < v->as.object.count; i++)
             free_children(&v->as.object.members[i].value);
-        }
         free(v->as.object.members);
         break;
     default: break;
@@ -488,8 +532,13 @@ static void free_children(json_value *v) {
 
 void json_free(json_value *root) {
     if (!root) return;
+    json_doc *doc = (json_doc *)root; /* the root is the document's first member */
     free_children(root);
-    free(root);
+    for (chunk *c = doc->chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(doc);
 }
 
 /* ---- accessors ---- */

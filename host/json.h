@@ -37,8 +37,9 @@ typedef enum json_type {
 typedef struct json_value json_value;
 typedef struct json_member json_member;
 
-/* One node: 24 bytes, so even a hostile document of "[0,0,0,...]" costs at most about 12
- * times its size in memory. Prefer the accessors below to the union. */
+/* One node: 24 bytes, and strings live in chunks owned by the root, so even a hostile
+ * document ("[0,0,0,...]", measured) needs at most about 13 times its size in memory.
+ * Prefer the accessors below to the union. */
 struct json_value {
     json_type type;
     int is_int; /* JSON_NUMBER: 1 when the literal is an integer that fits int64 (as.integer

@@ -243,6 +243,36 @@ START_TEST(escaper_round_trips) {
 }
 END_TEST
 
+/* Strings are stored in chunks owned by the document: many small ones span several chunks,
+ * a large one gets its own, and all stay intact until json_free. */
+START_TEST(many_and_large_strings) {
+    size_t n_small = 30000, big = 100000;
+    size_t cap = n_small * 12 + big + 64, n = 0;
+    char *text = malloc(cap);
+    text[n++] = '[';
+    for (size_t i = 0; i < n_small; i++) n += (size_t)snprintf(text + n, cap - n, "\"s%zu\",", i);
+    text[n++] = '"';
+    for (size_t i = 0; i < big; i++) text[n++] = (char)('a' + i % 26);
+    n += (size_t)snprintf(text + n, cap - n, "\\n\",\"tail\"]");
+    json_value *v;
+    char err[256];
+    ck_assert_msg(parse_exact(text, n, &v, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(json_count(v), n_small + 2);
+    char want[32];
+    for (size_t i = 0; i < n_small; i++) {
+        snprintf(want, sizeof want, "s%zu", i);
+        ck_assert_str_eq(json_as_string(json_at(v, i)), want);
+    }
+    const json_value *b = json_at(v, n_small);
+    ck_assert_uint_eq(json_string_len(b), big + 1);
+    for (size_t i = 0; i < big; i++) ck_assert(json_as_string(b)[i] == (char)('a' + i % 26));
+    ck_assert(json_as_string(b)[big] == '\n');
+    ck_assert_str_eq(json_as_string(json_at(v, n_small + 1)), "tail");
+    json_free(v);
+    free(text);
+}
+END_TEST
+
 START_TEST(utf8_validation) {
     ck_assert(json_utf8_valid("plain", 5));
     ck_assert(json_utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", 13));
@@ -266,6 +296,7 @@ int main(void) {
     tcase_add_test(tc, depth_is_limited);
     tcase_add_test(tc, respects_length);
     tcase_add_test(tc, escaper_round_trips);
+    tcase_add_test(tc, many_and_large_strings);
     tcase_add_test(tc, utf8_validation);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
