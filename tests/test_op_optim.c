@@ -482,7 +482,7 @@ static int replay_scenario(FILE *f) {
         for (int j = 0; j < np; j++) {
             double *want = malloc((size_t)sizes[j] * sizeof *want);
             for (int64_t i = 0; i < sizes[j]; i++) want[i] = next_num(f);
-            char what[96];
+            char what[160];
             snprintf(what, sizeof what, "%s step %d param %d", name, t, j);
             expect_close(params[j], want, sizes[j], 1e-5, what);
             free(want);
