@@ -104,6 +104,10 @@ static inline void team_done(gemm_team *t) {
 
 /* ---- packing ---- */
 
+/* Transposing packs move this many values of K per pass: the panel rows they write (at
+ * most 32 x 32 floats) stay in L1 until they are complete. */
+#define PACK_STEP 32
+
 static inline float load_elem(const gemm_operand *o, int64_t idx) {
     if (o->dtype == KILN_F16) return kiln_f16_to_f32(((const uint16_t *)(const void *)o->base)[idx]);
     return ((const float *)(const void *)o->base)[idx];
@@ -122,10 +126,13 @@ static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, 
             int64_t src = (p0 + p) * A->ld + i0;
             for (int i = 0; i < mv; i++) dst[p * mr + i] = load_elem(A, src + i);
         }
-    } else {
-        for (int i = 0; i < mv; i++) {
-            int64_t src = (i0 + i) * A->ld + p0;
-            for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = load_elem(A, src + p);
+    } else { /* a transpose, PACK_STEP values of K at a time so the writes stay in L1 */
+        for (int64_t pb = 0; pb < kc; pb += PACK_STEP) {
+            const int64_t pe = kc - pb < PACK_STEP ? kc : pb + PACK_STEP;
+            for (int i = 0; i < mv; i++) {
+                int64_t src = (i0 + i) * A->ld + p0;
+                for (int64_t p = pb; p < pe; p++) dst[p * mr + i] = load_elem(A, src + p);
+            }
         }
     }
 }
@@ -136,10 +143,13 @@ static void pack_b_panel(float *dst, const gemm_operand *B, int64_t p0, int64_t 
     if (nv < nr)
         for (int64_t p = 0; p < kc; p++)
             for (int j = nv; j < nr; j++) dst[p * nr + j] = 0.0f;
-    if (B->trans) { /* op(B)(p, j) = B[j, p] */
-        for (int j = 0; j < nv; j++) {
-            int64_t src = (j0 + j) * B->ld + p0;
-            for (int64_t p = 0; p < kc; p++) dst[p * nr + j] = load_elem(B, src + p);
+    if (B->trans) { /* op(B)(p, j) = B[j, p]: a transpose, PACK_STEP values of K at a time */
+        for (int64_t pb = 0; pb < kc; pb += PACK_STEP) {
+            const int64_t pe = kc - pb < PACK_STEP ? kc : pb + PACK_STEP;
+            for (int j = 0; j < nv; j++) {
+                int64_t src = (j0 + j) * B->ld + p0;
+                for (int64_t p = pb; p < pe; p++) dst[p * nr + j] = load_elem(B, src + p);
+            }
         }
     } else if (B->dtype == KILN_F32) {
         const float *src = (const float *)(const void *)B->base + p0 * B->ld + j0;
