@@ -3,7 +3,7 @@
  * Recursive descent with an explicit depth limit. Every read checks the position against
  * the length first, so the input need not be NUL-terminated and a truncated document is
  * an error, never an over-read. Strings are decoded (escapes, UTF-8 validation) into
- * their own NUL-terminated buffers. */
+ * NUL-terminated space in chunks the document owns. */
 #include "json.h"
 
 #include <errno.h>
@@ -269,7 +269,7 @@ int json_utf8_valid(const char *s, size_t len) {
     return 1;
 }
 
-/* Parses a string starting at the opening quote into a new buffer. */
+/* Parses a string starting at the opening quote into space from the document's chunks. */
 static int parse_string_raw(parser *p, char **out, size_t *out_len) {
     p->pos++; /* the opening quote */
     /* Find the closing quote first: the decoded string is never longer than the source,
@@ -296,23 +296,18 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
                 p->pos += 2;
                 continue;
             }
-            if (e != 'u') {
-                return fail(p, "invalid escape sequence in a string");
-            }
+            if (e != 'u') return fail(p, "invalid escape sequence in a string");
             unsigned cp;
-            if (end - p->pos < 6 || hex4(p->text + p->pos + 2, &cp) != 0) {
+            if (end - p->pos < 6 || hex4(p->text + p->pos + 2, &cp) != 0)
                 return fail(p, "\\u must be followed by 4 hex digits");
-            }
-            if (cp >= 0xdc00 && cp <= 0xdfff) {
+            if (cp >= 0xdc00 && cp <= 0xdfff)
                 return fail(p, "unpaired low surrogate \\u%04X in a string", cp);
-            }
             if (cp >= 0xd800 && cp <= 0xdbff) {
                 unsigned lo;
                 if (end - p->pos < 12 || p->text[p->pos + 6] != '\\' ||
                     p->text[p->pos + 7] != 'u' || hex4(p->text + p->pos + 8, &lo) != 0 ||
-                    lo < 0xdc00 || lo > 0xdfff) {
-                        return fail(p, "high surrogate \\u%04X is not followed by a low surrogate", cp);
-                }
+                    lo < 0xdc00 || lo > 0xdfff)
+                    return fail(p, "high surrogate \\u%04X is not followed by a low surrogate", cp);
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
                 p->pos += 6;
             }
@@ -322,9 +317,7 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
             return fail(p, "raw control character 0x%02x in a string (escape it)", c);
         } else {
             size_t k = utf8_seq_len((const unsigned char *)p->text + p->pos, end - p->pos);
-            if (k == 0) {
-                return fail(p, "invalid UTF-8 in a string");
-            }
+            if (k == 0) return fail(p, "invalid UTF-8 in a string");
             memcpy(buf + n, p->text + p->pos, k);
             n += k;
             p->pos += k;

@@ -301,7 +301,12 @@ static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file 
         free(buf);
         return -1;
     }
-    if (hlen < 2 || buf[8] != '{') {
+    if (hlen == 0) {
+        set_err(err, errlen, "%s: the header length is 0 (not a safetensors file)", fname);
+        free(buf);
+        return -1;
+    }
+    if (buf[8] != '{') {
         set_err(err, errlen, "%s: the header does not start with '{' (not a safetensors file)",
                 fname);
         free(buf);

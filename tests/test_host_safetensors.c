@@ -272,7 +272,8 @@ START_TEST(bad_framing) {
     expect_bad(b, 16, "runs past the end");
     /* header length 0 */
     b[0] = 0;
-    expect_bad(b, 8, "does not start with '{'");
+    expect_bad(b, 8, "header length is 0");
+    expect_bad_header("{", 0, "not valid JSON");
     expect_bad_header("[1, 2]  ", 0, "does not start with '{'");
     expect_bad_header("{\"a\":  ", 0, "not valid JSON");
     expect_bad_header("{} x    ", 0, "not valid JSON");
