@@ -117,7 +117,12 @@ static inline float load_elem(const gemm_operand *o, int64_t idx) {
  * zero: their results are never stored, but stale memory could hold denormals, which
  * would slow the micro-kernel down. */
 static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, int64_t p0,
-                         int64_t kc, int mr) {
+                         int64_t kc, const cpu_gemm_kernel *kn) {
+    const int mr = kn->mr;
+    if (kn->pack_a && mv == mr && !A->trans && A->dtype == KILN_F32) {
+        kn->pack_a(dst, (const float *)(const void *)A->base + i0 * A->ld + p0, A->ld, kc);
+        return;
+    }
     if (mv < mr)
         for (int64_t p = 0; p < kc; p++)
             for (int i = mv; i < mr; i++) dst[p * mr + i] = 0.0f;
@@ -139,7 +144,19 @@ static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, 
 
 /* Columns [j0, j0 + nv) x rows [p0, p0 + kc) of op(B) into one NR-column panel. */
 static void pack_b_panel(float *dst, const gemm_operand *B, int64_t p0, int64_t kc, int64_t j0,
-                         int nv, int nr) {
+                         int nv, const cpu_gemm_kernel *kn) {
+    const int nr = kn->nr;
+    if (nv == nr && B->dtype == KILN_F32) {
+        const float *src = (const float *)(const void *)B->base;
+        if (B->trans && kn->pack_bt) {
+            kn->pack_bt(dst, src + j0 * B->ld + p0, B->ld, kc);
+            return;
+        }
+        if (!B->trans && kn->pack_b) {
+            kn->pack_b(dst, src + p0 * B->ld + j0, B->ld, kc);
+            return;
+        }
+    }
     if (nv < nr)
         for (int64_t p = 0; p < kc; p++)
             for (int j = nv; j < nr; j++) dst[p * nr + j] = 0.0f;
@@ -185,11 +202,11 @@ static void pack_panel(const gemm_plan *g, const gemm_chunk *ch, float *bpack, f
     const int mr = g->kn->mr, nr = g->kn->nr;
     if (q < ch->b_panels) {
         const int64_t j0 = ch->jc + q * nr;
-        pack_b_panel(bpack + q * nr * g->k, &g->b, 0, g->k, j0, g->n - j0 < nr ? (int)(g->n - j0) : nr, nr);
+        pack_b_panel(bpack + q * nr * g->k, &g->b, 0, g->k, j0, g->n - j0 < nr ? (int)(g->n - j0) : nr, g->kn);
     } else {
         const int64_t r0 = (q - ch->b_panels) * mr;
         pack_a_panel(apack + r0 * g->k, &g->a, ch->i0 + r0, ch->rows - r0 < mr ? (int)(ch->rows - r0) : mr,
-                     0, g->k, mr);
+                     0, g->k, g->kn);
     }
 }
 
@@ -285,6 +302,46 @@ int cpu_gemm_use_kernel(const char *name) {
     return 0;
 }
 
+/* ---- the packing buffer, kept between calls ----
+ * A training step makes hundreds of GEMMs with the same few sizes; allocating their packs
+ * each time costs page faults (fresh pages from the OS) that show at small sizes. One
+ * buffer is kept; a GEMM running at the same time as another (two contexts on two threads)
+ * simply allocates its own. */
+
+typedef struct gemm_scratch {
+    size_t bytes;
+    float *data; /* 64-byte aligned */
+} gemm_scratch;
+
+static _Atomic(gemm_scratch *) g_scratch;
+
+static void scratch_free(gemm_scratch *s) {
+    if (s) free(s->data);
+    free(s);
+}
+
+static gemm_scratch *scratch_take(size_t bytes) {
+    gemm_scratch *s = atomic_exchange(&g_scratch, NULL);
+    if (s && s->bytes >= bytes) return s;
+    scratch_free(s);
+    s = malloc(sizeof *s);
+    if (!s) return NULL;
+    s->bytes = (bytes + 63) / 64 * 64;
+    s->data = aligned_alloc(64, s->bytes);
+    if (!s->data) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Keeps the larger of this buffer and one another GEMM may have put back meanwhile. */
+static void scratch_give(gemm_scratch *s) {
+    gemm_scratch *other = atomic_exchange(&g_scratch, s);
+    if (other && other->bytes > s->bytes) other = atomic_exchange(&g_scratch, other);
+    scratch_free(other);
+}
+
 /* ---- the entry point ---- */
 
 static int max_threads(void) {
@@ -359,8 +416,9 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     const size_t apack_floats = (size_t)(round_up(base_plan.mb, kn->mr) * kk);
     const size_t pair = (bpack_floats + apack_floats + 15) / 16 * 16; /* keep 64-byte alignment */
     const size_t bytes = (size_t)n_packs * pair * sizeof(float);
-    float *buf = aligned_alloc(64, bytes);
-    if (!buf) return kiln_set_error(KILN_ERR_MEMORY, "cpu gemm: out of memory for %zu bytes of packing buffers", bytes);
+    gemm_scratch *scratch = scratch_take(bytes);
+    if (!scratch) return kiln_set_error(KILN_ERR_MEMORY, "cpu gemm: out of memory for %zu bytes of packing buffers", bytes);
+    float *buf = scratch->data;
 
     if (nt == 1) {
         gemm_team solo = {0};
@@ -392,6 +450,6 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
             }
         }
     }
-    free(buf);
+    scratch_give(scratch);
     return KILN_OK;
 }

@@ -45,7 +45,7 @@ static void micro_generic(int64_t kc, const float *a, const float *b, float *c, 
     cpu_gemm_store_tile(tile, GENERIC_NR, c, ldc, mv, nv, e);
 }
 
-static const cpu_gemm_kernel k_generic = {"generic", GENERIC_MR, GENERIC_NR, micro_generic};
+static const cpu_gemm_kernel k_generic = {"generic", GENERIC_MR, GENERIC_NR, micro_generic, NULL, NULL, NULL};
 
 #ifdef CPU_GEMM_X86
 
@@ -79,7 +79,59 @@ micro_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, in
     cpu_gemm_store_tile(tile, AVX2_NR, c, ldc, mv, nv, e);
 }
 
-static const cpu_gemm_kernel k_avx2 = {"avx2", AVX2_MR, AVX2_NR, micro_avx2};
+/* 8 x 8 transpose in registers: r[i] lane j becomes r[j] lane i. */
+__attribute__((target("avx2,fma"))) static inline void transpose8(__m256 r[8]) {
+    __m256 t[8], s[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) {
+        s[4 * h + 0] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], 0x44);
+        s[4 * h + 1] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], 0xEE);
+        s[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+        s[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
+    }
+}
+
+/* rows rows of src (rows <= 8), 8 columns at a time, transposed into dst with row stride
+ * dst_ld: dst[p * dst_ld + i] = src[i * ld + p] for p < kc. */
+__attribute__((target("avx2,fma"))) static void
+transpose_rows_avx2(float *dst, int64_t dst_ld, const float *src, int rows, int64_t ld, int64_t kc) {
+    const __m256i keep = _mm256_setr_epi32(0 < rows ? -1 : 0, 1 < rows ? -1 : 0, 2 < rows ? -1 : 0, 3 < rows ? -1 : 0,
+                                           4 < rows ? -1 : 0, 5 < rows ? -1 : 0, 6 < rows ? -1 : 0, 7 < rows ? -1 : 0);
+    int64_t p0 = 0;
+    for (; p0 + 8 <= kc; p0 += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(src + i * ld + p0) : _mm256_setzero_ps();
+        transpose8(r);
+        for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + (p0 + q) * dst_ld, keep, r[q]);
+    }
+    for (; p0 < kc; p0++)
+        for (int i = 0; i < rows; i++) dst[p0 * dst_ld + i] = src[i * ld + p0];
+}
+
+__attribute__((target("avx2,fma"))) static void pack_a_avx2(float *dst, const float *src, int64_t ld, int64_t kc) {
+    transpose_rows_avx2(dst, AVX2_MR, src, AVX2_MR, ld, kc);
+}
+
+__attribute__((target("avx2,fma"))) static void pack_b_avx2(float *dst, const float *src, int64_t ld, int64_t kc) {
+    for (int64_t p = 0; p < kc; p++, dst += AVX2_NR, src += ld) {
+        _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
+        _mm256_storeu_ps(dst + 8, _mm256_loadu_ps(src + 8));
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void pack_bt_avx2(float *dst, const float *src, int64_t ld, int64_t kc) {
+    transpose_rows_avx2(dst, AVX2_NR, src, 8, ld, kc);
+    transpose_rows_avx2(dst + 8, AVX2_NR, src + 8 * ld, 8, ld, kc);
+}
+
+static const cpu_gemm_kernel k_avx2 = {"avx2", AVX2_MR, AVX2_NR, micro_avx2, pack_a_avx2, pack_b_avx2, pack_bt_avx2};
 
 /* ---- AVX-512: 12 x 32 ---- */
 #define AVX512_MR 12
@@ -131,7 +183,64 @@ micro_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, 
     cpu_gemm_store_tile(tile, AVX512_NR, c, ldc, mv, nv, e);
 }
 
-static const cpu_gemm_kernel k_avx512 = {"avx512", AVX512_MR, AVX512_NR, micro_avx512};
+/* 16 x 16 transpose in registers: r[i] lane j becomes r[j] lane i. */
+__attribute__((target("avx512f"))) static inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++) {
+            t[8 * h + i] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + i + 4], 0x88);
+            t[8 * h + i + 4] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + i + 4], 0xdd);
+        }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    }
+}
+
+/* rows rows of src (rows <= 16), 16 columns at a time, transposed into dst with row stride
+ * dst_ld: dst[p * dst_ld + i] = src[i * ld + p] for p < kc. */
+__attribute__((target("avx512f"))) static void
+transpose_rows_avx512(float *dst, int64_t dst_ld, const float *src, int rows, int64_t ld, int64_t kc) {
+    const __mmask16 keep = (__mmask16)((1u << rows) - 1);
+    int64_t p0 = 0;
+    for (; p0 + 16 <= kc; p0 += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld + p0) : _mm512_setzero_ps();
+        transpose16(r);
+        for (int q = 0; q < 16; q++) _mm512_mask_storeu_ps(dst + (p0 + q) * dst_ld, keep, r[q]);
+    }
+    for (; p0 < kc; p0++)
+        for (int i = 0; i < rows; i++) dst[p0 * dst_ld + i] = src[i * ld + p0];
+}
+
+__attribute__((target("avx512f"))) static void pack_a_avx512(float *dst, const float *src, int64_t ld, int64_t kc) {
+    transpose_rows_avx512(dst, AVX512_MR, src, AVX512_MR, ld, kc);
+}
+
+__attribute__((target("avx512f"))) static void pack_b_avx512(float *dst, const float *src, int64_t ld, int64_t kc) {
+    for (int64_t p = 0; p < kc; p++, dst += AVX512_NR, src += ld) {
+        _mm512_storeu_ps(dst, _mm512_loadu_ps(src));
+        _mm512_storeu_ps(dst + 16, _mm512_loadu_ps(src + 16));
+    }
+}
+
+__attribute__((target("avx512f"))) static void pack_bt_avx512(float *dst, const float *src, int64_t ld, int64_t kc) {
+    transpose_rows_avx512(dst, AVX512_NR, src, 16, ld, kc);
+    transpose_rows_avx512(dst + 16, AVX512_NR, src + 16 * ld, 16, ld, kc);
+}
+
+static const cpu_gemm_kernel k_avx512 = {"avx512", AVX512_MR, AVX512_NR, micro_avx512, pack_a_avx512, pack_b_avx512,
+                                         pack_bt_avx512};
 
 #endif /* CPU_GEMM_X86 */
 
