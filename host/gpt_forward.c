@@ -28,6 +28,7 @@ static kiln_tensor *cache_append(kiln_tensor *store, kiln_tensor *fresh, int64_t
 /* Causal self-attention of x_ln [B, T, C] at positions [pos0, pos0 + T). */
 static kiln_tensor *attention(gpt_model *m, int layer, kiln_tensor *x_ln, int64_t pos0,
                               gpt_kv_cache *cache, float p) {
+    if (!x_ln) return NULL;
     const gpt_block *b = &m->blocks[layer];
     int64_t C = m->cfg.n_embd, H = m->cfg.n_head, T = x_ln->shape[1];
     kiln_tensor *qkv = kiln_matmul(x_ln, b->attn_w, b->attn_b, 0, 0); /* [B, T, 3C] */

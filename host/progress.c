@@ -19,6 +19,7 @@ void progress_init(progress *p, FILE *out, int64_t first_step, int64_t total_ste
     p->total_steps = total_steps;
     p->log_every = log_every > 0 ? log_every : 1;
     p->start_time = progress_now();
+    p->seconds_per_token = 0;
     p->bar_shown = 0;
 }
 
@@ -40,6 +41,13 @@ void progress_step(progress *p, int64_t step, double loss, double lr, double tok
     char eta[32];
     format_duration(eta, sizeof eta, done > 0 ? elapsed / (double)done * (double)left : 0);
     int evaluated = !isnan(val_loss);
+    /* average time per token, not tokens per second: one slow step then weighs as much
+     * as it cost */
+    if (tokens_per_s > 0) {
+        double spt = 1.0 / tokens_per_s;
+        p->seconds_per_token = p->seconds_per_token > 0 ? 0.9 * p->seconds_per_token + 0.1 * spt : spt;
+        tokens_per_s = 1.0 / p->seconds_per_token;
+    }
     if (!p->tty) {
         if (step % p->log_every == 0 || evaluated || step == p->total_steps) {
             fprintf(p->out, "step %lld/%lld  loss %.4f  lr %.3e  %.0f tokens/s  eta %s",

@@ -13,6 +13,7 @@ typedef struct progress {
     int64_t first_step, total_steps; /* this run covers steps (first_step, total_steps] */
     int log_every;
     double start_time;
+    double seconds_per_token; /* a moving average, so the shown rate does not jitter */
     int bar_shown;
 } progress;
 
@@ -20,8 +21,9 @@ typedef struct progress {
 double progress_now(void);
 
 void progress_init(progress *p, FILE *out, int64_t first_step, int64_t total_steps, int log_every);
-/* Reports step `step` (1-based, the number of optimizer steps done). val_loss is NaN when
- * the step did not evaluate. */
+/* Reports step `step` (1-based, the number of optimizer steps done) and that step's
+ * throughput (shown averaged over the last few dozen steps). val_loss is NaN when the step
+ * did not evaluate. */
 void progress_step(progress *p, int64_t step, double loss, double lr, double tokens_per_s,
                    double val_loss);
 /* Ends the bar's line, so later output starts on a fresh line. */
