@@ -1,0 +1,92 @@
+/* Shared by every kernel family: the host prepends this file to each cl/<family>.cl.
+ *
+ * Compile-time options set by the host (engine/opencl/cl_device.c):
+ *   KILN_WG          the work-group size of row kernels and reductions (a power of 2)
+ *   KILN_SUBGROUPS   1 when sub-group functions exist (cl_khr_subgroups / OpenCL 2.1+)
+ *   KILN_FP64        1 when doubles exist (used where the CPU reference computes in double)
+ *   KILN_CPU_DEVICE  1 on CPU devices (PoCL): kernels may pick CPU-friendly loop shapes
+ *
+ * Argument convention: every tensor operand is a pointer and an element offset (ulong),
+ * `p + p_off` being its first element; the host never creates sub-buffers. An optional
+ * operand that is absent comes with has_<name> = 0 and a placeholder buffer.
+ *
+ * f16 tensors are read and written with vload_half / vstore_half_rte, which OpenCL provides
+ * whether or not the device has cl_khr_fp16 (PoCL does not): f16 storage, f32 arithmetic. */
+
+#if KILN_SUBGROUPS && !defined(__opencl_c_subgroups)
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+#if KILN_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define DT_F32 0
+#define DT_F16 1
+#define DT_I32 2
+
+/* Element i of an f32 or f16 tensor, as f32. */
+float load_f(const __global void *p, ulong i, int dtype) {
+    return dtype == DT_F16 ? vload_half(i, (const __global half *)p) : ((const __global float *)p)[i];
+}
+
+/* Stores v as f32 or f16 (round to nearest even, as kiln_f32_to_f16). */
+void store_f(__global void *p, ulong i, float v, int dtype) {
+    if (dtype == DT_F16)
+        vstore_half_rte(v, i, (__global half *)p);
+    else
+        ((__global float *)p)[i] = v;
+}
+
+/* ---- work-group reductions ----
+ * Every work-item of the group calls these with its value and gets the group's result.
+ * `scratch` is a __local float[KILN_WG] declared by the kernel; it may be reused right after
+ * (each function ends with a barrier). The order of the additions is fixed, so results are
+ * deterministic run to run. */
+
+#if KILN_SUBGROUPS
+float wg_sum(float v, __local float *scratch) {
+    float s = sub_group_reduce_add(v);
+    if (get_sub_group_local_id() == 0) scratch[get_sub_group_id()] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float total = 0.0f;
+    for (uint i = 0; i < get_num_sub_groups(); i++) total += scratch[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+float wg_max(float v, __local float *scratch) {
+    float s = sub_group_reduce_max(v);
+    if (get_sub_group_local_id() == 0) scratch[get_sub_group_id()] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float m = -INFINITY;
+    for (uint i = 0; i < get_num_sub_groups(); i++) m = fmax(m, scratch[i]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return m;
+}
+#else
+float wg_sum(float v, __local float *scratch) {
+    uint lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = KILN_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) scratch[lid] += scratch[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float total = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+float wg_max(float v, __local float *scratch) {
+    uint lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = KILN_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) scratch[lid] = fmax(scratch[lid], scratch[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float m = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return m;
+}
+#endif

@@ -1,0 +1,47 @@
+/* Attention entropy over p [batch, heads, tq, tk], per head:
+ *   fwd: out[h] = -(1 / (batch*tq)) sum_{b,i,j} p log p   (0 log 0 = 0)
+ *   bwd: dp += dout[h] * -(log p + 1) / (batch*tq)       (0 where p <= 0)
+ * The forward is a two-pass segmented reduction: groups (g, h) write partial sums, then one
+ * work-group per head adds them. */
+
+/* p <= 0 contributes nothing: 0 log 0 = 0, and a negative p is not a probability */
+float plogp(float p) { return p > 0.0f ? p * log(p) : 0.0f; }
+
+/* grid: (groups * KILN_WG, heads); partial[h * groups + g] */
+__kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
+void entropy_partial(const __global float *p, ulong p_off, long batch, long heads, long per_head,
+                     __global float *partial, ulong partial_off) {
+    __local float scratch[KILN_WG];
+    long h = get_global_id(1);
+    long n = batch * per_head; /* elements of head h: batch runs of per_head = tq * tk */
+    float s = 0.0f;
+    for (long e = get_global_id(0); e < n; e += get_global_size(0)) {
+        long b = e / per_head, k = e - b * per_head;
+        s += plogp(p[p_off + (b * heads + h) * per_head + k]);
+    }
+    s = wg_sum(s, scratch);
+    if (get_local_id(0) == 0) partial[partial_off + h * get_num_groups(0) + get_group_id(0)] = s;
+}
+
+/* one work-group per head */
+__kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
+void entropy_final(const __global float *partial, ulong partial_off, int groups,
+                   __global float *out, ulong out_off, float inv_count) {
+    __local float scratch[KILN_WG];
+    long h = get_group_id(0);
+    float s = 0.0f;
+    for (int g = get_local_id(0); g < groups; g += KILN_WG) s += partial[partial_off + h * groups + g];
+    s = wg_sum(s, scratch);
+    if (get_local_id(0) == 0) out[out_off + h] = -s * inv_count;
+}
+
+__kernel void entropy_bwd(const __global float *p, ulong p_off, const __global float *dout,
+                          ulong dout_off, __global float *dp, ulong dp_off, long n, long heads,
+                          long per_head, float inv_count) {
+    long e = get_global_id(0);
+    if (e >= n) return;
+    float pv = p[p_off + e];
+    if (!(pv > 0.0f)) return;
+    long h = (e / per_head) % heads;
+    dp[dp_off + e] += dout[dout_off + h] * -(log(pv) + 1.0f) * inv_count;
+}

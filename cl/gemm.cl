@@ -1,0 +1,187 @@
+/* GEMM: C[b] = alpha op(A[b]) op(B[b]) + beta C[b] (+ bias[n]), f32 or f16 inputs, f32
+ * accumulation, f32 or f16 output.
+ *
+ * Three variants (engine/opencl/cl_ops_gemm.c picks one; cl_gemm_tuning.c holds the sizes):
+ *   gemm_direct   one work-item per element of C, reading A and B in place: tiny products,
+ *                 where packing would cost more launches than the product itself.
+ *   gemm_cpu      CPU devices (PoCL): a register-blocked micro-kernel in the BLIS style. One
+ *                 work-item computes an MR x NR block of C from packed panels with explicit
+ *                 VW-wide vectors (16 = one AVX-512 register), so the compiler keeps the
+ *                 MR * NR / VW accumulators in registers.
+ *   gemm_tiled    GPUs: a TM x TN tile per work-group, staged through local memory in KT-deep
+ *                 slices; each work-item accumulates WM x WN outputs in registers.
+ * The last two read operands packed by gemm_pack: op(A) as panels of PA rows, op(B) as
+ * panels of PB columns, each panel stored k-major ([k][PA] / [k][PB]), zero-padded to whole
+ * panels and to K rounded up to KU. Packing also does the transposes and the f16
+ * conversion, so the inner loops see one layout, no bounds and no conversions.
+ *
+ * Sizes come from the host as -D options prepended to this file:
+ *   GEMM_MR, GEMM_NR, GEMM_VW      the CPU micro-kernel (NR a multiple of VW)
+ *   GEMM_TM, GEMM_TN, GEMM_KT, GEMM_WM, GEMM_WN   the tiled kernel
+ */
+
+/* op(X) packed: element (o, k) of the logical matrix, o the panel axis (rows of op(A),
+ * columns of op(B)). When o_major, the source stores it at o * ld + k, else at k * ld + o.
+ * dst[(o / pw) * kp * pw + k * pw + o % pw]; grid (o padded, kp, batch). */
+__kernel void gemm_pack(const __global void *src, ulong src_off, long src_bstride, int dtype,
+                        int o_major, long ld, long outer, long depth, __global float *dst,
+                        ulong dst_off, long dst_bstride, int pw, long kp) {
+    long o = get_global_id(0), k = get_global_id(1), b = get_global_id(2);
+    long opad = (outer + pw - 1) / pw * pw;
+    if (o >= opad || k >= kp) return;
+    float v = 0.0f;
+    if (o < outer && k < depth)
+        v = load_f(src, src_off + b * src_bstride + (o_major ? o * ld + k : k * ld + o), dtype);
+    dst[dst_off + b * dst_bstride + (o / pw) * kp * pw + k * pw + o % pw] = v;
+}
+
+/* The epilogue shared by every variant: c = alpha * acc + beta * c (+ bias[j]); beta == 0
+ * never reads c (it may hold NaN). */
+void gemm_store(__global void *c, ulong idx, int c_dtype, float acc, float alpha, float beta,
+                float bias) {
+    float v = alpha * acc;
+    if (beta != 0.0f) v += beta * load_f(c, idx, c_dtype);
+    store_f(c, idx, v + bias, c_dtype);
+}
+
+/* ---- direct ---- grid (n, m, batch) */
+__kernel void gemm_direct(const __global void *a, ulong a_off, long a_bstride, int a_dtype,
+                          int trans_a, long lda, const __global void *b, ulong b_off,
+                          long b_bstride, int b_dtype, int trans_b, long ldb, __global void *c,
+                          ulong c_off, long c_bstride, int c_dtype, long ldc,
+                          const __global float *bias, ulong bias_off, int has_bias, long m, long n,
+                          long k, float alpha, float beta) {
+    long j = get_global_id(0), i = get_global_id(1), bt = get_global_id(2);
+    if (i >= m || j >= n) return;
+    ulong ab = a_off + bt * a_bstride, bb = b_off + bt * b_bstride;
+    float acc = 0.0f;
+    for (long p = 0; p < k; p++) {
+        float x = load_f(a, ab + (trans_a ? p * lda + i : i * lda + p), a_dtype);
+        float y = load_f(b, bb + (trans_b ? j * ldb + p : p * ldb + j), b_dtype);
+        acc = fma(x, y, acc);
+    }
+    gemm_store(c, c_off + bt * c_bstride + i * ldc + j, c_dtype, acc, alpha, beta,
+               has_bias ? bias[bias_off + j] : 0.0f);
+}
+
+/* ---- CPU micro-kernel ---- */
+#ifdef GEMM_MR
+#define GEMM_NV (GEMM_NR / GEMM_VW)
+#if GEMM_VW == 16
+#define vfloat float16
+#define vload_w vload16
+#define vstore_w vstore16
+#elif GEMM_VW == 8
+#define vfloat float8
+#define vload_w vload8
+#define vstore_w vstore8
+#elif GEMM_VW == 4
+#define vfloat float4
+#define vload_w vload4
+#define vstore_w vstore4
+#endif
+
+/* grid (m blocks, n blocks, batch), one work-item per group: consecutive groups share the
+ * B panel (NR columns x K), which stays in cache while the A panels stream past it. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_cpu(const __global float *ap, ulong ap_off, long ap_bstride, const __global float *bp,
+              ulong bp_off, long bp_bstride, long kp, __global void *c, ulong c_off,
+              long c_bstride, int c_dtype, long ldc, const __global float *bias, ulong bias_off,
+              int has_bias, long m, long n, float alpha, float beta) {
+    long ib = get_global_id(0), jb = get_global_id(1), bt = get_global_id(2);
+    const __global float *pa = ap + ap_off + bt * ap_bstride + ib * kp * GEMM_MR;
+    const __global float *pb = bp + bp_off + bt * bp_bstride + jb * kp * GEMM_NR;
+    vfloat acc[GEMM_MR][GEMM_NV];
+#pragma unroll
+    for (int r = 0; r < GEMM_MR; r++)
+#pragma unroll
+        for (int v = 0; v < GEMM_NV; v++) acc[r][v] = (vfloat)(0.0f);
+    for (long p = 0; p < kp; p++) {
+        vfloat bv[GEMM_NV];
+#pragma unroll
+        for (int v = 0; v < GEMM_NV; v++) bv[v] = vload_w(v, pb + p * GEMM_NR);
+#pragma unroll
+        for (int r = 0; r < GEMM_MR; r++) {
+            vfloat av = (vfloat)(pa[p * GEMM_MR + r]);
+#pragma unroll
+            for (int v = 0; v < GEMM_NV; v++) acc[r][v] = fma(av, bv[v], acc[r][v]);
+        }
+    }
+    long i0 = ib * GEMM_MR, j0 = jb * GEMM_NR;
+    ulong cb = c_off + bt * c_bstride;
+#pragma unroll
+    for (int r = 0; r < GEMM_MR; r++) {
+        if (i0 + r >= m) break;
+#pragma unroll
+        for (int v = 0; v < GEMM_NV; v++) {
+            float lane[GEMM_VW];
+            vstore_w(acc[r][v], 0, lane);
+            for (int e = 0; e < GEMM_VW; e++) {
+                long j = j0 + v * GEMM_VW + e;
+                if (j < n)
+                    gemm_store(c, cb + (i0 + r) * ldc + j, c_dtype, lane[e], alpha, beta,
+                               has_bias ? bias[bias_off + j] : 0.0f);
+            }
+        }
+    }
+}
+#endif
+
+/* ---- GPU tiled kernel ---- */
+#ifdef GEMM_TM
+#define GEMM_RX (GEMM_TN / GEMM_WN) /* work-items along n */
+#define GEMM_RY (GEMM_TM / GEMM_WM) /* work-items along m */
+#define GEMM_THREADS (GEMM_RX * GEMM_RY)
+
+/* grid (n tiles * RX, m tiles * RY, batch). Work-item (tx, ty) owns the outputs
+ * (ty + RY * u, tx + RX * w) of the tile: strided, so neighbours read neighbouring local
+ * memory words (no bank conflicts) and write neighbouring elements of C (coalesced). */
+__kernel __attribute__((reqd_work_group_size(GEMM_RX, GEMM_RY, 1)))
+void gemm_tiled(const __global float *ap, ulong ap_off, long ap_bstride, const __global float *bp,
+                ulong bp_off, long bp_bstride, long kp, __global void *c, ulong c_off,
+                long c_bstride, int c_dtype, long ldc, const __global float *bias, ulong bias_off,
+                int has_bias, long m, long n, float alpha, float beta) {
+    __local float as[GEMM_KT * GEMM_TM], bs[GEMM_KT * GEMM_TN];
+    int tx = get_local_id(0), ty = get_local_id(1), tid = ty * GEMM_RX + tx;
+    long jt = get_group_id(0), it = get_group_id(1), bt = get_global_id(2);
+    const __global float *pa = ap + ap_off + bt * ap_bstride + it * kp * GEMM_TM;
+    const __global float *pb = bp + bp_off + bt * bp_bstride + jt * kp * GEMM_TN;
+    float acc[GEMM_WM][GEMM_WN];
+#pragma unroll
+    for (int u = 0; u < GEMM_WM; u++)
+#pragma unroll
+        for (int w = 0; w < GEMM_WN; w++) acc[u][w] = 0.0f;
+    for (long k0 = 0; k0 < kp; k0 += GEMM_KT) {
+        /* the KT x TM slice of the A panel is contiguous: a coalesced copy */
+        for (int e = tid; e < GEMM_KT * GEMM_TM; e += GEMM_THREADS) as[e] = pa[k0 * GEMM_TM + e];
+        for (int e = tid; e < GEMM_KT * GEMM_TN; e += GEMM_THREADS) bs[e] = pb[k0 * GEMM_TN + e];
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int kk = 0; kk < GEMM_KT; kk++) {
+            float av[GEMM_WM], bv[GEMM_WN];
+#pragma unroll
+            for (int u = 0; u < GEMM_WM; u++) av[u] = as[kk * GEMM_TM + ty + GEMM_RY * u];
+#pragma unroll
+            for (int w = 0; w < GEMM_WN; w++) bv[w] = bs[kk * GEMM_TN + tx + GEMM_RX * w];
+#pragma unroll
+            for (int u = 0; u < GEMM_WM; u++)
+#pragma unroll
+                for (int w = 0; w < GEMM_WN; w++) acc[u][w] = fma(av[u], bv[w], acc[u][w]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    ulong cb = c_off + bt * c_bstride;
+#pragma unroll
+    for (int u = 0; u < GEMM_WM; u++) {
+        long i = it * GEMM_TM + ty + GEMM_RY * u;
+        if (i >= m) continue;
+#pragma unroll
+        for (int w = 0; w < GEMM_WN; w++) {
+            long j = jt * GEMM_TN + tx + GEMM_RX * w;
+            if (j < n)
+                gemm_store(c, cb + i * ldc + j, c_dtype, acc[u][w], alpha, beta,
+                           has_bias ? bias[bias_off + j] : 0.0f);
+        }
+    }
+}
+#endif

@@ -1,0 +1,121 @@
+/* LayerNorm and RMSNorm over rows of length cols; one work-group per row.
+ *   layernorm: y = (x - mean) * rstd * w + b,  rstd = 1 / sqrt(var + eps)
+ *   rmsnorm:   y = x * rstd * w,              rstd = 1 / sqrt(mean(x^2) + eps)
+ * The backward splits in two: the per-row dx kernel, and a column reduction for dweight
+ * and dbias (norm_bwd_params), which would otherwise need atomics across rows. */
+
+__kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
+void layernorm_fwd(const __global float *x, ulong x_off, const __global float *w, ulong w_off,
+                   const __global float *b, ulong b_off, __global float *y, ulong y_off,
+                   __global float *mean, ulong mean_off, __global float *rstd, ulong rstd_off,
+                   long cols, float eps, int has_w, int has_b, int has_mean, int has_rstd) {
+    __local float scratch[KILN_WG];
+    long r = get_group_id(0);
+    int lid = get_local_id(0);
+    const __global float *xr = x + x_off + r * cols;
+    float s = 0.0f;
+    for (long j = lid; j < cols; j += KILN_WG) s += xr[j];
+    float m = wg_sum(s, scratch) / (float)cols;
+    /* two passes over the row (it is in cache): no cancellation in E[x^2] - mean^2 */
+    float v = 0.0f;
+    for (long j = lid; j < cols; j += KILN_WG) {
+        float d = xr[j] - m;
+        v += d * d;
+    }
+    float rs = 1.0f / sqrt(wg_sum(v, scratch) / (float)cols + eps);
+    __global float *yr = y + y_off + r * cols;
+    for (long j = lid; j < cols; j += KILN_WG) {
+        float o = (xr[j] - m) * rs;
+        if (has_w) o *= w[w_off + j];
+        if (has_b) o += b[b_off + j];
+        yr[j] = o;
+    }
+    if (lid == 0) {
+        if (has_mean) mean[mean_off + r] = m;
+        if (has_rstd) rstd[rstd_off + r] = rs;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
+void rmsnorm_fwd(const __global float *x, ulong x_off, const __global float *w, ulong w_off,
+                 __global float *y, ulong y_off, __global float *rstd, ulong rstd_off, long cols,
+                 float eps, int has_w, int has_rstd) {
+    __local float scratch[KILN_WG];
+    long r = get_group_id(0);
+    int lid = get_local_id(0);
+    const __global float *xr = x + x_off + r * cols;
+    float s = 0.0f;
+    for (long j = lid; j < cols; j += KILN_WG) s += xr[j] * xr[j];
+    float rs = 1.0f / sqrt(wg_sum(s, scratch) / (float)cols + eps);
+    __global float *yr = y + y_off + r * cols;
+    for (long j = lid; j < cols; j += KILN_WG) {
+        float o = xr[j] * rs;
+        if (has_w) o *= w[w_off + j];
+        yr[j] = o;
+    }
+    if (lid == 0 && has_rstd) rstd[rstd_off + r] = rs;
+}
+
+/* dx += rstd * (dy*w - mean(dy*w) - xhat * mean(dy*w * xhat)), xhat = (x - mean) * rstd;
+ * rms (has_mean == 0): dx += rstd * (dy*w - xhat * mean(dy*w * xhat)), xhat = x * rstd. */
+__kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
+void norm_bwd_dx(const __global float *x, ulong x_off, const __global float *w, ulong w_off,
+                 const __global float *mean, ulong mean_off, const __global float *rstd,
+                 ulong rstd_off, const __global float *dy, ulong dy_off, __global float *dx,
+                 ulong dx_off, long cols, int has_w, int has_mean) {
+    __local float scratch[KILN_WG];
+    long r = get_group_id(0);
+    int lid = get_local_id(0);
+    const __global float *xr = x + x_off + r * cols, *dyr = dy + dy_off + r * cols;
+    float m = has_mean ? mean[mean_off + r] : 0.0f, rs = rstd[rstd_off + r];
+    float s1 = 0.0f, s2 = 0.0f;
+    for (long j = lid; j < cols; j += KILN_WG) {
+        float g = dyr[j] * (has_w ? w[w_off + j] : 1.0f);
+        s1 += g;
+        s2 += g * (xr[j] - m) * rs;
+    }
+    float m1 = has_mean ? wg_sum(s1, scratch) / (float)cols : 0.0f;
+    float m2 = wg_sum(s2, scratch) / (float)cols;
+    __global float *dxr = dx + dx_off + r * cols;
+    for (long j = lid; j < cols; j += KILN_WG) {
+        float g = dyr[j] * (has_w ? w[w_off + j] : 1.0f);
+        float xhat = (xr[j] - m) * rs;
+        dxr[j] += rs * (g - m1 - xhat * m2);
+    }
+}
+
+/* dweight[j] += sum_r dy[r,j] * xhat[r,j]; dbias[j] += sum_r dy[r,j]. Column tiles as
+ * sum_rows in reduce.cl: NP_COLS adjacent columns, NP_LANES row lanes added in local memory. */
+#define NP_COLS (KILN_WG < 32 ? KILN_WG : 32)
+#define NP_LANES (KILN_WG / NP_COLS)
+__kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
+void norm_bwd_params(const __global float *x, ulong x_off, const __global float *mean,
+                     ulong mean_off, const __global float *rstd, ulong rstd_off,
+                     const __global float *dy, ulong dy_off, __global float *dw, ulong dw_off,
+                     __global float *db, ulong db_off, long rows, long cols, int has_mean,
+                     int has_dw, int has_db) {
+    __local float sw[KILN_WG], sb[KILN_WG];
+    int c = get_local_id(0) % NP_COLS, lane = get_local_id(0) / NP_COLS;
+    long j = (long)get_group_id(0) * NP_COLS + c;
+    float aw = 0.0f, ab = 0.0f;
+    if (j < cols) {
+        for (long r = lane; r < rows; r += NP_LANES) {
+            float g = dy[dy_off + r * cols + j];
+            float m = has_mean ? mean[mean_off + r] : 0.0f;
+            aw += g * (x[x_off + r * cols + j] - m) * rstd[rstd_off + r];
+            ab += g;
+        }
+    }
+    sw[get_local_id(0)] = aw;
+    sb[get_local_id(0)] = ab;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0 && j < cols) {
+        float tw = 0.0f, tb = 0.0f;
+        for (int l = 0; l < NP_LANES; l++) {
+            tw += sw[l * NP_COLS + c];
+            tb += sb[l * NP_COLS + c];
+        }
+        if (has_dw) dw[dw_off + j] += tw;
+        if (has_db) db[db_off + j] += tb;
+    }
+}

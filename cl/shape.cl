@@ -1,0 +1,46 @@
+/* Copies that move data between layouts: the head split/merge permutation, block copies
+ * along a middle axis (concat, slice), and the sinusoidal position table. */
+
+/* y[a, c, b, d] (+)= x[a, b, c, d]: x is [d0, d1, d2, d3], y is [d0, d2, d1, d3].
+ * One work-item per element of x: reads are contiguous, writes contiguous runs of d3. */
+__kernel void permute(const __global float *x, ulong x_off, __global float *y, ulong y_off,
+                      long d1, long d2, long d3, long n, int accumulate) {
+    long e = get_global_id(0);
+    if (e >= n) return;
+    long d = e % d3, t = e / d3;
+    long c = t % d2;
+    t /= d2;
+    long b = t % d1, a = t / d1;
+    long o = y_off + ((a * d2 + c) * d1 + b) * d3 + d;
+    float v = x[x_off + e];
+    y[o] = accumulate ? y[o] + v : v;
+}
+
+/* dst[o, dst_start + i, k] (+)= src[o, src_start + i, k] for o < outer, i < len, k < inner */
+__kernel void copy_block(const __global float *src, ulong src_off, __global float *dst,
+                         ulong dst_off, long inner, long src_axis, long dst_axis, long src_start,
+                         long dst_start, long len, long n, int accumulate) {
+    long e = get_global_id(0);
+    if (e >= n) return;
+    long k = e % inner, t = e / inner;
+    long i = t % len, o = t / len;
+    float v = src[src_off + (o * src_axis + src_start + i) * inner + k];
+    long di = dst_off + (o * dst_axis + dst_start + i) * inner + k;
+    dst[di] = accumulate ? dst[di] + v : v;
+}
+
+/* out[t, 2i] = sin(t / 10000^(2i/C)), out[t, 2i+1] = cos(t / 10000^(2i/C)); grid (C, T).
+ * In double where the device has it, as the CPU reference: at t in the thousands, a float
+ * angle is already off by 1e-4. */
+__kernel void sinusoid(__global float *out, ulong out_off, long channels) {
+    long c = get_global_id(0), t = get_global_id(1);
+    if (c >= channels) return;
+    long i2 = c - (c & 1);
+#if KILN_FP64
+    double angle = (double)t / pow(10000.0, (double)i2 / (double)channels);
+    out[out_off + t * channels + c] = (float)((c & 1) ? cos(angle) : sin(angle));
+#else
+    float angle = (float)t / pow(10000.0f, (float)i2 / (float)channels);
+    out[out_off + t * channels + c] = (c & 1) ? cos(angle) : sin(angle);
+#endif
+}

@@ -1,0 +1,243 @@
+/* The OpenCL backend: declarations shared by the files in engine/opencl/.
+ *
+ *   cl_device.c     platforms and devices: listing, choosing, opening, the kernel table
+ *   cl_program.c    run-time compilation of cl/<family>.cl, kernel lookup, build logs
+ *   cl_cache.c      the on-disk cache of program binaries
+ *   cl_memory.c     the sub-allocator over large cl_mem blocks
+ *   cl_transfer.c   upload, download, sync (the only calls that wait)
+ *   cl_launch.c     setting arguments, enqueueing kernels, profiling
+ *   cl_ops_*.c      one file per kernel family, host side of cl/<family>.cl
+ *
+ * Every kernel call is enqueued on one in-order queue and returns at once; the host waits
+ * only in download() and sync(). */
+#ifndef KILN_OPENCL_INTERNAL_H
+#define KILN_OPENCL_INTERNAL_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <CL/cl.h>
+
+#include "core/internal.h"
+
+/* ---- the embedded kernel sources (generated at build time from cl/<family>.cl) ---- */
+typedef struct cl_source_file {
+    const char *name; /* "gemm" for cl/gemm.cl */
+    const char *text;
+} cl_source_file;
+extern const cl_source_file kiln_cl_sources[];
+extern const int kiln_cl_source_count;
+
+/* ---- memory ---- */
+typedef struct cl_block {
+    cl_mem mem;
+    size_t size;
+    int dedicated;         /* holds one large buffer only; released when it is freed */
+    size_t used;           /* bytes handed out */
+    struct cl_range *free; /* free ranges sorted by offset */
+    struct cl_block *next;
+} cl_block;
+
+struct kiln_buf {
+    cl_block *block;
+    size_t off;  /* byte offset of this buffer in the block (a multiple of CL_ALIGN) */
+    size_t size; /* bytes, rounded up to CL_ALIGN */
+};
+
+/* Sub-buffer offsets are multiples of this, so every element type is aligned and whole
+ * cache lines / vector loads start on a boundary. */
+#define CL_ALIGN 256
+
+/* ---- programs ---- */
+#define CL_MAX_KERNELS 96
+typedef struct cl_kernel_entry {
+    const char *family;
+    char name[48];
+    cl_kernel kernel;
+} cl_kernel_entry;
+
+typedef struct cl_program_entry {
+    const char *family;
+    cl_program program;
+} cl_program_entry;
+
+/* Profiling: per-kernel device time, collected when KILN_CL_PROFILE=1. */
+typedef struct cl_prof_pending {
+    cl_event event;
+    const char *name;
+} cl_prof_pending;
+typedef struct cl_prof_total {
+    const char *name;
+    long count;
+    double ms;
+} cl_prof_total;
+
+/* The GEMM configuration chosen for a device (cl_gemm_tuning.c). */
+typedef struct cl_gemm_config {
+    char variant[16];        /* for large products: "cpu" or "tiled" */
+    int mr, nr, vw;          /* gemm_cpu block */
+    int tm, tn, kt, wm, wn;  /* gemm_tiled tile */
+    char defines[320];       /* the same as #define lines, prepended to cl/gemm.cl */
+} cl_gemm_config;
+
+typedef struct cl_dev {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    char name[160];
+    char device_key[512]; /* device, driver and platform versions: the binary-cache key */
+
+    /* capabilities */
+    int is_gpu, is_cpu;
+    int host_unified;   /* CL_DEVICE_HOST_UNIFIED_MEMORY: map instead of copy */
+    int has_fp16;       /* cl_khr_fp16 (f16 arithmetic; f16 storage works everywhere) */
+    int has_fp64;
+    int has_subgroups;  /* cl_khr_subgroups or OpenCL 2.1+ core sub-groups */
+    int c_version;      /* OpenCL C version * 10: 12, 20, 30 */
+    cl_uint compute_units, clock_mhz;
+    size_t max_wg;      /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    cl_ulong local_mem, global_mem, max_alloc;
+    size_t wg;          /* work-group size for row kernels and reductions (power of 2) */
+    char build_options[256];
+
+    /* memory */
+    cl_block *blocks;
+    size_t block_size;   /* size of an ordinary block */
+    size_t mem_limit;    /* refuse allocations beyond this many bytes in total */
+    size_t mem_reserved; /* bytes in blocks */
+    cl_mem dummy;        /* bound for absent optional operands */
+
+    /* programs and kernels, built on first use */
+    cl_program_entry programs[32];
+    int n_programs;
+    cl_kernel_entry kernels[CL_MAX_KERNELS];
+    int n_kernels;
+
+    /* profiling */
+    int profile;
+    cl_prof_pending *prof_pending;
+    int n_prof_pending, cap_prof_pending;
+    cl_prof_total *prof_totals;
+    int n_prof_totals, cap_prof_totals;
+
+    /* GEMM: the tuned configuration, and a variant forced by KILN_CL_GEMM (tests) or NULL */
+    cl_gemm_config gemm;
+    const char *gemm_force;
+} cl_dev;
+
+/* ---- cl_device.c ---- */
+const char *cl_error_name(cl_int err);
+/* Sets a KILN_ERR_DEVICE error "opencl: <what> failed: <CL error name>". */
+kiln_status cl_fail(cl_int err, const char *what);
+
+/* ---- cl_program.c ---- */
+/* The kernel `name` from cl/<family>.cl, building the program on first use. NULL with the
+ * error set (including the build log) when it does not compile. */
+cl_kernel cl_get_kernel(cl_dev *d, const char *family, const char *name);
+/* Builds a program from `source` (a family's text, common.cl prepended); used by
+ * cl_get_kernel and by the tests of the build-log path. */
+kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, cl_program *out);
+void cl_release_programs(cl_dev *d);
+/* How the last programs were obtained, for the cache tests. */
+extern int kiln_cl_cache_hits, kiln_cl_cache_writes;
+
+/* ---- cl_cache.c ---- */
+/* 64-bit FNV-1a, chained: hash = cl_hash(hash, data, n). Start from CL_HASH_INIT. */
+#define CL_HASH_INIT 1469598103934665603ull
+uint64_t cl_hash(uint64_t hash, const void *data, size_t n);
+/* Reads the cached binary for key into a malloc'd buffer; NULL when absent. */
+unsigned char *cl_cache_read(uint64_t key, const char *family, size_t *size);
+/* Writes it atomically; failures are silent (a cache is an optimization). */
+void cl_cache_write(uint64_t key, const char *family, const unsigned char *data, size_t size);
+
+/* ---- cl_memory.c ---- */
+kiln_status cl_mem_init(cl_dev *d);
+void cl_mem_release_all(cl_dev *d);
+kiln_status cl_alloc(void *dev, size_t bytes, kiln_buf **out);
+void cl_free(void *dev, kiln_buf *buf);
+/* A scratch buffer for the duration of one kernel sequence: it may be freed right after
+ * the kernels using it are enqueued, because every later use of its bytes is enqueued
+ * after them on the same in-order queue. */
+kiln_status cl_temp(cl_dev *d, size_t bytes, kiln_buf **out);
+
+/* ---- cl_transfer.c ---- */
+kiln_status cl_upload(void *dev, kiln_ref dst, const void *src, size_t bytes);
+kiln_status cl_download(void *dev, kiln_ref src, void *dst, size_t bytes);
+kiln_status cl_sync(void *dev);
+/* Kernel copies and fills of raw ranges (byte offsets), used by upload, fill and cast. */
+kiln_status cl_copy_mem(cl_dev *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off, size_t bytes);
+kiln_status cl_fill_mem(cl_dev *d, cl_mem dst, size_t dst_off, size_t count, size_t elem_size, uint32_t pattern);
+
+/* ---- cl_launch.c ---- */
+/* Building a kernel's argument list: each call appends; the first error sticks and is
+ * reported by cl_run. A reference is passed as two arguments: the block's cl_mem and the
+ * element offset (ulong), so kernels index `p[off + i]` and offsets need no alignment
+ * beyond the element size. An absent reference passes a dummy buffer and offset 0. */
+typedef struct cl_call {
+    cl_dev *dev;
+    cl_kernel kernel;
+    const char *name;
+    cl_uint n;
+    cl_int err;
+    kiln_status status;
+} cl_call;
+
+cl_call cl_begin(cl_dev *d, const char *family, const char *name);
+void cl_arg_ref(cl_call *c, kiln_ref r, size_t elem_size);
+void cl_arg_mem(cl_call *c, cl_mem mem, size_t elem_off);
+void cl_arg_u32(cl_call *c, uint32_t v);
+void cl_arg_f32(cl_call *c, float v);
+void cl_arg_i32(cl_call *c, int v);
+void cl_arg_i64(cl_call *c, int64_t v);
+void cl_arg_u64(cl_call *c, uint64_t v);
+void cl_arg_local(cl_call *c, size_t bytes);
+/* Enqueues over `dims` dimensions; global sizes are rounded up to the local sizes.
+ * local == NULL lets the driver choose. */
+kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *local);
+/* The common case: n work-items in 1-D groups of the device's default size. */
+kiln_status cl_run_1d(cl_call *c, size_t n);
+/* One work-group of d->wg items per row, `rows` rows. */
+kiln_status cl_run_rows(cl_call *c, size_t rows);
+/* Keeps a profiling event of a command that is not a kernel (fills, copies); pass the
+ * event only when d->profile is set. */
+void cl_track(cl_dev *d, cl_event ev, const char *name);
+void cl_prof_collect(cl_dev *d);
+void cl_prof_report(cl_dev *d);
+
+/* Number of work-groups a grid-stride kernel over n elements uses. */
+size_t cl_groups_for(const cl_dev *d, size_t n);
+
+static inline int cl_has(kiln_ref r) { return r.buf != NULL; }
+
+/* ---- kernels (cl_ops_*.c) ---- */
+kiln_status cl_fill(void *dev, const kiln_fill_args *a);
+kiln_status cl_cast(void *dev, const kiln_cast_args *a);
+kiln_status cl_gemm(void *dev, const kiln_gemm_args *a);
+kiln_status cl_axpby(void *dev, const kiln_axpby_args *a);
+kiln_status cl_binary(void *dev, const kiln_binary_args *a);
+kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a);
+kiln_status cl_act_fwd(void *dev, const kiln_act_args *a);
+kiln_status cl_act_bwd(void *dev, const kiln_act_args *a);
+kiln_status cl_reduce(void *dev, const kiln_reduce_args *a);
+kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a);
+kiln_status cl_embed_bwd(void *dev, const kiln_embed_args *a);
+kiln_status cl_layernorm_fwd(void *dev, const kiln_norm_args *a);
+kiln_status cl_layernorm_bwd(void *dev, const kiln_norm_args *a);
+kiln_status cl_rmsnorm_fwd(void *dev, const kiln_norm_args *a);
+kiln_status cl_rmsnorm_bwd(void *dev, const kiln_norm_args *a);
+kiln_status cl_softmax_fwd(void *dev, const kiln_softmax_args *a);
+kiln_status cl_softmax_bwd(void *dev, const kiln_softmax_args *a);
+kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a);
+kiln_status cl_entropy_bwd(void *dev, const kiln_entropy_args *a);
+kiln_status cl_dropout_fwd(void *dev, const kiln_dropout_args *a);
+kiln_status cl_dropout_bwd(void *dev, const kiln_dropout_args *a);
+kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a);
+kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a);
+kiln_status cl_permute(void *dev, const kiln_permute_args *a);
+kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a);
+kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a);
+kiln_status cl_check_finite(void *dev, const kiln_finite_args *a);
+kiln_status cl_clip_coef(void *dev, const kiln_clip_args *a);
+kiln_status cl_adam(void *dev, const kiln_adam_args *a);
+
+#endif

@@ -1,0 +1,183 @@
+/* Kernel launches: argument lists, enqueueing, and the optional profiler.
+ *
+ * A host wrapper reads
+ *     cl_call c = cl_begin(d, "softmax", "softmax_fwd");
+ *     cl_arg_ref(&c, a->x, 4); cl_arg_i64(&c, a->tk); ...
+ *     return cl_run_rows(&c, rows);
+ * Errors (a kernel that does not compile, a bad argument) stick in the cl_call and are
+ * returned by cl_run, so wrappers need no check after each argument.
+ *
+ * KILN_CL_PROFILE=1 creates the queue with profiling, keeps an event per kernel, and at
+ * close prints each kernel's count and total device time to stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opencl/cl_internal.h"
+
+cl_call cl_begin(cl_dev *d, const char *family, const char *name) {
+    cl_call c = {d, NULL, name, 0, CL_SUCCESS, KILN_OK};
+    c.kernel = cl_get_kernel(d, family, name);
+    if (!c.kernel) c.status = kiln_error_status() ? kiln_error_status() : KILN_ERR_DEVICE;
+    return c;
+}
+
+static void set_arg(cl_call *c, size_t size, const void *value) {
+    if (c->status || c->err) return;
+    c->err = clSetKernelArg(c->kernel, c->n, size, value);
+    c->n++;
+}
+
+void cl_arg_ref(cl_call *c, kiln_ref r, size_t elem_size) {
+    cl_mem mem = c->dev->dummy;
+    cl_ulong off = 0;
+    if (r.buf) {
+        mem = r.buf->block->mem;
+        off = (cl_ulong)((r.buf->off + r.off) / elem_size);
+    }
+    set_arg(c, sizeof mem, &mem);
+    set_arg(c, sizeof off, &off);
+}
+
+void cl_arg_mem(cl_call *c, cl_mem mem, size_t elem_off) {
+    cl_ulong off = elem_off;
+    set_arg(c, sizeof mem, &mem);
+    set_arg(c, sizeof off, &off);
+}
+
+void cl_arg_f32(cl_call *c, float v) { set_arg(c, sizeof v, &v); }
+void cl_arg_u32(cl_call *c, uint32_t v) {
+    cl_uint x = v;
+    set_arg(c, sizeof x, &x);
+}
+void cl_arg_i32(cl_call *c, int v) {
+    cl_int x = v;
+    set_arg(c, sizeof x, &x);
+}
+void cl_arg_i64(cl_call *c, int64_t v) {
+    cl_long x = v;
+    set_arg(c, sizeof x, &x);
+}
+void cl_arg_u64(cl_call *c, uint64_t v) {
+    cl_ulong x = v;
+    set_arg(c, sizeof x, &x);
+}
+void cl_arg_local(cl_call *c, size_t bytes) { set_arg(c, bytes, NULL); }
+
+void cl_track(cl_dev *d, cl_event ev, const char *name) {
+    if (d->n_prof_pending == d->cap_prof_pending) {
+        int cap = d->cap_prof_pending ? 2 * d->cap_prof_pending : 256;
+        cl_prof_pending *grown = realloc(d->prof_pending, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            clReleaseEvent(ev); /* profiling is best effort */
+            return;
+        }
+        d->prof_pending = grown;
+        d->cap_prof_pending = cap;
+    }
+    d->prof_pending[d->n_prof_pending++] = (cl_prof_pending){ev, name};
+    /* long runs without a sync: fold finished events in now and then */
+    if (d->n_prof_pending >= 4096) cl_prof_collect(d);
+}
+
+kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *local) {
+    if (c->status) return c->status;
+    if (c->err != CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "clSetKernelArg %u of %s", c->n - 1, c->name);
+        return cl_fail(c->err, what);
+    }
+    size_t g[3];
+    for (int i = 0; i < dims; i++) {
+        g[i] = global[i];
+        if (local && local[i]) g[i] = (g[i] + local[i] - 1) / local[i] * local[i];
+        if (g[i] == 0) return KILN_OK; /* nothing to do */
+    }
+    cl_dev *d = c->dev;
+    cl_event ev = NULL;
+    cl_int err = clEnqueueNDRangeKernel(d->queue, c->kernel, (cl_uint)dims, NULL, g, local, 0, NULL,
+                                        d->profile ? &ev : NULL);
+    if (err != CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "enqueueing kernel %s", c->name);
+        return cl_fail(err, what);
+    }
+    if (ev) cl_track(d, ev, c->name);
+    return KILN_OK;
+}
+
+kiln_status cl_run_1d(cl_call *c, size_t n) {
+    size_t local = c->dev->wg;
+    return cl_run(c, 1, &n, &local);
+}
+
+kiln_status cl_run_rows(cl_call *c, size_t rows) {
+    size_t local = c->dev->wg, global = rows * local;
+    return cl_run(c, 1, &global, &local);
+}
+
+size_t cl_groups_for(const cl_dev *d, size_t n) {
+    size_t groups = (n + d->wg - 1) / d->wg;
+    /* enough groups to fill the device a few times over; more only adds partial sums */
+    size_t cap = (size_t)(d->compute_units ? d->compute_units : 1) * (d->is_gpu ? 8 : 4);
+    if (cap > 1024) cap = 1024;
+    if (groups > cap) groups = cap;
+    return groups ? groups : 1;
+}
+
+void cl_prof_collect(cl_dev *d) {
+    int kept = 0;
+    for (int i = 0; i < d->n_prof_pending; i++) {
+        cl_prof_pending *p = &d->prof_pending[i];
+        cl_ulong t0 = 0, t1 = 0;
+        cl_int status = CL_COMPLETE;
+        clGetEventInfo(p->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+        if (status > CL_COMPLETE) { /* still queued or running */
+            d->prof_pending[kept++] = *p;
+            continue;
+        }
+        if (status == CL_COMPLETE &&
+            clGetEventProfilingInfo(p->event, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) == CL_SUCCESS &&
+            clGetEventProfilingInfo(p->event, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) == CL_SUCCESS) {
+            int j = 0;
+            while (j < d->n_prof_totals && strcmp(d->prof_totals[j].name, p->name)) j++;
+            if (j == d->n_prof_totals) {
+                if (d->n_prof_totals == d->cap_prof_totals) {
+                    int cap = d->cap_prof_totals ? 2 * d->cap_prof_totals : 32;
+                    cl_prof_total *grown = realloc(d->prof_totals, (size_t)cap * sizeof *grown);
+                    if (!grown) {
+                        clReleaseEvent(p->event);
+                        continue;
+                    }
+                    d->prof_totals = grown;
+                    d->cap_prof_totals = cap;
+                }
+                d->prof_totals[j] = (cl_prof_total){p->name, 0, 0};
+                d->n_prof_totals++;
+            }
+            d->prof_totals[j].count++;
+            d->prof_totals[j].ms += (double)(t1 - t0) * 1e-6;
+        }
+        clReleaseEvent(p->event);
+    }
+    d->n_prof_pending = kept;
+}
+
+static int by_time(const void *a, const void *b) {
+    double x = ((const cl_prof_total *)a)->ms, y = ((const cl_prof_total *)b)->ms;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void cl_prof_report(cl_dev *d) {
+    if (!d->profile || !d->n_prof_totals) return;
+    qsort(d->prof_totals, (size_t)d->n_prof_totals, sizeof *d->prof_totals, by_time);
+    double total = 0;
+    for (int i = 0; i < d->n_prof_totals; i++) total += d->prof_totals[i].ms;
+    fprintf(stderr, "kiln opencl profile on %s (device time per kernel):\n", d->name);
+    fprintf(stderr, "  %-24s %8s %12s %10s %6s\n", "kernel", "calls", "total ms", "avg us", "%");
+    for (int i = 0; i < d->n_prof_totals; i++) {
+        cl_prof_total *t = &d->prof_totals[i];
+        fprintf(stderr, "  %-24s %8ld %12.3f %10.1f %6.1f\n", t->name, t->count, t->ms,
+                1e3 * t->ms / (double)t->count, total > 0 ? 100 * t->ms / total : 0);
+    }
+}

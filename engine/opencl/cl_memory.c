@@ -1,0 +1,222 @@
+/* Device memory: a sub-allocator over a few large cl_mem blocks.
+ *
+ * kiln allocates a buffer per persistent tensor and a few arena blocks; creating a cl_mem
+ * for each would cost a driver call apiece and hit allocation-count limits on some devices.
+ * Instead buffers are ranges of large blocks, and kernels receive (block, element offset)
+ * pairs (cl_launch.c), never sub-buffers, whose origins would need
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN alignment that tensor views do not have.
+ *
+ * Freeing is immediate and safe with queued work: every command runs on one in-order queue,
+ * so a range handed out again is only touched by commands enqueued after those that used it
+ * before. A released cl_mem lives on until the commands using it finish (OpenCL 1.2, 5.4.1).
+ *
+ * Requests larger than half a block get a block of their own (up to
+ * CL_DEVICE_MAX_MEM_ALLOC_SIZE); the total is capped by the device's global memory, or by
+ * KILN_CL_MEM_LIMIT (bytes) when set, which the tests use to provoke out-of-memory;
+ * KILN_CL_MAX_BUFFER (bytes) lowers the largest allocation likewise. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "opencl/cl_internal.h"
+
+typedef struct cl_range {
+    size_t off, size;
+    struct cl_range *next;
+} cl_range;
+
+#define CL_BLOCK_DEFAULT ((size_t)64 << 20)
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static size_t env_bytes(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
+}
+
+kiln_status cl_mem_init(cl_dev *d) {
+    /* KILN_CL_MAX_BUFFER caps the largest buffer below the device's: it simulates devices
+     * with small allocations, and keeps oclgrind's per-buffer shadow memory small */
+    size_t cap = env_bytes("KILN_CL_MAX_BUFFER");
+    if (cap >= CL_ALIGN && cap < d->max_alloc) d->max_alloc = cap;
+    d->block_size = CL_BLOCK_DEFAULT;
+    if (d->block_size > d->max_alloc) d->block_size = (size_t)d->max_alloc / CL_ALIGN * CL_ALIGN;
+    if (d->block_size > d->global_mem / 4)
+        d->block_size = (size_t)(d->global_mem / 4) / CL_ALIGN * CL_ALIGN;
+    d->mem_limit = (size_t)d->global_mem;
+    size_t lim = env_bytes("KILN_CL_MEM_LIMIT");
+    if (lim > 0 && lim < d->mem_limit) d->mem_limit = lim;
+    if (d->block_size > d->mem_limit) d->block_size = d->mem_limit / CL_ALIGN * CL_ALIGN;
+    cl_int err;
+    d->dummy = clCreateBuffer(d->context, CL_MEM_READ_WRITE, CL_ALIGN, NULL, &err);
+    if (!d->dummy) return cl_fail(err, "clCreateBuffer (placeholder for absent operands)");
+    return KILN_OK;
+}
+
+static void release_block(cl_dev *d, cl_block *b) {
+    cl_block **pp = &d->blocks;
+    while (*pp && *pp != b) pp = &(*pp)->next;
+    if (*pp) *pp = b->next;
+    while (b->free) {
+        cl_range *r = b->free;
+        b->free = r->next;
+        free(r);
+    }
+    clReleaseMemObject(b->mem);
+    d->mem_reserved -= b->size;
+    free(b);
+}
+
+void cl_mem_release_all(cl_dev *d) {
+    while (d->blocks) release_block(d, d->blocks);
+    if (d->dummy) clReleaseMemObject(d->dummy);
+    d->dummy = NULL;
+}
+
+static kiln_status new_block(cl_dev *d, size_t size, int dedicated, cl_block **out) {
+    if (size > d->max_alloc)
+        return kiln_set_error(KILN_ERR_MEMORY,
+                              "opencl: a buffer of %zu bytes exceeds %s's largest allocation "
+                              "(%llu bytes)", size, d->name, (unsigned long long)d->max_alloc);
+    if (d->mem_reserved + size > d->mem_limit)
+        return kiln_set_error(KILN_ERR_MEMORY,
+                              "opencl: out of device memory on %s: %zu bytes more requested, "
+                              "%zu of %zu in use (free tensors, or use a smaller batch)",
+                              d->name, size, d->mem_reserved, d->mem_limit);
+    cl_block *b = calloc(1, sizeof *b);
+    cl_range *r = dedicated ? NULL : malloc(sizeof *r);
+    if (!b || (!dedicated && !r)) {
+        free(b);
+        free(r);
+        return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+    }
+    /* Host-unified devices (integrated GPUs, CPU devices) get host-allocated memory, which
+     * downloads can map instead of copying. */
+    cl_mem_flags flags = CL_MEM_READ_WRITE | (d->host_unified ? CL_MEM_ALLOC_HOST_PTR : 0);
+    cl_int err;
+    b->mem = clCreateBuffer(d->context, flags, size, NULL, &err);
+    if (!b->mem) {
+        free(b);
+        free(r);
+        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+            err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
+            return kiln_set_error(KILN_ERR_MEMORY,
+                                  "opencl: out of device memory on %s allocating %zu bytes (%s)",
+                                  d->name, size, cl_error_name(err));
+        return cl_fail(err, "clCreateBuffer");
+    }
+    b->size = size;
+    b->dedicated = dedicated;
+    if (r) {
+        r->off = 0;
+        r->size = size;
+        r->next = NULL;
+        b->free = r;
+    }
+    b->next = d->blocks;
+    d->blocks = b;
+    d->mem_reserved += size;
+    *out = b;
+    return KILN_OK;
+}
+
+/* First fit in one block's free list; 1 on success. */
+static int take_range(cl_block *b, size_t size, size_t *off) {
+    for (cl_range **pp = &b->free; *pp; pp = &(*pp)->next) {
+        cl_range *r = *pp;
+        if (r->size < size) continue;
+        *off = r->off;
+        r->off += size;
+        r->size -= size;
+        if (r->size == 0) {
+            *pp = r->next;
+            free(r);
+        }
+        b->used += size;
+        return 1;
+    }
+    return 0;
+}
+
+kiln_status cl_alloc(void *dev, size_t bytes, kiln_buf **out) {
+    cl_dev *d = dev;
+    size_t size = round_up(bytes ? bytes : 1, CL_ALIGN);
+    kiln_buf *buf = malloc(sizeof *buf);
+    if (!buf) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+    cl_block *b = NULL;
+    kiln_status s = KILN_OK;
+    size_t off = 0;
+    if (size > d->block_size / 2) {
+        s = new_block(d, size, 1, &b);
+    } else {
+        for (b = d->blocks; b; b = b->next)
+            if (!b->dedicated && take_range(b, size, &off)) break;
+        if (!b) {
+            s = new_block(d, d->block_size, 0, &b);
+            if (!s && !take_range(b, size, &off)) s = kiln_set_error(KILN_ERR_MEMORY, "opencl: allocator");
+        }
+    }
+    if (s) {
+        free(buf);
+        return s;
+    }
+    if (b->dedicated) b->used = size;
+    buf->block = b;
+    buf->off = off;
+    buf->size = size;
+    *out = buf;
+    return KILN_OK;
+}
+
+/* Returns [off, off+size) to the block's free list, merging with its neighbours. */
+static void give_range(cl_block *b, size_t off, size_t size) {
+    cl_range **pp = &b->free;
+    while (*pp && (*pp)->off < off) pp = &(*pp)->next;
+    cl_range *next = *pp;
+    /* the range just before, if any, is the one whose next pointer is pp */
+    cl_range *prev = NULL;
+    for (cl_range *r = b->free; r && r != next; r = r->next) prev = r;
+    b->used -= size;
+    if (prev && prev->off + prev->size == off) {
+        prev->size += size;
+        if (next && prev->off + prev->size == next->off) {
+            prev->size += next->size;
+            prev->next = next->next;
+            free(next);
+        }
+        return;
+    }
+    if (next && off + size == next->off) {
+        next->off = off;
+        next->size += size;
+        return;
+    }
+    cl_range *r = malloc(sizeof *r);
+    if (!r) return; /* the range is lost to this block until it is released: harmless */
+    r->off = off;
+    r->size = size;
+    r->next = next;
+    *pp = r;
+}
+
+void cl_free(void *dev, kiln_buf *buf) {
+    cl_dev *d = dev;
+    if (!buf) return;
+    cl_block *b = buf->block;
+    if (b->dedicated) {
+        release_block(d, b);
+    } else {
+        give_range(b, buf->off, buf->size);
+        /* keep one empty block for the next allocations; release any further ones */
+        if (b->used == 0) {
+            for (cl_block *o = d->blocks; o; o = o->next) {
+                if (o != b && !o->dedicated && o->used == 0) {
+                    release_block(d, b);
+                    break;
+                }
+            }
+        }
+    }
+    free(buf);
+}
+
+kiln_status cl_temp(cl_dev *d, size_t bytes, kiln_buf **out) { return cl_alloc(d, bytes, out); }

@@ -1,0 +1,79 @@
+/* Host side of cl/softmax.cl and cl/entropy.cl: the attention probabilities and their
+ * entropy. */
+#include "opencl/cl_internal.h"
+
+kiln_status cl_softmax_fwd(void *dev, const kiln_softmax_args *a) {
+    cl_call c = cl_begin(dev, "softmax", "softmax_fwd");
+    cl_arg_ref(&c, a->x, 4);
+    cl_arg_ref(&c, a->add, 4);
+    cl_arg_ref(&c, a->lengths, 4);
+    cl_arg_ref(&c, a->y, 4);
+    cl_arg_i64(&c, a->heads);
+    cl_arg_i64(&c, a->tq);
+    cl_arg_i64(&c, a->tk);
+    cl_arg_f32(&c, a->scale);
+    cl_arg_f32(&c, 1.0f / a->temperature);
+    cl_arg_i32(&c, a->causal);
+    cl_arg_i32(&c, cl_has(a->add));
+    cl_arg_i32(&c, cl_has(a->lengths));
+    return cl_run_rows(&c, (size_t)(a->batch * a->heads * a->tq));
+}
+
+kiln_status cl_softmax_bwd(void *dev, const kiln_softmax_args *a) {
+    if (!cl_has(a->dx) && !cl_has(a->dadd)) return KILN_OK;
+    cl_call c = cl_begin(dev, "softmax", "softmax_bwd");
+    cl_arg_ref(&c, a->y, 4);
+    cl_arg_ref(&c, a->dy, 4);
+    cl_arg_ref(&c, a->dx, 4);
+    cl_arg_ref(&c, a->dadd, 4);
+    cl_arg_i64(&c, a->tk);
+    cl_arg_f32(&c, a->scale * (1.0f / a->temperature)); /* the CPU's rounding */
+    cl_arg_f32(&c, 1.0f / a->temperature);
+    cl_arg_i32(&c, cl_has(a->dx));
+    cl_arg_i32(&c, cl_has(a->dadd));
+    return cl_run_rows(&c, (size_t)(a->batch * a->heads * a->tq));
+}
+
+kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a) {
+    cl_dev *d = dev;
+    int64_t per_head = a->tq * a->tk;
+    /* spread each head over enough groups to fill the device, but not more */
+    size_t groups = cl_groups_for(d, (size_t)(a->batch * per_head));
+    groups = (groups + (size_t)a->heads - 1) / (size_t)a->heads;
+    if (groups < 1) groups = 1;
+    kiln_buf *tmp;
+    kiln_status s = cl_temp(d, groups * (size_t)a->heads * sizeof(float), &tmp);
+    if (s) return s;
+    kiln_ref partial = {tmp, 0};
+    cl_call c = cl_begin(d, "entropy", "entropy_partial");
+    cl_arg_ref(&c, a->p, 4);
+    cl_arg_i64(&c, a->batch);
+    cl_arg_i64(&c, a->heads);
+    cl_arg_i64(&c, per_head);
+    cl_arg_ref(&c, partial, 4);
+    size_t global[2] = {groups * d->wg, (size_t)a->heads}, local[2] = {d->wg, 1};
+    s = cl_run(&c, 2, global, local);
+    if (!s) {
+        c = cl_begin(d, "entropy", "entropy_final");
+        cl_arg_ref(&c, partial, 4);
+        cl_arg_i32(&c, (int)groups);
+        cl_arg_ref(&c, a->out, 4);
+        cl_arg_f32(&c, 1.0f / (float)(a->batch * a->tq));
+        s = cl_run_rows(&c, (size_t)a->heads);
+    }
+    cl_free(d, tmp); /* safe: see cl_temp */
+    return s;
+}
+
+kiln_status cl_entropy_bwd(void *dev, const kiln_entropy_args *a) {
+    int64_t n = a->batch * a->heads * a->tq * a->tk;
+    cl_call c = cl_begin(dev, "entropy", "entropy_bwd");
+    cl_arg_ref(&c, a->p, 4);
+    cl_arg_ref(&c, a->dout, 4);
+    cl_arg_ref(&c, a->dp, 4);
+    cl_arg_i64(&c, n);
+    cl_arg_i64(&c, a->heads);
+    cl_arg_i64(&c, a->tq * a->tk);
+    cl_arg_f32(&c, 1.0f / (float)(a->batch * a->tq));
+    return cl_run_1d(&c, (size_t)n);
+}

@@ -1,0 +1,152 @@
+/* Host side of cl/elementwise.cl, cl/activation.cl and cl/reduce.cl: fill, cast, axpby,
+ * binary, activations, reductions, check_finite. */
+#include <string.h>
+
+#include "opencl/cl_internal.h"
+
+kiln_status cl_fill(void *dev, const kiln_fill_args *a) {
+    cl_dev *d = dev;
+    uint32_t pattern;
+    size_t size = kiln_dtype_size(a->dtype);
+    if (a->dtype == KILN_F32) {
+        memcpy(&pattern, &a->value, 4);
+    } else if (a->dtype == KILN_F16) {
+        pattern = kiln_f32_to_f16(a->value);
+    } else {
+        int32_t i = (int32_t)a->value;
+        memcpy(&pattern, &i, 4);
+    }
+    return cl_fill_mem(d, a->dst.buf->block->mem, a->dst.buf->off + a->dst.off,
+                       a->n > 0 ? (size_t)a->n : 0, size, pattern);
+}
+
+/* A same-dtype copy with the CPU's memmove semantics: overlapping ranges go through a
+ * temporary (a parallel copy in place would race). */
+static kiln_status copy_bytes(cl_dev *d, kiln_ref src, kiln_ref dst, size_t bytes) {
+    cl_mem sm = src.buf->block->mem, dm = dst.buf->block->mem;
+    size_t so = src.buf->off + src.off, dof = dst.buf->off + dst.off;
+    if (sm == dm && so == dof) return KILN_OK;
+    if (!(sm == dm && so < dof + bytes && dof < so + bytes)) return cl_copy_mem(d, sm, so, dm, dof, bytes);
+    kiln_buf *tmp;
+    kiln_status s = cl_temp(d, bytes, &tmp);
+    if (s) return s;
+    s = cl_copy_mem(d, sm, so, tmp->block->mem, tmp->off, bytes);
+    if (!s) s = cl_copy_mem(d, tmp->block->mem, tmp->off, dm, dof, bytes);
+    cl_free(d, tmp); /* safe: see cl_temp */
+    return s;
+}
+
+kiln_status cl_cast(void *dev, const kiln_cast_args *a) {
+    cl_dev *d = dev;
+    if (a->n <= 0) return KILN_OK;
+    if (a->src_dtype == a->dst_dtype)
+        return copy_bytes(d, a->src, a->dst, (size_t)a->n * kiln_dtype_size(a->src_dtype));
+    const char *name;
+    if (a->src_dtype == KILN_F32 && a->dst_dtype == KILN_F16)
+        name = "cast_f32_f16";
+    else if (a->src_dtype == KILN_F16 && a->dst_dtype == KILN_F32)
+        name = "cast_f16_f32";
+    else
+        return kiln_set_error(KILN_ERR_DTYPE, "cast from %s to %s is not supported",
+                              kiln_dtype_name(a->src_dtype), kiln_dtype_name(a->dst_dtype));
+    cl_call c = cl_begin(d, "elementwise", name);
+    cl_arg_ref(&c, a->src, kiln_dtype_size(a->src_dtype));
+    cl_arg_ref(&c, a->dst, kiln_dtype_size(a->dst_dtype));
+    cl_arg_i64(&c, a->n);
+    return cl_run_1d(&c, (size_t)a->n);
+}
+
+kiln_status cl_axpby(void *dev, const kiln_axpby_args *a) {
+    cl_call c = cl_begin(dev, "elementwise", "axpby");
+    cl_arg_ref(&c, a->x, 4);
+    cl_arg_ref(&c, a->y, 4);
+    cl_arg_ref(&c, a->num, 4);
+    cl_arg_ref(&c, a->den, 4);
+    cl_arg_i64(&c, a->n);
+    cl_arg_f32(&c, a->alpha);
+    cl_arg_f32(&c, a->beta);
+    cl_arg_i32(&c, cl_has(a->x));
+    cl_arg_i32(&c, cl_has(a->num));
+    cl_arg_i32(&c, cl_has(a->den));
+    return cl_run_1d(&c, (size_t)a->n);
+}
+
+kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
+    cl_call c = cl_begin(dev, "elementwise", "binary");
+    cl_arg_ref(&c, a->a, 4);
+    cl_arg_ref(&c, a->b, 4);
+    cl_arg_ref(&c, a->out, 4);
+    cl_arg_i64(&c, a->n);
+    cl_arg_i64(&c, a->nb);
+    cl_arg_i32(&c, (int)a->op);
+    return cl_run_1d(&c, (size_t)a->n);
+}
+
+kiln_status cl_act_fwd(void *dev, const kiln_act_args *a) {
+    cl_call c = cl_begin(dev, "activation", "act_fwd");
+    cl_arg_ref(&c, a->x, 4);
+    cl_arg_ref(&c, a->y, 4);
+    cl_arg_i64(&c, a->n);
+    cl_arg_i32(&c, a->kind);
+    return cl_run_1d(&c, (size_t)a->n);
+}
+
+kiln_status cl_act_bwd(void *dev, const kiln_act_args *a) {
+    if (a->kind == KILN_ACT_SQRT)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "opencl: sqrt has no backward kernel");
+    cl_call c = cl_begin(dev, "activation", "act_bwd");
+    cl_arg_ref(&c, a->x, 4);
+    cl_arg_ref(&c, a->dy, 4);
+    cl_arg_ref(&c, a->dx, 4);
+    cl_arg_i64(&c, a->n);
+    cl_arg_i32(&c, a->kind);
+    return cl_run_1d(&c, (size_t)a->n);
+}
+
+kiln_status cl_reduce(void *dev, const kiln_reduce_args *a) {
+    cl_dev *d = dev;
+    size_t groups = cl_groups_for(d, (size_t)a->n);
+    kiln_buf *tmp;
+    kiln_status s = cl_temp(d, groups * sizeof(float), &tmp);
+    if (s) return s;
+    kiln_ref partial = {tmp, 0};
+    cl_call c = cl_begin(d, "reduce", "reduce_partial");
+    cl_arg_ref(&c, a->x, 4);
+    cl_arg_i64(&c, a->n);
+    cl_arg_i32(&c, a->square);
+    cl_arg_ref(&c, partial, 4);
+    s = cl_run_rows(&c, groups);
+    if (!s) {
+        c = cl_begin(d, "reduce", "reduce_final");
+        cl_arg_ref(&c, partial, 4);
+        cl_arg_i32(&c, (int)groups);
+        cl_arg_ref(&c, a->out, 4);
+        cl_arg_f32(&c, a->alpha);
+        cl_arg_i32(&c, a->square);
+        s = cl_run_rows(&c, 1);
+    }
+    cl_free(d, tmp); /* safe: see cl_temp */
+    return s;
+}
+
+kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a) {
+    cl_dev *d = dev;
+    size_t cols_per_group = d->wg < 32 ? d->wg : 32; /* SR_COLS in cl/reduce.cl */
+    cl_call c = cl_begin(d, "reduce", "sum_rows");
+    cl_arg_ref(&c, a->x, 4);
+    cl_arg_ref(&c, a->out, 4);
+    cl_arg_i64(&c, a->rows);
+    cl_arg_i64(&c, a->cols);
+    cl_arg_f32(&c, a->alpha);
+    return cl_run_rows(&c, ((size_t)a->cols + cols_per_group - 1) / cols_per_group);
+}
+
+kiln_status cl_check_finite(void *dev, const kiln_finite_args *a) {
+    cl_dev *d = dev;
+    cl_call c = cl_begin(d, "reduce", "check_finite");
+    cl_arg_ref(&c, a->x, kiln_dtype_size(a->dtype));
+    cl_arg_i64(&c, a->n);
+    cl_arg_i32(&c, (int)a->dtype);
+    cl_arg_ref(&c, a->flag, 4);
+    return cl_run_rows(&c, cl_groups_for(d, (size_t)a->n));
+}

@@ -1,0 +1,146 @@
+/* Host side of cl/gemm.cl: picks a variant, packs the operands, launches.
+ *
+ * Variant choice: KILN_CL_GEMM=direct|cpu|tiled forces one (the tests run every variant on
+ * every device); otherwise products of at most DIRECT_MAX multiply-adds per matrix use
+ * gemm_direct, larger ones the device's tuned variant (cl_gemm_tuning.c). */
+#include <string.h>
+
+#include "opencl/cl_gemm.h"
+
+/* Below this many multiply-adds per matrix the three launches of pack+pack+compute cost
+ * more than computing in place. */
+#define DIRECT_MAX ((int64_t)48 * 48 * 48)
+/* Packed copies of one batch chunk stay under this many bytes. */
+#define PACK_BUDGET ((size_t)64 << 20)
+
+static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+static kiln_ref ref_plus(kiln_ref r, int64_t elements, size_t elem_size) {
+    r.off += (size_t)elements * elem_size;
+    return r;
+}
+
+static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
+    size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype),
+           cs = kiln_dtype_size(g->c_dtype);
+    cl_call c = cl_begin(d, "gemm", "gemm_direct");
+    cl_arg_ref(&c, g->a, as);
+    cl_arg_i64(&c, g->stride_a);
+    cl_arg_i32(&c, (int)g->a_dtype);
+    cl_arg_i32(&c, g->trans_a);
+    cl_arg_i64(&c, g->lda);
+    cl_arg_ref(&c, g->b, bs);
+    cl_arg_i64(&c, g->stride_b);
+    cl_arg_i32(&c, (int)g->b_dtype);
+    cl_arg_i32(&c, g->trans_b);
+    cl_arg_i64(&c, g->ldb);
+    cl_arg_ref(&c, g->c, cs);
+    cl_arg_i64(&c, g->stride_c);
+    cl_arg_i32(&c, (int)g->c_dtype);
+    cl_arg_i64(&c, g->ldc);
+    cl_arg_ref(&c, g->bias, 4);
+    cl_arg_i32(&c, cl_has(g->bias));
+    cl_arg_i64(&c, g->m);
+    cl_arg_i64(&c, g->n);
+    cl_arg_i64(&c, g->k);
+    cl_arg_f32(&c, g->alpha);
+    cl_arg_f32(&c, g->beta);
+    size_t global[3] = {(size_t)g->n, (size_t)g->m, (size_t)g->batch};
+    size_t local[3] = {d->wg < 16 ? d->wg : 16, 1, 1};
+    return cl_run(&c, 3, global, local);
+}
+
+/* Packs `count` matrices of op(X) into panels of width pw (see gemm_pack in cl/gemm.cl). */
+static kiln_status pack(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstride, int o_major,
+                        int64_t ld, int64_t outer, int64_t depth, int64_t count, kiln_ref dst,
+                        int64_t dst_bstride, int pw, int64_t kp) {
+    cl_call c = cl_begin(d, "gemm", "gemm_pack");
+    cl_arg_ref(&c, src, kiln_dtype_size(dtype));
+    cl_arg_i64(&c, bstride);
+    cl_arg_i32(&c, (int)dtype);
+    cl_arg_i32(&c, o_major);
+    cl_arg_i64(&c, ld);
+    cl_arg_i64(&c, outer);
+    cl_arg_i64(&c, depth);
+    cl_arg_ref(&c, dst, 4);
+    cl_arg_i64(&c, dst_bstride);
+    cl_arg_i32(&c, pw);
+    cl_arg_i64(&c, kp);
+    size_t global[3] = {(size_t)round_up(outer, pw), (size_t)kp, (size_t)count};
+    return cl_run(&c, 3, global, NULL);
+}
+
+/* The packed variants: per chunk of the batch, pack A and B (once when shared), compute. */
+static kiln_status gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
+    const cl_gemm_config *t = &d->gemm;
+    int pa = tiled ? t->tm : t->mr, pb = tiled ? t->tn : t->nr;
+    int64_t kp = tiled ? round_up(g->k, t->kt) : g->k;
+    int64_t mp = round_up(g->m, pa), np = round_up(g->n, pb);
+    int64_t a_size = mp * kp, b_size = np * kp; /* floats per packed matrix */
+    int a_shared = g->stride_a == 0, b_shared = g->stride_b == 0;
+    size_t per_batch = (size_t)((a_shared ? 0 : a_size) + (b_shared ? 0 : b_size)) * 4;
+    int64_t chunk = per_batch ? (int64_t)(PACK_BUDGET / per_batch) : g->batch;
+    if (chunk < 1) chunk = 1;
+    if (chunk > g->batch) chunk = g->batch;
+    int64_t a_count = a_shared ? 1 : chunk, b_count = b_shared ? 1 : chunk;
+    size_t a_bytes = (size_t)(a_size * a_count) * 4, b_bytes = (size_t)(b_size * b_count) * 4;
+    kiln_buf *tmp;
+    kiln_status s = cl_temp(d, a_bytes + b_bytes + CL_ALIGN, &tmp);
+    if (s) return s;
+    kiln_ref ap = {tmp, 0}, bp = {tmp, (a_bytes + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN};
+    size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype),
+           cs = kiln_dtype_size(g->c_dtype);
+    for (int64_t b0 = 0; s == KILN_OK && b0 < g->batch; b0 += chunk) {
+        int64_t nb = g->batch - b0 < chunk ? g->batch - b0 : chunk;
+        /* op(A) is M x K: A stored M x K is row (o) major; stored K x M (trans) is k major */
+        if (!a_shared || b0 == 0)
+            s = pack(d, ref_plus(g->a, b0 * g->stride_a, as), g->a_dtype, g->stride_a, !g->trans_a,
+                     g->lda, g->m, g->k, a_shared ? 1 : nb, ap, a_size, pa, kp);
+        /* op(B) is K x N, panels over columns: B stored K x N is k major; N x K is o major */
+        if (!s && (!b_shared || b0 == 0))
+            s = pack(d, ref_plus(g->b, b0 * g->stride_b, bs), g->b_dtype, g->stride_b, g->trans_b,
+                     g->ldb, g->n, g->k, b_shared ? 1 : nb, bp, b_size, pb, kp);
+        if (s) break;
+        cl_call c = cl_begin(d, "gemm", tiled ? "gemm_tiled" : "gemm_cpu");
+        cl_arg_ref(&c, ap, 4);
+        cl_arg_i64(&c, a_shared ? 0 : a_size);
+        cl_arg_ref(&c, bp, 4);
+        cl_arg_i64(&c, b_shared ? 0 : b_size);
+        cl_arg_i64(&c, kp);
+        cl_arg_ref(&c, ref_plus(g->c, b0 * g->stride_c, cs), cs);
+        cl_arg_i64(&c, g->stride_c);
+        cl_arg_i32(&c, (int)g->c_dtype);
+        cl_arg_i64(&c, g->ldc);
+        cl_arg_ref(&c, g->bias, 4);
+        cl_arg_i32(&c, cl_has(g->bias));
+        cl_arg_i64(&c, g->m);
+        cl_arg_i64(&c, g->n);
+        cl_arg_f32(&c, g->alpha);
+        cl_arg_f32(&c, g->beta);
+        if (tiled) {
+            size_t rx = (size_t)(t->tn / t->wn), ry = (size_t)(t->tm / t->wm);
+            size_t global[3] = {(size_t)(np / pb) * rx, (size_t)(mp / pa) * ry, (size_t)nb};
+            size_t local[3] = {rx, ry, 1};
+            s = cl_run(&c, 3, global, local);
+        } else {
+            size_t global[3] = {(size_t)(mp / pa), (size_t)(np / pb), (size_t)nb};
+            size_t local[3] = {1, 1, 1};
+            s = cl_run(&c, 3, global, local);
+        }
+    }
+    cl_free(d, tmp); /* safe: see cl_temp */
+    return s;
+}
+
+kiln_status cl_gemm(void *dev, const kiln_gemm_args *g) {
+    cl_dev *d = dev;
+    if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return KILN_OK;
+    if (g->c_dtype == KILN_I32 || g->a_dtype == KILN_I32 || g->b_dtype == KILN_I32)
+        return kiln_set_error(KILN_ERR_DTYPE, "opencl gemm: operands must be f32 or f16");
+    const char *variant = d->gemm_force;
+    if (!variant) variant = g->m * g->n * g->k <= DIRECT_MAX ? "direct" : d->gemm.variant;
+    if (!strcmp(variant, "direct")) return gemm_direct(d, g);
+    if (!strcmp(variant, "cpu")) return gemm_packed(d, g, 0);
+    if (!strcmp(variant, "tiled")) return gemm_packed(d, g, 1);
+    return kiln_set_error(KILN_ERR_ARGUMENT, "KILN_CL_GEMM=%s: expected direct, cpu or tiled", variant);
+}

@@ -1,0 +1,97 @@
+/* Host side of cl/dropout.cl, cl/shape.cl and cl/optim.cl. */
+#include "opencl/cl_internal.h"
+
+static kiln_status dropout(cl_dev *d, const char *name, kiln_ref in, kiln_ref out,
+                           const kiln_dropout_args *a) {
+    cl_call c = cl_begin(d, "dropout", name);
+    cl_arg_ref(&c, in, 4);
+    cl_arg_ref(&c, out, 4);
+    cl_arg_i64(&c, a->n);
+    cl_arg_f32(&c, a->prob);
+    cl_arg_u64(&c, a->seed);
+    cl_arg_u64(&c, a->stream);
+    return cl_run_1d(&c, (size_t)a->n);
+}
+
+kiln_status cl_dropout_fwd(void *dev, const kiln_dropout_args *a) {
+    return dropout(dev, "dropout_fwd", a->x, a->y, a);
+}
+kiln_status cl_dropout_bwd(void *dev, const kiln_dropout_args *a) {
+    return dropout(dev, "dropout_bwd", a->dy, a->dx, a);
+}
+
+kiln_status cl_permute(void *dev, const kiln_permute_args *a) {
+    int64_t n = a->d0 * a->d1 * a->d2 * a->d3;
+    cl_call c = cl_begin(dev, "shape", "permute");
+    cl_arg_ref(&c, a->x, 4);
+    cl_arg_ref(&c, a->y, 4);
+    cl_arg_i64(&c, a->d1);
+    cl_arg_i64(&c, a->d2);
+    cl_arg_i64(&c, a->d3);
+    cl_arg_i64(&c, n);
+    cl_arg_i32(&c, a->accumulate);
+    return cl_run_1d(&c, (size_t)n);
+}
+
+kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a) {
+    int64_t n = a->outer * a->len * a->inner;
+    cl_call c = cl_begin(dev, "shape", "copy_block");
+    cl_arg_ref(&c, a->src, 4);
+    cl_arg_ref(&c, a->dst, 4);
+    cl_arg_i64(&c, a->inner);
+    cl_arg_i64(&c, a->src_axis);
+    cl_arg_i64(&c, a->dst_axis);
+    cl_arg_i64(&c, a->src_start);
+    cl_arg_i64(&c, a->dst_start);
+    cl_arg_i64(&c, a->len);
+    cl_arg_i64(&c, n);
+    cl_arg_i32(&c, a->accumulate);
+    return cl_run_1d(&c, (size_t)n);
+}
+
+kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a) {
+    cl_dev *d = dev;
+    cl_call c = cl_begin(d, "shape", "sinusoid");
+    cl_arg_ref(&c, a->out, 4);
+    cl_arg_i64(&c, a->channels);
+    size_t global[2] = {(size_t)a->channels, (size_t)a->positions}, local[2] = {d->wg, 1};
+    return cl_run(&c, 2, global, local);
+}
+
+kiln_status cl_clip_coef(void *dev, const kiln_clip_args *a) {
+    cl_call c = cl_begin(dev, "optim", "clip_coef");
+    cl_arg_ref(&c, a->sumsq, 4);
+    cl_arg_ref(&c, a->coef, 4);
+    cl_arg_ref(&c, a->norm, 4);
+    cl_arg_f32(&c, a->clip);
+    cl_arg_f32(&c, a->unscale);
+    cl_arg_i32(&c, cl_has(a->coef));
+    cl_arg_i32(&c, cl_has(a->norm));
+    size_t one = 1;
+    return cl_run(&c, 1, &one, &one);
+}
+
+kiln_status cl_adam(void *dev, const kiln_adam_args *a) {
+    cl_call c = cl_begin(dev, "optim", "adam");
+    cl_arg_ref(&c, a->param, 4);
+    cl_arg_ref(&c, a->grad, kiln_dtype_size(a->grad_dtype));
+    cl_arg_ref(&c, a->m, 4);
+    cl_arg_ref(&c, a->v, 4);
+    cl_arg_ref(&c, a->half_copy, 2);
+    cl_arg_ref(&c, a->coef, 4);
+    cl_arg_ref(&c, a->skip, 4);
+    cl_arg_i32(&c, (int)a->grad_dtype);
+    cl_arg_i64(&c, a->n);
+    cl_arg_f32(&c, a->lr);
+    cl_arg_f32(&c, a->beta1);
+    cl_arg_f32(&c, a->beta2);
+    cl_arg_f32(&c, a->eps);
+    cl_arg_f32(&c, a->weight_decay);
+    cl_arg_f32(&c, a->bc1);
+    cl_arg_f32(&c, a->bc2);
+    cl_arg_i32(&c, a->decoupled);
+    cl_arg_i32(&c, cl_has(a->half_copy));
+    cl_arg_i32(&c, cl_has(a->coef));
+    cl_arg_i32(&c, cl_has(a->skip));
+    return cl_run_1d(&c, (size_t)a->n);
+}

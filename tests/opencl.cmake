@@ -1,0 +1,78 @@
+# OpenCL-specific test registrations (included by tests/CMakeLists.txt), and, when run as
+# `cmake -P tests/opencl.cmake`, the oclgrind runner those registrations use.
+#
+#   label opencl    test_opencl_*.c (listing, errors, binary cache, memory, f16 storage, the
+#                   GEMM variants) on the real OpenCL device (PoCL here).
+#   label oclgrind  every test_op_* and test_opencl_gemm under oclgrind with API, out-of-bounds,
+#                   data-race and uninitialized-value checks; any oclgrind message fails the
+#                   test. KILN_CL_MAX_BUFFER keeps buffers small, because oclgrind's shadow
+#                   memory for races is proportional to buffer sizes (4 MiB: ~1 s per op
+#                   instead of ~20 s).
+#
+# Check forks a child per test by default; OpenCL drivers (PoCL's worker threads) do not
+# survive fork() after the parent has opened a platform, which kt_main does to probe the
+# backend. The OpenCL registrations therefore run with CK_FORK=no.
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  # ---- runner: cmake -DOCLGRIND=... -DTEST=... -DLOG=... -P opencl.cmake ----
+  file(REMOVE ${LOG})
+  execute_process(
+    COMMAND ${OCLGRIND} --check-api --data-races --uninitialized --max-errors 50 --log ${LOG}
+            ${TEST} --backend opencl ${ARGS}
+    RESULT_VARIABLE rc)
+  set(log "")
+  if(EXISTS ${LOG})
+    file(READ ${LOG} log)
+  endif()
+  if(log MATCHES "[^ \t\r\n]")
+    message(FATAL_ERROR "oclgrind reported errors (${LOG}):\n${log}")
+  endif()
+  if(rc EQUAL 77)
+    message("KILN_TEST_SKIPPED: the opencl backend is not available under oclgrind")
+  elseif(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${TEST} failed under oclgrind (exit ${rc})")
+  endif()
+  return()
+endif()
+
+# ---- registrations ----
+foreach(src ${KILN_TEST_SOURCES})
+  get_filename_component(name ${src} NAME_WE)
+  if(name MATCHES "^test_opencl_")
+    # backend-specific tests: they include the backend's private header
+    if(KILN_OPENCL)
+      target_compile_definitions(${name} PRIVATE KILN_HAVE_OPENCL)
+      target_link_libraries(${name} PRIVATE OpenCL::OpenCL)
+      set_tests_properties(${name} PROPERTIES LABELS opencl ENVIRONMENT "CK_FORK=no")
+    endif()
+  endif()
+  if(KILN_OPENCL AND name MATCHES "^test_op_")
+    set_property(TEST ${name}_opencl APPEND PROPERTY ENVIRONMENT "CK_FORK=no")
+  endif()
+endforeach()
+
+if(KILN_OPENCL)
+  # the error paths that need a process of their own (the ICD loader reads
+  # OCL_ICD_VENDORS once per process)
+  add_test(NAME test_opencl_device_no_platform COMMAND test_opencl_device --expect-no-platform)
+  set_tests_properties(test_opencl_device_no_platform PROPERTIES LABELS opencl
+    ENVIRONMENT "CK_FORK=no;OCL_ICD_VENDORS=/nonexistent")
+
+  find_program(KILN_OCLGRIND oclgrind)
+  if(KILN_OCLGRIND)
+    foreach(src ${KILN_TEST_SOURCES})
+      get_filename_component(name ${src} NAME_WE)
+      if(name MATCHES "^test_op_" OR name STREQUAL "test_opencl_gemm")
+        add_test(NAME ${name}_oclgrind
+          COMMAND ${CMAKE_COMMAND} -DOCLGRIND=${KILN_OCLGRIND} -DTEST=$<TARGET_FILE:${name}>
+                  -DLOG=${CMAKE_CURRENT_BINARY_DIR}/${name}.oclgrind.log
+                  -P ${CMAKE_CURRENT_LIST_FILE})
+        set_tests_properties(${name}_oclgrind PROPERTIES LABELS oclgrind TIMEOUT 900
+          SKIP_REGULAR_EXPRESSION "KILN_TEST_SKIPPED"
+          ENVIRONMENT "CK_FORK=no;KILN_CL_MAX_BUFFER=4194304")
+      endif()
+    endforeach()
+  else()
+    message(STATUS "kiln: oclgrind not found: no oclgrind tests (apt install oclgrind)")
+  endif()
+endif()
