@@ -5,11 +5,14 @@
  * attributes and chosen at run time with __builtin_cpu_supports, so one binary runs on any
  * x86-64. They use intrinsics rather than loops for the auto-vectorizer because kiln
  * builds in ISO C mode, where GCC does not contract a*b+c into an FMA (-ffp-contract=off),
- * and FMA is half the speed of this loop. Every architecture gets the generic kernel,
+ * and without FMA this loop runs at half speed. Every architecture gets the generic kernel,
  * written with GCC vector extensions (SSE on x86-64, NEON on AArch64).
  *
  * Tile sizes follow the register files: AVX-512 has 32 registers, so 12 x 32 floats is 24
- * accumulators + 2 for the B row + 1 broadcast; AVX2 has 16: 6 x 16 is 12 + 2 + 1. */
+ * accumulators + 2 for the B row + 1 broadcast; AVX2 has 16: 6 x 16 is 12 + 2 + 1.
+ *
+ * The x86 kernels also bring packing routines for f32 operands (in-register transposes):
+ * scalar packing cost a quarter of a 256^3 GEMM. */
 #include "cpu/cpu_gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
