@@ -6,47 +6,71 @@
 # these tests ask it to sleep instead. Results do not depend on it.
 set(_kiln_host_env "OMP_WAIT_POLICY=passive")
 
+set(_kiln_host_work ${CMAKE_CURRENT_BINARY_DIR}/host_work)
+
 # test_host_gpt_units.c is registered by the glob in tests/CMakeLists.txt; it tests host
 # code, so it links the host's GPT library.
 target_link_libraries(test_host_gpt_units PRIVATE kiln_gpt)
-set(_kiln_host_work ${CMAKE_CURRENT_BINARY_DIR}/host_work)
 
-# These scripts train tiny models (dim 8 to 32) whose ops are too small to share between
-# threads: one thread keeps them fast under a sanitizer and on a busy machine.
-foreach(script bad_input resume decode_cache)
-  add_test(NAME host_${script}
-    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_${script}.sh $<TARGET_FILE:kiln_host>
-            ${_kiln_host_work}/${script})
-  set_tests_properties(host_${script} PROPERTIES LABELS cpu TIMEOUT 300
-    ENVIRONMENT "${_kiln_host_env};OMP_NUM_THREADS=1")
+# The backends this build can run the host tests on (each test skips with 77, or fails
+# clearly, when its backend cannot open on the machine).
+set(_kiln_host_backends cpu)
+if(KILN_VULKAN)
+  list(APPEND _kiln_host_backends vulkan)
+endif()
+if(KILN_OPENCL)
+  list(APPEND _kiln_host_backends opencl)
+endif()
+
+# The test's name: host_<what> on cpu, host_<what>_<backend> elsewhere.
+function(kiln_host_test_name what backend out)
+  if(backend STREQUAL "cpu")
+    set(${out} host_${what} PARENT_SCOPE)
+  else()
+    set(${out} host_${what}_${backend} PARENT_SCOPE)
+  endif()
+endfunction()
+
+# The environment of a test on `backend`.
+function(kiln_host_test_env backend extra out)
+  set(env "${_kiln_host_env}" ${extra})
+  if(backend STREQUAL "vulkan")
+    list(APPEND env "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation" "KILN_VK_VALIDATION=fail")
+  endif()
+  set(${out} "${env}" PARENT_SCOPE)
+endfunction()
+
+# Bad input is about the program, not the device: cpu only. Resume and the KV cache run on
+# every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
+# share between threads: one thread keeps them fast under a sanitizer and on a busy machine.
+foreach(backend ${_kiln_host_backends})
+  foreach(script bad_input resume decode_cache)
+    if(script STREQUAL "bad_input" AND NOT backend STREQUAL "cpu")
+      continue()
+    endif()
+    kiln_host_test_name(${script} ${backend} name)
+    kiln_host_test_env(${backend} "OMP_NUM_THREADS=1" env)
+    add_test(NAME ${name}
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_${script}.sh $<TARGET_FILE:kiln_host>
+              ${_kiln_host_work}/${script}_${backend} ${backend})
+    set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 300 SKIP_RETURN_CODE 77
+      ENVIRONMENT "${env}")
+  endforeach()
 endforeach()
 
 # PyTorch parity: Debian's python3 with python3-torch (not a pyenv python on PATH). The
 # script exits 77 (skipped) when torch is missing or the backend cannot open here.
 find_program(KILN_TORCH_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(KILN_TORCH_PYTHON)
-  set(_parity_backends cpu)
-  if(KILN_VULKAN)
-    list(APPEND _parity_backends vulkan)
-  endif()
-  if(KILN_OPENCL)
-    list(APPEND _parity_backends opencl)
-  endif()
-  foreach(backend ${_parity_backends})
-    set(_name host_gpt_parity)
-    if(NOT backend STREQUAL "cpu")
-      set(_name host_gpt_parity_${backend})
-    endif()
-    add_test(NAME ${_name}
+  foreach(backend ${_kiln_host_backends})
+    kiln_host_test_name(gpt_parity ${backend} name)
+    kiln_host_test_env(${backend} "" env)
+    add_test(NAME ${name}
       COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/gpt_parity.py
               --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/parity_${backend}
               --backend ${backend})
-    set(_env "${_kiln_host_env}")
-    if(backend STREQUAL "vulkan")
-      list(APPEND _env "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation" "KILN_VK_VALIDATION=fail")
-    endif()
-    set_tests_properties(${_name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300
-      ENVIRONMENT "${_env}")
+    set_tests_properties(${name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300
+      ENVIRONMENT "${env}")
   endforeach()
 else()
   message(STATUS "kiln: /usr/bin/python3 not found; the PyTorch parity test of the GPT is skipped")

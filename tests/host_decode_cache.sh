@@ -7,6 +7,8 @@ set -eu
 kiln=$1
 work=$2
 backend=${3:-cpu}
+# skipped (77) when this machine has no device of that backend (`kiln info` lists "NAME:N")
+"$kiln" info 2>/dev/null | grep -q "^$backend:[0-9]" || { echo "skipped: no $backend device"; exit 77; }
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 for i in $(seq 1 300); do echo "verse $i: twinkle twinkle little star, how I wonder what you are"; done >text.txt
 "$kiln" train --data text.txt --out model --backend "$backend" --layers 2 --heads 2 --dim 32 \

@@ -8,6 +8,8 @@ set -eu
 kiln=$1
 work=$2
 backend=${3:-cpu}
+# skipped (77) when this machine has no device of that backend (`kiln info` lists "NAME:N")
+"$kiln" info 2>/dev/null | grep -q "^$backend:[0-9]" || { echo "skipped: no $backend device"; exit 77; }
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 for i in $(seq 1 400); do echo "row $i: sing a song of sixpence, a pocket full of rye"; done >text.txt
 run=(--data text.txt --backend "$backend" --layers 2 --heads 2 --dim 16 --block 16 --batch 3
