@@ -35,6 +35,36 @@ __kernel void gemm_pack(const __global void *src, ulong src_off, long src_bstrid
     dst[dst_off + b * dst_bstride + (o / pw) * kp * pw + k * pw + o % pw] = v;
 }
 
+/* The same packing for CPU devices: one work-item moves a pw x PACK_KB block (a panel's
+ * rows for PACK_KB values of k), reading along the source's contiguous axis, so the strided
+ * side of the transposition stays within a few cache lines. Per-element work-items (above)
+ * cost a 64-bit division each and ran at a tenth of memory speed on PoCL.
+ * grid (panels, k blocks, batch). */
+#define PACK_KB 16
+__kernel void gemm_pack_blocked(const __global void *src, ulong src_off, long src_bstride,
+                                int dtype, int o_major, long ld, long outer, long depth,
+                                __global float *dst, ulong dst_off, long dst_bstride, int pw,
+                                long kp) {
+    long panel = get_global_id(0), k0 = get_global_id(1) * PACK_KB, b = get_global_id(2);
+    if (k0 >= kp) return;
+    ulong sb = src_off + b * src_bstride;
+    __global float *out = dst + dst_off + b * dst_bstride + panel * kp * pw;
+    long kend = min(k0 + PACK_KB, kp);
+    if (o_major) {
+        for (int r = 0; r < pw; r++) {
+            long o = panel * pw + r;
+            for (long k = k0; k < kend; k++)
+                out[k * pw + r] = o < outer && k < depth ? load_f(src, sb + o * ld + k, dtype) : 0.0f;
+        }
+    } else {
+        for (long k = k0; k < kend; k++)
+            for (int r = 0; r < pw; r++) {
+                long o = panel * pw + r;
+                out[k * pw + r] = o < outer && k < depth ? load_f(src, sb + k * ld + o, dtype) : 0.0f;
+            }
+    }
+}
+
 /* The epilogue shared by every variant: c = alpha * acc + beta * c (+ bias[j]); beta == 0
  * never reads c (it may hold NaN). */
 void gemm_store(__global void *c, ulong idx, int c_dtype, float acc, float alpha, float beta,

@@ -12,6 +12,8 @@
 #define DIRECT_MAX ((int64_t)48 * 48 * 48)
 /* Packed copies of one batch chunk stay under this many bytes. */
 #define PACK_BUDGET ((size_t)64 << 20)
+/* k values per work-item of gemm_pack_blocked (PACK_KB in cl/gemm.cl) */
+#define PACK_KB 16
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -53,8 +55,8 @@ static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
 /* Packs `count` matrices of op(X) into panels of width pw (see gemm_pack in cl/gemm.cl). */
 static kiln_status pack(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstride, int o_major,
                         int64_t ld, int64_t outer, int64_t depth, int64_t count, kiln_ref dst,
-                        int64_t dst_bstride, int pw, int64_t kp) {
-    cl_call c = cl_begin(d, "gemm", "gemm_pack");
+                        int64_t dst_bstride, int pw, int64_t kp, int blocked) {
+    cl_call c = cl_begin(d, "gemm", blocked ? "gemm_pack_blocked" : "gemm_pack");
     cl_arg_ref(&c, src, kiln_dtype_size(dtype));
     cl_arg_i64(&c, bstride);
     cl_arg_i32(&c, (int)dtype);
@@ -66,6 +68,11 @@ static kiln_status pack(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstri
     cl_arg_i64(&c, dst_bstride);
     cl_arg_i32(&c, pw);
     cl_arg_i64(&c, kp);
+    if (blocked) {
+        size_t global[3] = {(size_t)((outer + pw - 1) / pw), (size_t)((kp + PACK_KB - 1) / PACK_KB),
+                            (size_t)count};
+        return cl_run(&c, 3, global, NULL);
+    }
     size_t global[3] = {(size_t)round_up(outer, pw), (size_t)kp, (size_t)count};
     return cl_run(&c, 3, global, NULL);
 }
@@ -95,11 +102,11 @@ static kiln_status gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
         /* op(A) is M x K: A stored M x K is row (o) major; stored K x M (trans) is k major */
         if (!a_shared || b0 == 0)
             s = pack(d, ref_plus(g->a, b0 * g->stride_a, as), g->a_dtype, g->stride_a, !g->trans_a,
-                     g->lda, g->m, g->k, a_shared ? 1 : nb, ap, a_size, pa, kp);
+                     g->lda, g->m, g->k, a_shared ? 1 : nb, ap, a_size, pa, kp, !tiled);
         /* op(B) is K x N, panels over columns: B stored K x N is k major; N x K is o major */
         if (!s && (!b_shared || b0 == 0))
             s = pack(d, ref_plus(g->b, b0 * g->stride_b, bs), g->b_dtype, g->stride_b, g->trans_b,
-                     g->ldb, g->n, g->k, b_shared ? 1 : nb, bp, b_size, pb, kp);
+                     g->ldb, g->n, g->k, b_shared ? 1 : nb, bp, b_size, pb, kp, !tiled);
         if (s) break;
         cl_call c = cl_begin(d, "gemm", tiled ? "gemm_tiled" : "gemm_cpu");
         cl_arg_ref(&c, ap, 4);
