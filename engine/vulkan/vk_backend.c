@@ -1,0 +1,145 @@
+/* The Vulkan backend's table and its opener. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+/* Destroys every Vulkan object of the device (waiting for its work first) and drops its
+ * reference on the instance. The host-side struct stays: buffers the engine still holds
+ * are then freed as plain memory, and every other call fails cleanly. */
+void vk_teardown(vk_dev *d) {
+    vk_track_device(d, 0);
+    if (d->device) {
+        vk_commands_destroy(d); /* waits for the device and releases deferred frees */
+        vk_profile_report(d);
+        vk_pipelines_destroy(d);
+        vk_memory_destroy(d);
+        vk_device_destroy(d);
+    }
+    if (d->instance) vk_instance_release();
+    d->instance = VK_NULL_HANDLE;
+}
+
+void vk_abandon(vk_dev *d) {
+    vk_track_device(d, 0);
+    if (!d->device) return;
+    /* the pipeline cache is worth keeping; but only the driver is called for it, never a
+     * layer whose own exit handlers may already have run */
+    if (!vk_layers_requested()) vk_pipeline_cache_save(d);
+    vk_profile_report(d);
+    d->device = VK_NULL_HANDLE;
+    d->instance = VK_NULL_HANDLE;
+}
+
+static void vk_close(void *dev) {
+    vk_dev *d = vk_of(dev);
+    if (!d) return;
+    vk_teardown(d);
+    free(d->times);
+    free(d);
+}
+
+static const char *vk_device_name(void *dev) { return vk_of(dev)->name; }
+
+static const kiln_backend g_vulkan = {
+    .name = "vulkan",
+    .close = vk_close,
+    .device_name = vk_device_name,
+    .alloc = vk_alloc,
+    .free = vk_free,
+    .upload = vk_upload,
+    .download = vk_download,
+    .sync = vk_sync,
+    .max_buffer_bytes = 0, /* set per device in vk_memory_init */
+    .offset_alignment = 256,
+    .fill = vk_fill,
+    .cast = vk_cast,
+    .gemm = vk_gemm,
+    .axpby = vk_axpby,
+    .binary = vk_binary,
+    .sum_rows = vk_sum_rows,
+    .act_fwd = vk_act_fwd,
+    .act_bwd = vk_act_bwd,
+    .reduce = vk_reduce,
+    .embed_fwd = vk_embed_fwd,
+    .embed_bwd = vk_embed_bwd,
+    .layernorm_fwd = vk_layernorm_fwd,
+    .layernorm_bwd = vk_layernorm_bwd,
+    .rmsnorm_fwd = vk_rmsnorm_fwd,
+    .rmsnorm_bwd = vk_rmsnorm_bwd,
+    .softmax_fwd = vk_softmax_fwd,
+    .softmax_bwd = vk_softmax_bwd,
+    .entropy_fwd = vk_entropy_fwd,
+    .entropy_bwd = vk_entropy_bwd,
+    .dropout_fwd = vk_dropout_fwd,
+    .dropout_bwd = vk_dropout_bwd,
+    .xent_fwd = vk_xent_fwd,
+    .xent_bwd = vk_xent_bwd,
+    .permute = vk_permute,
+    .copy_block = vk_copy_block,
+    .sinusoid = vk_sinusoid,
+    .check_finite = vk_check_finite,
+    .clip_coef = vk_clip_coef,
+    .adam = vk_adam,
+};
+
+kiln_status kiln_vulkan_open(int index, const kiln_backend **table, void **dev) {
+    VkInstance inst;
+    kiln_status s = vk_instance_acquire(&inst);
+    if (s) return s;
+    vk_physical *devs;
+    uint32_t n;
+    s = vk_enumerate(inst, &devs, &n);
+    if (s) {
+        vk_instance_release();
+        return s;
+    }
+    int pick = index < 0 ? vk_pick_best(devs, n) : index;
+    if (index >= 0 && (uint32_t)index >= n) {
+        if (n == 1)
+            s = kiln_set_error(KILN_ERR_NO_DEVICE, "vulkan:%d does not exist: the only Vulkan device is vulkan:0 (%s); see `kiln info`",
+                               index, devs[0].props.deviceName);
+        else
+            s = kiln_set_error(KILN_ERR_NO_DEVICE, "vulkan:%d does not exist: there are %u Vulkan devices, vulkan:0 to vulkan:%u; see `kiln info`",
+                               index, n, n - 1);
+    } else if (pick < 0) {
+        s = kiln_set_error(KILN_ERR_NO_DEVICE, "vulkan: no usable device: %s %s", devs[0].props.deviceName,
+                           devs[0].unusable);
+    } else if (devs[pick].unusable) {
+        s = kiln_set_error(KILN_ERR_NO_DEVICE, "vulkan:%d (%s) %s", pick, devs[pick].props.deviceName, devs[pick].unusable);
+    }
+    if (s) {
+        free(devs);
+        vk_instance_release();
+        return s;
+    }
+    vk_dev *d = calloc(1, sizeof *d);
+    if (!d) {
+        free(devs);
+        vk_instance_release();
+        return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+    }
+    d->table = g_vulkan;
+    s = vk_device_create(d, inst, &devs[pick]);
+    free(devs);
+    if (!s) s = vk_memory_init(d);
+    if (!s) s = vk_commands_init(d);
+    if (!s) s = vk_pipelines_init(d);
+    if (s) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", kiln_error_message());
+        vk_close(d);
+        return kiln_set_error(s, "%s", msg);
+    }
+    const char *prof = getenv("KILN_VK_PROFILE");
+    d->profile = prof && *prof && strcmp(prof, "0") != 0;
+    if (d->profile && !d->caps.timestamp_bits) {
+        fprintf(stderr, "kiln: KILN_VK_PROFILE: %s has no timestamps on its compute queue\n", d->name);
+        d->profile = 0;
+    }
+    vk_track_device(d, 1);
+    *table = &d->table;
+    *dev = d;
+    return KILN_OK;
+}

@@ -1,0 +1,128 @@
+/* Host side of the memory and elementwise kernels: fill, cast, axpby, binary, sum_rows,
+ * activations and dropout. */
+#include <string.h>
+
+#include "push.h"
+#include "vk_internal.h"
+
+typedef struct { FILL_PUSH } fill_push;
+typedef struct { CAST_PUSH } cast_push;
+typedef struct { AXPBY_PUSH } axpby_push;
+typedef struct { BINARY_PUSH } binary_push;
+typedef struct { SUM_ROWS_PUSH } sum_rows_push;
+typedef struct { ACT_PUSH } act_push;
+typedef struct { DROPOUT_PUSH } dropout_push;
+
+static uint32_t elem_size(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
+
+kiln_status vk_fill(void *dev, const kiln_fill_args *a) {
+    vk_dev *d = vk_of(dev);
+    fill_push p = {{0}, vk_u32(a->n), (u32)a->dtype, 0};
+    if (a->dtype == KILN_F32) {
+        memcpy(&p.bits, &a->value, 4);
+    } else if (a->dtype == KILN_I32) {
+        int32_t v = (int32_t)a->value;
+        memcpy(&p.bits, &v, 4);
+    } else {
+        p.bits = kiln_f32_to_f16(a->value);
+    }
+    vk_launch l = {.shader = "fill", .n_ops = 1, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_out(a->dst, a->n, elem_size(a->dtype));
+    /* f16 writes whole words: at most n/2 + 1 of them */
+    return vk_run_flat(d, &l, a->dtype == KILN_F16 ? (uint64_t)a->n / 2 + 2 : (uint64_t)a->n);
+}
+
+kiln_status vk_cast(void *dev, const kiln_cast_args *a) {
+    vk_dev *d = vk_of(dev);
+    cast_push p = {{0}, vk_u32(a->n), 0};
+    kiln_dtype s = a->src_dtype, t = a->dst_dtype;
+    if (s == t)
+        p.mode = s == KILN_F16 ? 1 : 0;
+    else if (s == KILN_F32 && t == KILN_F16)
+        p.mode = 2;
+    else if (s == KILN_F16 && t == KILN_F32)
+        p.mode = 3;
+    else
+        return kiln_set_error(KILN_ERR_DTYPE, "cast from %s to %s is not supported", kiln_dtype_name(s),
+                              kiln_dtype_name(t));
+    vk_launch l = {.shader = "cast", .n_ops = 2, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->src, a->n, elem_size(s));
+    l.ops[1] = vk_out(a->dst, a->n, elem_size(t));
+    return vk_run_flat(d, &l, t == KILN_F16 ? (uint64_t)a->n / 2 + 2 : (uint64_t)a->n);
+}
+
+kiln_status vk_axpby(void *dev, const kiln_axpby_args *a) {
+    vk_dev *d = vk_of(dev);
+    axpby_push p = {{0}, vk_u32(a->n), a->alpha, a->beta};
+    vk_launch l = {.shader = "axpby", .n_ops = 4, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->x, a->n, 4);
+    l.ops[1] = vk_out(a->y, a->n, 4);
+    l.ops[2] = vk_in(a->num, 1, 4);
+    l.ops[3] = vk_in(a->den, 1, 4);
+    return vk_run_flat(d, &l, (uint64_t)a->n);
+}
+
+kiln_status vk_binary(void *dev, const kiln_binary_args *a) {
+    vk_dev *d = vk_of(dev);
+    binary_push p = {{0}, vk_u32(a->n), vk_u32(a->nb), (u32)a->op};
+    vk_launch l = {.shader = "binary", .n_ops = 3, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->a, a->n, 4);
+    l.ops[1] = vk_in(a->b, a->nb, 4);
+    l.ops[2] = vk_out(a->out, a->n, 4);
+    return vk_run_flat(d, &l, (uint64_t)a->n);
+}
+
+/* Shape of the column-sum workgroups (sum_rows, layernorm_params): WX columns by WY row
+ * lanes, within the device's invocation limit. */
+void vk_column_wg(const vk_dev *d, uint32_t *wx, uint32_t *wy) {
+    *wx = 32;
+    *wy = d->dclass == VK_CLASS_CPU ? 2 : 8;
+    while (*wx * *wy > d->caps.max_wg_invocations) *wy /= 2;
+}
+
+kiln_status vk_sum_rows(void *dev, const kiln_sum_rows_args *a) {
+    vk_dev *d = vk_of(dev);
+    sum_rows_push p = {{0}, vk_u32(a->rows), vk_u32(a->cols), a->alpha};
+    vk_launch l = {.shader = "sum_rows", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 2};
+    l.ops[0] = vk_in(a->x, a->rows * a->cols, 4);
+    l.ops[1] = vk_out(a->out, a->cols, 4);
+    vk_column_wg(d, &l.spec[0], &l.spec[1]);
+    l.groups[0] = vk_div_up((uint64_t)a->cols, l.spec[0]);
+    l.groups[1] = l.groups[2] = 1;
+    return vk_dispatch(d, &l);
+}
+
+kiln_status vk_act_fwd(void *dev, const kiln_act_args *a) {
+    vk_dev *d = vk_of(dev);
+    if (!((a->kind >= KILN_ACT_GELU && a->kind <= KILN_ACT_RELU2) || a->kind == KILN_ACT_SQRT))
+        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan act_fwd: unknown activation kind %d", a->kind);
+    act_push p = {{0}, vk_u32(a->n), (u32)a->kind};
+    vk_launch l = {.shader = "act_fwd", .n_ops = 2, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->x, a->n, 4);
+    l.ops[1] = vk_out(a->y, a->n, 4);
+    return vk_run_flat(d, &l, (uint64_t)a->n);
+}
+
+kiln_status vk_act_bwd(void *dev, const kiln_act_args *a) {
+    vk_dev *d = vk_of(dev);
+    if (!(a->kind >= KILN_ACT_GELU && a->kind <= KILN_ACT_RELU2))
+        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan act_bwd: activation kind %d has no backward", a->kind);
+    act_push p = {{0}, vk_u32(a->n), (u32)a->kind};
+    vk_launch l = {.shader = "act_bwd", .n_ops = 3, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->x, a->n, 4);
+    l.ops[1] = vk_in(a->dy, a->n, 4);
+    l.ops[2] = vk_out(a->dx, a->n, 4);
+    return vk_run_flat(d, &l, (uint64_t)a->n);
+}
+
+static kiln_status dropout(vk_dev *d, const kiln_dropout_args *a, kiln_ref in, kiln_ref out, int backward) {
+    dropout_push p = {{0}, vk_u32(a->n), a->prob, 1.0f - a->prob, (u32)a->seed, (u32)(a->seed >> 32),
+                      (u32)a->stream, (u32)(a->stream >> 32), (u32)backward};
+    vk_launch l = {.shader = "dropout", .n_ops = 2, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(in, a->n, 4);
+    l.ops[1] = vk_out(out, a->n, 4);
+    return vk_run_flat(d, &l, (uint64_t)a->n);
+}
+
+kiln_status vk_dropout_fwd(void *dev, const kiln_dropout_args *a) { return dropout(vk_of(dev), a, a->x, a->y, 0); }
+kiln_status vk_dropout_bwd(void *dev, const kiln_dropout_args *a) { return dropout(vk_of(dev), a, a->dy, a->dx, 1); }

@@ -1,0 +1,104 @@
+/* Opening one Vulkan device: the queue, the optional features kiln enables, and the
+ * device class that picks kernel variants. */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+#ifndef VK_KHR_cooperative_matrix
+#define KILN_COOPMAT_EXT "VK_KHR_cooperative_matrix"
+#define KILN_STYPE_COOPMAT_FEATURES ((VkStructureType)1000506000)
+typedef struct kiln_coopmat_enable {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+} kiln_coopmat_enable;
+#else
+#define KILN_COOPMAT_EXT VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME
+#define KILN_STYPE_COOPMAT_FEATURES VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
+typedef VkPhysicalDeviceCooperativeMatrixFeaturesKHR kiln_coopmat_enable;
+#endif
+
+kiln_status vk_device_create(vk_dev *d, VkInstance inst, const vk_physical *phys) {
+    d->instance = inst;
+    d->phys = *phys;
+    d->caps = phys->caps;
+#ifndef KILN_VK_HAVE_COOPMAT_SHADER
+    d->caps.coopmat = 0; /* the shader is not in this build */
+#endif
+    d->dclass = phys->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? VK_CLASS_CPU : VK_CLASS_GPU;
+    snprintf(d->name, sizeof d->name, "%s (%s)%s", phys->props.deviceName, phys->driver_name,
+             vk_min_limits_mode() ? " [minimum limits]" : "");
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qci.queueFamilyIndex = phys->queue_family;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &priority;
+
+    const char *exts[4];
+    uint32_t n_exts = 0;
+    VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    kiln_coopmat_enable cm;
+    memset(&cm, 0, sizeof cm);
+    cm.sType = KILN_STYPE_COOPMAT_FEATURES;
+    void **tail = &feats.pNext;
+    /* 16-bit storage and f16 arithmetic are enabled for the cooperative-matrix GEMM (f16
+     * tiles); every other kernel reads and writes f16 as packed 32-bit words, which every
+     * device can do. */
+    if (d->caps.coopmat) {
+        s16.storageBuffer16BitAccess = VK_TRUE;
+        *tail = &s16;
+        tail = &s16.pNext;
+        f16.shaderFloat16 = VK_TRUE;
+        *tail = &f16;
+        tail = &f16.pNext;
+        if (phys->props.apiVersion < VK_API_VERSION_1_2) exts[n_exts++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+        cm.cooperativeMatrix = VK_TRUE;
+        *tail = &cm;
+        tail = &cm.pNext;
+        exts[n_exts++] = KILN_COOPMAT_EXT;
+    }
+    if (phys->caps.portability_subset) exts[n_exts++] = "VK_KHR_portability_subset";
+
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    dci.pNext = &feats;
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    dci.enabledExtensionCount = n_exts;
+    dci.ppEnabledExtensionNames = exts;
+    VkResult r = vkCreateDevice(phys->handle, &dci, NULL, &d->device);
+    if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateDevice");
+    vkGetDeviceQueue(d->device, phys->queue_family, 0, &d->queue);
+    return KILN_OK;
+}
+
+void vk_device_destroy(vk_dev *d) {
+    if (d->device) vkDestroyDevice(d->device, NULL);
+    d->device = VK_NULL_HANDLE;
+}
+
+/* ---- tuning by device class ----
+ * A CPU device (lavapipe, SwiftShader) runs a workgroup on one thread with invocations as
+ * SIMD lanes: small workgroups and many of them keep all cores busy. A GPU wants a few
+ * hundred invocations per workgroup to hide memory latency. */
+
+uint32_t vk_flat_wg(const vk_dev *d) {
+    uint32_t wg = d->dclass == VK_CLASS_CPU ? 64 : 256;
+    while (wg > d->caps.max_wg_invocations) wg /= 2;
+    return wg;
+}
+
+/* A power of two (the shared-memory reduction tree halves it). */
+uint32_t vk_row_wg(const vk_dev *d, int64_t cols) {
+    uint32_t wg = d->dclass == VK_CLASS_CPU ? 32 : (cols >= 1024 ? 256 : cols >= 256 ? 128 : 64);
+    while (wg > d->caps.max_wg_invocations) wg /= 2;
+    return wg;
+}
+
+const char *vk_reduction_variant(const vk_dev *d, const char *base, char *buf, size_t size) {
+    snprintf(buf, size, "%s%s", base, d->caps.subgroup_arith ? "" : "_shared");
+    return buf;
+}

@@ -1,0 +1,526 @@
+/* The Vulkan loader (through volk), the process-wide VkInstance, the validation layer, and
+ * the device listing behind `kiln info`.
+ *
+ * One instance serves every context of the process: it is created by the first open (or
+ * listing) and destroyed with the last context. volk loads the loader with dlopen, so a
+ * machine without libvulkan gets a clear error instead of a failure to start. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vk_internal.h"
+
+static struct {
+    int volk_ok;
+    int refs;
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    int validation; /* KILN_VK_VALIDATION set */
+    int fail;       /* KILN_VK_VALIDATION=fail */
+    int messages;   /* validation messages seen (errors and warnings) */
+    char first[400];
+    int atexit_set;
+    vk_dev *open[64]; /* open devices, flushed at exit */
+    int n_open;
+} g_vk;
+
+void vk_track_device(vk_dev *d, int open) {
+    for (int i = 0; i < g_vk.n_open; i++)
+        if (g_vk.open[i] == d) g_vk.open[i--] = g_vk.open[--g_vk.n_open];
+    if (open && g_vk.n_open < 64) g_vk.open[g_vk.n_open++] = d;
+}
+
+int vk_min_limits_mode(void) {
+    const char *e = getenv("KILN_VK_MIN_LIMITS");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+int vk_layers_requested(void) {
+    const char *l = getenv("VK_INSTANCE_LAYERS");
+    return g_vk.validation || (l && *l);
+}
+
+int vk_validation_failures(const char **first) {
+    if (first) *first = g_vk.first;
+    return g_vk.fail ? g_vk.messages : 0;
+}
+
+/* In fail mode a process that saw validation messages must not exit 0, even when every op
+ * it ran returned success (a message can arrive during teardown). */
+static void validation_exit_check(void) {
+    if (g_vk.fail && g_vk.messages > 0) {
+        fprintf(stderr, "kiln: %d Vulkan validation message(s) (KILN_VK_VALIDATION=fail); first: %s\n",
+                g_vk.messages, g_vk.first);
+        fflush(stderr);
+        _exit(1);
+    }
+}
+
+/* Contexts still open when the process exits are abandoned, not closed: by then the
+ * driver's and the layers' exit-time destructors may have run (lavapipe compiles shaders
+ * when work executes, and compiling after LLVM's destructors hangs; the validation layer
+ * crashes when called after its own), so no further Vulkan call is made for them. Their
+ * unsubmitted work is dropped: nothing can read its results any more. A later kiln_close
+ * of such a context only frees host memory. */
+static void finish_at_exit(void) {
+    while (g_vk.n_open > 0) vk_abandon(g_vk.open[g_vk.n_open - 1]);
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                     VkDebugUtilsMessageTypeFlagsEXT types,
+                                                     const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                     void *user) {
+    (void)user;
+    /* The loader's own notes (e.g. "VK_INSTANCE_LAYERS adds a layer") are general
+     * warnings, not validation findings. */
+    if (!(types & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)) &&
+        !(severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT))
+        return VK_FALSE;
+    const char *level = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+    const char *msg = data && data->pMessage ? data->pMessage : "(no message)";
+    fprintf(stderr, "kiln: Vulkan validation %s: %s\n", level, msg);
+    if (g_vk.messages++ == 0) snprintf(g_vk.first, sizeof g_vk.first, "%s", msg);
+    return VK_FALSE;
+}
+
+static int has_layer(const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return 0;
+    VkLayerProperties *props = calloc(n, sizeof *props);
+    int found = 0;
+    if (props && vkEnumerateInstanceLayerProperties(&n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++) found = !strcmp(props[i].layerName, name);
+    free(props);
+    return found;
+}
+
+/* An instance extension of the loader and drivers (layer NULL) or of one layer. */
+static int has_instance_ext(const char *layer, const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateInstanceExtensionProperties(layer, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+    VkExtensionProperties *props = calloc(n, sizeof *props);
+    int found = 0;
+    if (props && vkEnumerateInstanceExtensionProperties(layer, &n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++) found = !strcmp(props[i].extensionName, name);
+    free(props);
+    return found;
+}
+
+static kiln_status create_instance(void) {
+    if (!g_vk.volk_ok) {
+        if (volkInitialize() != VK_SUCCESS)
+            return kiln_set_error(KILN_ERR_NO_BACKEND,
+                                  "vulkan: the Vulkan loader (libvulkan.so.1) is not installed; install "
+                                  "libvulkan1 and a driver (mesa-vulkan-drivers has the CPU driver lavapipe)");
+        g_vk.volk_ok = 1;
+    }
+    uint32_t loader_version = volkGetInstanceVersion();
+    if (loader_version < VK_API_VERSION_1_1)
+        return kiln_set_error(KILN_ERR_NO_BACKEND, "vulkan: the loader supports Vulkan %u.%u; kiln needs 1.1",
+                              VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
+
+    const char *val = getenv("KILN_VK_VALIDATION");
+    g_vk.validation = val && *val && strcmp(val, "0") != 0;
+    g_vk.fail = g_vk.validation && !strcmp(val, "fail");
+    const char *layers[1];
+    uint32_t n_layers = 0;
+    const char *exts[4];
+    uint32_t n_exts = 0;
+    int sync_validation = 0;
+    if (g_vk.validation) {
+        if (!has_layer("VK_LAYER_KHRONOS_validation"))
+            return kiln_set_error(KILN_ERR_NO_BACKEND,
+                                  "vulkan: KILN_VK_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
+                                  "installed (Debian: vulkan-validationlayers)");
+        layers[n_layers++] = "VK_LAYER_KHRONOS_validation";
+        exts[n_exts++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        sync_validation = has_instance_ext("VK_LAYER_KHRONOS_validation", VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+        if (sync_validation) exts[n_exts++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
+    }
+    VkInstanceCreateFlags flags = 0;
+    /* MoltenVK (Apple) is only enumerated when the application opts in */
+    if (has_instance_ext(NULL, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        exts[n_exts++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "kiln";
+    app.pEngineName = "kiln";
+    app.apiVersion = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader_version;
+
+    /* Synchronization validation checks that kiln's barrier tracking is right, which a CPU
+     * driver that runs dispatches one after another would otherwise never reveal. */
+    VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+    features.enabledValidationFeatureCount = 1;
+    features.pEnabledValidationFeatures = enables;
+    VkDebugUtilsMessengerCreateInfoEXT dbg = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    dbg.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    dbg.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+    dbg.pfnUserCallback = debug_callback;
+    if (sync_validation) dbg.pNext = &features;
+
+    VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ci.flags = flags;
+    ci.pApplicationInfo = &app;
+    ci.enabledLayerCount = n_layers;
+    ci.ppEnabledLayerNames = layers;
+    ci.enabledExtensionCount = n_exts;
+    ci.ppEnabledExtensionNames = exts;
+    if (g_vk.validation) ci.pNext = &dbg; /* also reports instance creation itself */
+    VkResult r = vkCreateInstance(&ci, NULL, &g_vk.instance);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+        return kiln_set_error(KILN_ERR_NO_BACKEND,
+                              "vulkan: no Vulkan driver found (install one, e.g. mesa-vulkan-drivers, or "
+                              "check VK_ICD_FILENAMES / VK_DRIVER_FILES)");
+    if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateInstance");
+    volkLoadInstance(g_vk.instance);
+    if (g_vk.validation) {
+        dbg.pNext = NULL;
+        r = vkCreateDebugUtilsMessengerEXT(g_vk.instance, &dbg, NULL, &g_vk.messenger);
+        if (r != VK_SUCCESS) {
+            vkDestroyInstance(g_vk.instance, NULL);
+            g_vk.instance = VK_NULL_HANDLE;
+            return vk_result(r, "vulkan: vkCreateDebugUtilsMessengerEXT");
+        }
+    }
+    /* Registered after each load of the driver (the loader unloads it with the last
+     * instance and a forked child loads it anew), so that they run before the exit-time
+     * destructors registered while loading it; validation_exit_check runs after
+     * finish_at_exit. Capped: a program that reopens Vulkan thousands of times needs only
+     * the newest registrations. */
+    if (g_vk.atexit_set < 32) {
+        atexit(validation_exit_check);
+        atexit(finish_at_exit);
+        g_vk.atexit_set++;
+    }
+    return KILN_OK;
+}
+
+kiln_status vk_instance_acquire(VkInstance *out) {
+    if (g_vk.refs == 0) {
+        kiln_status s = create_instance();
+        if (s) return s;
+    }
+    g_vk.refs++;
+    *out = g_vk.instance;
+    return KILN_OK;
+}
+
+void vk_instance_release(void) {
+    if (g_vk.refs <= 0 || --g_vk.refs > 0) return;
+    if (g_vk.messenger) vkDestroyDebugUtilsMessengerEXT(g_vk.instance, g_vk.messenger, NULL);
+    g_vk.messenger = VK_NULL_HANDLE;
+    vkDestroyInstance(g_vk.instance, NULL);
+    g_vk.instance = VK_NULL_HANDLE;
+}
+
+kiln_status vk_result(VkResult r, const char *what) {
+    switch (r) {
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+        return kiln_set_error(KILN_ERR_MEMORY, "%s: out of host memory", what);
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+        return kiln_set_error(KILN_ERR_MEMORY, "%s: out of device memory (free tensors or use a smaller batch)", what);
+    case VK_ERROR_DEVICE_LOST:
+        return kiln_set_error(KILN_ERR_DEVICE, "%s: the Vulkan device was lost (driver reset or crash)", what);
+    default:
+        return kiln_set_error(KILN_ERR_DEVICE, "%s failed (VkResult %d)", what, (int)r);
+    }
+}
+
+/* ---- physical devices ---- */
+
+static int has_device_ext(VkPhysicalDevice pd, const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+    VkExtensionProperties *props = calloc(n, sizeof *props);
+    int found = 0;
+    if (props && vkEnumerateDeviceExtensionProperties(pd, NULL, &n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++) found = !strcmp(props[i].extensionName, name);
+    free(props);
+    return found;
+}
+
+/* VK_KHR_cooperative_matrix postdates the headers of some distributions: declare what the
+ * probe needs when they lack it (values from the Vulkan registry). */
+#ifndef VK_KHR_cooperative_matrix
+#define VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME "VK_KHR_cooperative_matrix"
+#define KILN_VK_STYPE_COOPMAT_FEATURES ((VkStructureType)1000506000)
+#define KILN_VK_STYPE_COOPMAT_PROPERTIES ((VkStructureType)1000506001)
+typedef struct kiln_coopmat_features {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+} kiln_coopmat_features;
+typedef struct kiln_coopmat_props {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MSize, NSize, KSize;
+    int AType, BType, CType, ResultType; /* VkComponentTypeKHR */
+    VkBool32 saturatingAccumulation;
+    int scope; /* VkScopeKHR */
+} kiln_coopmat_props;
+typedef VkResult(VKAPI_PTR *kiln_coopmat_query_fn)(VkPhysicalDevice, uint32_t *, kiln_coopmat_props *);
+#define KILN_COMPONENT_F16 0 /* VK_COMPONENT_TYPE_FLOAT16_KHR */
+#define KILN_COMPONENT_F32 1 /* VK_COMPONENT_TYPE_FLOAT32_KHR */
+#define KILN_SCOPE_SUBGROUP 3 /* VK_SCOPE_SUBGROUP_KHR */
+#else
+#define KILN_VK_STYPE_COOPMAT_FEATURES VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
+#define KILN_VK_STYPE_COOPMAT_PROPERTIES VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR
+typedef VkPhysicalDeviceCooperativeMatrixFeaturesKHR kiln_coopmat_features;
+typedef VkCooperativeMatrixPropertiesKHR kiln_coopmat_props;
+typedef PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR kiln_coopmat_query_fn;
+#define KILN_COMPONENT_F16 VK_COMPONENT_TYPE_FLOAT16_KHR
+#define KILN_COMPONENT_F32 VK_COMPONENT_TYPE_FLOAT32_KHR
+#define KILN_SCOPE_SUBGROUP VK_SCOPE_SUBGROUP_KHR
+#endif
+
+/* The cooperative-matrix GEMM uses 16x16x16 f16 x f16 -> f32 tiles in subgroup scope. */
+static int coopmat_has_shape(VkInstance inst, VkPhysicalDevice pd) {
+    kiln_coopmat_query_fn query = (kiln_coopmat_query_fn)(void *)vkGetInstanceProcAddr(
+        inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    if (!query) return 0;
+    uint32_t n = 0;
+    if (query(pd, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+    kiln_coopmat_props *p = calloc(n, sizeof *p);
+    int found = 0;
+    if (p) {
+        for (uint32_t i = 0; i < n; i++) p[i].sType = KILN_VK_STYPE_COOPMAT_PROPERTIES;
+        if (query(pd, &n, p) == VK_SUCCESS)
+            for (uint32_t i = 0; i < n && !found; i++)
+                found = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 &&
+                        (int)p[i].AType == KILN_COMPONENT_F16 && (int)p[i].BType == KILN_COMPONENT_F16 &&
+                        (int)p[i].CType == KILN_COMPONENT_F32 && (int)p[i].ResultType == KILN_COMPONENT_F32 &&
+                        (int)p[i].scope == KILN_SCOPE_SUBGROUP;
+    }
+    free(p);
+    return found;
+}
+
+/* The limits and features kiln uses, queried from the device. */
+static void query_caps(VkInstance inst, vk_physical *p) {
+    VkPhysicalDevice pd = p->handle;
+    uint32_t api = p->props.apiVersion;
+    vk_caps *c = &p->caps;
+    const VkPhysicalDeviceLimits *l = &p->props.limits;
+
+    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceIDProperties ids = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    props2.pNext = &sg;
+    sg.pNext = &m3;
+    m3.pNext = &ids;
+    c->driver_props = api >= VK_API_VERSION_1_2 || has_device_ext(pd, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    if (c->driver_props) ids.pNext = &drv;
+    vkGetPhysicalDeviceProperties2(pd, &props2);
+    memcpy(p->device_uuid, ids.deviceUUID, VK_UUID_SIZE);
+    memcpy(p->driver_uuid, ids.driverUUID, VK_UUID_SIZE);
+    if (c->driver_props) {
+        snprintf(p->driver_name, sizeof p->driver_name, "%s", drv.driverName);
+        snprintf(p->driver_info, sizeof p->driver_info, "%s", drv.driverInfo);
+    } else {
+        snprintf(p->driver_name, sizeof p->driver_name, "driver 0x%x", p->props.driverVersion);
+        p->driver_info[0] = 0;
+    }
+
+    VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    kiln_coopmat_features cm = {KILN_VK_STYPE_COOPMAT_FEATURES, NULL, 0, 0};
+    VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    feats.pNext = &s16;
+    int has_f16 = api >= VK_API_VERSION_1_2 || has_device_ext(pd, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    int has_cm = has_device_ext(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    void **tail = &s16.pNext;
+    if (has_f16) {
+        *tail = &f16;
+        tail = &f16.pNext;
+    }
+    if (has_cm) *tail = &cm;
+    vkGetPhysicalDeviceFeatures2(pd, &feats);
+
+    c->max_wg_invocations = l->maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; i++) {
+        c->max_wg_size[i] = l->maxComputeWorkGroupSize[i];
+        c->max_wg_count[i] = l->maxComputeWorkGroupCount[i];
+    }
+    c->max_shared_bytes = l->maxComputeSharedMemorySize;
+    c->max_push_bytes = l->maxPushConstantsSize;
+    c->max_storage_buffers = l->maxPerStageDescriptorStorageBuffers;
+    c->max_storage_range = l->maxStorageBufferRange;
+    c->max_alloc_bytes = m3.maxMemoryAllocationSize ? m3.maxMemoryAllocationSize : ((uint64_t)1 << 30);
+    c->min_ssbo_align = l->minStorageBufferOffsetAlignment;
+    c->max_alloc_count = l->maxMemoryAllocationCount;
+    c->subgroup_size = sg.subgroupSize;
+    c->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+    c->storage16 = s16.storageBuffer16BitAccess;
+    c->float16 = has_f16 && f16.shaderFloat16;
+    c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && coopmat_has_shape(inst, pd);
+    c->portability_subset = has_device_ext(pd, "VK_KHR_portability_subset");
+    c->timestamp_period = l->timestampPeriod;
+
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
+    VkQueueFamilyProperties *q = calloc(nq ? nq : 1, sizeof *q);
+    p->queue_family = UINT32_MAX;
+    if (q) {
+        vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, q);
+        /* any compute family works; prefer one with timestamps */
+        for (uint32_t i = 0; i < nq; i++) {
+            if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+            if (p->queue_family == UINT32_MAX || (!c->timestamp_bits && q[i].timestampValidBits)) {
+                p->queue_family = i;
+                c->timestamp_bits = q[i].timestampValidBits;
+            }
+        }
+    }
+    free(q);
+
+    vkGetPhysicalDeviceMemoryProperties(pd, &p->mem);
+    p->device_memory = 0;
+    for (uint32_t i = 0; i < p->mem.memoryHeapCount; i++)
+        if (p->mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) p->device_memory += p->mem.memoryHeaps[i].size;
+
+    if (api < VK_API_VERSION_1_1)
+        p->unusable = "needs Vulkan 1.1";
+    else if (p->queue_family == UINT32_MAX)
+        p->unusable = "has no compute queue";
+    else if (c->max_storage_buffers < VK_MAX_OPERANDS)
+        p->unusable = "allows fewer than 8 storage buffers per shader stage";
+    else
+        p->unusable = NULL;
+}
+
+/* Vulkan's required minimums (Vulkan 1.1 core, maintenance3), and no optional feature:
+ * the test mode that shows kiln runs on the smallest conformant device. The storage-buffer
+ * count stays real: kiln needs 8 per kernel and refuses devices with fewer. */
+static void lower_to_minimums(vk_caps *c) {
+    c->max_wg_invocations = 128;
+    c->max_wg_size[0] = 128, c->max_wg_size[1] = 128, c->max_wg_size[2] = 64;
+    for (int i = 0; i < 3; i++) c->max_wg_count[i] = 65535;
+    c->max_shared_bytes = 16384;
+    c->max_push_bytes = 128;
+    c->max_storage_range = (uint64_t)1 << 27;
+    c->max_alloc_bytes = (uint64_t)1 << 30;
+    c->min_ssbo_align = 256;
+    c->max_alloc_count = 4096;
+    c->subgroup_size = 0;
+    c->subgroup_arith = 0;
+    c->storage16 = 0;
+    c->float16 = 0;
+    c->coopmat = 0;
+}
+
+kiln_status vk_enumerate(VkInstance inst, vk_physical **out, uint32_t *count) {
+    *out = NULL;
+    *count = 0;
+    uint32_t n = 0;
+    VkResult r = vkEnumeratePhysicalDevices(inst, &n, NULL);
+    if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkEnumeratePhysicalDevices");
+    if (n == 0)
+        return kiln_set_error(KILN_ERR_NO_BACKEND,
+                              "vulkan: no Vulkan device found (install a driver, e.g. mesa-vulkan-drivers, "
+                              "or check VK_ICD_FILENAMES / VK_DRIVER_FILES)");
+    VkPhysicalDevice *handles = calloc(n, sizeof *handles);
+    vk_physical *devs = calloc(n, sizeof *devs);
+    if (!handles || !devs) {
+        free(handles);
+        free(devs);
+        return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+    }
+    r = vkEnumeratePhysicalDevices(inst, &n, handles);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+        free(handles);
+        free(devs);
+        return vk_result(r, "vulkan: vkEnumeratePhysicalDevices");
+    }
+    int minimal = vk_min_limits_mode();
+    for (uint32_t i = 0; i < n; i++) {
+        devs[i].handle = handles[i];
+        vkGetPhysicalDeviceProperties(handles[i], &devs[i].props);
+        query_caps(inst, &devs[i]);
+        if (minimal) lower_to_minimums(&devs[i].caps);
+    }
+    free(handles);
+    *out = devs;
+    *count = n;
+    return KILN_OK;
+}
+
+static int type_rank(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+    }
+}
+
+int vk_pick_best(const vk_physical *devs, uint32_t count) {
+    int best = -1;
+    for (uint32_t i = 0; i < count; i++) {
+        if (devs[i].unusable) continue;
+        if (best < 0 || type_rank(devs[i].props.deviceType) > type_rank(devs[best].props.deviceType)) best = (int)i;
+    }
+    return best;
+}
+
+static const char *type_name(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+    }
+}
+
+static const char *yes_no(int v) { return v ? "yes" : "no"; }
+
+kiln_status kiln_vulkan_list(void *out_file) {
+    FILE *f = out_file;
+    VkInstance inst;
+    kiln_status s = vk_instance_acquire(&inst);
+    if (s) return s;
+    vk_physical *devs;
+    uint32_t n;
+    s = vk_enumerate(inst, &devs, &n);
+    if (s) {
+        vk_instance_release();
+        return s;
+    }
+    int best = vk_pick_best(devs, n);
+    for (uint32_t i = 0; i < n; i++) {
+        const vk_physical *p = &devs[i];
+        const vk_caps *c = &p->caps;
+        uint32_t api = p->props.apiVersion;
+        fprintf(f, "vulkan:%u  %s  [%s%s]%s%s\n", i, p->props.deviceName, type_name(p->props.deviceType),
+                (int)i == best ? ", default" : "", p->unusable ? "  unusable: " : "", p->unusable ? p->unusable : "");
+        fprintf(f, "          driver %s%s%s%s, Vulkan %u.%u.%u, memory %.1f GiB, subgroup size %u\n", p->driver_name,
+                p->driver_info[0] ? " (" : "", p->driver_info, p->driver_info[0] ? ")" : "",
+                VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api), VK_API_VERSION_PATCH(api),
+                (double)p->device_memory / (1024.0 * 1024.0 * 1024.0), c->subgroup_size);
+        int coop_built = 0;
+#ifdef KILN_VK_HAVE_COOPMAT_SHADER
+        coop_built = 1;
+#endif
+        fprintf(f, "          16-bit storage %s, f16 arithmetic %s, subgroup arithmetic %s, cooperative matrix %s%s\n",
+                yes_no(c->storage16), yes_no(c->float16), yes_no(c->subgroup_arith), yes_no(c->coopmat),
+                c->coopmat && !coop_built ? " (not in this build: glslc lacks GL_KHR_cooperative_matrix)" : "");
+        fprintf(f, "          max buffer %.0f MiB, shared memory %u KiB, workgroup %u invocations%s\n",
+                (double)(c->max_storage_range < c->max_alloc_bytes ? c->max_storage_range : c->max_alloc_bytes) /
+                    (1024.0 * 1024.0),
+                c->max_shared_bytes / 1024, c->max_wg_invocations,
+                vk_min_limits_mode() ? " (KILN_VK_MIN_LIMITS: Vulkan minimums)" : "");
+    }
+    free(devs);
+    vk_instance_release();
+    return KILN_OK;
+}

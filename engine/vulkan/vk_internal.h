@@ -1,0 +1,349 @@
+/* The Vulkan backend's private declarations.
+ *
+ * Files, one concern each:
+ *   vk_instance.c  the loader (volk), the shared VkInstance, validation, device listing
+ *   vk_device.c    opening a device: features, limits (and the minimum-limits test mode)
+ *   vk_memory.c    blocks, sub-allocation, staging, upload/download, deferred frees
+ *   vk_commands.c  command recording, barriers, submission, completion
+ *   vk_pipeline.c  shader modules, pipelines, descriptor sets, the on-disk pipeline cache
+ *   vk_profile.c   GPU timestamps per kernel (KILN_VK_PROFILE=1)
+ *   vk_backend.c   the kernel table and kiln_vulkan_open
+ *   vk_<family>.c  the host side of each kernel family (push constants, grids, variants)
+ *
+ * Binding model: every tensor lives in a "block" (one VkDeviceMemory bound to one VkBuffer
+ * no larger than maxStorageBufferRange). A kernel binds each operand's byte range starting
+ * at an offset aligned down to minStorageBufferOffsetAlignment, and gets the operand's
+ * element offset from there in its push constants: any view offset works (a multiple of
+ * the element size), and each binding covers exactly what the kernel may touch, which is
+ * also what the hazard tracker (and the synchronization validation layer) reason about. */
+#ifndef KILN_VK_INTERNAL_H
+#define KILN_VK_INTERNAL_H
+
+#include "volk.h"
+
+#include "core/internal.h"
+
+#define VK_MAX_OPERANDS 8 /* storage buffers one kernel binds */
+#define VK_MAX_SPEC 12    /* specialization constants one pipeline takes */
+#define VK_PUSH_BYTES 128 /* the push-constant range every pipeline declares (Vulkan minimum) */
+#define VK_RING 4         /* command buffers in flight */
+#define VK_DUMMY_SLOTS 256      /* slots of the block bound for absent operands */
+#define VK_DUMMY_SLOT_BYTES 256 /* >= any minStorageBufferOffsetAlignment */
+#define VK_MAX_QUERIES 2048 /* timestamps per batch (KILN_VK_PROFILE): two per dispatch */
+
+/* ---- the shared instance (vk_instance.c) ---- */
+
+typedef struct vk_caps {
+    /* limits kiln relies on (already lowered in minimum-limits mode) */
+    uint32_t max_wg_invocations, max_wg_size[3], max_wg_count[3];
+    uint32_t max_shared_bytes, max_push_bytes, max_storage_buffers;
+    uint64_t max_storage_range, max_alloc_bytes, min_ssbo_align;
+    uint32_t max_alloc_count;
+    uint32_t subgroup_size; /* 0 when kiln must not use subgroup operations */
+    /* optional features */
+    int subgroup_arith;  /* subgroupAdd/Max in compute shaders */
+    int storage16;       /* storageBuffer16BitAccess */
+    int float16;         /* shaderFloat16 */
+    int coopmat;         /* VK_KHR_cooperative_matrix with an f16 x f16 -> f32 16x16x16 shape */
+    int driver_props;    /* VkPhysicalDeviceDriverProperties available */
+    int portability_subset;
+    uint32_t timestamp_bits;
+    float timestamp_period;
+} vk_caps;
+
+typedef struct vk_physical {
+    VkPhysicalDevice handle;
+    VkPhysicalDeviceProperties props;
+    char driver_name[VK_MAX_DRIVER_NAME_SIZE], driver_info[VK_MAX_DRIVER_INFO_SIZE];
+    uint8_t device_uuid[VK_UUID_SIZE], driver_uuid[VK_UUID_SIZE];
+    VkPhysicalDeviceMemoryProperties mem;
+    uint64_t device_memory; /* bytes in device-local heaps */
+    vk_caps caps;
+    uint32_t queue_family; /* a compute queue family, UINT32_MAX when none */
+    const char *unusable;  /* why kiln cannot run on it, or NULL */
+} vk_physical;
+
+/* Takes a reference on the process-wide instance (creating it on first use). Fails with
+ * KILN_ERR_NO_BACKEND and a one-line message when the loader or a driver is missing. */
+kiln_status vk_instance_acquire(VkInstance *out);
+void vk_instance_release(void);
+/* The physical devices, in the order `vulkan:N` counts them. *out is freed by the caller. */
+kiln_status vk_enumerate(VkInstance inst, vk_physical **out, uint32_t *count);
+/* The index of the best usable device (discrete > integrated > virtual > cpu), or -1. */
+int vk_pick_best(const vk_physical *devs, uint32_t count);
+/* 1 when KILN_VK_MIN_LIMITS asks to pretend the device has only Vulkan's minimums. */
+int vk_min_limits_mode(void);
+/* Registers an open device (open = 1) or forgets it: open devices finish their work at exit. */
+struct vk_dev;
+void vk_track_device(struct vk_dev *d, int open);
+/* Validation layer messages seen so far (KILN_VK_VALIDATION=fail), and the first one. */
+int vk_validation_failures(const char **first);
+
+/* ---- memory (vk_memory.c) ---- */
+
+typedef enum vk_pool_kind { VK_POOL_DEVICE = 0, VK_POOL_UPLOAD, VK_POOL_READBACK, VK_POOLS } vk_pool_kind;
+
+typedef struct vk_range {
+    VkDeviceSize begin, end;
+} vk_range;
+
+typedef struct vk_block {
+    VkDeviceMemory memory;
+    VkBuffer buffer;
+    VkDeviceSize size;
+    void *mapped; /* persistently mapped when host-visible, else NULL */
+    uint32_t id;  /* unique for the device's lifetime: keys descriptor sets and hazards */
+    int pool;     /* vk_pool_kind */
+    int dedicated;
+    vk_range *free_ranges; /* sorted, coalesced */
+    int n_free, cap_free;
+    struct vk_block *next;
+} vk_block;
+
+struct kiln_buf {
+    vk_block *block;
+    VkDeviceSize offset; /* in the block */
+    VkDeviceSize size;   /* bytes requested */
+    VkDeviceSize span;   /* bytes reserved */
+};
+
+typedef struct vk_pool {
+    uint32_t type_index; /* memory type */
+    int host_visible, coherent;
+    vk_block *blocks;
+} vk_pool;
+
+/* ---- command recording (vk_commands.c) ---- */
+
+typedef struct vk_batch {
+    VkCommandBuffer cmd;
+    VkFence fence;
+    int state; /* VK_BATCH_* */
+    uint32_t n_commands;
+    VkDeviceSize staged_bytes;
+    kiln_buf **frees; /* released when the batch has completed */
+    int n_frees, cap_frees;
+    VkDescriptorPool *dpools; /* descriptor sets of this batch's dispatches, reset on completion */
+    int n_dpools, cur_dpool;
+    VkQueryPool queries; /* KILN_VK_PROFILE: two timestamps per dispatch */
+    uint32_t n_queries;
+    const char **query_names;
+} vk_batch;
+enum { VK_BATCH_IDLE = 0, VK_BATCH_RECORDING, VK_BATCH_SUBMITTED };
+
+/* A byte range touched since the last barrier: the hazard tracker's entry. */
+typedef struct vk_access {
+    uint32_t block;
+    VkDeviceSize begin, end;
+    int write;
+} vk_access;
+#define VK_MAX_PENDING 64
+
+/* ---- pipelines (vk_pipeline.c) ---- */
+
+typedef struct vk_pipeline {
+    const char *shader;
+    uint32_t spec[VK_MAX_SPEC];
+    int n_spec, n_bindings;
+    VkPipeline handle;
+} vk_pipeline;
+
+typedef struct vk_kernel_time {
+    const char *name;
+    uint64_t count;
+    double ms;
+} vk_kernel_time;
+
+typedef enum vk_class { VK_CLASS_GPU = 0, VK_CLASS_CPU } vk_class;
+
+/* ---- the device ---- */
+
+typedef struct vk_dev {
+    kiln_backend table; /* the backend table with this device's limits filled in */
+    char name[640];
+    VkInstance instance;
+    vk_physical phys;
+    vk_caps caps;
+    vk_class dclass;
+    VkDevice device;
+    VkQueue queue;
+    int unified; /* host-visible device-local memory is used directly */
+
+    /* memory */
+    vk_pool pools[VK_POOLS];
+    VkDeviceSize block_size;     /* standard block; larger requests get a dedicated block */
+    VkDeviceSize heap_budget;    /* bytes kiln allows itself in the device heap */
+    VkDeviceSize bytes_reserved; /* in device blocks */
+    uint32_t n_allocations, next_block_id;
+    vk_block *dummy_block; /* bound for absent operands: VK_DUMMY_SLOTS slots */
+    uint32_t dummy_next;
+
+    /* commands */
+    VkCommandPool cmd_pool;
+    vk_batch ring[VK_RING];
+    int cur; /* ring index of the batch being recorded */
+    vk_access pending[VK_MAX_PENDING];
+    int n_pending;
+    int lost; /* a device-lost or failed submission: every call fails */
+
+    /* pipelines */
+    VkPipelineCache pcache;
+    char pcache_path[512];
+    int pcache_dirty;
+    VkDescriptorSetLayout set_layouts[VK_MAX_OPERANDS + 1];
+    VkPipelineLayout layouts[VK_MAX_OPERANDS + 1];
+    vk_pipeline *pipelines;
+    int n_pipelines, cap_pipelines;
+
+    /* profiling */
+    int profile;
+    vk_kernel_time *times;
+    int n_times, cap_times;
+} vk_dev;
+
+/* Ends the device's Vulkan life (vk_backend.c); the struct remains for later frees. */
+void vk_teardown(vk_dev *d);
+/* At process exit: forgets the device without calling Vulkan (see finish_at_exit). */
+void vk_abandon(vk_dev *d);
+/* 1 when a Vulkan layer was asked for (KILN_VK_VALIDATION or VK_INSTANCE_LAYERS). */
+int vk_layers_requested(void);
+/* Writes the pipeline cache file when pipelines were added (vk_pipeline.c). */
+void vk_pipeline_cache_save(vk_dev *d);
+
+/* device (vk_device.c) */
+kiln_status vk_device_create(vk_dev *d, VkInstance inst, const vk_physical *phys);
+void vk_device_destroy(vk_dev *d);
+
+/* memory */
+kiln_status vk_memory_init(vk_dev *d);
+void vk_memory_destroy(vk_dev *d);
+kiln_status vk_buf_alloc(vk_dev *d, vk_pool_kind pool, size_t bytes, kiln_buf **out);
+/* Frees at once when no recorded or running work can use the buffer, else when it completes. */
+void vk_buf_release(vk_dev *d, kiln_buf *buf);
+/* Returns memory to its block immediately (the GPU must be done with it). */
+void vk_buf_destroy_now(vk_dev *d, kiln_buf *buf);
+kiln_status vk_alloc(void *dev, size_t bytes, kiln_buf **out);
+void vk_free(void *dev, kiln_buf *buf);
+kiln_status vk_upload(void *dev, kiln_ref dst, const void *src, size_t bytes);
+kiln_status vk_download(void *dev, kiln_ref src, void *dst, size_t bytes);
+
+/* commands */
+kiln_status vk_commands_init(vk_dev *d);
+void vk_commands_destroy(vk_dev *d);
+/* The command buffer being recorded (begun on first use). */
+kiln_status vk_cmd(vk_dev *d, VkCommandBuffer *out);
+/* Declares that the next command touches [off, off+bytes) of `block`; records a barrier
+ * first when that conflicts with an earlier command since the last barrier. Call once per
+ * operand, then vk_hazard_commit() before recording the command. */
+typedef struct vk_hazard_set {
+    vk_access acc[VK_MAX_OPERANDS + 1];
+    int n;
+} vk_hazard_set;
+void vk_hazard_add(vk_hazard_set *h, const vk_block *block, VkDeviceSize off, VkDeviceSize bytes,
+                   int write);
+void vk_hazard_commit(vk_dev *d, VkCommandBuffer cmd, const vk_hazard_set *h);
+/* One more command was recorded: submits early when the batch has grown large. */
+kiln_status vk_command_done(vk_dev *d);
+/* Submits the recorded batch (if any); waits for all work when `wait`. */
+kiln_status vk_flush(vk_dev *d, int wait);
+kiln_status vk_sync(void *dev);
+/* 1 when nothing is recorded or running. */
+int vk_idle(vk_dev *d);
+/* Adds a buffer to the release list of the batch being recorded. */
+kiln_status vk_defer_free(vk_dev *d, kiln_buf *buf);
+/* The status every entry point returns first: device lost, validation failures. */
+kiln_status vk_health(vk_dev *d);
+kiln_status vk_result(VkResult r, const char *what);
+
+/* pipelines */
+kiln_status vk_pipelines_init(vk_dev *d);
+void vk_pipelines_destroy(vk_dev *d);
+/* A descriptor set for n bindings from the pools of the batch being recorded. */
+kiln_status vk_batch_dset(vk_dev *d, int n, VkDescriptorSet *out);
+
+/* One dispatch. The push struct starts with one uint32 element offset per operand, which
+ * vk_dispatch fills in (0xffffffff for an absent operand); the rest is the caller's. */
+typedef struct vk_operand {
+    kiln_ref ref;
+    size_t bytes;   /* extent touched, from ref.off (0 for an operand the kernel skips) */
+    uint32_t elem;  /* element size used to express the offset (4, or 2 for f16) */
+    int write;
+} vk_operand;
+
+typedef struct vk_launch {
+    const char *shader;
+    uint32_t spec[VK_MAX_SPEC]; /* constant_id i = spec[i] */
+    int n_spec;
+    vk_operand ops[VK_MAX_OPERANDS];
+    int n_ops;
+    void *push; /* at least n_ops words */
+    uint32_t push_bytes;
+    uint32_t groups[3];
+} vk_launch;
+kiln_status vk_dispatch(vk_dev *d, vk_launch *l);
+/* A launch over `items` work items, one per invocation of a 1-D workgroup whose size is
+ * specialization constant 0 (vk_flat_wg). */
+kiln_status vk_run_flat(vk_dev *d, vk_launch *l, uint64_t items);
+/* Splits a 1-D count of workgroups into x*y within maxComputeWorkGroupCount; shaders
+ * recover the linear id with kiln_group_id() (shaders/common.glsl) and skip extra groups. */
+void vk_grid_1d(const vk_dev *d, uint64_t groups, uint32_t out[3]);
+
+/* A temporary device buffer for a multi-pass kernel, released once recorded work is done. */
+kiln_status vk_scratch(vk_dev *d, size_t bytes, kiln_ref *out);
+
+/* profiling */
+kiln_status vk_profile_begin(vk_dev *d, vk_batch *b, VkCommandBuffer cmd, const char *name);
+void vk_profile_end(vk_dev *d, vk_batch *b, VkCommandBuffer cmd);
+void vk_profile_collect(vk_dev *d, vk_batch *b);
+void vk_profile_report(vk_dev *d);
+
+/* helpers shared by the kernel families */
+static inline vk_dev *vk_of(void *dev) { return (vk_dev *)dev; }
+static inline int vk_has(kiln_ref r) { return r.buf != NULL; }
+static inline uint32_t vk_u32(int64_t v) { return (uint32_t)v; }
+static inline uint32_t vk_div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+/* Operand shorthands: an input or an output of `count` elements of `elem` bytes. */
+vk_operand vk_in(kiln_ref r, int64_t count, uint32_t elem);
+vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem);
+
+/* kernel families */
+kiln_status vk_fill(void *dev, const kiln_fill_args *a);
+kiln_status vk_cast(void *dev, const kiln_cast_args *a);
+kiln_status vk_gemm(void *dev, const kiln_gemm_args *a);
+kiln_status vk_axpby(void *dev, const kiln_axpby_args *a);
+kiln_status vk_binary(void *dev, const kiln_binary_args *a);
+kiln_status vk_sum_rows(void *dev, const kiln_sum_rows_args *a);
+kiln_status vk_act_fwd(void *dev, const kiln_act_args *a);
+kiln_status vk_act_bwd(void *dev, const kiln_act_args *a);
+kiln_status vk_reduce(void *dev, const kiln_reduce_args *a);
+kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a);
+kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a);
+kiln_status vk_layernorm_fwd(void *dev, const kiln_norm_args *a);
+kiln_status vk_layernorm_bwd(void *dev, const kiln_norm_args *a);
+kiln_status vk_rmsnorm_fwd(void *dev, const kiln_norm_args *a);
+kiln_status vk_rmsnorm_bwd(void *dev, const kiln_norm_args *a);
+kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a);
+kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a);
+kiln_status vk_entropy_fwd(void *dev, const kiln_entropy_args *a);
+kiln_status vk_entropy_bwd(void *dev, const kiln_entropy_args *a);
+kiln_status vk_dropout_fwd(void *dev, const kiln_dropout_args *a);
+kiln_status vk_dropout_bwd(void *dev, const kiln_dropout_args *a);
+kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a);
+kiln_status vk_xent_bwd(void *dev, const kiln_xent_args *a);
+kiln_status vk_permute(void *dev, const kiln_permute_args *a);
+kiln_status vk_copy_block(void *dev, const kiln_copy_block_args *a);
+kiln_status vk_sinusoid(void *dev, const kiln_sinusoid_args *a);
+kiln_status vk_check_finite(void *dev, const kiln_finite_args *a);
+kiln_status vk_clip_coef(void *dev, const kiln_clip_args *a);
+kiln_status vk_adam(void *dev, const kiln_adam_args *a);
+
+/* Workgroup size for row-wise kernels (one row per workgroup), by device class. */
+uint32_t vk_row_wg(const vk_dev *d, int64_t cols);
+/* Shape of column-sum workgroups (sum_rows, layernorm_params): wx columns by wy row lanes. */
+void vk_column_wg(const vk_dev *d, uint32_t *wx, uint32_t *wy);
+/* Workgroup size for flat elementwise kernels. */
+uint32_t vk_flat_wg(const vk_dev *d);
+/* The name of a reduction shader's variant for this device: subgroup or shared-memory. */
+const char *vk_reduction_variant(const vk_dev *d, const char *base, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,38 @@
+/* Host side of the optimizer kernels: the clipping coefficient (kiln_clip_args) and the
+ * Adam(W) update (kiln_adam_args). */
+#include "push.h"
+#include "vk_internal.h"
+
+typedef struct { CLIP_PUSH } clip_push;
+typedef struct { ADAM_PUSH } adam_push;
+
+kiln_status vk_clip_coef(void *dev, const kiln_clip_args *a) {
+    vk_dev *d = vk_of(dev);
+    clip_push p = {{0}, a->clip, a->unscale};
+    vk_launch l = {.shader = "clip_coef", .n_ops = 3, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->sumsq, 1, 4);
+    l.ops[1] = vk_out(a->coef, 1, 4);
+    l.ops[2] = vk_out(a->norm, 1, 4);
+    l.groups[0] = l.groups[1] = l.groups[2] = 1;
+    return vk_dispatch(d, &l);
+}
+
+kiln_status vk_adam(void *dev, const kiln_adam_args *a) {
+    vk_dev *d = vk_of(dev);
+    if (a->grad_dtype != KILN_F32 && a->grad_dtype != KILN_F16)
+        return kiln_set_error(KILN_ERR_DTYPE, "adam: gradients must be f32 or f16, got %s", kiln_dtype_name(a->grad_dtype));
+    adam_push p = {{0},     vk_u32(a->n), (u32)(a->grad_dtype == KILN_F16),
+                   a->lr,   a->beta1,     a->beta2,
+                   a->eps,  a->weight_decay, a->bc1,
+                   a->bc2,  (u32)(a->decoupled != 0)};
+    vk_launch l = {.shader = "adam", .n_ops = 7, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_out(a->param, a->n, 4);
+    l.ops[1] = vk_in(a->grad, a->n, a->grad_dtype == KILN_F16 ? 2 : 4);
+    l.ops[2] = vk_out(a->m, a->n, 4);
+    l.ops[3] = vk_out(a->v, a->n, 4);
+    l.ops[4] = vk_out(a->half_copy, a->n, 2);
+    l.ops[5] = vk_in(a->coef, 1, 4);
+    l.ops[6] = vk_in(a->skip, 1, 4);
+    /* one invocation per 32-bit word of half_copy (two elements) */
+    return vk_run_flat(d, &l, (uint64_t)a->n / 2 + 2);
+}

@@ -1,0 +1,335 @@
+/* Pipelines and dispatches: shader modules from the embedded SPIR-V, one pipeline per
+ * (shader, specialization constants), descriptor sets cached per tuple of blocks, and the
+ * pipeline cache kept on disk between runs.
+ *
+ * Every pipeline with n storage buffers shares one pipeline layout: set 0 with bindings
+ * 0..n-1 and a 128-byte push-constant range (the Vulkan minimum). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vk_internal.h"
+#include "vk_shaders.h"
+
+const kiln_vk_shader *vk_shader_find(const char *name) {
+    size_t lo = 0, hi = kiln_vk_shader_count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(kiln_vk_shaders[mid].name, name);
+        if (c == 0) return &kiln_vk_shaders[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* ---- the on-disk pipeline cache ---- */
+
+static int mkdirs(char *path) {
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        int r = mkdir(path, 0755);
+        *p = '/';
+        if (r != 0 && errno != EEXIST) return -1;
+    }
+    return 0;
+}
+
+/* $XDG_CACHE_HOME/kiln/vulkan-<device uuid>-<driver uuid>.bin, else ~/.cache/kiln/...;
+ * empty when neither is set or KILN_VK_PIPELINE_CACHE=0. */
+static void cache_path(vk_dev *d) {
+    d->pcache_path[0] = 0;
+    const char *off = getenv("KILN_VK_PIPELINE_CACHE");
+    if (off && !strcmp(off, "0")) return;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[400];
+    if (xdg && *xdg)
+        snprintf(dir, sizeof dir, "%s/kiln", xdg);
+    else if (home && *home)
+        snprintf(dir, sizeof dir, "%s/.cache/kiln", home);
+    else
+        return;
+    char uuid[2 * 2 * VK_UUID_SIZE + 2];
+    int at = 0;
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++) at += sprintf(uuid + at, "%02x", d->phys.device_uuid[i]);
+    uuid[at++] = '-';
+    for (unsigned i = 0; i < VK_UUID_SIZE; i++) at += sprintf(uuid + at, "%02x", d->phys.driver_uuid[i]);
+    snprintf(d->pcache_path, sizeof d->pcache_path, "%s/vulkan-%s.bin", dir, uuid);
+}
+
+/* Loads the cache file when its header matches this device and driver; anything else
+ * (missing, truncated, from another driver) just starts an empty cache. */
+static void *load_cache(vk_dev *d, size_t *size) {
+    *size = 0;
+    if (!d->pcache_path[0]) return NULL;
+    FILE *f = fopen(d->pcache_path, "rb");
+    if (!f) return NULL;
+    void *data = NULL;
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len >= 32 && len < (1L << 30) && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)len)) &&
+        fread(data, 1, (size_t)len, f) == (size_t)len) {
+        const unsigned char *h = data;
+        uint32_t hsize, version, vendor, device;
+        memcpy(&hsize, h, 4);
+        memcpy(&version, h + 4, 4);
+        memcpy(&vendor, h + 8, 4);
+        memcpy(&device, h + 12, 4);
+        if (hsize >= 32 && version == VK_PIPELINE_CACHE_HEADER_VERSION_ONE && vendor == d->phys.props.vendorID &&
+            device == d->phys.props.deviceID && !memcmp(h + 16, d->phys.props.pipelineCacheUUID, VK_UUID_SIZE))
+            *size = (size_t)len;
+    }
+    fclose(f);
+    if (!*size) {
+        free(data);
+        data = NULL;
+    }
+    return data;
+}
+
+/* Writes the cache atomically (temporary file, then rename). Failures are not errors: the
+ * next run compiles again. */
+void vk_pipeline_cache_save(vk_dev *d) {
+    if (!d->pcache || !d->pcache_dirty || !d->pcache_path[0]) return;
+    size_t size = 0;
+    if (vkGetPipelineCacheData(d->device, d->pcache, &size, NULL) != VK_SUCCESS || size == 0) return;
+    void *data = malloc(size);
+    if (!data) return;
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", d->pcache_path, (long)getpid());
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", d->pcache_path);
+    FILE *f = NULL;
+    if (vkGetPipelineCacheData(d->device, d->pcache, &size, data) == VK_SUCCESS && mkdirs(dir) == 0 &&
+        (f = fopen(tmp, "wb"))) {
+        int ok = fwrite(data, 1, size, f) == size;
+        ok = (fclose(f) == 0) && ok;
+        if (!ok || rename(tmp, d->pcache_path) != 0) remove(tmp);
+    }
+    free(data);
+    d->pcache_dirty = 0;
+}
+
+/* ---- layouts ---- */
+
+kiln_status vk_pipelines_init(vk_dev *d) {
+    VkDescriptorSetLayoutBinding bindings[VK_MAX_OPERANDS];
+    for (int i = 0; i < VK_MAX_OPERANDS; i++) {
+        bindings[i].binding = (uint32_t)i;
+        bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        bindings[i].descriptorCount = 1;
+        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+        bindings[i].pImmutableSamplers = NULL;
+    }
+    VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_BYTES};
+    for (int n = 1; n <= VK_MAX_OPERANDS; n++) {
+        VkDescriptorSetLayoutCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+        lci.bindingCount = (uint32_t)n;
+        lci.pBindings = bindings;
+        VkResult r = vkCreateDescriptorSetLayout(d->device, &lci, NULL, &d->set_layouts[n]);
+        if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateDescriptorSetLayout");
+        VkPipelineLayoutCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+        pci.setLayoutCount = 1;
+        pci.pSetLayouts = &d->set_layouts[n];
+        pci.pushConstantRangeCount = 1;
+        pci.pPushConstantRanges = &push;
+        r = vkCreatePipelineLayout(d->device, &pci, NULL, &d->layouts[n]);
+        if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreatePipelineLayout");
+    }
+    cache_path(d);
+    size_t size;
+    void *data = load_cache(d, &size);
+    VkPipelineCacheCreateInfo cci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    cci.initialDataSize = size;
+    cci.pInitialData = data;
+    VkResult r = vkCreatePipelineCache(d->device, &cci, NULL, &d->pcache);
+    if (r != VK_SUCCESS && data) { /* a rejected file: start empty */
+        cci.initialDataSize = 0;
+        cci.pInitialData = NULL;
+        r = vkCreatePipelineCache(d->device, &cci, NULL, &d->pcache);
+    }
+    free(data);
+    if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreatePipelineCache");
+    return KILN_OK;
+}
+
+void vk_pipelines_destroy(vk_dev *d) {
+    if (!d->device) return;
+    vk_pipeline_cache_save(d);
+    for (int i = 0; i < d->n_pipelines; i++) vkDestroyPipeline(d->device, d->pipelines[i].handle, NULL);
+    free(d->pipelines);
+    d->pipelines = NULL;
+    d->n_pipelines = 0;
+    for (int n = 1; n <= VK_MAX_OPERANDS; n++) {
+        if (d->layouts[n]) vkDestroyPipelineLayout(d->device, d->layouts[n], NULL);
+        if (d->set_layouts[n]) vkDestroyDescriptorSetLayout(d->device, d->set_layouts[n], NULL);
+    }
+    if (d->pcache) vkDestroyPipelineCache(d->device, d->pcache, NULL);
+    d->pcache = VK_NULL_HANDLE;
+}
+
+static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint32_t *spec, int n_spec, int n_bindings,
+                                VkPipeline *out) {
+    for (int i = 0; i < d->n_pipelines; i++) {
+        vk_pipeline *p = &d->pipelines[i];
+        if (p->shader == sh->name && p->n_spec == n_spec && p->n_bindings == n_bindings &&
+            !memcmp(p->spec, spec, (size_t)n_spec * sizeof *spec)) {
+            *out = p->handle;
+            return KILN_OK;
+        }
+    }
+    if (d->n_pipelines == d->cap_pipelines) {
+        int cap = d->cap_pipelines ? 2 * d->cap_pipelines : 32;
+        vk_pipeline *g = realloc(d->pipelines, (size_t)cap * sizeof *g);
+        if (!g) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+        d->pipelines = g;
+        d->cap_pipelines = cap;
+    }
+    VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    mci.codeSize = sh->words * 4;
+    mci.pCode = sh->code;
+    VkShaderModule module;
+    VkResult r = vkCreateShaderModule(d->device, &mci, NULL, &module);
+    if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateShaderModule");
+    VkSpecializationMapEntry entries[VK_MAX_SPEC];
+    for (int i = 0; i < n_spec; i++) {
+        entries[i].constantID = (uint32_t)i;
+        entries[i].offset = (uint32_t)(4 * i);
+        entries[i].size = 4;
+    }
+    VkSpecializationInfo si = {(uint32_t)n_spec, entries, (size_t)n_spec * 4, spec};
+    VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = module;
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = n_spec ? &si : NULL;
+    ci.layout = d->layouts[n_bindings];
+    VkPipeline pipe;
+    r = vkCreateComputePipelines(d->device, d->pcache, 1, &ci, NULL, &pipe);
+    vkDestroyShaderModule(d->device, module, NULL);
+    if (r != VK_SUCCESS) return vk_result(r, "vulkan: creating the compute pipeline");
+    vk_pipeline *p = &d->pipelines[d->n_pipelines++];
+    p->shader = sh->name;
+    memset(p->spec, 0, sizeof p->spec);
+    memcpy(p->spec, spec, (size_t)n_spec * sizeof *spec);
+    p->n_spec = n_spec;
+    p->n_bindings = n_bindings;
+    p->handle = pipe;
+    d->pcache_dirty = 1;
+    *out = pipe;
+    return KILN_OK;
+}
+
+/* ---- dispatch ---- */
+
+vk_operand vk_in(kiln_ref r, int64_t count, uint32_t elem) {
+    vk_operand o = {r, (size_t)count * elem, elem, 0};
+    return o;
+}
+
+vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem) {
+    vk_operand o = {r, (size_t)count * elem, elem, 1};
+    return o;
+}
+
+void vk_grid_1d(const vk_dev *d, uint64_t groups, uint32_t out[3]) {
+    uint64_t maxx = d->caps.max_wg_count[0];
+    if (groups == 0) groups = 1;
+    if (groups <= maxx) {
+        out[0] = (uint32_t)groups;
+        out[1] = 1;
+    } else {
+        out[1] = (uint32_t)((groups + maxx - 1) / maxx);
+        out[0] = (uint32_t)((groups + out[1] - 1) / out[1]);
+    }
+    out[2] = 1;
+}
+
+kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
+    kiln_status s = vk_health(d);
+    if (s) return s;
+    const kiln_vk_shader *sh = vk_shader_find(l->shader);
+    if (!sh) return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan: shader '%s' is not in this build", l->shader);
+    if (l->push_bytes > VK_PUSH_BYTES || l->push_bytes < 4u * (uint32_t)l->n_ops)
+        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: bad push-constant size %u", l->shader, l->push_bytes);
+    for (int i = 0; i < 3; i++)
+        if (l->groups[i] == 0 || l->groups[i] > d->caps.max_wg_count[i])
+            return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan: %s: %u workgroups along axis %d exceed the device's %u",
+                                  l->shader, l->groups[i], i, d->caps.max_wg_count[i]);
+    uint32_t *offsets = l->push;
+    VkDescriptorBufferInfo infos[VK_MAX_OPERANDS];
+    vk_hazard_set h = {.n = 0};
+    VkDeviceSize align = d->caps.min_ssbo_align ? d->caps.min_ssbo_align : 1;
+    for (int i = 0; i < l->n_ops; i++) {
+        const vk_operand *o = &l->ops[i];
+        if (!o->ref.buf) {
+            /* An absent operand still needs a valid binding. Writable ones get a slot of their
+             * own in the dummy block, tracked like any output, so that two dispatches never
+             * "write" the same dummy bytes without a barrier (the synchronization validation
+             * layer assumes a shader writes everything it binds writable). */
+            VkDeviceSize slot = o->write ? 1 + d->dummy_next++ % (VK_DUMMY_SLOTS - 1) : 0;
+            infos[i].buffer = d->dummy_block->buffer;
+            infos[i].offset = slot * VK_DUMMY_SLOT_BYTES;
+            infos[i].range = VK_DUMMY_SLOT_BYTES;
+            offsets[i] = 0xffffffffu;
+            if (o->write) vk_hazard_add(&h, d->dummy_block, infos[i].offset, VK_DUMMY_SLOT_BYTES, 1);
+            continue;
+        }
+        const vk_block *blk = o->ref.buf->block;
+        VkDeviceSize at = o->ref.buf->offset + o->ref.off;
+        VkDeviceSize base = at / align * align;
+        if ((at - base) % o->elem)
+            return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: operand %d at byte %llu is not a whole element",
+                                  l->shader, i, (unsigned long long)at);
+        /* never empty; whole 32-bit words (shaders read f16 as packed words, so an odd
+         * count of halves still needs its last word); never past the block's end */
+        VkDeviceSize end = (at + (o->bytes ? o->bytes : o->elem) + 3) & ~(VkDeviceSize)3;
+        if (end > blk->size) end = blk->size;
+        infos[i].buffer = blk->buffer;
+        infos[i].offset = base;
+        infos[i].range = end - base;
+        offsets[i] = (uint32_t)((at - base) / o->elem);
+        vk_hazard_add(&h, blk, base, end - base, o->write);
+    }
+    VkPipeline pipe = VK_NULL_HANDLE;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    if ((s = get_pipeline(d, sh, l->spec, l->n_spec, l->n_ops, &pipe))) return s;
+    if ((s = vk_cmd(d, &cmd))) return s;
+    if ((s = vk_batch_dset(d, l->n_ops, &set))) return s;
+    VkWriteDescriptorSet writes[VK_MAX_OPERANDS];
+    for (int i = 0; i < l->n_ops; i++) {
+        memset(&writes[i], 0, sizeof writes[i]);
+        writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+        writes[i].dstSet = set;
+        writes[i].dstBinding = (uint32_t)i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+    vkUpdateDescriptorSets(d->device, (uint32_t)l->n_ops, writes, 0, NULL);
+    vk_hazard_commit(d, cmd, &h);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->layouts[l->n_ops], 0, 1, &set, 0, NULL);
+    vkCmdPushConstants(cmd, d->layouts[l->n_ops], VK_SHADER_STAGE_COMPUTE_BIT, 0, l->push_bytes, l->push);
+    vk_batch *b = &d->ring[d->cur];
+    int timed = d->profile && vk_profile_begin(d, b, cmd, sh->name) == KILN_OK;
+    vkCmdDispatch(cmd, l->groups[0], l->groups[1], l->groups[2]);
+    if (timed) vk_profile_end(d, b, cmd);
+    return vk_command_done(d);
+}
+
+kiln_status vk_run_flat(vk_dev *d, vk_launch *l, uint64_t items) {
+    if (items == 0) return KILN_OK;
+    uint32_t wg = vk_flat_wg(d);
+    l->spec[0] = wg;
+    if (l->n_spec < 1) l->n_spec = 1;
+    vk_grid_1d(d, (items + wg - 1) / wg, l->groups);
+    return vk_dispatch(d, l);
+}

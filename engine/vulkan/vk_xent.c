@@ -1,0 +1,57 @@
+/* Host side of the cross-entropy (kiln_xent_args). The forward is two dispatches: one
+ * workgroup per row writes lse[r] and the row's loss and validity into a scratch buffer,
+ * then one workgroup forms the mean over the valid rows. Out-of-range targets set the
+ * err_flag instead of failing (the engine reports them on its next read). */
+#include "push.h"
+#include "vk_internal.h"
+
+typedef struct { XENT_FWD_PUSH } xent_fwd_push;
+typedef struct { XENT_SUM_PUSH } xent_sum_push;
+typedef struct { XENT_BWD_PUSH } xent_bwd_push;
+
+kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
+    vk_dev *d = vk_of(dev);
+    char name[32];
+    kiln_ref rows_ref;
+    kiln_status s = vk_scratch(d, (size_t)a->rows * 8, &rows_ref);
+    if (s) return s;
+    xent_fwd_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), a->smoothing, a->ignore_index};
+    vk_launch l = {.shader = vk_reduction_variant(d, "xent_fwd", name, sizeof name), .n_ops = 5, .push = &p,
+                   .push_bytes = sizeof p, .n_spec = 1};
+    l.spec[0] = vk_row_wg(d, a->vocab);
+    l.ops[0] = vk_in(a->logits, a->rows * a->vocab, 4);
+    l.ops[1] = vk_in(a->targets, a->rows, 4);
+    l.ops[2] = vk_out(a->lse, a->rows, 4);
+    l.ops[3] = vk_out(a->err_flag, 1, 4);
+    l.ops[4] = vk_out(rows_ref, 2 * a->rows, 4);
+    vk_grid_1d(d, (uint64_t)a->rows, l.groups);
+    s = vk_dispatch(d, &l);
+    if (!s) {
+        char name2[32];
+        xent_sum_push q = {{0}, vk_u32(a->rows)};
+        vk_launch m = {.shader = vk_reduction_variant(d, "xent_sum", name2, sizeof name2), .n_ops = 3, .push = &q,
+                       .push_bytes = sizeof q, .n_spec = 1};
+        m.spec[0] = vk_row_wg(d, a->rows);
+        m.ops[0] = vk_in(rows_ref, 2 * a->rows, 4);
+        m.ops[1] = vk_out(a->loss, 1, 4);
+        m.ops[2] = vk_out(a->count, 1, 4);
+        m.groups[0] = m.groups[1] = m.groups[2] = 1;
+        s = vk_dispatch(d, &m);
+    }
+    vk_buf_release(d, rows_ref.buf);
+    return s;
+}
+
+kiln_status vk_xent_bwd(void *dev, const kiln_xent_args *a) {
+    vk_dev *d = vk_of(dev);
+    int64_t n = a->rows * a->vocab;
+    xent_bwd_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), a->smoothing, a->ignore_index};
+    vk_launch l = {.shader = "xent_bwd", .n_ops = 6, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->logits, n, 4);
+    l.ops[1] = vk_in(a->targets, a->rows, 4);
+    l.ops[2] = vk_in(a->lse, a->rows, 4);
+    l.ops[3] = vk_in(a->count, 1, 4);
+    l.ops[4] = vk_in(a->dloss, 1, 4);
+    l.ops[5] = vk_out(a->dlogits, n, 4);
+    return vk_run_flat(d, &l, (uint64_t)n);
+}

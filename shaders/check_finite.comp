@@ -1,0 +1,20 @@
+// check_finite: flag[0] = 1 when any of n elements (f32, or f16 words) is inf or NaN,
+// i.e. has all exponent bits set (kiln_finite_args); untouched otherwise.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer X { uint x[]; };
+layout(std430, binding = 1) buffer Flag { int flag[]; };
+layout(push_constant) uniform Push { FINITE_PUSH } pc;
+
+void main() {
+    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    if (i >= pc.n) return;
+    bool bad = pc.f16 != 0u ? (KILN_HALF(x, pc.off[0] + i) & 0x7c00u) == 0x7c00u
+                            : (x[pc.off[0] + i] & 0x7f800000u) == 0x7f800000u;
+    if (bad) flag[pc.off[1]] = 1;  // every writer stores the same value
+}

@@ -1,0 +1,25 @@
+// copy_block: dst[o, dst_start + i, k] (+)= src[o, src_start + i, k] for i < len
+// (kiln_copy_block_args): concat and slice, forward and backward.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Src { float src[]; };
+layout(std430, binding = 1) buffer Dst { float dst[]; };
+layout(push_constant) uniform Push { COPY_BLOCK_PUSH } pc;
+
+void main() {
+    uint e = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    if (e >= pc.outer * pc.len * pc.inner) return;
+    uint k = e % pc.inner, row = e / pc.inner;
+    uint i = row % pc.len, o = row / pc.len;
+    float v = src[pc.off[0] + (o * pc.src_axis + pc.src_start + i) * pc.inner + k];
+    uint di = pc.off[1] + (o * pc.dst_axis + pc.dst_start + i) * pc.inner + k;
+    if (pc.accumulate != 0u)
+        dst[di] += v;
+    else
+        dst[di] = v;
+}

@@ -1,0 +1,27 @@
+// embed_fwd: out[r, :] = table[ids[r], :] (kiln_embed_args). A row whose id is outside
+// [0, vocab) is left untouched and sets err_flag[0] = 1, which the engine reports on its
+// next read.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Table { float table_[]; };
+layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
+layout(std430, binding = 2) writeonly buffer Out { float outv[]; };
+layout(std430, binding = 3) buffer Err { int err_flag[]; };
+layout(push_constant) uniform Push { EMBED_PUSH } pc;
+
+void main() {
+    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    if (i >= pc.rows * pc.dim) return;
+    uint r = i / pc.dim, c = i - r * pc.dim;
+    int id = ids[pc.off[1] + r];
+    if (id < 0 || uint(id) >= pc.vocab) {
+        if (c == 0u && kiln_has(pc.off[3])) err_flag[pc.off[3]] = 1;
+        return;
+    }
+    outv[pc.off[2] + i] = table_[pc.off[0] + uint(id) * pc.dim + c];
+}

@@ -1,0 +1,58 @@
+// Segmented reductions (kiln_reduce_args, kiln_entropy_args): x viewed as
+// [outer, segs, inner]; segment s reduces its outer * inner elements. kind: 0 sum,
+// 1 sum of squares, 2 p log p (0 where p <= 0).
+//   pass 0: workgroup (g, s) reduces a strided share of segment s into partial[s * groups + g];
+//           with one group per segment it writes the final value directly.
+//   pass 1: workgroup s sums partial[s * groups ..] into out[s].
+// Final value: out[s] = scale * total, or out[s] += scale * total when accumulating.
+// Two passes with a fixed split: deterministic, no atomics.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#ifndef KILN_NO_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+#include "reduce.glsl"
+
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) buffer Partial { float partial[]; };
+layout(std430, binding = 2) buffer Out { float outv[]; };
+layout(push_constant) uniform Push { REDUCE_PUSH } pc;
+
+float term(float v) {
+    if (pc.kind == 1u) return v * v;
+    if (pc.kind == 2u) return v > 0.0 ? v * log(v) : 0.0;
+    return v;
+}
+
+void finish(uint s, float total) {
+    if (gl_LocalInvocationID.x != 0u) return;
+    uint o = pc.off[2] + s;
+    outv[o] = pc.accumulate != 0u ? outv[o] + pc.scale * total : pc.scale * total;
+}
+
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    if (pc.pass == 1u) {
+        uint s = gl_WorkGroupID.x;
+        float acc = 0.0;
+        for (uint g = l; g < pc.groups; g += WG) acc += partial[pc.off[1] + s * pc.groups + g];
+        finish(s, kiln_wg_sum(acc));
+        return;
+    }
+    uint g = gl_WorkGroupID.x, s = gl_WorkGroupID.y;
+    uint per_seg = pc.outer * pc.inner;
+    float acc = 0.0;
+    for (uint e = g * WG + l; e < per_seg; e += pc.groups * WG) {
+        uint b = e / pc.inner, r = e - b * pc.inner;
+        acc += term(x[pc.off[0] + (b * pc.segs + s) * pc.inner + r]);
+    }
+    float total = kiln_wg_sum(acc);
+    if (pc.groups == 1u)
+        finish(s, total);
+    else if (l == 0u)
+        partial[pc.off[1] + s * pc.groups + g] = total;
+}

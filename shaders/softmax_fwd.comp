@@ -1,0 +1,50 @@
+// Masked softmax forward over [batch, heads, tq, tk] (kiln_softmax_args), one workgroup
+// per row: z = (scale * x + add) / temperature over the visible keys, y = softmax(z),
+// masked keys 0, a row with no visible key all zeros. The masks are computed from
+// (b, i, j), never stored: causal hides j > i + (tk - tq), lengths hide j >= lengths[b].
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#ifndef KILN_NO_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+#include "reduce.glsl"
+
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer Add { float add_[]; };
+layout(std430, binding = 2) readonly buffer Len { int lengths[]; };
+layout(std430, binding = 3) buffer Y { float y[]; };
+layout(push_constant) uniform Push { SOFTMAX_FWD_PUSH } pc;
+
+void main() {
+    uint r = kiln_group_id();
+    uint rows = pc.batch * pc.heads * pc.tq;
+    if (r >= rows) return;
+    uint l = gl_LocalInvocationID.x, tk = pc.tk;
+    uint b = r / (pc.heads * pc.tq), i = r % pc.tq;
+    int visible = int(tk);
+    if (pc.causal != 0u) visible = min(visible, int(i) + int(tk) - int(pc.tq) + 1);
+    if (kiln_has(pc.off[2])) visible = min(visible, lengths[pc.off[2] + b]);
+    uint vis = uint(max(visible, 0));
+    uint xo = pc.off[0] + r * tk, yo = pc.off[3] + r * tk, ao = pc.off[1] + r * tk;
+    bool has_add = kiln_has(pc.off[1]);
+    float zmax = -1.0 / 0.0;
+    for (uint j = l; j < vis; j += WG) {
+        float z = (pc.scale * x[xo + j] + (has_add ? add_[ao + j] : 0.0)) * pc.inv_temp;
+        zmax = max(zmax, z);
+    }
+    zmax = kiln_wg_max(zmax);
+    float sum = 0.0;
+    for (uint j = l; j < vis; j += WG) {
+        float z = (pc.scale * x[xo + j] + (has_add ? add_[ao + j] : 0.0)) * pc.inv_temp;
+        float e = exp(z - zmax);
+        y[yo + j] = e;
+        sum += e;
+    }
+    sum = kiln_wg_sum(sum);
+    float inv = vis > 0u ? 1.0 / sum : 0.0;
+    for (uint j = l; j < tk; j += WG) y[yo + j] = j < vis ? y[yo + j] * inv : 0.0;
+}
