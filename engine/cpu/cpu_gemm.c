@@ -21,11 +21,12 @@
  * items taken from an atomic ticket, each waits only until the items it depends on have
  * completed (see the team below), and packing all of K at once keeps those dependencies
  * to two per chunk. A batch of small GEMMs instead gives whole GEMMs to threads. */
-#define _POSIX_C_SOURCE 200809L /* sched_yield */
+#define _POSIX_C_SOURCE 200809L /* sched_yield, clock_gettime */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -72,9 +73,16 @@ typedef struct gemm_plan {
  * simply finds fewer items left when it arrives. Only items in flight are waited for. */
 
 typedef struct gemm_team {
-    _Atomic int64_t ticket; /* the next item to hand out */
-    _Atomic int64_t done;   /* items completed */
+    _Atomic int64_t ticket;       /* the next item to hand out */
+    _Atomic int64_t done;         /* items completed */
+    _Atomic int64_t last_done_ns; /* when the latest item completed (see gemm_contended) */
 } gemm_team;
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static inline void cpu_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -99,7 +107,38 @@ static void team_wait(gemm_team *t, int64_t count) {
 }
 
 static inline void team_done(gemm_team *t) {
+    atomic_store_explicit(&t->last_done_ns, now_ns(), memory_order_relaxed);
     atomic_fetch_add_explicit(&t->done, 1, memory_order_release);
+}
+
+/* ---- backing off when the machine is oversubscribed ----
+ * An OpenMP region ends with a join: the calling thread waits until every thread of the
+ * team has arrived, including one the OS has not even started yet, which on a loaded
+ * machine takes a scheduler period (~20 ms) even when the caller did all the work itself.
+ * With other processes busy, that made a 256^3 GEMM 100x slower than on one thread. So
+ * the time from the last completed item to the end of the region is watched; when it is
+ * that long, GEMMs run on the calling thread alone for a while (100 ms, doubling while the
+ * condition persists, up to 2 s), then threads are tried again. */
+#define GEMM_JOIN_SLOW_NS ((int64_t)2000000)
+#define GEMM_BACKOFF_MIN_NS ((int64_t)100000000)
+#define GEMM_BACKOFF_MAX_NS ((int64_t)2000000000)
+
+static _Atomic int64_t g_serial_until_ns; /* single-threaded until this time */
+static _Atomic int64_t g_backoff_ns;      /* the length of the last backoff, 0 when healthy */
+
+int cpu_threads_contended(void) { return now_ns() < atomic_load(&g_serial_until_ns); }
+
+/* Called after a parallel region with the time its last work item completed. */
+static void gemm_note_join(int64_t last_done_ns) {
+    int64_t now = now_ns();
+    if (now - last_done_ns < GEMM_JOIN_SLOW_NS) {
+        atomic_store(&g_backoff_ns, 0);
+        return;
+    }
+    int64_t b = atomic_load(&g_backoff_ns);
+    b = b == 0 ? GEMM_BACKOFF_MIN_NS : (2 * b < GEMM_BACKOFF_MAX_NS ? 2 * b : GEMM_BACKOFF_MAX_NS);
+    atomic_store(&g_backoff_ns, b);
+    atomic_store(&g_serial_until_ns, now + b);
 }
 
 /* ---- packing ---- */
@@ -407,7 +446,7 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     }
     const int64_t work = m * n * k;
     int nt = max_threads();
-    if (work * a->batch < GEMM_PAR_MIN) nt = 1;
+    if (work * a->batch < GEMM_PAR_MIN || (nt > 1 && cpu_threads_contended())) nt = 1;
     /* whole GEMMs per thread when there are enough small ones whose outputs do not overlap */
     const int by_batch = nt > 1 && a->batch >= nt && work < GEMM_BATCH_PAR_MAX &&
                          a->stride_c >= (m - 1) * a->ldc + n;
@@ -437,8 +476,10 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
                 gemm_team solo = {0};
                 int64_t base = 0, item = team_take(&solo);
                 gemm_run(&g, &solo, 1, &base, &item, mine, mine + bpack_floats);
+                team_done(&batches);
             }
         }
+        gemm_note_join(atomic_load(&batches.last_done_ns));
     } else {
         gemm_team team = {0};
 #pragma omp parallel num_threads(nt)
@@ -449,6 +490,7 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
                 gemm_run(&g, &team, nt, &base, &item, buf, buf + bpack_floats);
             }
         }
+        gemm_note_join(atomic_load(&team.last_done_ns));
     }
     scratch_give(scratch);
     return KILN_OK;

@@ -52,6 +52,11 @@ const cpu_gemm_kernel *cpu_gemm_active_kernel(void);
  * the kernel does not exist or the CPU lacks it. Not thread-safe: call between GEMMs. */
 int cpu_gemm_use_kernel(const char *name);
 
+/* 1 while the GEMM has recently seen its OpenMP team wait milliseconds for a thread the OS
+ * had not scheduled (other processes keep the cores busy); GEMMs then run on one thread.
+ * Other kernels may consult it to skip their parallel regions too. */
+int cpu_threads_contended(void);
+
 /* The plain triple loop with double accumulation: the oracle of the fast path. */
 kiln_status cpu_gemm_reference(void *dev, const kiln_gemm_args *a);
 
