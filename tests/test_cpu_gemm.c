@@ -153,9 +153,10 @@ START_TEST(chunks_when_k_is_huge) {
 END_TEST
 
 START_TEST(batches) {
-    /* small GEMMs (whole GEMMs per thread), large ones (threads share one), shared B, and
-     * K = 0 (C = beta C + bias) */
-    static const shape shapes[] = {{7, 9, 5, 5}, {33, 17, 23, 4}, {130, 70, 90, 2}, {5, 7, 0, 2}};
+    /* small GEMMs (one thread), middling ones (whole GEMMs per thread), large ones (threads
+     * share each GEMM, numbering their work across the batch), shared B, and K = 0
+     * (C = beta C + bias) */
+    static const shape shapes[] = {{7, 9, 5, 5}, {33, 17, 23, 4}, {130, 70, 90, 2}, {150, 130, 257, 2}, {5, 7, 0, 2}};
     static const variant vars[] = {
         {0, 0, F32, F32, 1.0f, 0.0f, 1, 0, 0},
         {0, 1, F32, F32, 1.0f, 0.5f, 0, 1, 1},
@@ -199,6 +200,7 @@ static void add_tests(Suite *s, TCase *tc) {
 }
 
 int main(int argc, char **argv) {
+    cpu_gemm_set_backoff(0); /* exercise the threaded paths even on a busy machine */
     const cpu_gemm_kernel *list[CPU_GEMM_MAX_KERNELS];
     int nk = cpu_gemm_kernels(list, CPU_GEMM_MAX_KERNELS);
     printf("cpu gemm kernels:");

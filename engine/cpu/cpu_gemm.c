@@ -39,8 +39,9 @@
 #define GEMM_MC 144
 /* The most floats one operand's pack may hold (16 MiB): beyond, C is done in chunks. */
 #define GEMM_PACK_MAX ((int64_t)1 << 22)
-/* Below this many multiply-adds a GEMM runs on one thread: forking costs more. */
-#define GEMM_PAR_MIN ((int64_t)1 << 17)
+/* Below this many multiply-adds (about 10 us on one core) a GEMM runs on one thread: an
+ * OpenMP fork and join cost a few microseconds even on an idle machine. */
+#define GEMM_PAR_MIN ((int64_t)1 << 20)
 /* Batched GEMMs smaller than this (multiply-adds each) are spread over threads whole. */
 #define GEMM_BATCH_PAR_MAX ((int64_t)1 << 22)
 
@@ -125,13 +126,19 @@ static inline void team_done(gemm_team *t) {
 
 static _Atomic int64_t g_serial_until_ns; /* single-threaded until this time */
 static _Atomic int64_t g_backoff_ns;      /* the length of the last backoff, 0 when healthy */
+static _Atomic int g_backoff_off;         /* tests turn the backoff off */
 
 int cpu_threads_contended(void) { return now_ns() < atomic_load(&g_serial_until_ns); }
+
+void cpu_gemm_set_backoff(int enabled) {
+    atomic_store(&g_backoff_off, !enabled);
+    if (!enabled) atomic_store(&g_serial_until_ns, 0);
+}
 
 /* Called after a parallel region with the time its last work item completed. */
 static void gemm_note_join(int64_t last_done_ns) {
     int64_t now = now_ns();
-    if (now - last_done_ns < GEMM_JOIN_SLOW_NS) {
+    if (now - last_done_ns < GEMM_JOIN_SLOW_NS || atomic_load(&g_backoff_off)) {
         atomic_store(&g_backoff_ns, 0);
         return;
     }

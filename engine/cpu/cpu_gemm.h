@@ -56,6 +56,8 @@ int cpu_gemm_use_kernel(const char *name);
  * had not scheduled (other processes keep the cores busy); GEMMs then run on one thread.
  * Other kernels may consult it to skip their parallel regions too. */
 int cpu_threads_contended(void);
+/* Tests turn the backoff off (0) so that the threaded paths always run. */
+void cpu_gemm_set_backoff(int enabled);
 
 /* The plain triple loop with double accumulation: the oracle of the fast path. */
 kiln_status cpu_gemm_reference(void *dev, const kiln_gemm_args *a);
