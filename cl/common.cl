@@ -24,6 +24,15 @@
 #define DT_F16 1
 #define DT_I32 2
 
+/* x / d, with the remainder in *rem. Written as x - q * d rather than x % d: with both a
+ * division and a remainder of the same operands, LLVM emits a `freeze` instruction that
+ * oclgrind's uninitialized-value checker (21.10) cannot interpret. */
+long divrem(long x, long d, long *rem) {
+    long q = x / d;
+    *rem = x - q * d;
+    return q;
+}
+
 /* Element i of an f32 or f16 tensor, as f32. */
 float load_f(const __global void *p, ulong i, int dtype) {
     return dtype == DT_F16 ? vload_half(i, (const __global half *)p) : ((const __global float *)p)[i];

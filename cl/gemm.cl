@@ -32,7 +32,9 @@ __kernel void gemm_pack(const __global void *src, ulong src_off, long src_bstrid
     float v = 0.0f;
     if (o < outer && k < depth)
         v = load_f(src, src_off + b * src_bstride + (o_major ? o * ld + k : k * ld + o), dtype);
-    dst[dst_off + b * dst_bstride + (o / pw) * kp * pw + k * pw + o % pw] = v;
+    long r;
+    long panel = divrem(o, pw, &r);
+    dst[dst_off + b * dst_bstride + panel * kp * pw + k * pw + r] = v;
 }
 
 /* The same packing for CPU devices: one work-item moves a pw x PACK_KB block (a panel's

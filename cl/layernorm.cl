@@ -95,7 +95,7 @@ void norm_bwd_params(const __global float *x, ulong x_off, const __global float 
                      __global float *db, ulong db_off, long rows, long cols, int has_mean,
                      int has_dw, int has_db) {
     __local float sw[KILN_WG], sb[KILN_WG];
-    int c = get_local_id(0) % NP_COLS, lane = get_local_id(0) / NP_COLS;
+    int lane = get_local_id(0) / NP_COLS, c = get_local_id(0) - lane * NP_COLS;
     long j = (long)get_group_id(0) * NP_COLS + c;
     float aw = 0.0f, ab = 0.0f;
     if (j < cols) {

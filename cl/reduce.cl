@@ -40,7 +40,7 @@ __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
 void sum_rows(const __global float *x, ulong x_off, __global float *out, ulong out_off,
               long rows, long cols, float alpha) {
     __local float scratch[KILN_WG];
-    int c = get_local_id(0) % SR_COLS, lane = get_local_id(0) / SR_COLS;
+    int lane = get_local_id(0) / SR_COLS, c = get_local_id(0) - lane * SR_COLS;
     long j = (long)get_group_id(0) * SR_COLS + c;
     float s = 0.0f;
     if (j < cols)

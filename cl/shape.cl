@@ -7,10 +7,10 @@ __kernel void permute(const __global float *x, ulong x_off, __global float *y, u
                       long d1, long d2, long d3, long n, int accumulate) {
     long e = get_global_id(0);
     if (e >= n) return;
-    long d = e % d3, t = e / d3;
-    long c = t % d2;
-    t /= d2;
-    long b = t % d1, a = t / d1;
+    long d, c, b;
+    long t = divrem(e, d3, &d);
+    t = divrem(t, d2, &c);
+    long a = divrem(t, d1, &b);
     long o = y_off + ((a * d2 + c) * d1 + b) * d3 + d;
     float v = x[x_off + e];
     y[o] = accumulate ? y[o] + v : v;
@@ -22,8 +22,9 @@ __kernel void copy_block(const __global float *src, ulong src_off, __global floa
                          long dst_start, long len, long n, int accumulate) {
     long e = get_global_id(0);
     if (e >= n) return;
-    long k = e % inner, t = e / inner;
-    long i = t % len, o = t / len;
+    long k, i;
+    long t = divrem(e, inner, &k);
+    long o = divrem(t, len, &i);
     float v = src[src_off + (o * src_axis + src_start + i) * inner + k];
     long di = dst_off + (o * dst_axis + dst_start + i) * inner + k;
     dst[di] = accumulate ? dst[di] + v : v;

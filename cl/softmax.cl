@@ -4,7 +4,8 @@
 
 long valid_keys(long row, long heads, long tq, long tk, int causal,
                 const __global int *lengths, ulong lengths_off, int has_lengths) {
-    long i = row % tq, b = row / (heads * tq);
+    long i;
+    long b = divrem(row, tq, &i) / heads;
     long limit = tk;
     if (causal) limit = min(limit, i + (tk - tq) + 1);
     if (has_lengths) limit = min(limit, (long)lengths[lengths_off + b]);

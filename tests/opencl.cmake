@@ -15,7 +15,19 @@
 # survive fork() after the parent has opened a platform, which kt_main does to probe the
 # backend. The OpenCL registrations therefore run with CK_FORK=no.
 
-if(CMAKE_SCRIPT_MODE_FILE)
+if(CMAKE_SCRIPT_MODE_FILE AND CLI)
+  # ---- `kiln` must fail with exactly one line on stderr matching EXPECT:
+  #      cmake -DCLI=<kiln> "-DARGS=..." -DEXPECT=regex -P opencl.cmake ----
+  execute_process(COMMAND ${CLI} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(STRIP "${err}" err)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "kiln ${ARGS} succeeded; expected an error")
+  endif()
+  if(err MATCHES "\n" OR NOT err MATCHES "${EXPECT}")
+    message(FATAL_ERROR "kiln ${ARGS}: expected one line matching '${EXPECT}' on stderr, got:\n${err}")
+  endif()
+  return()
+elseif(CMAKE_SCRIPT_MODE_FILE)
   # ---- runner: cmake -DOCLGRIND=... -DTEST=... -DLOG=... -P opencl.cmake ----
   file(REMOVE ${LOG})
   execute_process(
@@ -72,6 +84,21 @@ if(KILN_OPENCL)
   add_test(NAME test_opencl_device_no_platform COMMAND test_opencl_device --expect-no-platform)
   set_tests_properties(test_opencl_device_no_platform PROPERTIES LABELS opencl
     ENVIRONMENT "OCL_ICD_VENDORS=/nonexistent")
+
+  # the `kiln` program: a missing device or platform is one line on stderr and exit 1
+  if(TARGET kiln_host)
+    add_test(NAME kiln_opencl_missing_device
+      COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:kiln_host>
+              "-DARGS=bench;gemm;--backend;opencl;--device;9;--sizes;8;--repeat;1"
+              "-DEXPECT=opencl:9 does not exist" -P ${CMAKE_CURRENT_LIST_FILE})
+    add_test(NAME kiln_opencl_no_platform
+      COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:kiln_host>
+              "-DARGS=bench;gemm;--backend;opencl;--sizes;8;--repeat;1"
+              "-DEXPECT=no OpenCL platform found" -P ${CMAKE_CURRENT_LIST_FILE})
+    set_tests_properties(kiln_opencl_missing_device PROPERTIES LABELS opencl)
+    set_tests_properties(kiln_opencl_no_platform PROPERTIES LABELS opencl
+      ENVIRONMENT "OCL_ICD_VENDORS=/nonexistent")
+  endif()
 
   find_program(KILN_OCLGRIND oclgrind)
   if(KILN_OCLGRIND)

@@ -84,8 +84,8 @@ typedef struct cl_dev {
     cl_device_id device;
     cl_context context;
     cl_command_queue queue;
-    char name[160];
-    char device_key[512]; /* device, driver and platform versions: the binary-cache key */
+    char name[300];
+    char device_key[700]; /* device, driver and platform versions: the binary-cache key */
 
     /* capabilities */
     int is_gpu, is_cpu;
