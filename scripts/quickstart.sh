@@ -4,7 +4,7 @@
 #   scripts/quickstart.sh [--backend cpu|vulkan|opencl|auto] [--steps N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-backend=auto
+backend=cpu  # lavapipe and PoCL are CPU devices here: the native CPU backend is faster
 steps=300
 while [ $# -gt 0 ]; do
   case "$1" in
