@@ -1,4 +1,5 @@
 /* CPU kernels for memory and elementwise arithmetic: fill, cast, axpby, binary, sum_rows. */
+#include <math.h>
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
@@ -6,7 +7,11 @@
 kiln_status cpu_fill(void *dev, const kiln_fill_args *a) {
     (void)dev;
     int64_t n = a->n;
-    if (a->dtype == KILN_F32) {
+    /* zero is all-zero bits in every dtype (not -0.0f): memset, the common case of
+     * zero-filled gradients */
+    if (a->value == 0.0f && !signbit(a->value)) {
+        memset(CPU_PTR(a->dst, char), 0, (size_t)n * kiln_dtype_size(a->dtype));
+    } else if (a->dtype == KILN_F32) {
         float *p = CPU_PTR(a->dst, float), v = a->value;
         for (int64_t i = 0; i < n; i++) p[i] = v;
     } else if (a->dtype == KILN_F16) {
@@ -41,6 +46,25 @@ kiln_status cpu_cast(void *dev, const kiln_cast_args *a) {
     return KILN_OK;
 }
 
+/* Elements per OpenMP work item of the elementwise kernels below. */
+#define BASIC_BLOCK 8192
+
+/* y = alpha x + beta y (x absent: x = 1; beta == 0: y is not read) over one block. Each
+ * case is its own loop, so each vectorizes. */
+static void axpby_block(float *y, const float *x, int64_t n, float alpha, float beta) {
+    if (beta == 0.0f) { /* overwrite: never read y, which may hold garbage or NaN */
+        if (x)
+            for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = alpha;
+    } else {
+        if (x)
+            for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i] + beta * y[i];
+        else
+            for (int64_t i = 0; i < n; i++) y[i] = alpha + beta * y[i];
+    }
+}
+
 kiln_status cpu_axpby(void *dev, const kiln_axpby_args *a) {
     (void)dev;
     float alpha = a->alpha, beta = a->beta;
@@ -48,43 +72,75 @@ kiln_status cpu_axpby(void *dev, const kiln_axpby_args *a) {
     if (CPU_HAS(a->den)) alpha /= CPU_PTR(a->den, float)[0];
     float *y = CPU_PTR(a->y, float);
     const float *x = CPU_HAS(a->x) ? CPU_PTR(a->x, float) : NULL;
-    int64_t n = a->n;
-#pragma omp parallel for if (n > CPU_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float xv = x ? x[i] : 1.0f;
-        /* beta == 0 overwrites: never read y, which may hold garbage or NaN */
-        y[i] = beta == 0.0f ? alpha * xv : alpha * xv + beta * y[i];
+    const int64_t n = a->n, blocks = (n + BASIC_BLOCK - 1) / BASIC_BLOCK;
+#pragma omp parallel for if (cpu_use_threads(n, CPU_PAR_MIN))
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t i0 = blk * BASIC_BLOCK, len = n - i0 < BASIC_BLOCK ? n - i0 : BASIC_BLOCK;
+        axpby_block(y + i0, x ? x + i0 : NULL, len, alpha, beta);
     }
     return KILN_OK;
 }
 
+/* out[j] = a[j] op b[j] for j < n. */
+static void binary_run(float *out, const float *a, const float *b, int64_t n, kiln_binary_op op) {
+    switch (op) {
+    case KILN_BIN_ADD:
+        for (int64_t j = 0; j < n; j++) out[j] = a[j] + b[j];
+        break;
+    case KILN_BIN_SUB:
+        for (int64_t j = 0; j < n; j++) out[j] = a[j] - b[j];
+        break;
+    case KILN_BIN_MUL:
+        for (int64_t j = 0; j < n; j++) out[j] = a[j] * b[j];
+        break;
+    }
+}
+
+/* a is n / nb rows of nb, each combined with all of b; a work item is one row, or a
+ * BASIC_BLOCK piece of it, so the broadcast costs no index arithmetic per element. */
 kiln_status cpu_binary(void *dev, const kiln_binary_args *a) {
     (void)dev;
     const float *x = CPU_PTR(a->a, float), *b = CPU_PTR(a->b, float);
     float *out = CPU_PTR(a->out, float);
-    int64_t n = a->n, nb = a->nb;
-#pragma omp parallel for if (n > CPU_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float bv = b[nb == n ? i : i % nb];
-        switch (a->op) {
-        case KILN_BIN_ADD: out[i] = x[i] + bv; break;
-        case KILN_BIN_SUB: out[i] = x[i] - bv; break;
-        case KILN_BIN_MUL: out[i] = x[i] * bv; break;
-        }
+    const int64_t n = a->n, nb = a->nb;
+    if (n <= 0 || nb <= 0) return KILN_OK;
+    const int64_t pieces = (nb + BASIC_BLOCK - 1) / BASIC_BLOCK; /* per row */
+    const int64_t items = n / nb * pieces;
+    const kiln_binary_op op = a->op;
+#pragma omp parallel for if (cpu_use_threads(n, CPU_PAR_MIN))
+    for (int64_t it = 0; it < items; it++) {
+        const int64_t row = it / pieces, j0 = (it % pieces) * BASIC_BLOCK;
+        const int64_t len = nb - j0 < BASIC_BLOCK ? nb - j0 : BASIC_BLOCK;
+        const int64_t i0 = row * nb + j0;
+        binary_run(out + i0, x + i0, b + j0, len, op);
     }
     return KILN_OK;
 }
 
+/* Columns per work item of sum_rows: a block's double accumulators stay in registers or
+ * L1 while the rows stream by in order. */
+#define SUM_ROWS_COLS 64
+
+/* Walks the rows in order, adding each row's block of columns into double accumulators:
+ * per column the same sum, in the same order, as a loop down the column, but reading
+ * memory row by row (contiguous, vectorized) instead of one float per cache line. */
 kiln_status cpu_sum_rows(void *dev, const kiln_sum_rows_args *a) {
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
     float *out = CPU_PTR(a->out, float);
-    int64_t rows = a->rows, cols = a->cols;
-#pragma omp parallel for if (rows * cols > CPU_PAR_MIN)
-    for (int64_t j = 0; j < cols; j++) {
-        double s = 0;
-        for (int64_t i = 0; i < rows; i++) s += x[i * cols + j];
-        out[j] += a->alpha * (float)s;
+    const int64_t rows = a->rows, cols = a->cols;
+    const int64_t blocks = (cols + SUM_ROWS_COLS - 1) / SUM_ROWS_COLS;
+    const float alpha = a->alpha;
+#pragma omp parallel for if (cpu_use_threads(rows * cols, CPU_PAR_MIN))
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t j0 = blk * SUM_ROWS_COLS;
+        const int64_t width = cols - j0 < SUM_ROWS_COLS ? cols - j0 : SUM_ROWS_COLS;
+        double acc[SUM_ROWS_COLS] = {0};
+        for (int64_t i = 0; i < rows; i++) {
+            const float *xr = x + i * cols + j0;
+            for (int64_t j = 0; j < width; j++) acc[j] += xr[j];
+        }
+        for (int64_t j = 0; j < width; j++) out[j0 + j] += alpha * (float)acc[j];
     }
     return KILN_OK;
 }

@@ -14,8 +14,20 @@ struct kiln_buf {
 #define CPU_PTR(ref, type) ((type *)(void *)((char *)(ref).buf->ptr + (ref).off))
 #define CPU_HAS(ref) ((ref).buf != NULL)
 
-/* Minimum work per OpenMP thread: below this a parallel region costs more than it saves. */
+/* Minimum elements for a memory-bound kernel (a copy, an add) to fork OpenMP threads:
+ * below this a parallel region costs more than it saves. */
 #define CPU_PAR_MIN 32768
+
+/* 1 while the GEMM has recently seen OpenMP joins wait for threads the OS had not
+ * scheduled (a loaded machine; defined in cpu_gemm.c). */
+int cpu_threads_contended(void);
+
+/* Whether a kernel with `work` elements should run its loop on OpenMP threads: only when
+ * the work is above its break-even `min_work` and the machine is not oversubscribed (a
+ * join then waits a scheduler period for a descheduled partner). */
+static inline int cpu_use_threads(int64_t work, int64_t min_work) {
+    return work > min_work && !cpu_threads_contended();
+}
 
 kiln_status cpu_fill(void *dev, const kiln_fill_args *a);
 kiln_status cpu_cast(void *dev, const kiln_cast_args *a);

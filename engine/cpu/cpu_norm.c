@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/cpu_vmath.h"
 
 /* Columns per task in the weight/bias gradient: each task owns a block of columns and walks
  * every row, so no two threads write the same dweight[j] (race-free without atomics) and
@@ -25,26 +26,22 @@ kiln_status cpu_layernorm_fwd(void *dev, const kiln_norm_args *a) {
     float *rstd_out = CPU_HAS(a->rstd) ? CPU_PTR(a->rstd, float) : NULL;
     int64_t rows = a->rows, cols = a->cols;
     double eps = a->eps;
-#pragma omp parallel for if (rows * cols > CPU_PAR_MIN)
+#pragma omp parallel for if (cpu_use_threads(rows * cols, CPU_PAR_MIN))
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
-        double sum = 0;
-        for (int64_t j = 0; j < cols; j++) sum += xr[j];
-        double mean = sum / (double)cols;
-        double var = 0;
-        for (int64_t j = 0; j < cols; j++) {
-            double d = xr[j] - mean;
-            var += d * d;
-        }
-        var /= (double)cols;
-        float m = (float)mean, rs = (float)(1.0 / sqrt(var + eps));
-        for (int64_t j = 0; j < cols; j++) {
-            float v = (xr[j] - m) * rs;
-            if (w) v *= w[j];
-            if (b) v += b[j];
-            yr[j] = v;
-        }
+        const double mean = cpu_sum_f64(xr, cols) / (double)cols;
+        const double var = cpu_sum_sq_dev_f64(xr, mean, cols) / (double)cols;
+        const float m = (float)mean, rs = (float)(1.0 / sqrt(var + eps));
+        /* one loop per case of the optional parameters, so that each vectorizes */
+        if (w && b)
+            for (int64_t j = 0; j < cols; j++) yr[j] = (xr[j] - m) * rs * w[j] + b[j];
+        else if (w)
+            for (int64_t j = 0; j < cols; j++) yr[j] = (xr[j] - m) * rs * w[j];
+        else if (b)
+            for (int64_t j = 0; j < cols; j++) yr[j] = (xr[j] - m) * rs + b[j];
+        else
+            for (int64_t j = 0; j < cols; j++) yr[j] = (xr[j] - m) * rs;
         if (mean_out) mean_out[r] = m;
         if (rstd_out) rstd_out[r] = rs;
     }
@@ -59,17 +56,50 @@ kiln_status cpu_rmsnorm_fwd(void *dev, const kiln_norm_args *a) {
     float *rstd_out = CPU_HAS(a->rstd) ? CPU_PTR(a->rstd, float) : NULL;
     int64_t rows = a->rows, cols = a->cols;
     double eps = a->eps;
-#pragma omp parallel for if (rows * cols > CPU_PAR_MIN)
+#pragma omp parallel for if (cpu_use_threads(rows * cols, CPU_PAR_MIN))
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
         float *yr = y + r * cols;
-        double sumsq = 0;
-        for (int64_t j = 0; j < cols; j++) sumsq += (double)xr[j] * xr[j];
-        float rs = (float)(1.0 / sqrt(sumsq / (double)cols + eps));
-        for (int64_t j = 0; j < cols; j++) yr[j] = w ? xr[j] * rs * w[j] : xr[j] * rs;
+        const double sumsq = cpu_dot_f64(xr, xr, cols);
+        const float rs = (float)(1.0 / sqrt(sumsq / (double)cols + eps));
+        if (w)
+            for (int64_t j = 0; j < cols; j++) yr[j] = xr[j] * rs * w[j];
+        else
+            for (int64_t j = 0; j < cols; j++) yr[j] = xr[j] * rs;
         if (rstd_out) rstd_out[r] = rs;
     }
     return KILN_OK;
+}
+
+/* sum_j g_j and sum_j g_j xhat_j over one row, with g = dy * w (w NULL: 1) and
+ * xhat = (x - m) * rs, accumulated in double over CPU_LANES independent lanes (see
+ * cpu_vmath.h) so that the row's sums vectorize. */
+static void row_grad_sums(const float *x, const float *dy, const float *w, float m, float rs,
+                          int64_t n, double *sum_g, double *sum_gx) {
+    double lg[CPU_LANES] = {0}, lgx[CPU_LANES] = {0};
+    int64_t j = 0;
+    if (w) { /* two copies of the loop: a test of w inside would keep it scalar */
+        for (; j + CPU_LANES <= n; j += CPU_LANES)
+            for (int k = 0; k < CPU_LANES; k++) {
+                const double g = (double)dy[j + k] * w[j + k];
+                lg[k] += g;
+                lgx[k] += g * ((x[j + k] - m) * rs);
+            }
+    } else {
+        for (; j + CPU_LANES <= n; j += CPU_LANES)
+            for (int k = 0; k < CPU_LANES; k++) {
+                const double g = dy[j + k];
+                lg[k] += g;
+                lgx[k] += g * ((x[j + k] - m) * rs);
+            }
+    }
+    for (int k = 0; j < n; j++, k++) {
+        const double g = w ? (double)dy[j] * w[j] : dy[j];
+        lg[k] += g;
+        lgx[k] += g * ((x[j] - m) * rs);
+    }
+    *sum_g = cpu_lanes_total(lg);
+    *sum_gx = cpu_lanes_total(lgx);
 }
 
 /* dx for every row; `mean` NULL means RMSNorm (no centering, no mean(g) term). */
@@ -79,24 +109,21 @@ static void norm_input_grad(const kiln_norm_args *a, const float *mean) {
     const float *rstd = CPU_PTR(a->rstd, float);
     float *dx = CPU_PTR(a->dx, float);
     int64_t rows = a->rows, cols = a->cols;
-#pragma omp parallel for if (rows * cols > CPU_PAR_MIN)
+#pragma omp parallel for if (cpu_use_threads(rows * cols, CPU_PAR_MIN))
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols, *dyr = dy + r * cols;
         float *dxr = dx + r * cols;
-        float m = mean ? mean[r] : 0.0f, rs = rstd[r];
+        const float m = mean ? mean[r] : 0.0f, rs = rstd[r];
         double sum_g = 0, sum_gx = 0;
-        for (int64_t j = 0; j < cols; j++) {
-            double g = w ? (double)dyr[j] * w[j] : dyr[j];
-            sum_g += g;
-            sum_gx += g * ((xr[j] - m) * rs);
-        }
-        float mean_g = mean ? (float)(sum_g / (double)cols) : 0.0f;
-        float mean_gx = (float)(sum_gx / (double)cols);
-        for (int64_t j = 0; j < cols; j++) {
-            float g = w ? dyr[j] * w[j] : dyr[j];
-            float xhat = (xr[j] - m) * rs;
-            dxr[j] += rs * (g - mean_g - xhat * mean_gx);
-        }
+        row_grad_sums(xr, dyr, w, m, rs, cols, &sum_g, &sum_gx);
+        const float mean_g = mean ? (float)(sum_g / (double)cols) : 0.0f;
+        const float mean_gx = (float)(sum_gx / (double)cols);
+        if (w)
+            for (int64_t j = 0; j < cols; j++)
+                dxr[j] += rs * (dyr[j] * w[j] - mean_g - (xr[j] - m) * rs * mean_gx);
+        else
+            for (int64_t j = 0; j < cols; j++)
+                dxr[j] += rs * (dyr[j] - mean_g - (xr[j] - m) * rs * mean_gx);
     }
 }
 
@@ -109,7 +136,7 @@ static void norm_param_grads(const kiln_norm_args *a, const float *mean) {
     const float *rstd = CPU_PTR(a->rstd, float);
     int64_t rows = a->rows, cols = a->cols;
     int64_t blocks = (cols + NORM_COL_BLOCK - 1) / NORM_COL_BLOCK;
-#pragma omp parallel for if (rows * cols > CPU_PAR_MIN)
+#pragma omp parallel for if (cpu_use_threads(rows * cols, CPU_PAR_MIN))
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t j0 = blk * NORM_COL_BLOCK;
         int64_t width = cols - j0 < NORM_COL_BLOCK ? cols - j0 : NORM_COL_BLOCK;

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/cpu_vmath.h"
 
 /* Number of leading keys query i may see: keys [0, visible) are unmasked. Both masks hide a
  * suffix of the row (causal: j > i + tk - tq; lengths: j >= len[b]), so their union is the
@@ -22,6 +23,27 @@ static int64_t visible_keys(const kiln_softmax_args *a, const int32_t *lengths, 
     return visible < 0 ? 0 : visible;
 }
 
+/* Elements above which the forward forks threads: an exponential per element makes it
+ * worth threading well below a plain copy's CPU_PAR_MIN. */
+#define SOFTMAX_PAR_MIN (CPU_PAR_MIN / 4)
+
+/* One row: y_j = softmax(z)_j over the `visible` leading keys, 0 after them, where
+ * z_j = (scale x_j + add_j) / T (add NULL: 0). z is written into y first; the max is
+ * subtracted before exp so large scores cannot overflow. */
+CPU_VECTOR_CLONES static void softmax_row(const float *x, const float *add, float *y, int64_t visible,
+                                          int64_t tk, float scale, float inv_temp) {
+    if (add)
+        for (int64_t j = 0; j < visible; j++) y[j] = (scale * x[j] + add[j]) * inv_temp;
+    else
+        for (int64_t j = 0; j < visible; j++) y[j] = scale * x[j] * inv_temp;
+    const float zmax = cpu_max_f32(y, visible);
+    for (int64_t j = 0; j < visible; j++) y[j] = cpu_expf(y[j] - zmax);
+    const double sum = cpu_sum_f64(y, visible);
+    const float inv_sum = visible > 0 ? (float)(1.0 / sum) : 0.0f;
+    for (int64_t j = 0; j < visible; j++) y[j] *= inv_sum;
+    for (int64_t j = visible; j < tk; j++) y[j] = 0.0f;
+}
+
 kiln_status cpu_softmax_fwd(void *dev, const kiln_softmax_args *a) {
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
@@ -29,31 +51,12 @@ kiln_status cpu_softmax_fwd(void *dev, const kiln_softmax_args *a) {
     const int32_t *lengths = CPU_HAS(a->lengths) ? CPU_PTR(a->lengths, int32_t) : NULL;
     float *y = CPU_PTR(a->y, float);
     const int64_t tk = a->tk, rows = a->batch * a->heads * a->tq;
-    const float scale = a->scale, inv_temp = 1.0f / a->temperature;
-#pragma omp parallel for if (rows * tk > CPU_PAR_MIN)
+    const float inv_temp = 1.0f / a->temperature;
+#pragma omp parallel for if (cpu_use_threads(rows * tk, SOFTMAX_PAR_MIN))
     for (int64_t r = 0; r < rows; r++) {
         const int64_t b = r / (a->heads * a->tq), i = r % a->tq;
-        const int64_t visible = visible_keys(a, lengths, b, i);
-        const float *xr = x + r * tk;
-        const float *ar = add ? add + r * tk : NULL;
-        float *yr = y + r * tk;
-        /* z_j = (scale x_j + add_j) / T, written into y first; the max is subtracted before
-         * exp so large scores cannot overflow */
-        float zmax = -INFINITY;
-        for (int64_t j = 0; j < visible; j++) {
-            float z = (scale * xr[j] + (ar ? ar[j] : 0.0f)) * inv_temp;
-            yr[j] = z;
-            if (z > zmax) zmax = z;
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < visible; j++) {
-            float e = expf(yr[j] - zmax);
-            yr[j] = e;
-            sum += e;
-        }
-        const float inv_sum = visible > 0 ? (float)(1.0 / sum) : 0.0f;
-        for (int64_t j = 0; j < visible; j++) yr[j] *= inv_sum;
-        for (int64_t j = visible; j < tk; j++) yr[j] = 0.0f;
+        softmax_row(x + r * tk, add ? add + r * tk : NULL, y + r * tk, visible_keys(a, lengths, b, i), tk,
+                    a->scale, inv_temp);
     }
     return KILN_OK;
 }
@@ -67,15 +70,17 @@ kiln_status cpu_softmax_bwd(void *dev, const kiln_softmax_args *a) {
     float *dadd = CPU_HAS(a->dadd) ? CPU_PTR(a->dadd, float) : NULL;
     const int64_t tk = a->tk, rows = a->batch * a->heads * a->tq;
     const float inv_temp = 1.0f / a->temperature, dx_scale = a->scale * inv_temp;
-#pragma omp parallel for if (rows * tk > CPU_PAR_MIN)
+#pragma omp parallel for if (cpu_use_threads(rows * tk, CPU_PAR_MIN))
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * tk, *dyr = dy + r * tk;
-        double dot = 0;
-        for (int64_t j = 0; j < tk; j++) dot += (double)dyr[j] * yr[j];
-        for (int64_t j = 0; j < tk; j++) {
-            float g = yr[j] * (dyr[j] - (float)dot);
-            if (dx) dx[r * tk + j] += g * dx_scale;
-            if (dadd) dadd[r * tk + j] += g * inv_temp;
+        const float dot = (float)cpu_dot_f64(dyr, yr, tk);
+        if (dx) {
+            float *dxr = dx + r * tk;
+            for (int64_t j = 0; j < tk; j++) dxr[j] += yr[j] * (dyr[j] - dot) * dx_scale;
+        }
+        if (dadd) {
+            float *dar = dadd + r * tk;
+            for (int64_t j = 0; j < tk; j++) dar[j] += yr[j] * (dyr[j] - dot) * inv_temp;
         }
     }
     return KILN_OK;
