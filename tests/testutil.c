@@ -301,5 +301,9 @@ int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Sui
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    /* close here, not only at exit: exit() runs thread-local destructors before atexit
+     * handlers, and a driver with thread-local state (oclgrind's runtime) then corrupts
+     * the heap when the contexts are released */
+    close_contexts();
     return failed ? 1 : 0;
 }
