@@ -55,6 +55,8 @@ static kiln_status batch_complete(vk_dev *d, vk_batch *b) {
     batch_release_frees(d, b);
     for (int i = 0; i < b->n_dpools; i++) vkResetDescriptorPool(d->device, b->dpools[i], 0);
     b->cur_dpool = 0;
+    for (int i = 0; i < b->n_views; i++) vkDestroyBufferView(d->device, b->views[i], NULL);
+    b->n_views = 0;
     b->state = VK_BATCH_IDLE;
     b->n_commands = 0;
     b->staged_bytes = 0;
@@ -72,6 +74,8 @@ void vk_commands_destroy(vk_dev *d) {
         free(b->query_names);
         for (int k = 0; k < b->n_dpools; k++) vkDestroyDescriptorPool(d->device, b->dpools[k], NULL);
         free(b->dpools);
+        for (int k = 0; k < b->n_views; k++) vkDestroyBufferView(d->device, b->views[k], NULL);
+        free(b->views);
         if (b->fence) vkDestroyFence(d->device, b->fence, NULL);
         if (b->queries) vkDestroyQueryPool(d->device, b->queries, NULL);
     }
@@ -221,11 +225,11 @@ kiln_status vk_sync(void *dev) {
 
 /* Descriptor sets live as long as the batch that uses them: each batch owns a few pools,
  * reset together when it completes, so allocation is a bump and nothing is freed singly. */
-kiln_status vk_batch_dset(vk_dev *d, int n, VkDescriptorSet *out) {
+kiln_status vk_batch_dset(vk_dev *d, VkDescriptorSetLayout layout, VkDescriptorSet *out) {
     vk_batch *b = &d->ring[d->cur];
     VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
     ai.descriptorSetCount = 1;
-    ai.pSetLayouts = &d->set_layouts[n];
+    ai.pSetLayouts = &layout;
     while (b->cur_dpool < b->n_dpools) {
         ai.descriptorPool = b->dpools[b->cur_dpool];
         VkResult r = vkAllocateDescriptorSets(d->device, &ai, out);
@@ -238,15 +242,32 @@ kiln_status vk_batch_dset(vk_dev *d, int n, VkDescriptorSet *out) {
     if (!g) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
     b->dpools = g;
     /* one pool holds a full batch of the widest kernels */
-    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_BATCH_COMMANDS * VK_MAX_OPERANDS};
+    VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_BATCH_COMMANDS * VK_MAX_OPERANDS},
+                                     {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, VK_BATCH_COMMANDS * 2}};
     VkDescriptorPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     pci.maxSets = VK_BATCH_COMMANDS;
-    pci.poolSizeCount = 1;
-    pci.pPoolSizes = &size;
+    pci.poolSizeCount = 2;
+    pci.pPoolSizes = sizes;
     VkResult r = vkCreateDescriptorPool(d->device, &pci, NULL, &b->dpools[b->n_dpools]);
     if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateDescriptorPool");
     b->cur_dpool = b->n_dpools++;
     ai.descriptorPool = b->dpools[b->cur_dpool];
     r = vkAllocateDescriptorSets(d->device, &ai, out);
     return r == VK_SUCCESS ? KILN_OK : vk_result(r, "vulkan: vkAllocateDescriptorSets");
+}
+
+kiln_status vk_batch_view(vk_dev *d, VkBufferView view) {
+    vk_batch *b = &d->ring[d->cur];
+    if (b->n_views == b->cap_views) {
+        int cap = b->cap_views ? 2 * b->cap_views : 16;
+        VkBufferView *g = realloc(b->views, (size_t)cap * sizeof *g);
+        if (!g) {
+            vkDestroyBufferView(d->device, view, NULL);
+            return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+        }
+        b->views = g;
+        b->cap_views = cap;
+    }
+    b->views[b->n_views++] = view;
+    return KILN_OK;
 }

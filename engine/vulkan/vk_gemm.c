@@ -1,35 +1,47 @@
-/* Host side of the GEMM (kiln_gemm_args): picks the kernel variant and its tile sizes by
- * device class, and splits batches beyond the device's workgroup-count limit. */
+/* Host side of the GEMM (kiln_gemm_args). Two variants, chosen by device class:
+ *
+ *  - GPUs (and anything without the CPU path): gemm.comp, shared-memory tiles with a
+ *    register block per invocation, reading the operands in place.
+ *  - CPU devices (lavapipe, SwiftShader), for all but tiny problems: op(A) and op(B) are
+ *    first packed by gemm_pack.comp into zero-padded panels of RGBA32F texels (resolving
+ *    transposes, strides and f16 on the way), then gemm_packed.comp computes 16 x 16 blocks
+ *    from texel fetches. On such a device a buffer load costs about eight FMAs per lane
+ *    while a texel fetch brings four floats for the same price (see gemm_packed.comp), so
+ *    the packing pass (O(MK + KN)) pays for itself many times over.
+ */
 #include "push.h"
 #include "vk_internal.h"
 
 typedef struct { GEMM_PUSH } gemm_push;
+typedef struct { GEMM_PACK_PUSH } gemm_pack_push;
+typedef struct { GEMM_PACKED_PUSH } gemm_packed_push;
+
+#define PACKED_R 16 /* the block of gemm_packed.comp (GEMM_R x GEMM_C) */
+#define PACKED_C 16
+#define PACKED_KSTEP 8
+#define PACKED_MIN_WORK ((int64_t)1 << 18) /* m * n * k * batch below which packing does not pay */
 
 /* Elements of one stored operand: rows x cols with leading dimension ld. */
 static int64_t extent(int64_t rows, int64_t cols, int64_t ld) { return (rows - 1) * ld + cols; }
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-typedef struct gemm_config {
-    const char *shader;
+/* ---- the shared-memory tiled kernel ---- */
+
+typedef struct tiled_config {
     uint32_t wx, wy, tm, tn, bk;
-} gemm_config;
+} tiled_config;
 
-/* The shared-memory tiled kernel: 16 x 16 invocations of 4 x 4 blocks (64 x 64 tiles),
- * fewer invocations and taller blocks where the device allows only 128. */
-static gemm_config pick(const vk_dev *d) {
-    gemm_config c = {"gemm", 16, 16, 4, 4, 16};
+/* 16 x 16 invocations of 4 x 4 blocks (64 x 64 tiles), fewer invocations and taller blocks
+ * where the device allows only 128 per workgroup. 2 * BK * 64 floats of shared memory:
+ * 8 KiB, within the 16 KiB every device has. */
+static tiled_config pick_tiled(const vk_dev *d) {
+    tiled_config c = {16, 16, 4, 4, 16};
     if (d->caps.max_wg_invocations < 256) c.wy = 8, c.tm = 8;
     return c;
 }
 
-kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
-    vk_dev *d = vk_of(dev);
-    if (a->c_dtype != KILN_F32) return kiln_set_error(KILN_ERR_DTYPE, "vulkan gemm: output must be f32");
-    if ((a->a_dtype != KILN_F32 && a->a_dtype != KILN_F16) || (a->b_dtype != KILN_F32 && a->b_dtype != KILN_F16))
-        return kiln_set_error(KILN_ERR_DTYPE, "vulkan gemm: inputs must be f32 or f16, got %s and %s",
-                              kiln_dtype_name(a->a_dtype), kiln_dtype_name(a->b_dtype));
-    if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
-    uint32_t ea = a->a_dtype == KILN_F16 ? 2 : 4, eb = a->b_dtype == KILN_F16 ? 2 : 4;
-    gemm_config cfg = pick(d);
+static kiln_status gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
+    tiled_config cfg = pick_tiled(d);
     gemm_push p = {{0},
                    vk_u32(a->m),
                    vk_u32(a->n),
@@ -43,16 +55,15 @@ kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
                    a->alpha,
                    a->beta,
                    0};
-    vk_launch l = {.shader = cfg.shader, .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = 9};
+    vk_launch l = {.shader = "gemm", .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = 9};
     uint32_t spec[9] = {cfg.wx, cfg.wy, cfg.tm, cfg.tn, cfg.bk, (uint32_t)(a->trans_a != 0), (uint32_t)(a->trans_b != 0),
                         (uint32_t)(ea == 2), (uint32_t)(eb == 2)};
     for (int i = 0; i < 9; i++) l.spec[i] = spec[i];
     int64_t a_one = a->k > 0 ? (a->trans_a ? extent(a->k, a->m, a->lda) : extent(a->m, a->k, a->lda)) : 0;
     int64_t b_one = a->k > 0 ? (a->trans_b ? extent(a->n, a->k, a->ldb) : extent(a->k, a->n, a->ldb)) : 0;
     int64_t c_one = extent(a->m, a->n, a->ldc);
-    uint32_t bm = cfg.wy * cfg.tm, bn = cfg.wx * cfg.tn;
-    l.groups[0] = vk_div_up((uint64_t)a->n, bn);
-    l.groups[1] = vk_div_up((uint64_t)a->m, bm);
+    l.groups[0] = vk_div_up((uint64_t)a->n, cfg.wx * cfg.tn);
+    l.groups[1] = vk_div_up((uint64_t)a->m, cfg.wy * cfg.tm);
     int64_t max_z = d->caps.max_wg_count[2];
     for (int64_t b0 = 0; b0 < a->batch; b0 += max_z) {
         int64_t nb = a->batch - b0 < max_z ? a->batch - b0 : max_z;
@@ -64,13 +75,91 @@ kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
         l.ops[1] = vk_in(rb, (nb - 1) * a->stride_b + b_one, eb);
         l.ops[2] = vk_out(rc, (nb - 1) * a->stride_c + c_one, 4);
         l.ops[3] = vk_in(a->bias, a->n, 4);
-        if (a->k == 0) { /* nothing to read: any valid element extent keeps the tracker exact */
-            l.ops[0].bytes = l.ops[1].bytes = 0;
-        }
         l.groups[2] = (uint32_t)nb;
         p.batch = (u32)nb;
         kiln_status s = vk_dispatch(d, &l);
         if (s) return s;
     }
     return KILN_OK;
+}
+
+/* ---- the packed kernel for CPU devices ---- */
+
+/* Packs op(X) of every batch (or once when shared) into `dst`. */
+static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int trans, int64_t rows, int64_t k,
+                        int64_t ld, int64_t stride, int64_t batch, int64_t padded, int64_t kp, kiln_ref dst) {
+    int64_t nb = stride ? batch : 1;
+    int64_t one = trans != is_b ? extent(k, rows, ld) : extent(rows, k, ld); /* stored extent */
+    gemm_pack_push p = {{0}, vk_u32(rows), vk_u32(k), vk_u32(ld), vk_u32(stride), vk_u32(padded), vk_u32(kp), vk_u32(nb)};
+    vk_launch l = {.shader = "gemm_pack", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 5};
+    l.spec[1] = is_b ? PACKED_C : PACKED_R;
+    l.spec[2] = (uint32_t)is_b;
+    l.spec[3] = (uint32_t)(trans != 0);
+    l.spec[4] = (uint32_t)(elem == 2);
+    l.ops[0] = vk_in(src, (nb - 1) * stride + one, elem);
+    l.ops[1] = vk_out(dst, nb * padded * kp, 4);
+    return vk_run_flat(d, &l, (uint64_t)(nb * padded * kp));
+}
+
+/* Whether the packed path applies: a CPU device, enough work, and packed operands within
+ * the device's texel-buffer and 32-bit index limits. */
+static int use_packed(const vk_dev *d, const kiln_gemm_args *a) {
+    if (d->dclass != VK_CLASS_CPU || a->k <= 0) return 0;
+    if (a->m * a->n * a->k * a->batch < PACKED_MIN_WORK) return 0;
+    int64_t kp = round_up(a->k, PACKED_KSTEP);
+    int64_t pa = round_up(a->m, PACKED_R) * kp * (a->stride_a ? a->batch : 1);
+    int64_t pb = round_up(a->n, PACKED_C) * kp * (a->stride_b ? a->batch : 1);
+    int64_t limit = (int64_t)d->caps.max_texel_elements * 4;
+    if ((int64_t)d->table.max_buffer_bytes / 4 < limit) limit = (int64_t)d->table.max_buffer_bytes / 4;
+    return pa <= limit && pb <= limit;
+}
+
+static kiln_status gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
+    int64_t kp = round_up(a->k, PACKED_KSTEP), mp = round_up(a->m, PACKED_R), np = round_up(a->n, PACKED_C);
+    int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
+    kiln_ref pa = {0, 0}, pb = {0, 0};
+    kiln_status s = vk_scratch(d, (size_t)(ba * mp * kp) * 4, &pa);
+    if (!s) s = vk_scratch(d, (size_t)(bb * np * kp) * 4, &pb);
+    if (!s) s = pack(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, mp, kp, pa);
+    if (!s) s = pack(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, np, kp, pb);
+    if (!s) {
+        gemm_packed_push p = {{0},
+                              vk_u32(a->m),
+                              vk_u32(a->n),
+                              vk_u32(mp),
+                              vk_u32(np),
+                              vk_u32(kp),
+                              vk_u32(a->ldc),
+                              vk_u32(a->stride_a ? mp * kp / 4 : 0),
+                              vk_u32(a->stride_b ? np * kp / 4 : 0),
+                              vk_u32(a->stride_c),
+                              a->alpha,
+                              a->beta,
+                              vk_u32(a->batch)};
+        vk_launch l = {.shader = "gemm_packed", .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        /* one SIMD vector per workgroup: many small workgroups balance the driver's threads */
+        l.spec[0] = 8;
+        l.ops[0] = vk_texels(pa, ba * mp * kp / 4);
+        l.ops[1] = vk_texels(pb, bb * np * kp / 4);
+        l.ops[2] = vk_out(a->c, (a->batch - 1) * a->stride_c + extent(a->m, a->n, a->ldc), 4);
+        l.ops[3] = vk_in(a->bias, a->n, 4);
+        uint64_t blocks = (uint64_t)(mp / PACKED_R) * (uint64_t)(np / PACKED_C) * (uint64_t)a->batch;
+        vk_grid_1d(d, (blocks + 7) / 8, l.groups);
+        s = vk_dispatch(d, &l);
+    }
+    if (pa.buf) vk_buf_release(d, pa.buf);
+    if (pb.buf) vk_buf_release(d, pb.buf);
+    return s;
+}
+
+kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
+    vk_dev *d = vk_of(dev);
+    if (a->c_dtype != KILN_F32) return kiln_set_error(KILN_ERR_DTYPE, "vulkan gemm: output must be f32");
+    if ((a->a_dtype != KILN_F32 && a->a_dtype != KILN_F16) || (a->b_dtype != KILN_F32 && a->b_dtype != KILN_F16))
+        return kiln_set_error(KILN_ERR_DTYPE, "vulkan gemm: inputs must be f32 or f16, got %s and %s",
+                              kiln_dtype_name(a->a_dtype), kiln_dtype_name(a->b_dtype));
+    if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
+    uint32_t ea = a->a_dtype == KILN_F16 ? 2 : 4, eb = a->b_dtype == KILN_F16 ? 2 : 4;
+    if (use_packed(d, a)) return gemm_packed(d, a, ea, eb);
+    return gemm_tiled(d, a, ea, eb);
 }

@@ -354,6 +354,8 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     c->max_storage_range = l->maxStorageBufferRange;
     c->max_alloc_bytes = m3.maxMemoryAllocationSize ? m3.maxMemoryAllocationSize : ((uint64_t)1 << 30);
     c->min_ssbo_align = l->minStorageBufferOffsetAlignment;
+    c->min_texel_align = l->minTexelBufferOffsetAlignment;
+    c->max_texel_elements = l->maxTexelBufferElements;
     c->max_alloc_count = l->maxMemoryAllocationCount;
     c->subgroup_size = sg.subgroupSize;
     c->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
@@ -409,6 +411,8 @@ static void lower_to_minimums(vk_caps *c) {
     c->max_storage_range = (uint64_t)1 << 27;
     c->max_alloc_bytes = (uint64_t)1 << 30;
     c->min_ssbo_align = 256;
+    c->min_texel_align = 256;
+    c->max_texel_elements = 65536;
     c->max_alloc_count = 4096;
     c->subgroup_size = 0;
     c->subgroup_arith = 0;

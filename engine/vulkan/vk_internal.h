@@ -37,7 +37,8 @@ typedef struct vk_caps {
     /* limits kiln relies on (already lowered in minimum-limits mode) */
     uint32_t max_wg_invocations, max_wg_size[3], max_wg_count[3];
     uint32_t max_shared_bytes, max_push_bytes, max_storage_buffers;
-    uint64_t max_storage_range, max_alloc_bytes, min_ssbo_align;
+    uint64_t max_storage_range, max_alloc_bytes, min_ssbo_align, min_texel_align;
+    uint32_t max_texel_elements;
     uint32_t max_alloc_count;
     uint32_t subgroup_size; /* 0 when kiln must not use subgroup operations */
     /* optional features */
@@ -125,6 +126,8 @@ typedef struct vk_batch {
     int n_frees, cap_frees;
     VkDescriptorPool *dpools; /* descriptor sets of this batch's dispatches, reset on completion */
     int n_dpools, cur_dpool;
+    VkBufferView *views; /* texel views of this batch's dispatches, destroyed on completion */
+    int n_views, cap_views;
     VkQueryPool queries; /* KILN_VK_PROFILE: two timestamps per dispatch */
     uint32_t n_queries;
     const char **query_names;
@@ -145,8 +148,19 @@ typedef struct vk_pipeline {
     const char *shader;
     uint32_t spec[VK_MAX_SPEC];
     int n_spec, n_bindings;
+    uint32_t texel_mask;
     VkPipeline handle;
 } vk_pipeline;
+
+/* A pipeline layout: n bindings, storage buffers except those in texel_mask, which are
+ * uniform texel buffers (RGBA32F views), and the 128-byte push-constant range. */
+typedef struct vk_layout {
+    int n;
+    uint32_t texel_mask;
+    VkDescriptorSetLayout set;
+    VkPipelineLayout pipe;
+} vk_layout;
+#define VK_MAX_LAYOUTS 16
 
 typedef struct vk_kernel_time {
     const char *name;
@@ -190,8 +204,8 @@ typedef struct vk_dev {
     VkPipelineCache pcache;
     char pcache_path[512];
     int pcache_dirty;
-    VkDescriptorSetLayout set_layouts[VK_MAX_OPERANDS + 1];
-    VkPipelineLayout layouts[VK_MAX_OPERANDS + 1];
+    vk_layout layouts[VK_MAX_LAYOUTS];
+    int n_layouts;
     vk_pipeline *pipelines;
     int n_pipelines, cap_pipelines;
 
@@ -258,16 +272,19 @@ kiln_status vk_result(VkResult r, const char *what);
 /* pipelines */
 kiln_status vk_pipelines_init(vk_dev *d);
 void vk_pipelines_destroy(vk_dev *d);
-/* A descriptor set for n bindings from the pools of the batch being recorded. */
-kiln_status vk_batch_dset(vk_dev *d, int n, VkDescriptorSet *out);
+/* A descriptor set of a layout from the pools of the batch being recorded. */
+kiln_status vk_batch_dset(vk_dev *d, VkDescriptorSetLayout layout, VkDescriptorSet *out);
+/* Keeps a buffer view alive until the batch being recorded has completed. */
+kiln_status vk_batch_view(vk_dev *d, VkBufferView view);
 
 /* One dispatch. The push struct starts with one uint32 element offset per operand, which
  * vk_dispatch fills in (0xffffffff for an absent operand); the rest is the caller's. */
 typedef struct vk_operand {
     kiln_ref ref;
     size_t bytes;   /* extent touched, from ref.off (0 for an operand the kernel skips) */
-    uint32_t elem;  /* element size used to express the offset (4, or 2 for f16) */
+    uint32_t elem;  /* element size used to express the offset (4, or 2 for f16; 16 for a texel) */
     int write;
+    int texel; /* bound as a uniform texel buffer of RGBA32F texels (read-only) */
 } vk_operand;
 
 typedef struct vk_launch {
@@ -305,6 +322,8 @@ static inline uint32_t vk_div_up(uint64_t a, uint64_t b) { return (uint32_t)((a 
 /* Operand shorthands: an input or an output of `count` elements of `elem` bytes. */
 vk_operand vk_in(kiln_ref r, int64_t count, uint32_t elem);
 vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem);
+/* A read-only operand of `count` RGBA32F texels, read with texelFetch. */
+vk_operand vk_texels(kiln_ref r, int64_t count);
 
 /* kernel families */
 kiln_status vk_fill(void *dev, const kiln_fill_args *a);

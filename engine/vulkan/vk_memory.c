@@ -27,7 +27,8 @@ static int find_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t bits, 
 }
 
 static const VkBufferUsageFlags k_usage =
-    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+    VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 
 static void set_pool(vk_dev *d, vk_pool_kind k, int type) {
     VkMemoryPropertyFlags f = d->phys.mem.memoryTypes[type].propertyFlags;

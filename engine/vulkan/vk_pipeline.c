@@ -117,30 +117,49 @@ void vk_pipeline_cache_save(vk_dev *d) {
 
 /* ---- layouts ---- */
 
-kiln_status vk_pipelines_init(vk_dev *d) {
+/* The layout for n bindings whose texel_mask bits are uniform texel buffers (created on
+ * first use; kiln uses only a handful). */
+static kiln_status get_layout(vk_dev *d, int n, uint32_t texel_mask, vk_layout **out) {
+    for (int i = 0; i < d->n_layouts; i++)
+        if (d->layouts[i].n == n && d->layouts[i].texel_mask == texel_mask) {
+            *out = &d->layouts[i];
+            return KILN_OK;
+        }
+    if (d->n_layouts == VK_MAX_LAYOUTS) return kiln_set_error(KILN_ERR_STATE, "vulkan: too many pipeline layouts");
     VkDescriptorSetLayoutBinding bindings[VK_MAX_OPERANDS];
-    for (int i = 0; i < VK_MAX_OPERANDS; i++) {
+    for (int i = 0; i < n; i++) {
         bindings[i].binding = (uint32_t)i;
-        bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        bindings[i].descriptorType = texel_mask & (1u << i) ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                            : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         bindings[i].descriptorCount = 1;
         bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
         bindings[i].pImmutableSamplers = NULL;
     }
+    vk_layout *l = &d->layouts[d->n_layouts];
+    VkDescriptorSetLayoutCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    lci.bindingCount = (uint32_t)n;
+    lci.pBindings = bindings;
+    VkResult r = vkCreateDescriptorSetLayout(d->device, &lci, NULL, &l->set);
+    if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateDescriptorSetLayout");
     VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_BYTES};
-    for (int n = 1; n <= VK_MAX_OPERANDS; n++) {
-        VkDescriptorSetLayoutCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-        lci.bindingCount = (uint32_t)n;
-        lci.pBindings = bindings;
-        VkResult r = vkCreateDescriptorSetLayout(d->device, &lci, NULL, &d->set_layouts[n]);
-        if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateDescriptorSetLayout");
-        VkPipelineLayoutCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-        pci.setLayoutCount = 1;
-        pci.pSetLayouts = &d->set_layouts[n];
-        pci.pushConstantRangeCount = 1;
-        pci.pPushConstantRanges = &push;
-        r = vkCreatePipelineLayout(d->device, &pci, NULL, &d->layouts[n]);
-        if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreatePipelineLayout");
+    VkPipelineLayoutCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pci.setLayoutCount = 1;
+    pci.pSetLayouts = &l->set;
+    pci.pushConstantRangeCount = 1;
+    pci.pPushConstantRanges = &push;
+    r = vkCreatePipelineLayout(d->device, &pci, NULL, &l->pipe);
+    if (r != VK_SUCCESS) {
+        vkDestroyDescriptorSetLayout(d->device, l->set, NULL);
+        return vk_result(r, "vulkan: vkCreatePipelineLayout");
     }
+    l->n = n;
+    l->texel_mask = texel_mask;
+    d->n_layouts++;
+    *out = l;
+    return KILN_OK;
+}
+
+kiln_status vk_pipelines_init(vk_dev *d) {
     cache_path(d);
     size_t size;
     void *data = load_cache(d, &size);
@@ -165,19 +184,22 @@ void vk_pipelines_destroy(vk_dev *d) {
     free(d->pipelines);
     d->pipelines = NULL;
     d->n_pipelines = 0;
-    for (int n = 1; n <= VK_MAX_OPERANDS; n++) {
-        if (d->layouts[n]) vkDestroyPipelineLayout(d->device, d->layouts[n], NULL);
-        if (d->set_layouts[n]) vkDestroyDescriptorSetLayout(d->device, d->set_layouts[n], NULL);
+    for (int i = 0; i < d->n_layouts; i++) {
+        vkDestroyPipelineLayout(d->device, d->layouts[i].pipe, NULL);
+        vkDestroyDescriptorSetLayout(d->device, d->layouts[i].set, NULL);
     }
+    d->n_layouts = 0;
     if (d->pcache) vkDestroyPipelineCache(d->device, d->pcache, NULL);
     d->pcache = VK_NULL_HANDLE;
 }
 
-static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint32_t *spec, int n_spec, int n_bindings,
-                                VkPipeline *out) {
+static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint32_t *spec, int n_spec,
+                                const vk_layout *layout, VkPipeline *out) {
+    int n_bindings = layout->n;
     for (int i = 0; i < d->n_pipelines; i++) {
         vk_pipeline *p = &d->pipelines[i];
         if (p->shader == sh->name && p->n_spec == n_spec && p->n_bindings == n_bindings &&
+            p->texel_mask == layout->texel_mask &&
             !memcmp(p->spec, spec, (size_t)n_spec * sizeof *spec)) {
             *out = p->handle;
             return KILN_OK;
@@ -209,7 +231,7 @@ static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint3
     ci.stage.module = module;
     ci.stage.pName = "main";
     ci.stage.pSpecializationInfo = n_spec ? &si : NULL;
-    ci.layout = d->layouts[n_bindings];
+    ci.layout = layout->pipe;
     VkPipeline pipe;
     r = vkCreateComputePipelines(d->device, d->pcache, 1, &ci, NULL, &pipe);
     vkDestroyShaderModule(d->device, module, NULL);
@@ -220,6 +242,7 @@ static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint3
     memcpy(p->spec, spec, (size_t)n_spec * sizeof *spec);
     p->n_spec = n_spec;
     p->n_bindings = n_bindings;
+    p->texel_mask = layout->texel_mask;
     p->handle = pipe;
     d->pcache_dirty = 1;
     *out = pipe;
@@ -229,12 +252,17 @@ static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint3
 /* ---- dispatch ---- */
 
 vk_operand vk_in(kiln_ref r, int64_t count, uint32_t elem) {
-    vk_operand o = {r, (size_t)count * elem, elem, 0};
+    vk_operand o = {r, (size_t)count * elem, elem, 0, 0};
     return o;
 }
 
 vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem) {
-    vk_operand o = {r, (size_t)count * elem, elem, 1};
+    vk_operand o = {r, (size_t)count * elem, elem, 1, 0};
+    return o;
+}
+
+vk_operand vk_texels(kiln_ref r, int64_t count) {
+    vk_operand o = {r, (size_t)count * 16, 16, 0, 1};
     return o;
 }
 
@@ -264,10 +292,14 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
                                   l->shader, l->groups[i], i, d->caps.max_wg_count[i]);
     uint32_t *offsets = l->push;
     VkDescriptorBufferInfo infos[VK_MAX_OPERANDS];
+    VkBufferView views[VK_MAX_OPERANDS];
+    uint32_t texel_mask = 0;
     vk_hazard_set h = {.n = 0};
-    VkDeviceSize align = d->caps.min_ssbo_align ? d->caps.min_ssbo_align : 1;
+    VkDeviceSize ssbo_align = d->caps.min_ssbo_align ? d->caps.min_ssbo_align : 1;
+    VkDeviceSize texel_align = d->caps.min_texel_align > 16 ? d->caps.min_texel_align : 16;
     for (int i = 0; i < l->n_ops; i++) {
         const vk_operand *o = &l->ops[i];
+        if (o->texel) texel_mask |= 1u << i;
         if (!o->ref.buf) {
             /* An absent operand still needs a valid binding. Writable ones get a slot of their
              * own in the dummy block, tracked like any output, so that two dispatches never
@@ -283,13 +315,15 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         }
         const vk_block *blk = o->ref.buf->block;
         VkDeviceSize at = o->ref.buf->offset + o->ref.off;
+        VkDeviceSize align = o->texel ? texel_align : ssbo_align;
         VkDeviceSize base = at / align * align;
         if ((at - base) % o->elem)
             return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: operand %d at byte %llu is not a whole element",
                                   l->shader, i, (unsigned long long)at);
         /* never empty; whole 32-bit words (shaders read f16 as packed words, so an odd
-         * count of halves still needs its last word); never past the block's end */
-        VkDeviceSize end = (at + (o->bytes ? o->bytes : o->elem) + 3) & ~(VkDeviceSize)3;
+         * count of halves still needs its last word) or texels; never past the block */
+        VkDeviceSize unit = o->texel ? 16 : 4;
+        VkDeviceSize end = (at + (o->bytes ? o->bytes : o->elem) + unit - 1) / unit * unit;
         if (end > blk->size) end = blk->size;
         infos[i].buffer = blk->buffer;
         infos[i].offset = base;
@@ -297,12 +331,14 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         offsets[i] = (uint32_t)((at - base) / o->elem);
         vk_hazard_add(&h, blk, base, end - base, o->write);
     }
+    vk_layout *layout = NULL;
     VkPipeline pipe = VK_NULL_HANDLE;
     VkDescriptorSet set = VK_NULL_HANDLE;
     VkCommandBuffer cmd = VK_NULL_HANDLE;
-    if ((s = get_pipeline(d, sh, l->spec, l->n_spec, l->n_ops, &pipe))) return s;
+    if ((s = get_layout(d, l->n_ops, texel_mask, &layout))) return s;
+    if ((s = get_pipeline(d, sh, l->spec, l->n_spec, layout, &pipe))) return s;
     if ((s = vk_cmd(d, &cmd))) return s;
-    if ((s = vk_batch_dset(d, l->n_ops, &set))) return s;
+    if ((s = vk_batch_dset(d, layout->set, &set))) return s;
     VkWriteDescriptorSet writes[VK_MAX_OPERANDS];
     for (int i = 0; i < l->n_ops; i++) {
         memset(&writes[i], 0, sizeof writes[i]);
@@ -310,14 +346,27 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         writes[i].dstSet = set;
         writes[i].dstBinding = (uint32_t)i;
         writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
+        if (l->ops[i].texel) {
+            VkBufferViewCreateInfo vci = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+            vci.buffer = infos[i].buffer;
+            vci.format = VK_FORMAT_R32G32B32A32_SFLOAT;
+            vci.offset = infos[i].offset;
+            vci.range = infos[i].range;
+            VkResult r = vkCreateBufferView(d->device, &vci, NULL, &views[i]);
+            if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateBufferView");
+            if ((s = vk_batch_view(d, views[i]))) return s;
+            writes[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+            writes[i].pTexelBufferView = &views[i];
+        } else {
+            writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+            writes[i].pBufferInfo = &infos[i];
+        }
     }
     vkUpdateDescriptorSets(d->device, (uint32_t)l->n_ops, writes, 0, NULL);
     vk_hazard_commit(d, cmd, &h);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d->layouts[l->n_ops], 0, 1, &set, 0, NULL);
-    vkCmdPushConstants(cmd, d->layouts[l->n_ops], VK_SHADER_STAGE_COMPUTE_BIT, 0, l->push_bytes, l->push);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout->pipe, 0, 1, &set, 0, NULL);
+    vkCmdPushConstants(cmd, layout->pipe, VK_SHADER_STAGE_COMPUTE_BIT, 0, l->push_bytes, l->push);
     vk_batch *b = &d->ring[d->cur];
     int timed = d->profile && vk_profile_begin(d, b, cmd, sh->name) == KILN_OK;
     vkCmdDispatch(cmd, l->groups[0], l->groups[1], l->groups[2]);
