@@ -29,19 +29,27 @@ static int64_t visible_keys(const kiln_softmax_args *a, const int32_t *lengths, 
 
 /* One row: y_j = softmax(z)_j over the `visible` leading keys, 0 after them, where
  * z_j = (scale x_j + add_j) / T (add NULL: 0). z is written into y first; the max is
- * subtracted before exp so large scores cannot overflow. */
+ * subtracted before exp so large scores cannot overflow.
+ *
+ * Masked keys take z = -inf, whose exp is exactly 0, so every loop runs over the whole
+ * row: causal rows have every length from 1 to tk, and loops over just the visible keys
+ * spent most of their time in scalar tails (16-wide vectors, rows of 1..64). The zeros
+ * add nothing to the sum, and the last loop writes 0 to masked keys explicitly. */
 CPU_VECTOR_CLONES static void softmax_row(const float *x, const float *add, float *y, int64_t visible,
                                           int64_t tk, float scale, float inv_temp) {
+    if (visible == 0) { /* every key masked: zeros, never 0/0 */
+        for (int64_t j = 0; j < tk; j++) y[j] = 0.0f;
+        return;
+    }
     if (add)
-        for (int64_t j = 0; j < visible; j++) y[j] = (scale * x[j] + add[j]) * inv_temp;
+        for (int64_t j = 0; j < tk; j++)
+            y[j] = cpu_select(j < visible, (scale * x[j] + add[j]) * inv_temp, -INFINITY);
     else
-        for (int64_t j = 0; j < visible; j++) y[j] = scale * x[j] * inv_temp;
-    const float zmax = cpu_max_f32(y, visible);
-    for (int64_t j = 0; j < visible; j++) y[j] = cpu_expf(y[j] - zmax);
-    const double sum = cpu_sum_f64(y, visible);
-    const float inv_sum = visible > 0 ? (float)(1.0 / sum) : 0.0f;
-    for (int64_t j = 0; j < visible; j++) y[j] *= inv_sum;
-    for (int64_t j = visible; j < tk; j++) y[j] = 0.0f;
+        for (int64_t j = 0; j < tk; j++) y[j] = cpu_select(j < visible, scale * x[j] * inv_temp, -INFINITY);
+    const float zmax = cpu_max_f32(y, tk);
+    for (int64_t j = 0; j < tk; j++) y[j] = cpu_expf(y[j] - zmax);
+    const float inv_sum = (float)(1.0 / cpu_sum_f64(y, tk));
+    for (int64_t j = 0; j < tk; j++) y[j] = cpu_select(j < visible, y[j] * inv_sum, 0.0f);
 }
 
 kiln_status cpu_softmax_fwd(void *dev, const kiln_softmax_args *a) {
