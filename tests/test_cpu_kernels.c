@@ -1,7 +1,8 @@
 /* The CPU backend's data-movement, elementwise and row kernels against plain references
  * written here as the obvious loops: bit for bit where the kernel promises the same
  * arithmetic (copies, adds, column sums), to a tight tolerance where it only reorders a
- * double accumulation (softmax, layernorm, cross-entropy, reductions). The sizes cross
+ * double accumulation (softmax, layernorm, cross-entropy, reductions); Adam bit for bit
+ * against the contract's per-element formula. The sizes cross
  * the kernels' internal piece and block boundaries and their threading thresholds. */
 #include <math.h>
 #include <stdint.h>
@@ -387,6 +388,51 @@ START_TEST(xent_matches_double_rows) {
 }
 END_TEST
 
+/* ---- Adam: bit for bit against the contract's per-element formula ---- */
+
+static void adam_plain(const kiln_adam_args *a, float coef, float g, float *p, float *m, float *v) {
+    float pv = *p;
+    g *= coef;
+    if (!a->decoupled && a->weight_decay != 0.0f) g += a->weight_decay * pv;
+    float mv = a->beta1 * *m + (1.0f - a->beta1) * g;
+    float vv = a->beta2 * *v + (1.0f - a->beta2) * g * g;
+    if (a->decoupled) pv -= a->lr * a->weight_decay * pv;
+    pv -= a->lr * (mv / a->bc1) / (sqrtf(vv / a->bc2) + a->eps);
+    *m = mv, *v = vv, *p = pv;
+}
+
+START_TEST(adam_matches_plain_formula) {
+    const int64_t n = 70001; /* blocks, a tail, the threaded path */
+    for (int variant = 0; variant < 4; variant++) {
+        const int decoupled = variant & 1, f16 = variant >> 1;
+        host_arr *p = arr_new(n, 1), *g = arr_new(n, 1), *m = arr_new(n, 0.1f), *v = arr_new(n, 0.1f);
+        host_arr *coef = arr_new(1, 1), *half = arr_new(n / 2 + 1, 1);
+        for (int64_t i = 0; i < n; i++) v->p[i] = fabsf(v->p[i]);
+        uint16_t *g16 = (uint16_t *)(void *)g->p, *h = (uint16_t *)(void *)half->p;
+        if (f16)
+            for (int64_t i = 0; i < n; i++) g16[i] = kiln_f32_to_f16(0.5f * rnd());
+        coef->p[0] = 0.8f;
+        float *wp = arr_copy(p, n), *wm = arr_copy(m, n), *wv = arr_copy(v, n);
+        kiln_adam_args a = {0};
+        a.param = ref(p), a.grad = ref(g), a.m = ref(m), a.v = ref(v), a.coef = ref(coef);
+        a.half_copy = f16 ? ref(half) : ref(NULL);
+        a.grad_dtype = f16 ? KILN_F16 : KILN_F32;
+        a.n = n, a.lr = 3e-3f, a.beta1 = 0.9f, a.beta2 = 0.95f, a.eps = 1e-8f, a.weight_decay = 0.1f;
+        a.bc1 = 1.0f - powf(0.9f, 3.0f), a.bc2 = 1.0f - powf(0.95f, 3.0f), a.decoupled = decoupled;
+        for (int64_t i = 0; i < n; i++)
+            adam_plain(&a, 0.8f, f16 ? kiln_f16_to_f32(g16[i]) : g->p[i], &wp[i], &wm[i], &wv[i]);
+        ck_assert_int_eq(cpu_adam(NULL, &a), KILN_OK);
+        expect_same_bits(p->p, wp, n, "adam param");
+        expect_same_bits(m->p, wm, n, "adam m");
+        expect_same_bits(v->p, wv, n, "adam v");
+        if (f16)
+            for (int64_t i = 0; i < n; i++) ck_assert(h[i] == kiln_f32_to_f16(wp[i]));
+        free(wp), free(wm), free(wv);
+        arr_free(p), arr_free(g), arr_free(m), arr_free(v), arr_free(coef), arr_free(half);
+    }
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, copy_block_matches_loops);
@@ -399,6 +445,7 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, softmax_matches_double_rows);
     tcase_add_test(tc, layernorm_matches_double_rows);
     tcase_add_test(tc, xent_matches_double_rows);
+    tcase_add_test(tc, adam_matches_plain_formula);
 }
 
 int main(int argc, char **argv) {

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/cpu_vmath.h"
 
 kiln_status cpu_clip_coef(void *dev, const kiln_clip_args *a) {
     (void)dev;
@@ -22,19 +23,33 @@ kiln_status cpu_clip_coef(void *dev, const kiln_clip_args *a) {
     return KILN_OK;
 }
 
-/* One element of the update; `g` is the raw gradient (before coef). */
-static inline void adam_element(const kiln_adam_args *a, float coef, float g, float *p,
-                                float *m, float *v) {
-    float pv = *p;
-    g *= coef;
-    if (!a->decoupled && a->weight_decay != 0.0f) g += a->weight_decay * pv;
-    float mv = a->beta1 * *m + (1.0f - a->beta1) * g;
-    float vv = a->beta2 * *v + (1.0f - a->beta2) * g * g;
-    if (a->decoupled) pv -= a->lr * a->weight_decay * pv;
-    pv -= a->lr * (mv / a->bc1) / (sqrtf(vv / a->bc2) + a->eps);
-    *m = mv;
-    *v = vv;
-    *p = pv;
+/* Elements per pass of the update: its temporaries stay in L1. */
+#define ADAM_BLOCK 512
+
+/* The update of n <= ADAM_BLOCK elements, in three passes so that two of them vectorize:
+ * libm's sqrtf sets errno on a negative input, and that possible call keeps any loop
+ * containing it scalar (the argument is never negative here, but the compiler cannot know
+ * that). Each element sees exactly the arithmetic of the contract, in its order:
+ *   g = grad * coef (+ wd * p when coupled); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g g
+ *   p -= lr * wd * p (decoupled); p -= lr * (m / bc1) / (sqrt(v / bc2) + eps). */
+CPU_VECTOR_CLONES static void adam_block(const kiln_adam_args *a, float coef, const float *grad, float *p,
+                                         float *m, float *v, int64_t n) {
+    const float b1 = a->beta1, b2 = a->beta2, wd = a->weight_decay, lr = a->lr;
+    const float bc1 = a->bc1, bc2 = a->bc2, eps = a->eps;
+    const int decoupled = a->decoupled, coupled = !decoupled && wd != 0.0f;
+    float den[ADAM_BLOCK];
+    for (int64_t i = 0; i < n; i++) {
+        float g = grad[i] * coef;
+        g = cpu_select(coupled, g + wd * p[i], g);
+        const float mv = b1 * m[i] + (1.0f - b1) * g;
+        const float vv = b2 * v[i] + (1.0f - b2) * g * g;
+        m[i] = mv;
+        v[i] = vv;
+        den[i] = vv / bc2;
+        p[i] = cpu_select(decoupled, p[i] - lr * wd * p[i], p[i]);
+    }
+    for (int64_t i = 0; i < n; i++) den[i] = sqrtf(den[i]); /* scalar: see above */
+    for (int64_t i = 0; i < n; i++) p[i] -= lr * (m[i] / bc1) / (den[i] + eps);
 }
 
 kiln_status cpu_adam(void *dev, const kiln_adam_args *a) {
@@ -46,21 +61,19 @@ kiln_status cpu_adam(void *dev, const kiln_adam_args *a) {
     const float coef = CPU_HAS(a->coef) ? CPU_PTR(a->coef, float)[0] : 1.0f;
     float *p = CPU_PTR(a->param, float), *m = CPU_PTR(a->m, float), *v = CPU_PTR(a->v, float);
     uint16_t *half = CPU_HAS(a->half_copy) ? CPU_PTR(a->half_copy, uint16_t) : NULL;
-    const int64_t n = a->n;
-    if (a->grad_dtype == KILN_F32) {
-        const float *g = CPU_PTR(a->grad, float);
-#pragma omp parallel for if (n > CPU_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) {
-            adam_element(a, coef, g[i], p + i, m + i, v + i);
-            if (half) half[i] = kiln_f32_to_f16(p[i]);
-        }
-    } else {
-        const uint16_t *g = CPU_PTR(a->grad, uint16_t);
-#pragma omp parallel for if (n > CPU_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) {
-            adam_element(a, coef, kiln_f16_to_f32(g[i]), p + i, m + i, v + i);
-            if (half) half[i] = kiln_f32_to_f16(p[i]);
-        }
+    const float *g32 = a->grad_dtype == KILN_F32 ? CPU_PTR(a->grad, float) : NULL;
+    const uint16_t *g16 = a->grad_dtype == KILN_F16 ? CPU_PTR(a->grad, uint16_t) : NULL;
+    const int64_t n = a->n, blocks = (n + ADAM_BLOCK - 1) / ADAM_BLOCK;
+#pragma omp parallel for if (cpu_use_threads(n, CPU_PAR_MIN / 4))
+    for (int64_t b = 0; b < blocks; b++) {
+        const int64_t i0 = b * ADAM_BLOCK, len = n - i0 < ADAM_BLOCK ? n - i0 : ADAM_BLOCK;
+        float widened[ADAM_BLOCK];
+        const float *g = g32 ? g32 + i0 : widened;
+        if (g16)
+            for (int64_t i = 0; i < len; i++) widened[i] = kiln_f16_to_f32(g16[i0 + i]);
+        adam_block(a, coef, g, p + i0, m + i0, v + i0, len);
+        if (half)
+            for (int64_t i = 0; i < len; i++) half[i0 + i] = kiln_f32_to_f16(p[i0 + i]);
     }
     return KILN_OK;
 }
