@@ -234,6 +234,13 @@ kiln_status vk_buf_alloc(vk_dev *d, vk_pool_kind pool, size_t bytes, kiln_buf **
     if (!b) {
         int dedicated = span > d->block_size / 2;
         kiln_status s = block_create(d, (vk_pool_kind)pool, dedicated ? span : d->block_size, dedicated, &b);
+        if (s == KILN_ERR_MEMORY && !vk_idle(d)) {
+            /* frees may be waiting for recorded work: finish it, then try once more */
+            if (vk_flush(d, 1) == KILN_OK) {
+                free(buf);
+                return vk_buf_alloc(d, pool, bytes, out);
+            }
+        }
         if (s) {
             free(buf);
             return s;

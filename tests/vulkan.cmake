@@ -1,0 +1,66 @@
+# Vulkan-specific test registrations (included by tests/CMakeLists.txt).
+#
+#   label vulkan   test_vulkan_*.c (devices, memory, the GEMM slot, the pipeline cache);
+#                  every test_op_* and test_vulkan_gemm again in KILN_VK_MIN_LIMITS=1 mode
+#                  (Vulkan's minimum limits, no optional feature: the fallback kernels);
+#                  the `kiln` program's one-line errors for a missing device or driver.
+# Every Vulkan run has the validation layer (with synchronization validation) on and fails
+# on any message (KILN_VK_VALIDATION=fail; see engine/vulkan/vk_instance.c).
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  # ---- `kiln` must fail with exactly one line on stderr matching EXPECT:
+  #      cmake -DCLI=<kiln> "-DARGS=..." -DEXPECT=regex -P vulkan.cmake ----
+  execute_process(COMMAND ${CLI} ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(STRIP "${err}" err)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "kiln ${ARGS} succeeded; expected an error")
+  endif()
+  if(err MATCHES "\n" OR NOT err MATCHES "${EXPECT}")
+    message(FATAL_ERROR "kiln ${ARGS}: expected one line matching '${EXPECT}' on stderr, got:\n${err}")
+  endif()
+  return()
+endif()
+
+set(KILN_VK_VALIDATE "VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation;KILN_VK_VALIDATION=fail")
+
+foreach(src ${KILN_TEST_SOURCES})
+  get_filename_component(name ${src} NAME_WE)
+  if(name MATCHES "^test_vulkan_")
+    if(KILN_VULKAN)
+      target_compile_definitions(${name} PRIVATE KILN_HAVE_VULKAN)
+      set_tests_properties(${name} PROPERTIES LABELS vulkan ENVIRONMENT "${KILN_VK_VALIDATE}")
+    endif()
+  endif()
+endforeach()
+
+if(KILN_VULKAN)
+  foreach(src ${KILN_TEST_SOURCES})
+    get_filename_component(name ${src} NAME_WE)
+    if(name MATCHES "^test_op_" OR name STREQUAL "test_vulkan_gemm")
+      add_test(NAME ${name}_vulkan_min_limits COMMAND ${name} --backend vulkan)
+      set_tests_properties(${name}_vulkan_min_limits PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77 TIMEOUT 600
+        ENVIRONMENT "KILN_VK_MIN_LIMITS=1;${KILN_VK_VALIDATE}")
+    endif()
+  endforeach()
+
+  # no driver at all: the loader finds no ICD (older loaders read VK_ICD_FILENAMES, newer
+  # ones VK_DRIVER_FILES)
+  add_test(NAME test_vulkan_device_no_driver COMMAND test_vulkan_device --expect-no-driver)
+  set_tests_properties(test_vulkan_device_no_driver PROPERTIES LABELS vulkan
+    ENVIRONMENT "VK_ICD_FILENAMES=/nonexistent;VK_DRIVER_FILES=/nonexistent")
+
+  # the `kiln` program: a missing device or driver is one line on stderr and exit 1
+  if(TARGET kiln_host)
+    add_test(NAME kiln_vulkan_missing_device
+      COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:kiln_host>
+              "-DARGS=bench;gemm;--backend;vulkan;--device;7;--sizes;8;--repeat;1"
+              "-DEXPECT=vulkan:7 does not exist" -P ${CMAKE_CURRENT_LIST_FILE})
+    add_test(NAME kiln_vulkan_no_driver
+      COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:kiln_host>
+              "-DARGS=bench;gemm;--backend;vulkan;--sizes;8;--repeat;1"
+              "-DEXPECT=no Vulkan driver found" -P ${CMAKE_CURRENT_LIST_FILE})
+    set_tests_properties(kiln_vulkan_missing_device PROPERTIES LABELS vulkan)
+    set_tests_properties(kiln_vulkan_no_driver PROPERTIES LABELS vulkan
+      ENVIRONMENT "VK_ICD_FILENAMES=/nonexistent;VK_DRIVER_FILES=/nonexistent")
+  endif()
+endif()
