@@ -12,7 +12,7 @@ backend=${3:-cpu}
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 for i in $(seq 1 300); do echo "verse $i: twinkle twinkle little star, how I wonder what you are"; done >text.txt
 # the model trains on the cpu (checkpoints are the same on every backend); BACKEND decodes
-"$kiln" train --data text.txt --out model --backend cpu --layers 2 --heads 2 --dim 32 \
+"$kiln" train --data text.txt --out model --backend cpu --layers 1 --heads 2 --dim 32 \
   --block 32 --batch 8 --steps 150 --lr 1e-2 --warmup 10 --eval-every 0 --seed 3 >/dev/null 2>&1
 status=0
 compare() {
