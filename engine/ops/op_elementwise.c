@@ -1,5 +1,6 @@
 /* Elementwise add, sub, mul (with trailing-dims broadcast of b) and scale. */
 #include "core/internal.h"
+#include "ops/op_grad.h"
 
 /* b broadcasts over a when b's shape is a suffix of a's shape. */
 static int broadcast_ok(const kiln_tensor *a, const kiln_tensor *b) {
@@ -16,38 +17,55 @@ static kiln_status binary(kiln_ctx *ctx, kiln_binary_op op, const kiln_tensor *a
     return KILN_CALL(ctx, binary, &args);
 }
 
-/* grad += alpha * g, where g has a's shape and grad may be the broadcast (suffix) shape. */
-static kiln_status accumulate(kiln_ctx *ctx, kiln_tensor *grad, const kiln_tensor *g, float alpha) {
+/* grad += alpha * g, where g has a's shape and grad may be the broadcast (suffix) shape;
+ * with `overwrite` (a fresh gradient, op_grad.h), grad = alpha * g. */
+static kiln_status accumulate(kiln_ctx *ctx, kiln_tensor *grad, const kiln_tensor *g, float alpha, int overwrite) {
     int64_t n = kiln_numel(g), nb = kiln_numel(grad);
     if (n == nb) {
-        kiln_axpby_args ax = {kiln_ref_of(g), kiln_ref_of(grad), {0, 0}, {0, 0}, n, alpha, 1.0f};
+        kiln_axpby_args ax = {kiln_ref_of(g), kiln_ref_of(grad), {0, 0}, {0, 0}, n, alpha, overwrite ? 0.0f : 1.0f};
         return KILN_CALL(ctx, axpby, &ax);
     }
+    kiln_status s = overwrite ? kiln_zero(grad) : KILN_OK; /* sum_rows only accumulates */
+    if (s) return s;
     kiln_sum_rows_args sr = {kiln_ref_of(g), kiln_ref_of(grad), n / nb, nb, alpha};
     return KILN_CALL(ctx, sum_rows, &sr);
 }
 
+/* The gradient of t (NULL when it needs none; an error only when it cannot be made). */
+static kiln_status grad_of(kiln_tensor *t, kiln_tensor **g, int *overwrite) {
+    *g = op_grad_overwrite(t, overwrite);
+    return kiln_requires_grad(t) && !*g ? kiln_error_status() : KILN_OK;
+}
+
+/* da is written before db's gradient is even looked up: when b is a or a view of it, db
+ * then accumulates onto a complete da. */
 static kiln_status binary_backward(kiln_tape_rec *rec) {
     kiln_tensor *a = rec->in[0], *b = rec->in[1], *dy = rec->out->grad;
     kiln_ctx *ctx = dy->ctx;
     kiln_binary_op op = (kiln_binary_op)rec->i[0];
-    kiln_status s = KILN_OK;
-    kiln_tensor *da = kiln_grad_acc(a), *db = kiln_grad_acc(b);
+    kiln_tensor *da, *db;
+    int fresh;
+    kiln_status s;
     if (op != KILN_BIN_MUL) {
-        if (da && (s = accumulate(ctx, da, dy, 1.0f))) return s;
-        if (db) s = accumulate(ctx, db, dy, op == KILN_BIN_SUB ? -1.0f : 1.0f);
-        return s;
+        if ((s = grad_of(a, &da, &fresh)) || (da && (s = accumulate(ctx, da, dy, 1.0f, fresh)))) return s;
+        if ((s = grad_of(b, &db, &fresh)) || !db) return s;
+        return accumulate(ctx, db, dy, op == KILN_BIN_SUB ? -1.0f : 1.0f, fresh);
     }
-    kiln_tensor *t = (da || db) ? kiln_tensor_temp(ctx, KILN_F32, a->ndim, a->shape) : NULL;
-    if (da) { /* da += dy * b */
-        if (!t || (s = binary(ctx, KILN_BIN_MUL, dy, b, t)) || (s = accumulate(ctx, da, t, 1.0f)))
-            return t ? s : kiln_error_status();
+    /* da += dy * b: straight into a fresh da (same shape as dy), else through a temporary */
+    kiln_tensor *t = NULL;
+    if ((s = grad_of(a, &da, &fresh))) return s;
+    if (da && fresh) {
+        if ((s = binary(ctx, KILN_BIN_MUL, dy, b, da))) return s;
+    } else if (da) {
+        if (!(t = kiln_tensor_temp(ctx, KILN_F32, a->ndim, a->shape))) return kiln_error_status();
+        if ((s = binary(ctx, KILN_BIN_MUL, dy, b, t)) || (s = accumulate(ctx, da, t, 1.0f, 0))) return s;
     }
-    if (db) { /* db += sum over the broadcast of dy * a */
-        if (!t || (s = binary(ctx, KILN_BIN_MUL, dy, a, t)) || (s = accumulate(ctx, db, t, 1.0f)))
-            return t ? s : kiln_error_status();
-    }
-    return KILN_OK;
+    /* db += sum over the broadcast of dy * a */
+    if ((s = grad_of(b, &db, &fresh)) || !db) return s;
+    if (fresh && kiln_numel(db) == kiln_numel(dy)) return binary(ctx, KILN_BIN_MUL, dy, a, db);
+    if (!t && !(t = kiln_tensor_temp(ctx, KILN_F32, a->ndim, a->shape))) return kiln_error_status();
+    if ((s = binary(ctx, KILN_BIN_MUL, dy, a, t))) return s;
+    return accumulate(ctx, db, t, 1.0f, fresh);
 }
 
 static const char *const g_names[] = {"add", "sub", "mul"};
@@ -79,9 +97,10 @@ kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b) { return binary_op(a, b, K
 kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b) { return binary_op(a, b, KILN_BIN_MUL); }
 
 static kiln_status scale_backward(kiln_tape_rec *rec) {
-    kiln_tensor *dx = kiln_grad_acc(rec->in[0]);
+    int fresh;
+    kiln_tensor *dx = op_grad_overwrite(rec->in[0], &fresh);
     if (!dx) return kiln_error_status();
-    return accumulate(dx->ctx, dx, rec->out->grad, rec->f[0]);
+    return accumulate(dx->ctx, dx, rec->out->grad, rec->f[0], fresh);
 }
 
 kiln_tensor *kiln_scale(kiln_tensor *x, float alpha) {

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "core/internal.h"
+#include "ops/op_grad.h"
 
 /* One GEMM call over stored matrices: A is rows_a x cols_a (row-major), etc. */
 static kiln_status gemm(kiln_ctx *ctx, const kiln_tensor *a, int ta, const kiln_tensor *b, int tb,
@@ -85,33 +86,42 @@ static kiln_status matmul_backward(kiln_tape_rec *rec) {
     if (dims_of(a, b, ta, tb, &d)) return kiln_error_status();
     int64_t m = d.m, n = d.n, k = d.k, mn = m * n;
     kiln_status s = KILN_OK;
-    kiln_tensor *da = kiln_grad_acc(a);
+    /* each GEMM below writes all of dA (dB): beta 0 overwrites a fresh gradient (op_grad.h) */
+    int fresh;
+    kiln_tensor *da = op_grad_overwrite(a, &fresh);
+    if (kiln_requires_grad(a) && !da) return kiln_error_status();
     if (da) {
+        const float beta = fresh ? 0.0f : 1.0f;
         if (!ta) /* dA[M,K] += dC op(B)^T */
-            s = d.shared_b ? gemm(ctx, dc, 0, b, !tb, da, NULL, m * d.batch, k, n, 1, 0, 0, 1.0f)
-                           : gemm(ctx, dc, 0, b, !tb, da, NULL, m, k, n, d.batch, mn, k * n, 1.0f);
+            s = d.shared_b ? gemm(ctx, dc, 0, b, !tb, da, NULL, m * d.batch, k, n, 1, 0, 0, beta)
+                           : gemm(ctx, dc, 0, b, !tb, da, NULL, m, k, n, d.batch, mn, k * n, beta);
         else /* A stored [K,M]: dA += op(B) dC^T */
-            s = gemm(ctx, b, tb, dc, 1, da, NULL, k, m, n, d.batch, d.shared_b ? 0 : k * n, mn, 1.0f);
+            s = gemm(ctx, b, tb, dc, 1, da, NULL, k, m, n, d.batch, d.shared_b ? 0 : k * n, mn, beta);
         if (s) return s;
     }
-    kiln_tensor *db = kiln_grad_acc(b);
+    kiln_tensor *db = op_grad_overwrite(b, &fresh);
+    if (kiln_requires_grad(b) && !db) return kiln_error_status();
     if (db) {
+        const float beta = fresh ? 0.0f : 1.0f;
         if (d.shared_b && !ta) {
             /* every batch adds into the one dB: fold the batch into the contraction */
-            s = tb ? gemm(ctx, dc, 1, a, 0, db, NULL, n, k, m * d.batch, 1, 0, 0, 1.0f)
-                   : gemm(ctx, a, 1, dc, 0, db, NULL, k, n, m * d.batch, 1, 0, 0, 1.0f);
+            s = tb ? gemm(ctx, dc, 1, a, 0, db, NULL, n, k, m * d.batch, 1, 0, 0, beta)
+                   : gemm(ctx, a, 1, dc, 0, db, NULL, k, n, m * d.batch, 1, 0, 0, beta);
         } else if (d.shared_b) {
-            /* A transposed: batches cannot fold; accumulate them one after another */
+            /* A transposed: batches cannot fold; accumulate them one after another (the
+             * first one overwrites a fresh dB) */
+            if (fresh && d.batch == 0) s = kiln_zero(db); /* no batch to write it */
             for (int64_t i = 0; s == KILN_OK && i < d.batch; i++) {
                 kiln_tensor ai = *a, ci = *dc;
                 ai.offset += (size_t)(i * m * k) * kiln_dtype_size(a->dtype);
                 ci.offset += (size_t)(i * mn) * 4;
-                s = tb ? gemm(ctx, &ci, 1, &ai, 1, db, NULL, n, k, m, 1, 0, 0, 1.0f)
-                       : gemm(ctx, &ai, 0, &ci, 0, db, NULL, k, n, m, 1, 0, 0, 1.0f);
+                const float beta_i = i == 0 ? beta : 1.0f;
+                s = tb ? gemm(ctx, &ci, 1, &ai, 1, db, NULL, n, k, m, 1, 0, 0, beta_i)
+                       : gemm(ctx, &ai, 0, &ci, 0, db, NULL, k, n, m, 1, 0, 0, beta_i);
             }
         } else {
-            s = tb ? gemm(ctx, dc, 1, a, ta, db, NULL, n, k, m, d.batch, mn, m * k, 1.0f)
-                   : gemm(ctx, a, !ta, dc, 0, db, NULL, k, n, m, d.batch, m * k, mn, 1.0f);
+            s = tb ? gemm(ctx, dc, 1, a, ta, db, NULL, n, k, m, d.batch, mn, m * k, beta)
+                   : gemm(ctx, a, !ta, dc, 0, db, NULL, k, n, m, d.batch, m * k, mn, beta);
         }
         if (s) return s;
     }

@@ -2,13 +2,15 @@
 #include <math.h>
 
 #include "core/internal.h"
+#include "ops/op_grad.h"
 
 /* d(alpha * sum x) / dx = alpha: dx += alpha * dout[0]. */
 static kiln_status sum_backward(kiln_tape_rec *rec) {
     kiln_tensor *x = rec->in[0], *dy = rec->out->grad;
-    kiln_tensor *dx = kiln_grad_acc(x);
+    int fresh;
+    kiln_tensor *dx = op_grad_overwrite(x, &fresh);
     if (!dx) return kiln_error_status();
-    kiln_axpby_args a = {{0, 0}, kiln_ref_of(dx), kiln_ref_of(dy), {0, 0}, kiln_numel(x), rec->f[0], 1.0f};
+    kiln_axpby_args a = {{0, 0}, kiln_ref_of(dx), kiln_ref_of(dy), {0, 0}, kiln_numel(x), rec->f[0], fresh ? 0.0f : 1.0f};
     return KILN_CALL(x->ctx, axpby, &a);
 }
 
@@ -41,10 +43,11 @@ static kiln_status global_norm_backward(kiln_tape_rec *rec) {
     for (int t = 0; t < rec->n_in; t++) {
         kiln_tensor *x = rec->in[t];
         if (!kiln_requires_grad(x)) continue;
-        kiln_tensor *dx = kiln_grad_acc(x);
+        int fresh;
+        kiln_tensor *dx = op_grad_overwrite(x, &fresh);
         if (!dx) return kiln_error_status();
         kiln_axpby_args a = {kiln_ref_of(x), kiln_ref_of(dx), kiln_ref_of(dout), kiln_ref_of(norm),
-                             kiln_numel(x), 1.0f, 1.0f};
+                             kiln_numel(x), 1.0f, fresh ? 0.0f : 1.0f};
         kiln_status s = KILN_CALL(x->ctx, axpby, &a);
         if (s) return s;
     }

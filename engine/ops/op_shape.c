@@ -2,14 +2,13 @@
  * along one axis), and cast. Each backward moves the gradient the opposite way and
  * accumulates. */
 #include "core/internal.h"
+#include "ops/op_grad.h"
 
-/* The gradient of t to accumulate into, or NULL when t needs none. Fails only when t needs
- * a gradient and it cannot be allocated. */
-static kiln_status grad_for(kiln_tensor *t, kiln_tensor **g) {
-    *g = NULL;
-    if (!t || !kiln_requires_grad(t)) return KILN_OK;
-    *g = kiln_grad_acc(t);
-    return *g ? KILN_OK : kiln_error_status();
+/* The gradient of t, or NULL when t needs none; *overwrite as op_grad_overwrite. Fails
+ * only when t needs a gradient and it cannot be allocated. */
+static kiln_status grad_for(kiln_tensor *t, kiln_tensor **g, int *overwrite) {
+    *g = op_grad_overwrite(t, overwrite);
+    return kiln_requires_grad(t) && !*g ? kiln_error_status() : KILN_OK;
 }
 
 /* ---- split / merge heads ---- */
@@ -24,9 +23,10 @@ static kiln_status swap_axes(kiln_ctx *ctx, const kiln_tensor *x, kiln_tensor *y
 /* The forward swapped axes 1 and 2 of in[0] viewed as [i[0], i[1], i[2], i[3]]; the
  * gradient swaps them back: dy is [i[0], i[2], i[1], i[3]]. */
 static kiln_status swap_backward(kiln_tape_rec *rec) {
-    kiln_tensor *dx = kiln_grad_acc(rec->in[0]);
+    int fresh;
+    kiln_tensor *dx = op_grad_overwrite(rec->in[0], &fresh);
     if (!dx) return kiln_error_status();
-    return swap_axes(dx->ctx, rec->out->grad, dx, rec->i[0], rec->i[2], rec->i[1], rec->i[3], 1);
+    return swap_axes(dx->ctx, rec->out->grad, dx, rec->i[0], rec->i[2], rec->i[1], rec->i[3], !fresh);
 }
 
 static kiln_tensor *swap_op(kiln_tensor *x, int ndim_out, const int64_t *shape_out, int64_t d0, int64_t d1,
@@ -102,15 +102,17 @@ static kiln_status copy_block(const kiln_tensor *src, int64_t src_start, kiln_te
     return KILN_CALL(dst->ctx, copy_block, &a);
 }
 
-/* Input t filled out[..., offset_t : offset_t + len_t, ...]: its gradient is that block of dy. */
+/* Input t filled out[..., offset_t : offset_t + len_t, ...]: its gradient is that block of
+ * dy, which covers all of it (so a fresh gradient is copied, not added to). */
 static kiln_status concat_backward(kiln_tape_rec *rec) {
     int axis = (int)rec->i[0];
     int64_t offset = 0;
     for (int t = 0; t < rec->n_in; t++) {
         kiln_tensor *x = rec->in[t], *dx;
-        kiln_status s = grad_for(x, &dx);
+        int fresh;
+        kiln_status s = grad_for(x, &dx, &fresh);
         if (s) return s;
-        if (dx && (s = copy_block(rec->out->grad, offset, dx, 0, axis, x->shape[axis], 1))) return s;
+        if (dx && (s = copy_block(rec->out->grad, offset, dx, 0, axis, x->shape[axis], !fresh))) return s;
         offset += x->shape[axis];
     }
     return KILN_OK;
@@ -212,8 +214,11 @@ static kiln_status add_into(const kiln_tensor *x, kiln_tensor *y) {
 /* dx += (dtype of x) dy. The add kernel is f32-only, so an f16 side goes through an f32
  * temporary: dx = f16(f32(dx) + f32(dy)), rounding once per accumulation. */
 static kiln_status cast_backward(kiln_tape_rec *rec) {
-    kiln_tensor *dx = kiln_grad_acc(rec->in[0]), *dy = rec->out->grad;
+    int fresh;
+    kiln_tensor *dx = op_grad_overwrite(rec->in[0], &fresh), *dy = rec->out->grad;
     if (!dx) return kiln_error_status();
+    /* a fresh dx is (dtype of x) (0 + dy): dy converted once */
+    if (fresh) return cast_into(dy, dx);
     kiln_ctx *ctx = dx->ctx;
     const kiln_tensor *dy32 = dy;
     if (dy->dtype != KILN_F32) {
