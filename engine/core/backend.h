@@ -219,6 +219,9 @@ typedef struct kiln_backend {
     const char *name; /* "cpu", "vulkan", "opencl" */
     void (*close)(void *dev);
     const char *(*device_name)(void *dev);
+    /* 1 when the device is a CPU in disguise (lavapipe, PoCL): "auto" then prefers the
+     * native CPU backend, which is faster on the same cores. NULL means a GPU. */
+    int (*device_is_cpu)(void *dev);
 
     /* memory: a buffer of at least `bytes`; contents undefined */
     kiln_status (*alloc)(void *dev, size_t bytes, kiln_buf **out);

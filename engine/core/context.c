@@ -64,9 +64,13 @@ static kiln_status open_backend(const char *backend, int index, const kiln_backe
     if (!strcmp(backend, "auto")) {
         if (index >= 0)
             return kiln_set_error(KILN_ERR_NO_DEVICE, "'auto' takes no device index");
+        /* The first real GPU wins. A CPU-type device (lavapipe, PoCL) runs on the same
+         * cores as the native CPU backend, only slower, so it is closed again. */
         static const char *const order[] = {"vulkan", "opencl"};
         for (int i = 0; i < 2; i++) {
-            if (open_backend(order[i], -1, table, dev) == KILN_OK) return KILN_OK;
+            if (open_backend(order[i], -1, table, dev) != KILN_OK) continue;
+            if (!(*table)->device_is_cpu || !(*table)->device_is_cpu(*dev)) return KILN_OK;
+            (*table)->close(*dev);
         }
         kiln_clear_error();
         return kiln_cpu_open(-1, table, dev);

@@ -278,11 +278,13 @@ static void cl_close(void *dev) {
 }
 
 static const char *cl_device_name(void *dev) { return ((cl_dev *)dev)->name; }
+static int cl_device_is_cpu(void *dev) { return !((cl_dev *)dev)->is_gpu; }
 
 static kiln_backend g_opencl = {
     .name = "opencl",
     .close = cl_close,
     .device_name = cl_device_name,
+    .device_is_cpu = cl_device_is_cpu,
     .alloc = cl_alloc,
     .free = cl_free,
     .upload = cl_upload,

@@ -41,11 +41,13 @@ static void vk_close(void *dev) {
 }
 
 static const char *vk_device_name(void *dev) { return vk_of(dev)->name; }
+static int vk_device_is_cpu(void *dev) { return vk_of(dev)->dclass == VK_CLASS_CPU; }
 
 static const kiln_backend g_vulkan = {
     .name = "vulkan",
     .close = vk_close,
     .device_name = vk_device_name,
+    .device_is_cpu = vk_device_is_cpu,
     .alloc = vk_alloc,
     .free = vk_free,
     .upload = vk_upload,

@@ -14,7 +14,8 @@ typedef struct kiln_ctx kiln_ctx;
  *   "cpu"        the reference backend (always present)
  *   "vulkan"     the best Vulkan device;  "vulkan:N"  device N of `kiln info`
  *   "opencl"     the best OpenCL device;  "opencl:N"  device N across all platforms
- *   "auto"       the best GPU backend that opens, else "cpu"
+ *   "auto"       the best real GPU (Vulkan, then OpenCL), else "cpu": a CPU-type
+ *                Vulkan/OpenCL device (lavapipe, PoCL) is never chosen by "auto"
  * Returns KILN_OK and sets *out, or an error (unknown name, missing driver, no such device). */
 kiln_status kiln_open(const char *name, kiln_ctx **out);
 void kiln_close(kiln_ctx *ctx);
