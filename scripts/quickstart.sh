@@ -4,7 +4,7 @@
 #   scripts/quickstart.sh [--backend cpu|vulkan|opencl|auto] [--steps N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-backend=cpu  # lavapipe and PoCL are CPU devices here: the native CPU backend is faster
+backend=auto  # a real GPU when there is one; lavapipe and PoCL lose to the native CPU backend
 steps=300
 while [ $# -gt 0 ]; do
   case "$1" in
