@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cpu/cpu_internal.h"
+#include "cpu/cpu_vmath.h"
 
 kiln_status cpu_fill(void *dev, const kiln_fill_args *a) {
     (void)dev;
@@ -121,6 +122,17 @@ kiln_status cpu_binary(void *dev, const kiln_binary_args *a) {
  * L1 while the rows stream by in order. */
 #define SUM_ROWS_COLS 64
 
+/* out[j] += alpha * sum_i x[i * cols + j] for j < width (<= SUM_ROWS_COLS). */
+CPU_VECTOR_CLONES static void sum_rows_block(const float *x, int64_t rows, int64_t cols, int64_t width, float alpha,
+                                             float *out) {
+    double acc[SUM_ROWS_COLS] = {0};
+    for (int64_t i = 0; i < rows; i++) {
+        const float *xr = x + i * cols;
+        for (int64_t j = 0; j < width; j++) acc[j] += xr[j];
+    }
+    for (int64_t j = 0; j < width; j++) out[j] += alpha * (float)acc[j];
+}
+
 /* Walks the rows in order, adding each row's block of columns into double accumulators:
  * per column the same sum, in the same order, as a loop down the column, but reading
  * memory row by row (contiguous, vectorized) instead of one float per cache line. */
@@ -135,12 +147,7 @@ kiln_status cpu_sum_rows(void *dev, const kiln_sum_rows_args *a) {
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t j0 = blk * SUM_ROWS_COLS;
         const int64_t width = cols - j0 < SUM_ROWS_COLS ? cols - j0 : SUM_ROWS_COLS;
-        double acc[SUM_ROWS_COLS] = {0};
-        for (int64_t i = 0; i < rows; i++) {
-            const float *xr = x + i * cols + j0;
-            for (int64_t j = 0; j < width; j++) acc[j] += xr[j];
-        }
-        for (int64_t j = 0; j < width; j++) out[j0 + j] += alpha * (float)acc[j];
+        sum_rows_block(x + j0, rows, cols, width, alpha, out + j0);
     }
     return KILN_OK;
 }

@@ -71,35 +71,29 @@ kiln_status cpu_rmsnorm_fwd(void *dev, const kiln_norm_args *a) {
     return KILN_OK;
 }
 
+/* Columns per pass of row_grad_sums: its xhat buffer stays in L1. */
+#define NORM_CHUNK 256
+
 /* sum_j g_j and sum_j g_j xhat_j over one row, with g = dy * w (w NULL: 1) and
- * xhat = (x - m) * rs, accumulated in double over CPU_LANES independent lanes (see
- * cpu_vmath.h) so that the row's sums vectorize. */
-static void row_grad_sums(const float *x, const float *dy, const float *w, float m, float rs,
-                          int64_t n, double *sum_g, double *sum_gx) {
-    double lg[CPU_LANES] = {0}, lgx[CPU_LANES] = {0};
-    int64_t j = 0;
-    if (w) { /* two copies of the loop: a test of w inside would keep it scalar */
-        for (; j + CPU_LANES <= n; j += CPU_LANES)
-            for (int k = 0; k < CPU_LANES; k++) {
-                const double g = (double)dy[j + k] * w[j + k];
-                lg[k] += g;
-                lgx[k] += g * ((x[j + k] - m) * rs);
-            }
-    } else {
-        for (; j + CPU_LANES <= n; j += CPU_LANES)
-            for (int k = 0; k < CPU_LANES; k++) {
-                const double g = dy[j + k];
-                lg[k] += g;
-                lgx[k] += g * ((x[j + k] - m) * rs);
-            }
+ * xhat = (x - m) * rs: products and sums in double, through the lane helpers of
+ * cpu_vmath.h (which vectorize, where one loop computing both sums did not). */
+CPU_VECTOR_CLONES static void row_grad_sums(const float *x, const float *dy, const float *w, float m, float rs,
+                                            int64_t n, double *sum_g, double *sum_gx) {
+    double sg = 0, sgx = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += NORM_CHUNK) {
+        const int64_t len = n - j0 < NORM_CHUNK ? n - j0 : NORM_CHUNK;
+        float xhat[NORM_CHUNK];
+        for (int64_t j = 0; j < len; j++) xhat[j] = (x[j0 + j] - m) * rs;
+        if (w) {
+            sg += cpu_dot_f64(dy + j0, w + j0, len);
+            sgx += cpu_dot3_f64(dy + j0, w + j0, xhat, len);
+        } else {
+            sg += cpu_sum_f64(dy + j0, len);
+            sgx += cpu_dot_f64(dy + j0, xhat, len);
+        }
     }
-    for (int k = 0; j < n; j++, k++) {
-        const double g = w ? (double)dy[j] * w[j] : dy[j];
-        lg[k] += g;
-        lgx[k] += g * ((x[j] - m) * rs);
-    }
-    *sum_g = cpu_lanes_total(lg);
-    *sum_gx = cpu_lanes_total(lgx);
+    *sum_g = sg;
+    *sum_gx = sgx;
 }
 
 /* dx for every row; `mean` NULL means RMSNorm (no centering, no mean(g) term). */

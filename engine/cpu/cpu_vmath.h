@@ -155,6 +155,16 @@ static inline double cpu_dot_f64(const float *a, const float *b, int64_t n) {
     return cpu_lanes_total(l);
 }
 
+/* sum a[j] * b[j] * c[j], products in double, (a b) first */
+static inline double cpu_dot3_f64(const float *a, const float *b, const float *c, int64_t n) {
+    double l[CPU_LANES] = {0};
+    int64_t j = 0;
+    for (; j + CPU_LANES <= n; j += CPU_LANES)
+        for (int k = 0; k < CPU_LANES; k++) l[k] += (double)a[j + k] * (double)b[j + k] * (double)c[j + k];
+    for (int k = 0; j < n; j++, k++) l[k] += (double)a[j] * (double)b[j] * (double)c[j];
+    return cpu_lanes_total(l);
+}
+
 /* max x[j], ignoring NaN (like a running `if (x > m) m = x` from -inf; -inf when n == 0
  * or every value is NaN). Independent lanes again: max is exact, so their order does not
  * matter. (Here ?: is right: both arms are plain values, and GCC turns each lane into a
