@@ -93,7 +93,7 @@ static void check_copy_block(int64_t outer, int64_t src_axis, int64_t dst_axis, 
 START_TEST(copy_block_matches_loops) {
     for (int acc = 0; acc < 2; acc++) {
         check_copy_block(5, 7, 4, 3, 2, 1, 3, acc);       /* a middle block */
-        check_copy_block(768, 384, 128, 1, 256, 0, 128, acc); /* a slice of the last axis (q/k/v) */
+        check_copy_block(96, 384, 128, 1, 256, 0, 128, acc); /* a slice of the last axis (q/k/v) */
         check_copy_block(3, 20000, 25000, 1, 0, 4000, 20000, acc); /* runs longer than a piece */
         check_copy_block(1, 2, 3, 40000, 1, 2, 1, acc);     /* one long run */
         check_copy_block(4, 9, 9, 5, 0, 0, 9, acc);         /* the whole axis */
@@ -122,7 +122,7 @@ static void check_permute(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int ac
 START_TEST(permute_matches_loops) {
     for (int acc = 0; acc < 2; acc++) {
         check_permute(2, 3, 5, 7, acc);
-        check_permute(12, 64, 4, 32, acc); /* split heads of a GPT batch */
+        check_permute(3, 64, 4, 32, acc); /* split heads of a GPT batch */
         check_permute(1, 1, 1, 1, acc);
         check_permute(3, 1, 6, 2, acc);
     }
@@ -132,7 +132,7 @@ END_TEST
 /* ---- elementwise: bit for bit ---- */
 
 START_TEST(binary_matches_loops) {
-    const int64_t shapes[][2] = {{60000, 10000}, {60000, 60000}, {7, 1}, {98304, 128}, {1, 1}};
+    const int64_t shapes[][2] = {{20000, 10000}, {40000, 40000}, {7, 1}, {12288, 128}, {1, 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t n = shapes[s][0], nb = shapes[s][1];
         for (int op = KILN_BIN_ADD; op <= KILN_BIN_MUL; op++) {
@@ -174,7 +174,7 @@ START_TEST(axpby_matches_loops) {
 END_TEST
 
 START_TEST(sum_rows_matches_column_loops) {
-    const int64_t shapes[][2] = {{768, 512}, {5, 131}, {1000, 1}, {1, 70}};
+    const int64_t shapes[][2] = {{300, 200}, {5, 131}, {1000, 1}, {1, 70}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t rows = shapes[s][0], cols = shapes[s][1];
         host_arr *x = arr_new(rows * cols, 1), *out = arr_new(cols, 1);
@@ -283,7 +283,7 @@ static void check_softmax(int64_t batch, int64_t heads, int64_t tq, int64_t tk, 
 }
 
 START_TEST(softmax_matches_double_rows) {
-    check_softmax(12, 4, 64, 64, 1, 0, 0, 0.17677669f, 1.0f); /* GPT attention */
+    check_softmax(2, 3, 64, 64, 1, 0, 0, 0.17677669f, 1.0f); /* GPT attention */
     check_softmax(3, 2, 5, 9, 1, 1, 1, 1.0f, 0.7f);          /* cached keys, lengths, add */
     check_softmax(2, 3, 9, 5, 1, 0, 0, 2.0f, 1.0f);          /* tq > tk: leading rows see nothing */
     check_softmax(4, 1, 3, 37, 0, 1, 0, 1.0f, 2.0f);         /* lengths only, one of them 0 */
@@ -294,7 +294,7 @@ END_TEST
 /* ---- layernorm forward and backward: against double loops ---- */
 
 START_TEST(layernorm_matches_double_rows) {
-    const int64_t shapes[][2] = {{768, 128}, {3, 13}, {5, 1}, {2, 300}};
+    const int64_t shapes[][2] = {{96, 128}, {3, 13}, {5, 1}, {2, 300}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
         host_arr *x = arr_new(n, 2), *w = arr_new(cols, 1), *b = arr_new(cols, 1), *y = arr_new(n, 1);
@@ -402,7 +402,7 @@ static void adam_plain(const kiln_adam_args *a, float coef, float g, float *p, f
 }
 
 START_TEST(adam_matches_plain_formula) {
-    const int64_t n = 70001; /* blocks, a tail, the threaded path */
+    const int64_t n = 40001; /* blocks, a tail, the threaded path */
     for (int variant = 0; variant < 4; variant++) {
         const int decoupled = variant & 1, f16 = variant >> 1;
         host_arr *p = arr_new(n, 1), *g = arr_new(n, 1), *m = arr_new(n, 0.1f), *v = arr_new(n, 0.1f);

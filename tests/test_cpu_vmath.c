@@ -46,11 +46,11 @@ static uint32_t to_bits(float f) {
 }
 
 START_TEST(expf_within_one_ulp) {
-    /* every 61st float: all exponents and mantissa patterns of [-104, 89] */
+    /* every 251st float: all exponents and many mantissa patterns of [-104, 89] */
     double worst = 0;
     float worst_x = 0;
     int64_t checked = 0;
-    for (uint64_t u = 0; u < 0x100000000ull; u += 61) {
+    for (uint64_t u = 0; u < 0x100000000ull; u += 251) {
         const float x = from_bits((uint32_t)u);
         if (!(x > -104.0f && x < 88.72f)) continue;
         const double ref = exp((double)x);
@@ -58,7 +58,7 @@ START_TEST(expf_within_one_ulp) {
         if (err > worst) worst = err, worst_x = x;
         checked++;
     }
-    ck_assert_int_gt(checked, 30000000);
+    ck_assert_int_gt(checked, 8000000);
     ck_assert_msg(worst <= 1.0, "cpu_expf: %.3f ulp at x = %.9g", worst, worst_x);
 }
 END_TEST
@@ -82,7 +82,7 @@ END_TEST
 START_TEST(sigmoid_pair_within_three_ulp) {
     double worst_s = 0, worst_c = 0;
     float at_s = 0, at_c = 0;
-    for (uint64_t u = 0; u < 0x100000000ull; u += 997) {
+    for (uint64_t u = 0; u < 0x100000000ull; u += 1999) {
         const float z = from_bits((uint32_t)u);
         if (!(fabsf(z) <= 120.0f)) continue;
         const cpu_sigmoid_pair p = cpu_sigmoid2(z);
