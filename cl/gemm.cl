@@ -37,32 +37,46 @@ __kernel void gemm_pack(const __global void *src, ulong src_off, long src_bstrid
     dst[dst_off + b * dst_bstride + panel * kp * pw + k * pw + r] = v;
 }
 
-/* The same packing for CPU devices: one work-item moves a pw x PACK_KB block (a panel's
- * rows for PACK_KB values of k), reading along the source's contiguous axis, so the strided
- * side of the transposition stays within a few cache lines. Per-element work-items (above)
- * cost a 64-bit division each and ran at a tenth of memory speed on PoCL.
- * grid (panels, k blocks, batch). */
+/* The same packing for CPU devices: one work-item per panel walks k in blocks of PACK_KB,
+ * reading along the source's contiguous axis, so the strided side of the transposition
+ * stays within a few cache lines. One work-item per group keeps PoCL from vectorizing
+ * across work-items (gathers); per-element work-items (above) ran at a tenth of memory speed.
+ * grid (panels, batch). */
 #define PACK_KB 16
-__kernel void gemm_pack_blocked(const __global void *src, ulong src_off, long src_bstride,
-                                int dtype, int o_major, long ld, long outer, long depth,
-                                __global float *dst, ulong dst_off, long dst_bstride, int pw,
-                                long kp) {
-    long panel = get_global_id(0), k0 = get_global_id(1) * PACK_KB, b = get_global_id(2);
-    if (k0 >= kp) return;
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_pack_blocked(const __global void *src, ulong src_off, long src_bstride, int dtype,
+                       int o_major, long ld, long outer, long depth, __global float *dst,
+                       ulong dst_off, long dst_bstride, int pw, long kp) {
+    long panel = get_global_id(0), b = get_global_id(1);
     ulong sb = src_off + b * src_bstride;
     __global float *out = dst + dst_off + b * dst_bstride + panel * kp * pw;
-    long kend = min(k0 + PACK_KB, kp);
-    if (o_major) {
-        for (int r = 0; r < pw; r++) {
-            long o = panel * pw + r;
-            for (long k = k0; k < kend; k++)
-                out[k * pw + r] = o < outer && k < depth ? load_f(src, sb + o * ld + k, dtype) : 0.0f;
+    int full_panel = (panel + 1) * pw <= outer;
+    for (long k0 = 0; k0 < kp; k0 += PACK_KB) {
+        if (dtype == DT_F32 && full_panel && k0 + PACK_KB <= depth) {
+            /* the common case, a whole block of f32: no bounds, no conversion */
+            const __global float *f = (const __global float *)src + sb;
+            if (o_major) {
+                for (int r = 0; r < pw; r++) {
+                    const __global float *row = f + (panel * pw + r) * ld + k0;
+#pragma unroll
+                    for (int kk = 0; kk < PACK_KB; kk++) out[(k0 + kk) * pw + r] = row[kk];
+                }
+            } else {
+#pragma unroll
+                for (int kk = 0; kk < PACK_KB; kk++) {
+                    const __global float *col = f + (k0 + kk) * ld + panel * pw;
+                    for (int r = 0; r < pw; r++) out[(k0 + kk) * pw + r] = col[r];
+                }
+            }
+            continue;
         }
-    } else {
+        long kend = min(k0 + PACK_KB, kp);
         for (long k = k0; k < kend; k++)
             for (int r = 0; r < pw; r++) {
                 long o = panel * pw + r;
-                out[k * pw + r] = o < outer && k < depth ? load_f(src, sb + k * ld + o, dtype) : 0.0f;
+                out[k * pw + r] = o < outer && k < depth
+                                      ? load_f(src, sb + (o_major ? o * ld + k : k * ld + o), dtype)
+                                      : 0.0f;
             }
     }
 }

@@ -68,7 +68,7 @@ typedef struct cl_prof_pending {
 typedef struct cl_prof_total {
     const char *name;
     long count;
-    double ms;
+    double ms, min_ms;
 } cl_prof_total;
 
 /* The GEMM configuration chosen for a device (cl_gemm_tuning.c). */

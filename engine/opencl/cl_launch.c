@@ -152,11 +152,13 @@ void cl_prof_collect(cl_dev *d) {
                     d->prof_totals = grown;
                     d->cap_prof_totals = cap;
                 }
-                d->prof_totals[j] = (cl_prof_total){p->name, 0, 0};
+                d->prof_totals[j] = (cl_prof_total){p->name, 0, 0, 1e30};
                 d->n_prof_totals++;
             }
+            double ms = (double)(t1 - t0) * 1e-6;
             d->prof_totals[j].count++;
-            d->prof_totals[j].ms += (double)(t1 - t0) * 1e-6;
+            d->prof_totals[j].ms += ms;
+            if (ms < d->prof_totals[j].min_ms) d->prof_totals[j].min_ms = ms;
         }
         clReleaseEvent(p->event);
     }
@@ -174,10 +176,11 @@ void cl_prof_report(cl_dev *d) {
     double total = 0;
     for (int i = 0; i < d->n_prof_totals; i++) total += d->prof_totals[i].ms;
     fprintf(stderr, "kiln opencl profile on %s (device time per kernel):\n", d->name);
-    fprintf(stderr, "  %-24s %8s %12s %10s %6s\n", "kernel", "calls", "total ms", "avg us", "%");
+    fprintf(stderr, "  %-24s %8s %12s %10s %10s %6s\n", "kernel", "calls", "total ms", "avg us",
+            "min us", "%");
     for (int i = 0; i < d->n_prof_totals; i++) {
         cl_prof_total *t = &d->prof_totals[i];
-        fprintf(stderr, "  %-24s %8ld %12.3f %10.1f %6.1f\n", t->name, t->count, t->ms,
-                1e3 * t->ms / (double)t->count, total > 0 ? 100 * t->ms / total : 0);
+        fprintf(stderr, "  %-24s %8ld %12.3f %10.1f %10.1f %6.1f\n", t->name, t->count, t->ms,
+                1e3 * t->ms / (double)t->count, 1e3 * t->min_ms, total > 0 ? 100 * t->ms / total : 0);
     }
 }

@@ -12,8 +12,6 @@
 #define DIRECT_MAX ((int64_t)48 * 48 * 48)
 /* Packed copies of one batch chunk stay under this many bytes. */
 #define PACK_BUDGET ((size_t)64 << 20)
-/* k values per work-item of gemm_pack_blocked (PACK_KB in cl/gemm.cl) */
-#define PACK_KB 16
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -69,9 +67,8 @@ static kiln_status pack(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstri
     cl_arg_i32(&c, pw);
     cl_arg_i64(&c, kp);
     if (blocked) {
-        size_t global[3] = {(size_t)((outer + pw - 1) / pw), (size_t)((kp + PACK_KB - 1) / PACK_KB),
-                            (size_t)count};
-        return cl_run(&c, 3, global, NULL);
+        size_t global[2] = {(size_t)((outer + pw - 1) / pw), (size_t)count}, local[2] = {1, 1};
+        return cl_run(&c, 2, global, local);
     }
     size_t global[3] = {(size_t)round_up(outer, pw), (size_t)kp, (size_t)count};
     return cl_run(&c, 3, global, NULL);
