@@ -165,9 +165,16 @@ static inline float load_elem(const gemm_operand *o, int64_t idx) {
 static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, int64_t p0,
                          int64_t kc, const cpu_gemm_kernel *kn) {
     const int mr = kn->mr;
-    if (kn->pack_a && mv == mr && !A->trans && A->dtype == KILN_F32) {
-        kn->pack_a(dst, (const float *)(const void *)A->base + i0 * A->ld + p0, A->ld, kc);
-        return;
+    if (mv == mr && A->dtype == KILN_F32) {
+        const float *src = (const float *)(const void *)A->base;
+        if (!A->trans && kn->pack_a) {
+            kn->pack_a(dst, src + i0 * A->ld + p0, A->ld, kc);
+            return;
+        }
+        if (A->trans && kn->pack_at) {
+            kn->pack_at(dst, src + p0 * A->ld + i0, A->ld, kc);
+            return;
+        }
     }
     if (mv < mr)
         for (int64_t p = 0; p < kc; p++)

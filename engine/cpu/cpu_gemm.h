@@ -29,6 +29,7 @@ typedef void (*cpu_gemm_micro_fn)(int64_t kc, const float *a, const float *b, fl
 /* Fast packs for the common f32 layouts (full panels only; the driver's generic loops do
  * the rest): src is row-major with row stride ld, and columns [0, kc) are packed.
  *   pack_a:  MR rows of A into an MR-row panel (op(A) = A)
+ *   pack_at: kc rows of MR columns of A, which are rows of op(A) = A^T, into an MR-row panel
  *   pack_b:  kc rows of NR columns of B into an NR-column panel (op(B) = B)
  *   pack_bt: NR rows of B, which are columns of op(B) = B^T, into an NR-column panel */
 typedef void (*cpu_gemm_pack_fn)(float *dst, const float *src, int64_t ld, int64_t kc);
@@ -37,7 +38,7 @@ typedef struct cpu_gemm_kernel {
     const char *name; /* "avx512", "avx2", "generic" */
     int mr, nr;
     cpu_gemm_micro_fn run;
-    cpu_gemm_pack_fn pack_a, pack_b, pack_bt; /* each may be NULL */
+    cpu_gemm_pack_fn pack_a, pack_at, pack_b, pack_bt; /* each may be NULL */
 } cpu_gemm_kernel;
 
 /* The kernels this build has for this CPU, best first, into out[0..cap); returns how many

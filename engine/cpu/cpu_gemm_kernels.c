@@ -48,7 +48,7 @@ static void micro_generic(int64_t kc, const float *a, const float *b, float *c, 
     cpu_gemm_store_tile(tile, GENERIC_NR, c, ldc, mv, nv, e);
 }
 
-static const cpu_gemm_kernel k_generic = {"generic", GENERIC_MR, GENERIC_NR, micro_generic, NULL, NULL, NULL};
+static const cpu_gemm_kernel k_generic = {"generic", GENERIC_MR, GENERIC_NR, micro_generic, NULL, NULL, NULL, NULL};
 
 #ifdef CPU_GEMM_X86
 
@@ -134,7 +134,14 @@ __attribute__((target("avx2,fma"))) static void pack_bt_avx2(float *dst, const f
     transpose_rows_avx2(dst + 8, AVX2_NR, src + 8 * ld, 8, ld, kc);
 }
 
-static const cpu_gemm_kernel k_avx2 = {"avx2", AVX2_MR, AVX2_NR, micro_avx2, pack_a_avx2, pack_b_avx2, pack_bt_avx2};
+__attribute__((target("avx2,fma"))) static void pack_at_avx2(float *dst, const float *src, int64_t ld, int64_t kc) {
+    const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    for (int64_t p = 0; p < kc; p++, dst += AVX2_MR, src += ld)
+        _mm256_maskstore_ps(dst, six, _mm256_maskload_ps(src, six));
+}
+
+static const cpu_gemm_kernel k_avx2 = {"avx2",      AVX2_MR,      AVX2_NR,     micro_avx2,
+                                       pack_a_avx2, pack_at_avx2, pack_b_avx2, pack_bt_avx2};
 
 /* ---- AVX-512: 12 x 32 ---- */
 #define AVX512_MR 12
@@ -242,8 +249,14 @@ __attribute__((target("avx512f"))) static void pack_bt_avx512(float *dst, const 
     transpose_rows_avx512(dst + 16, AVX512_NR, src + 16 * ld, 16, ld, kc);
 }
 
-static const cpu_gemm_kernel k_avx512 = {"avx512", AVX512_MR, AVX512_NR, micro_avx512, pack_a_avx512, pack_b_avx512,
-                                         pack_bt_avx512};
+__attribute__((target("avx512f"))) static void pack_at_avx512(float *dst, const float *src, int64_t ld, int64_t kc) {
+    const __mmask16 twelve = (__mmask16)((1u << AVX512_MR) - 1);
+    for (int64_t p = 0; p < kc; p++, dst += AVX512_MR, src += ld)
+        _mm512_mask_storeu_ps(dst, twelve, _mm512_maskz_loadu_ps(twelve, src));
+}
+
+static const cpu_gemm_kernel k_avx512 = {"avx512",      AVX512_MR,      AVX512_NR,     micro_avx512,
+                                         pack_a_avx512, pack_at_avx512, pack_b_avx512, pack_bt_avx512};
 
 #endif /* CPU_GEMM_X86 */
 
