@@ -33,6 +33,24 @@ long divrem(long x, long d, long *rem) {
     return q;
 }
 
+/* The elements [*start, end) with stride *step that this work-item visits when a grid of
+ * work-items covers n elements. GPUs: grid-stride (neighbours read neighbouring words, which
+ * coalesces). CPU devices: one contiguous chunk per work-item (a core streams its own
+ * range; a grid stride would touch one float per cache line). */
+long my_range(long n, long *start, long *step) {
+    long id = get_global_id(0), total = get_global_size(0);
+#if KILN_CPU_DEVICE
+    long per = (n + total - 1) / total;
+    *start = id * per;
+    *step = 1;
+    return min(*start + per, n);
+#else
+    *start = id;
+    *step = total;
+    return n;
+#endif
+}
+
 /* Element i of an f32 or f16 tensor, as f32. */
 float load_f(const __global void *p, ulong i, int dtype) {
     return dtype == DT_F16 ? vload_half(i, (const __global half *)p) : ((const __global float *)p)[i];

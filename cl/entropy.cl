@@ -15,7 +15,8 @@ void entropy_partial(const __global float *p, ulong p_off, long batch, long head
     long h = get_global_id(1);
     long n = batch * per_head; /* elements of head h: batch runs of per_head = tq * tk */
     float s = 0.0f;
-    for (long e = get_global_id(0); e < n; e += get_global_size(0)) {
+    long start, step, end = my_range(n, &start, &step);
+    for (long e = start; e < end; e += step) {
         long b = e / per_head, k = e - b * per_head;
         s += plogp(p[p_off + (b * heads + h) * per_head + k]);
     }

@@ -1,13 +1,15 @@
 /* Reductions: to a scalar (sum, sum of squares), over rows (sum_rows: the backward of a
  * broadcast), and the any-non-finite check. */
 
-/* Pass 1 of reduce: work-group g sums a grid-stride share of x into partial[g]. */
+/* Pass 1 of reduce: work-group g sums its work-items' shares of x (my_range) into
+ * partial[g]. */
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
 void reduce_partial(const __global float *x, ulong x_off, long n, int square,
                     __global float *partial, ulong partial_off) {
     __local float scratch[KILN_WG];
     float s = 0.0f;
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+    long start, step, end = my_range(n, &start, &step);
+    for (long i = start; i < end; i += step) {
         float v = x[x_off + i];
         s += square ? v * v : v;
     }
@@ -59,7 +61,8 @@ void sum_rows(const __global float *x, ulong x_off, __global float *out, ulong o
 __kernel void check_finite(const __global void *x, ulong x_off, long n, int dtype,
                            __global int *flag, ulong flag_off) {
     int bad = 0;
-    for (long i = get_global_id(0); i < n; i += get_global_size(0))
+    long start, step, end = my_range(n, &start, &step);
+    for (long i = start; i < end; i += step)
         bad |= (as_uint(load_f(x, x_off + i, dtype)) & 0x7f800000u) == 0x7f800000u;
     if (bad) atomic_xchg(flag + flag_off, 1);
 }

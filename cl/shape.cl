@@ -2,29 +2,26 @@
  * along a middle axis (concat, slice), and the sinusoidal position table. */
 
 /* y[a, c, b, d] (+)= x[a, b, c, d]: x is [d0, d1, d2, d3], y is [d0, d2, d1, d3].
- * One work-item per element of x: reads are contiguous, writes contiguous runs of d3. */
+ * grid (d3, d2, d0 * d1): reads and writes are contiguous runs of d3, and one division per
+ * work-item (64-bit divisions dominated the 1-D version on CPUs). */
 __kernel void permute(const __global float *x, ulong x_off, __global float *y, ulong y_off,
-                      long d1, long d2, long d3, long n, int accumulate) {
-    long e = get_global_id(0);
-    if (e >= n) return;
-    long d, c, b;
-    long t = divrem(e, d3, &d);
-    t = divrem(t, d2, &c);
+                      long d1, long d2, long d3, int accumulate) {
+    long d = get_global_id(0), c = get_global_id(1), t = get_global_id(2);
+    if (d >= d3) return;
+    long b;
     long a = divrem(t, d1, &b);
     long o = y_off + ((a * d2 + c) * d1 + b) * d3 + d;
-    float v = x[x_off + e];
+    float v = x[x_off + ((a * d1 + b) * d2 + c) * d3 + d];
     y[o] = accumulate ? y[o] + v : v;
 }
 
-/* dst[o, dst_start + i, k] (+)= src[o, src_start + i, k] for o < outer, i < len, k < inner */
+/* dst[o, dst_start + i, k] (+)= src[o, src_start + i, k] for o < outer, i < len, k < inner;
+ * grid (inner, len, outer) */
 __kernel void copy_block(const __global float *src, ulong src_off, __global float *dst,
                          ulong dst_off, long inner, long src_axis, long dst_axis, long src_start,
-                         long dst_start, long len, long n, int accumulate) {
-    long e = get_global_id(0);
-    if (e >= n) return;
-    long k, i;
-    long t = divrem(e, inner, &k);
-    long o = divrem(t, len, &i);
+                         long dst_start, int accumulate) {
+    long k = get_global_id(0), i = get_global_id(1), o = get_global_id(2);
+    if (k >= inner) return;
     float v = src[src_off + (o * src_axis + src_start + i) * inner + k];
     long di = dst_off + (o * dst_axis + dst_start + i) * inner + k;
     dst[di] = accumulate ? dst[di] + v : v;

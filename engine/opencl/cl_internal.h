@@ -98,6 +98,7 @@ typedef struct cl_dev {
     size_t max_wg;      /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     cl_ulong local_mem, global_mem, max_alloc;
     size_t wg;          /* work-group size for row kernels and reductions (power of 2) */
+    size_t wg_elem;     /* work-group size for elementwise kernels */
     char build_options[256];
 
     /* memory */

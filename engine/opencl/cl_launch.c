@@ -107,7 +107,7 @@ kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *loc
 }
 
 kiln_status cl_run_1d(cl_call *c, size_t n) {
-    size_t local = c->dev->wg;
+    size_t local = c->dev->wg_elem;
     return cl_run(c, 1, &n, &local);
 }
 

@@ -82,24 +82,37 @@ kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
     return cl_run_1d(&c, (size_t)a->n);
 }
 
+/* The kernel of an activation kind (kiln_act, or KILN_ACT_SQRT forward only). */
+static const char *act_kernel(int kind, int backward) {
+    switch (kind) {
+    case KILN_ACT_GELU: return backward ? "gelu_bwd" : "gelu_fwd";
+    case KILN_ACT_RELU: return backward ? "relu_bwd" : "relu_fwd";
+    case KILN_ACT_SILU: return backward ? "silu_bwd" : "silu_fwd";
+    case KILN_ACT_RELU2: return backward ? "relu2_bwd" : "relu2_fwd";
+    case KILN_ACT_SQRT: return backward ? NULL : "sqrt_fwd";
+    }
+    return NULL;
+}
+
 kiln_status cl_act_fwd(void *dev, const kiln_act_args *a) {
-    cl_call c = cl_begin(dev, "activation", "act_fwd");
+    const char *name = act_kernel(a->kind, 0);
+    if (!name) return kiln_set_error(KILN_ERR_ARGUMENT, "opencl act_fwd: unknown activation kind %d", a->kind);
+    cl_call c = cl_begin(dev, "activation", name);
     cl_arg_ref(&c, a->x, 4);
     cl_arg_ref(&c, a->y, 4);
     cl_arg_i64(&c, a->n);
-    cl_arg_i32(&c, a->kind);
     return cl_run_1d(&c, (size_t)a->n);
 }
 
 kiln_status cl_act_bwd(void *dev, const kiln_act_args *a) {
-    if (a->kind == KILN_ACT_SQRT)
-        return kiln_set_error(KILN_ERR_UNSUPPORTED, "opencl: sqrt has no backward kernel");
-    cl_call c = cl_begin(dev, "activation", "act_bwd");
+    const char *name = act_kernel(a->kind, 1);
+    if (!name)
+        return kiln_set_error(KILN_ERR_ARGUMENT, "opencl act_bwd: activation kind %d has no backward", a->kind);
+    cl_call c = cl_begin(dev, "activation", name);
     cl_arg_ref(&c, a->x, 4);
     cl_arg_ref(&c, a->dy, 4);
     cl_arg_ref(&c, a->dx, 4);
     cl_arg_i64(&c, a->n);
-    cl_arg_i32(&c, a->kind);
     return cl_run_1d(&c, (size_t)a->n);
 }
 

@@ -46,7 +46,7 @@ static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
     cl_arg_f32(&c, g->alpha);
     cl_arg_f32(&c, g->beta);
     size_t global[3] = {(size_t)g->n, (size_t)g->m, (size_t)g->batch};
-    size_t local[3] = {d->wg < 16 ? d->wg : 16, 1, 1};
+    size_t local[3] = {d->wg_elem < 16 ? d->wg_elem : 16, 1, 1};
     return cl_run(&c, 3, global, local);
 }
 

@@ -44,7 +44,7 @@ kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a) {
     cl_arg_i64(&c, a->vocab);
     cl_arg_f32(&c, a->smoothing);
     cl_arg_i32(&c, a->ignore_index);
-    size_t global[2] = {(size_t)a->vocab, (size_t)a->rows}, local[2] = {d->wg, 1};
+    size_t global[2] = {(size_t)a->vocab, (size_t)a->rows}, local[2] = {d->wg_elem, 1};
     return cl_run(&c, 2, global, local);
 }
 
@@ -58,7 +58,7 @@ kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a) {
     cl_arg_i64(&c, a->vocab);
     cl_arg_i64(&c, a->dim);
     cl_arg_i32(&c, cl_has(a->err_flag));
-    size_t global[2] = {(size_t)a->dim, (size_t)a->rows}, local[2] = {d->wg, 1};
+    size_t global[2] = {(size_t)a->dim, (size_t)a->rows}, local[2] = {d->wg_elem, 1};
     return cl_run(&c, 2, global, local);
 }
 

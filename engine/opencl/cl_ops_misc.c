@@ -20,21 +20,27 @@ kiln_status cl_dropout_bwd(void *dev, const kiln_dropout_args *a) {
     return dropout(dev, "dropout_bwd", a->dy, a->dx, a);
 }
 
+/* Work-group shape for the copy kernels: whole rows along dimension 0 when they are long,
+ * and the driver's choice otherwise. */
+static kiln_status run_3d(cl_call *c, const size_t global[3]) {
+    size_t wg = c->dev->wg_elem, local[3] = {wg, 1, 1};
+    if (global[0] >= wg) return cl_run(c, 3, global, local);
+    return cl_run(c, 3, global, NULL);
+}
+
 kiln_status cl_permute(void *dev, const kiln_permute_args *a) {
-    int64_t n = a->d0 * a->d1 * a->d2 * a->d3;
     cl_call c = cl_begin(dev, "shape", "permute");
     cl_arg_ref(&c, a->x, 4);
     cl_arg_ref(&c, a->y, 4);
     cl_arg_i64(&c, a->d1);
     cl_arg_i64(&c, a->d2);
     cl_arg_i64(&c, a->d3);
-    cl_arg_i64(&c, n);
     cl_arg_i32(&c, a->accumulate);
-    return cl_run_1d(&c, (size_t)n);
+    size_t global[3] = {(size_t)a->d3, (size_t)a->d2, (size_t)(a->d0 * a->d1)};
+    return run_3d(&c, global);
 }
 
 kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a) {
-    int64_t n = a->outer * a->len * a->inner;
     cl_call c = cl_begin(dev, "shape", "copy_block");
     cl_arg_ref(&c, a->src, 4);
     cl_arg_ref(&c, a->dst, 4);
@@ -43,10 +49,9 @@ kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a) {
     cl_arg_i64(&c, a->dst_axis);
     cl_arg_i64(&c, a->src_start);
     cl_arg_i64(&c, a->dst_start);
-    cl_arg_i64(&c, a->len);
-    cl_arg_i64(&c, n);
     cl_arg_i32(&c, a->accumulate);
-    return cl_run_1d(&c, (size_t)n);
+    size_t global[3] = {(size_t)a->inner, (size_t)a->len, (size_t)a->outer};
+    return run_3d(&c, global);
 }
 
 kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a) {
@@ -54,7 +59,7 @@ kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a) {
     cl_call c = cl_begin(d, "shape", "sinusoid");
     cl_arg_ref(&c, a->out, 4);
     cl_arg_i64(&c, a->channels);
-    size_t global[2] = {(size_t)a->channels, (size_t)a->positions}, local[2] = {d->wg, 1};
+    size_t global[2] = {(size_t)a->channels, (size_t)a->positions}, local[2] = {d->wg_elem, 1};
     return cl_run(&c, 2, global, local);
 }
 
