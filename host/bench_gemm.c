@@ -7,9 +7,12 @@
  *
  * (ratio = kiln / peer). Each figure is the median of --repeat timed runs after warm-up
  * runs; kiln's runs end with kiln_sync. Before timing, kiln's product is checked against the
- * peer's, so a fast wrong answer cannot pass as a result. The libraries take turns, with a
- * pause between, because both keep their idle threads spinning for a while after a call and
- * would otherwise steal each other's cores. */
+ * peer's, so a fast wrong answer cannot pass as a result.
+ *
+ * The libraries take turns in rounds (a few runs of kiln, a few of each peer, again), with
+ * a pause between turns: both keep their idle threads spinning for a while after a call and
+ * would otherwise steal each other's cores, and on a machine shared with other work, bursts
+ * of load then fall on every library alike instead of on one library's turn. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +36,8 @@
 #include "progress.h"
 
 #define BENCH_MAX_SIZES 32
-#define BENCH_WARMUP 2
+#define BENCH_WARMUP 2 /* untimed runs before each library's first turn */
+#define BENCH_ROUNDS 5 /* turns per library (fewer when --repeat is smaller) */
 /* normalized squared error allowed between kiln's product and the peer's: f32 sums in
  * different orders agree to about 1e-13 */
 #define BENCH_MAX_ERROR 1e-8
@@ -41,6 +45,9 @@
 typedef struct gemm_size {
     int64_t m, n, k;
 } gemm_size;
+
+/* CLBlast's context and queue on kiln's OpenCL device (defined only with CLBlast). */
+typedef struct clblast_peer clblast_peer;
 
 /* "256,512,1024x4096x1024": a size is S (square) or MxNxK. */
 static int parse_sizes(const char *text, gemm_size *out, int *count) {
@@ -83,84 +90,63 @@ static void settle(void) {
     nanosleep(&ts, NULL);
 }
 
-static double normalized_error(const float *ref, const float *x, int64_t n) {
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)x[i] - ref[i];
-        num += d * d;
-        den += (double)ref[i] * ref[i];
-    }
-    return isfinite(num) ? num / (den > 1e-30 ? den : 1e-30) : INFINITY;
-}
-
 /* ---- kiln ---- */
 
-/* Median seconds of kiln_matmul(A, B) over `repeat` runs; the product goes to c.
- * Returns 0, or 1 after printing an error. */
-static int time_kiln(kiln_ctx *ctx, const gemm_size *s, const float *a, const float *b,
-                     float *c, int repeat, double *secs) {
-    kiln_tensor *ta = kiln_tensor_2d(ctx, KILN_F32, s->m, s->k);
-    kiln_tensor *tb = ta ? kiln_tensor_2d(ctx, KILN_F32, s->k, s->n) : NULL;
-    double *t = malloc((size_t)repeat * sizeof *t);
-    int rc = 1;
-    if (!tb || !t) {
-        host_engine_error("cannot allocate the GEMM operands");
-        goto done;
-    }
-    if (kiln_upload_f32(ta, a, s->m * s->k) || kiln_upload_f32(tb, b, s->k * s->n)) {
-        host_engine_error("cannot upload the GEMM operands");
-        goto done;
-    }
-    kiln_set_grad_enabled(ctx, 0);
-    for (int r = 0; r < BENCH_WARMUP + repeat; r++) {
+typedef struct kiln_side {
+    kiln_ctx *ctx;
+    kiln_tensor *a, *b;
+} kiln_side;
+
+static int kiln_setup(kiln_side *k, const gemm_size *s, const float *a, const float *b) {
+    k->a = kiln_tensor_2d(k->ctx, KILN_F32, s->m, s->k);
+    k->b = k->a ? kiln_tensor_2d(k->ctx, KILN_F32, s->k, s->n) : NULL;
+    if (!k->b) return host_engine_error("cannot allocate the GEMM operands");
+    if (kiln_upload_f32(k->a, a, s->m * s->k) || kiln_upload_f32(k->b, b, s->k * s->n))
+        return host_engine_error("cannot upload the GEMM operands");
+    kiln_set_grad_enabled(k->ctx, 0);
+    return 0;
+}
+
+static void kiln_teardown(kiln_side *k) {
+    kiln_tensor_free(k->a);
+    kiln_tensor_free(k->b);
+    k->a = k->b = NULL;
+}
+
+/* `runs` products, their times into t (NULL: untimed); the first product into c when c is
+ * not NULL. */
+static int kiln_runs(kiln_side *k, const gemm_size *s, int runs, double *t, float *c) {
+    for (int r = 0; r < runs; r++) {
         double t0 = progress_now();
-        kiln_tensor *tc = kiln_matmul(ta, tb, NULL, 0, 0);
-        if (!tc || kiln_sync(ctx)) {
-            host_engine_error("kiln matmul failed");
-            goto done;
-        }
-        if (r >= BENCH_WARMUP) t[r - BENCH_WARMUP] = progress_now() - t0;
-        if (r == 0 && kiln_download_f32(tc, c, s->m * s->n)) {
-            host_engine_error("cannot read the product back");
-            goto done;
-        }
-        kiln_step_reset(ctx);
+        kiln_tensor *tc = kiln_matmul(k->a, k->b, NULL, 0, 0);
+        if (!tc || kiln_sync(k->ctx)) return host_engine_error("kiln matmul failed");
+        if (t) t[r] = progress_now() - t0;
+        if (r == 0 && c && kiln_download_f32(tc, c, s->m * s->n)) return host_engine_error("cannot read the product back");
+        kiln_step_reset(k->ctx);
     }
-    *secs = median(t, repeat);
-    rc = 0;
-done:
-    free(t);
-    kiln_tensor_free(ta);
-    kiln_tensor_free(tb);
-    return rc;
+    return 0;
 }
 
 /* ---- OpenBLAS ---- */
 
 #ifdef KILN_BENCH_OPENBLAS
-static int time_openblas(const gemm_size *s, const float *a, const float *b, float *c,
-                         int repeat, double *secs) {
-    double *t = malloc((size_t)repeat * sizeof *t);
-    if (!t) return host_error("out of host memory");
-    for (int r = 0; r < BENCH_WARMUP + repeat; r++) {
+static void openblas_runs(const gemm_size *s, const float *a, const float *b, float *c, int runs, double *t) {
+    for (int r = 0; r < runs; r++) {
         double t0 = progress_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)s->m, (int)s->n, (int)s->k, 1.0f, a,
                     (int)s->k, b, (int)s->n, 0.0f, c, (int)s->n);
-        if (r >= BENCH_WARMUP) t[r - BENCH_WARMUP] = progress_now() - t0;
+        if (t) t[r] = progress_now() - t0;
     }
-    *secs = median(t, repeat);
-    free(t);
-    return 0;
 }
 #endif
 
 /* ---- CLBlast, on the OpenCL device kiln runs on ---- */
 
 #ifdef KILN_BENCH_CLBLAST
-typedef struct clblast_peer {
+struct clblast_peer {
     cl_context context;
     cl_command_queue queue;
-} clblast_peer;
+};
 
 /* Finds the device kiln names "NAME (PLATFORM)" and makes a context and queue on it.
  * Returns 0, or 1 after printing why CLBlast is left out. */
@@ -199,42 +185,43 @@ static void clblast_close(clblast_peer *p) {
     if (p->context) clReleaseContext(p->context);
 }
 
-static int time_clblast(clblast_peer *p, const gemm_size *s, const float *a, const float *b,
-                        float *c, int repeat, double *secs) {
-    cl_int err = CL_SUCCESS, e2 = CL_SUCCESS, e3 = CL_SUCCESS;
+typedef struct clblast_bufs {
+    cl_mem a, b, c;
+} clblast_bufs;
+
+static void clblast_free_bufs(clblast_bufs *m) {
+    if (m->a) clReleaseMemObject(m->a);
+    if (m->b) clReleaseMemObject(m->b);
+    if (m->c) clReleaseMemObject(m->c);
+    m->a = m->b = m->c = NULL;
+}
+
+static int clblast_setup(clblast_peer *p, clblast_bufs *m, const gemm_size *s, const float *a, const float *b) {
+    cl_int e1 = CL_SUCCESS, e2 = CL_SUCCESS, e3 = CL_SUCCESS;
     size_t sa = (size_t)(s->m * s->k) * 4, sb = (size_t)(s->k * s->n) * 4, sc = (size_t)(s->m * s->n) * 4;
-    cl_mem ba = clCreateBuffer(p->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sa, (void *)a, &err);
-    cl_mem bb = clCreateBuffer(p->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sb, (void *)b, &e2);
-    cl_mem bc = clCreateBuffer(p->context, CL_MEM_READ_WRITE, sc, NULL, &e3);
-    double *t = malloc((size_t)repeat * sizeof *t);
-    int rc = 1;
-    if (err != CL_SUCCESS || e2 != CL_SUCCESS || e3 != CL_SUCCESS || !t) {
-        host_error("CLBlast: cannot allocate %zu bytes of OpenCL buffers", sa + sb + sc);
-        goto done;
-    }
-    for (int r = 0; r < BENCH_WARMUP + repeat; r++) {
+    m->a = clCreateBuffer(p->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sa, (void *)a, &e1);
+    m->b = clCreateBuffer(p->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sb, (void *)b, &e2);
+    m->c = clCreateBuffer(p->context, CL_MEM_READ_WRITE, sc, NULL, &e3);
+    if (e1 != CL_SUCCESS || e2 != CL_SUCCESS || e3 != CL_SUCCESS)
+        return host_error("CLBlast: cannot allocate %zu bytes of OpenCL buffers", sa + sb + sc);
+    return 0;
+}
+
+/* Like kiln_runs, for CLBlastSgemm. */
+static int clblast_runs(clblast_peer *p, clblast_bufs *m, const gemm_size *s, int runs, double *t, float *c) {
+    for (int r = 0; r < runs; r++) {
         double t0 = progress_now();
         CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
-                                            (size_t)s->m, (size_t)s->n, (size_t)s->k, 1.0f, ba, 0, (size_t)s->k,
-                                            bb, 0, (size_t)s->n, 0.0f, bc, 0, (size_t)s->n, &p->queue, NULL);
-        if (st != CLBlastSuccess || clFinish(p->queue) != CL_SUCCESS) {
-            host_error("CLBlastSgemm failed with status %d", (int)st);
-            goto done;
-        }
-        if (r >= BENCH_WARMUP) t[r - BENCH_WARMUP] = progress_now() - t0;
+                                            (size_t)s->m, (size_t)s->n, (size_t)s->k, 1.0f, m->a, 0, (size_t)s->k,
+                                            m->b, 0, (size_t)s->n, 0.0f, m->c, 0, (size_t)s->n, &p->queue, NULL);
+        if (st != CLBlastSuccess || clFinish(p->queue) != CL_SUCCESS)
+            return host_error("CLBlastSgemm failed with status %d", (int)st);
+        if (t) t[r] = progress_now() - t0;
+        if (r == 0 && c &&
+            clEnqueueReadBuffer(p->queue, m->c, CL_TRUE, 0, (size_t)(s->m * s->n) * 4, c, 0, NULL, NULL) != CL_SUCCESS)
+            return host_error("CLBlast: cannot read the product back");
     }
-    if (clEnqueueReadBuffer(p->queue, bc, CL_TRUE, 0, sc, c, 0, NULL, NULL) != CL_SUCCESS) {
-        host_error("CLBlast: cannot read the product back");
-        goto done;
-    }
-    *secs = median(t, repeat);
-    rc = 0;
-done:
-    free(t);
-    if (ba) clReleaseMemObject(ba);
-    if (bb) clReleaseMemObject(bb);
-    if (bc) clReleaseMemObject(bc);
-    return rc;
+    return 0;
 }
 #endif
 
@@ -244,12 +231,91 @@ static double gflops(const gemm_size *s, double secs) {
     return 2.0 * (double)s->m * (double)s->n * (double)s->k / secs * 1e-9;
 }
 
+#if defined(KILN_BENCH_OPENBLAS) || defined(KILN_BENCH_CLBLAST)
+static double normalized_error(const float *ref, const float *x, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)x[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return isfinite(num) ? num / (den > 1e-30 ? den : 1e-30) : INFINITY;
+}
+
 /* Checks kiln's product against a peer's; prints an error and returns 1 when they differ. */
 static int agree(const char *peer, const gemm_size *s, const float *ref, const float *c) {
     double err = normalized_error(ref, c, s->m * s->n);
     if (err <= BENCH_MAX_ERROR) return 0;
     return host_error("kiln's %lldx%lldx%lld product differs from %s's (normalized error %.3g): not timing a wrong result",
                       (long long)s->m, (long long)s->n, (long long)s->k, peer, err);
+}
+#endif
+
+/* One size: warm-up, then rounds of turns, then the line. Returns 0 or 1 (error printed). */
+static int bench_size(kiln_side *ks, clblast_peer *clb, const gemm_size *s, const float *a, const float *b,
+                      float *c, float *ref, int repeat, char *line, size_t size) {
+    const int rounds = repeat < BENCH_ROUNDS ? repeat : BENCH_ROUNDS;
+    double *t = malloc((size_t)repeat * 3 * sizeof *t);
+    double *t_kiln = t, *t_blas = t + repeat, *t_clb = t + 2 * repeat;
+    int rc = t ? kiln_setup(ks, s, a, b) : host_error("out of host memory");
+#ifdef KILN_BENCH_CLBLAST
+    clblast_bufs cm = {0};
+    if (rc == 0 && clb) rc = clblast_setup(clb, &cm, s, a, b);
+#endif
+    /* warm-up; each peer's first product checks kiln's */
+    if (rc == 0) rc = kiln_runs(ks, s, BENCH_WARMUP, NULL, c);
+#ifdef KILN_BENCH_OPENBLAS
+    if (rc == 0) {
+        openblas_runs(s, a, b, ref, BENCH_WARMUP, NULL);
+        rc = agree("OpenBLAS", s, ref, c);
+    }
+#endif
+#ifdef KILN_BENCH_CLBLAST
+    if (rc == 0 && clb) rc = clblast_runs(clb, &cm, s, BENCH_WARMUP, NULL, ref);
+    if (rc == 0 && clb) rc = agree("CLBlast", s, ref, c);
+#endif
+    /* Each turn starts with one untimed run: after the pause, thread pools are asleep and
+     * the first call pays for waking them, which a program calling GEMMs back to back
+     * does not. */
+    for (int r = 0, done = 0; rc == 0 && r < rounds; r++) {
+        const int runs = (repeat - done) / (rounds - r); /* spreads the runs evenly */
+        settle();
+        rc = kiln_runs(ks, s, 1, NULL, NULL);
+        if (rc == 0) rc = kiln_runs(ks, s, runs, t_kiln + done, NULL);
+#ifdef KILN_BENCH_OPENBLAS
+        settle();
+        openblas_runs(s, a, b, ref, 1, NULL);
+        openblas_runs(s, a, b, ref, runs, t_blas + done);
+#endif
+#ifdef KILN_BENCH_CLBLAST
+        if (rc == 0 && clb) rc = clblast_runs(clb, &cm, s, 1, NULL, NULL);
+        if (rc == 0 && clb) rc = clblast_runs(clb, &cm, s, runs, t_clb + done, NULL);
+#endif
+        done += runs;
+    }
+    if (rc == 0) {
+        const double sk = median(t_kiln, repeat);
+        int at = snprintf(line, size, "gemm %lldx%lldx%lld  kiln %.1f GFLOP/s", (long long)s->m, (long long)s->n,
+                          (long long)s->k, gflops(s, sk));
+#ifdef KILN_BENCH_OPENBLAS
+        const double sb = median(t_blas, repeat);
+        at += snprintf(line + at, size - (size_t)at, "  openblas %.1f GFLOP/s  ratio %.2f", gflops(s, sb), sb / sk);
+#endif
+#ifdef KILN_BENCH_CLBLAST
+        if (clb) {
+            const double sc = median(t_clb, repeat);
+            at += snprintf(line + at, size - (size_t)at, "  clblast %.1f GFLOP/s  ratio %.2f", gflops(s, sc), sc / sk);
+        }
+#endif
+        (void)at;
+    }
+    (void)t_blas, (void)t_clb, (void)ref, (void)clb; /* unused when a peer is not built */
+#ifdef KILN_BENCH_CLBLAST
+    clblast_free_bufs(&cm);
+#endif
+    kiln_teardown(ks);
+    free(t);
+    return rc;
 }
 
 int kiln_bench_gemm_main(int argc, char **argv) {
@@ -275,47 +341,25 @@ int kiln_bench_gemm_main(int argc, char **argv) {
 #ifndef KILN_BENCH_OPENBLAS
     fprintf(stderr, "kiln bench gemm: this build has no OpenBLAS to compare with (install libopenblas-dev)\n");
 #endif
+    clblast_peer *clb = NULL; /* CLBlast on kiln's device, when the backend is opencl */
 #ifdef KILN_BENCH_CLBLAST
-    clblast_peer clb = {0};
-    int have_clblast = !strcmp(kiln_backend_name(ctx), "opencl") && !clblast_open(kiln_device_name(ctx), &clb);
+    struct clblast_peer clb_peer = {0};
+    if (!strcmp(kiln_backend_name(ctx), "opencl") && !clblast_open(kiln_device_name(ctx), &clb_peer)) clb = &clb_peer;
 #endif
+    kiln_side ks = {ctx, NULL, NULL};
     rc = 0;
     for (int i = 0; rc == 0 && i < n_sizes; i++) {
         const gemm_size *s = &sizes[i];
         float *a = malloc((size_t)(s->m * s->k) * sizeof *a), *b = malloc((size_t)(s->k * s->n) * sizeof *b);
         float *c = malloc((size_t)(s->m * s->n) * sizeof *c), *ref = malloc((size_t)(s->m * s->n) * sizeof *ref);
+        char line[512];
         if (!a || !b || !c || !ref) {
             rc = host_error("out of host memory for a %lldx%lldx%lld GEMM", (long long)s->m, (long long)s->n, (long long)s->k);
         } else {
             /* uniform in [-1, 1), the same operands for every library */
             for (int64_t j = 0; j < s->m * s->k; j++) a[j] = kiln_rng_uniform(1, 1, (uint64_t)j) * 2 - 1;
             for (int64_t j = 0; j < s->k * s->n; j++) b[j] = kiln_rng_uniform(1, 2, (uint64_t)j) * 2 - 1;
-            char line[512];
-            int at = snprintf(line, sizeof line, "gemm %lldx%lldx%lld", (long long)s->m, (long long)s->n, (long long)s->k);
-            double t_kiln = 0;
-            rc = time_kiln(ctx, s, a, b, c, repeat, &t_kiln);
-            if (rc == 0) at += snprintf(line + at, sizeof line - (size_t)at, "  kiln %.1f GFLOP/s", gflops(s, t_kiln));
-#ifdef KILN_BENCH_OPENBLAS
-            double t_blas = 0;
-            if (rc == 0) {
-                settle();
-                rc = time_openblas(s, a, b, ref, repeat, &t_blas);
-            }
-            if (rc == 0) rc = agree("OpenBLAS", s, ref, c);
-            if (rc == 0)
-                at += snprintf(line + at, sizeof line - (size_t)at, "  openblas %.1f GFLOP/s  ratio %.2f", gflops(s, t_blas),
-                               t_blas / t_kiln);
-#endif
-#ifdef KILN_BENCH_CLBLAST
-            double t_clb = 0;
-            if (rc == 0 && have_clblast) {
-                rc = time_clblast(&clb, s, a, b, ref, repeat, &t_clb);
-                if (rc == 0) rc = agree("CLBlast", s, ref, c);
-                if (rc == 0)
-                    at += snprintf(line + at, sizeof line - (size_t)at, "  clblast %.1f GFLOP/s  ratio %.2f",
-                                   gflops(s, t_clb), t_clb / t_kiln);
-            }
-#endif
+            rc = bench_size(&ks, clb, s, a, b, c, ref, repeat, line, sizeof line);
             if (rc == 0) {
                 printf("%s\n", line);
                 fflush(stdout);
@@ -325,7 +369,7 @@ int kiln_bench_gemm_main(int argc, char **argv) {
         free(a), free(b), free(c), free(ref);
     }
 #ifdef KILN_BENCH_CLBLAST
-    if (have_clblast) clblast_close(&clb);
+    if (clb) clblast_close(clb);
 #endif
     kiln_close(ctx);
     return rc;
