@@ -91,13 +91,13 @@ typedef float f32;
 /* gemm: a, b, c, bias. Strides and leading dimensions in elements. */
 #define GEMM_PUSH u32 off[4]; u32 m; u32 n; u32 k; u32 lda; u32 ldb; u32 ldc; u32 stride_a; u32 stride_b; u32 stride_c; f32 alpha; f32 beta; u32 batch;
 
-/* gemm_pack: src, packed dst. rows: M (A) or N (B); padded: Mp or Np; kp: padded K;
+/* gemm_pack: src, packed dst (texels). rows: M (A) or N (B); panels: Mp / R or Np / C; kp: padded K;
  * stride: source elements between batches (0: shared, packed once) */
-#define GEMM_PACK_PUSH u32 off[2]; u32 rows; u32 k; u32 ld; u32 stride; u32 padded; u32 kp; u32 batch;
+#define GEMM_PACK_PUSH u32 off[2]; u32 rows; u32 k; u32 ld; u32 stride; u32 panels; u32 kp;
 /* gemm_packed: packed a, packed b (texel offsets and strides), c, bias */
 #define GEMM_PACKED_PUSH u32 off[4]; u32 m; u32 n; u32 mp; u32 np; u32 kp; u32 ldc; u32 stride_a; u32 stride_b; u32 stride_c; f32 alpha; f32 beta; u32 batch;
 
 /* fma_peak (benchmark): out */
-#define FMA_PEAK_PUSH u32 off[1]; u32 iters;
+#define FMA_PEAK_PUSH u32 off[1]; u32 iters; u32 n;
 
 #endif

@@ -21,6 +21,32 @@ void vk_teardown(vk_dev *d) {
     d->instance = VK_NULL_HANDLE;
 }
 
+/* Frees what the backend allocated on the host for a device whose Vulkan objects are
+ * being abandoned (no Vulkan call): block and buffer records, batch lists, pipelines. */
+static void free_host_records(vk_dev *d) {
+    for (int k = 0; k < VK_POOLS; k++) {
+        while (d->pools[k].blocks) {
+            vk_block *b = d->pools[k].blocks;
+            d->pools[k].blocks = b->next;
+            free(b->free_ranges);
+            free(b);
+        }
+    }
+    d->dummy_block = NULL;
+    for (int i = 0; i < VK_RING; i++) {
+        vk_batch *b = &d->ring[i];
+        for (int j = 0; j < b->n_frees; j++) free(b->frees[j]);
+        free(b->frees);
+        free(b->query_names);
+        free(b->dpools);
+        free(b->views);
+        memset(b, 0, sizeof *b);
+    }
+    free(d->pipelines);
+    d->pipelines = NULL;
+    d->n_pipelines = d->cap_pipelines = 0;
+}
+
 void vk_abandon(vk_dev *d) {
     vk_track_device(d, 0);
     if (!d->device) return;
@@ -28,6 +54,7 @@ void vk_abandon(vk_dev *d) {
      * layer whose own exit handlers may already have run */
     if (!vk_layers_requested()) vk_pipeline_cache_save(d);
     vk_profile_report(d);
+    free_host_records(d);
     d->device = VK_NULL_HANDLE;
     d->instance = VK_NULL_HANDLE;
 }

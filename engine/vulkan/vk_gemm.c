@@ -88,17 +88,29 @@ static kiln_status gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, u
 /* Packs op(X) of every batch (or once when shared) into `dst`. */
 static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int trans, int64_t rows, int64_t k,
                         int64_t ld, int64_t stride, int64_t batch, int64_t padded, int64_t kp, kiln_ref dst) {
+    uint32_t panel = is_b ? PACKED_C : PACKED_R;
     int64_t nb = stride ? batch : 1;
     int64_t one = trans != is_b ? extent(k, rows, ld) : extent(rows, k, ld); /* stored extent */
-    gemm_pack_push p = {{0}, vk_u32(rows), vk_u32(k), vk_u32(ld), vk_u32(stride), vk_u32(padded), vk_u32(kp), vk_u32(nb)};
-    vk_launch l = {.shader = "gemm_pack", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 5};
-    l.spec[1] = is_b ? PACKED_C : PACKED_R;
+    gemm_pack_push p = {{0}, vk_u32(rows), vk_u32(k), vk_u32(ld), vk_u32(stride), vk_u32(padded / panel), vk_u32(kp)};
+    vk_launch l = {.shader = "gemm_pack", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 6};
+    l.spec[0] = vk_flat_wg(d);
+    l.spec[1] = panel;
     l.spec[2] = (uint32_t)is_b;
     l.spec[3] = (uint32_t)(trans != 0);
     l.spec[4] = (uint32_t)(elem == 2);
+    /* whole aligned float4 rows of the source: see VEC4 in gemm_pack.comp */
+    uint64_t at = src.buf->offset + src.off;
+    int64_t contiguous = is_b ? rows : k; /* N for B, K for A */
+    l.spec[5] = (uint32_t)(elem == 4 && !trans && at % 16 == 0 && ld % 4 == 0 && stride % 4 == 0 && contiguous % 4 == 0);
     l.ops[0] = vk_in(src, (nb - 1) * stride + one, elem);
-    l.ops[1] = vk_out(dst, nb * padded * kp, 4);
-    return vk_run_flat(d, &l, (uint64_t)(nb * padded * kp));
+    l.ops[1] = vk_out(dst, nb * padded * kp / 4, 16);
+    l.groups[0] = vk_div_up((uint64_t)(kp * panel / 4), l.spec[0]);
+    l.groups[1] = vk_u32(padded / panel);
+    l.groups[2] = vk_u32(nb);
+    if (l.groups[1] > d->caps.max_wg_count[1] || l.groups[2] > d->caps.max_wg_count[2] ||
+        l.groups[0] > d->caps.max_wg_count[0])
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan gemm: operand too large to pack");
+    return vk_dispatch(d, &l);
 }
 
 /* Whether the packed path applies: a CPU device, enough work, and packed operands within
@@ -111,7 +123,11 @@ static int use_packed(const vk_dev *d, const kiln_gemm_args *a) {
     int64_t pb = round_up(a->n, PACKED_C) * kp * (a->stride_b ? a->batch : 1);
     int64_t limit = (int64_t)d->caps.max_texel_elements * 4;
     if ((int64_t)d->table.max_buffer_bytes / 4 < limit) limit = (int64_t)d->table.max_buffer_bytes / 4;
-    return pa <= limit && pb <= limit;
+    const uint32_t *g = d->caps.max_wg_count;
+    int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
+    int grid_ok = round_up(a->m, PACKED_R) / PACKED_R <= g[1] && round_up(a->n, PACKED_C) / PACKED_C <= g[1] &&
+                  ba <= g[2] && bb <= g[2] && kp * PACKED_R / 4 / 64 < g[0] && kp * PACKED_C / 4 / 64 < g[0];
+    return pa <= limit && pb <= limit && grid_ok;
 }
 
 static kiln_status gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
@@ -137,14 +153,16 @@ static kiln_status gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, 
                               a->beta,
                               vk_u32(a->batch)};
         vk_launch l = {.shader = "gemm_packed", .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
-        /* one SIMD vector per workgroup: many small workgroups balance the driver's threads */
+        /* One SIMD vector (lavapipe's 8 lanes) per workgroup: many small workgroups balance
+         * the driver's threads, and the driver compiles the kernel for one vector in a
+         * fraction of a second, against seconds for 16 or more invocations. */
         l.spec[0] = 8;
         l.ops[0] = vk_texels(pa, ba * mp * kp / 4);
         l.ops[1] = vk_texels(pb, bb * np * kp / 4);
         l.ops[2] = vk_out(a->c, (a->batch - 1) * a->stride_c + extent(a->m, a->n, a->ldc), 4);
         l.ops[3] = vk_in(a->bias, a->n, 4);
         uint64_t blocks = (uint64_t)(mp / PACKED_R) * (uint64_t)(np / PACKED_C) * (uint64_t)a->batch;
-        vk_grid_1d(d, (blocks + 7) / 8, l.groups);
+        vk_grid_1d(d, (blocks + l.spec[0] - 1) / l.spec[0], l.groups);
         s = vk_dispatch(d, &l);
     }
     if (pa.buf) vk_buf_release(d, pa.buf);
