@@ -97,6 +97,13 @@ typedef float f32;
 /* gemm_packed: packed a, packed b (texel offsets and strides), c, bias */
 #define GEMM_PACKED_PUSH u32 off[4]; u32 m; u32 n; u32 mp; u32 np; u32 kp; u32 ldc; u32 stride_a; u32 stride_b; u32 stride_c; f32 alpha; f32 beta; u32 batch;
 
+/* gemm_coopmat: packed a, packed b (f16, padded row-major), padded f32 product */
+#define GEMM_COOPMAT_PUSH u32 off[3]; u32 mp; u32 np; u32 kp; u32 stride_a; u32 stride_b; u32 stride_c;
+/* gemm_coopmat_pack: src (f16), dst (f16 words); op(X) is rows x cols, padded to rows_p x cols_p */
+#define GEMM_COOPMAT_PACK_PUSH u32 off[2]; u32 rows; u32 cols; u32 ld; u32 stride; u32 rows_p; u32 cols_p; u32 trans;
+/* gemm_coopmat_epilogue: padded product, c, bias */
+#define GEMM_COOPMAT_EPILOGUE_PUSH u32 off[3]; u32 m; u32 n; u32 np; u32 ldc; u32 stride_p; u32 stride_c; f32 alpha; f32 beta;
+
 /* fma_peak (benchmark): out */
 #define FMA_PEAK_PUSH u32 off[1]; u32 iters; u32 n;
 

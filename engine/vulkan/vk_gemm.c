@@ -8,7 +8,7 @@
  *    from texel fetches. On such a device a buffer load costs about eight FMAs per lane
  *    while a texel fetch brings four floats for the same price (see gemm_packed.comp), so
  *    the packing pass (O(MK + KN)) pays for itself many times over.
- */
+ *  - f16 inputs on devices with VK_KHR_cooperative_matrix: vk_gemm_coopmat.c. */
 #include "push.h"
 #include "vk_internal.h"
 
@@ -178,6 +178,7 @@ kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
                               kiln_dtype_name(a->a_dtype), kiln_dtype_name(a->b_dtype));
     if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
     uint32_t ea = a->a_dtype == KILN_F16 ? 2 : 4, eb = a->b_dtype == KILN_F16 ? 2 : 4;
+    if (vk_gemm_coopmat_applies(d, a)) return vk_gemm_coopmat(d, a);
     if (use_packed(d, a)) return gemm_packed(d, a, ea, eb);
     return gemm_tiled(d, a, ea, eb);
 }

@@ -363,7 +363,9 @@ static void query_caps(VkInstance inst, vk_physical *p) {
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
     c->storage16 = s16.storageBuffer16BitAccess;
     c->float16 = has_f16 && f16.shaderFloat16;
-    c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && coopmat_has_shape(inst, pd);
+    /* the shader is SPIR-V 1.6 (Vulkan 1.3) */
+    c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && api >= VK_API_VERSION_1_3 &&
+                 coopmat_has_shape(inst, pd);
     c->portability_subset = has_device_ext(pd, "VK_KHR_portability_subset");
     c->timestamp_period = l->timestampPeriod;
 

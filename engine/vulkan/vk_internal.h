@@ -356,6 +356,10 @@ kiln_status vk_check_finite(void *dev, const kiln_finite_args *a);
 kiln_status vk_clip_coef(void *dev, const kiln_clip_args *a);
 kiln_status vk_adam(void *dev, const kiln_adam_args *a);
 
+/* The cooperative-matrix GEMM (vk_gemm_coopmat.c): whether it takes these arguments here. */
+int vk_gemm_coopmat_applies(const vk_dev *d, const kiln_gemm_args *a);
+kiln_status vk_gemm_coopmat(vk_dev *d, const kiln_gemm_args *a);
+
 /* Workgroup size for row-wise kernels (one row per workgroup), by device class. */
 uint32_t vk_row_wg(const vk_dev *d, int64_t cols);
 /* Shape of column-sum workgroups (sum_rows, layernorm_params): wx columns by wy row lanes. */
