@@ -1,12 +1,13 @@
 // GEMM for CPU devices (lavapipe, SwiftShader), on operands packed by gemm_pack.comp.
 //
 // A CPU driver runs each invocation as one SIMD lane, and its memory accesses are
-// per-lane scalar operations: a load costs about as much as eight FMAs, while an RGBA32F
-// texel fetch brings four floats for about the price of one load. So this kernel reads
-// only texels, and each invocation computes a large R x C block of C (16 x 16: 256
+// per-lane scalar operations: a buffer load costs as much as 30 FMAs, while an RGBA32F
+// texel fetch brings four floats for less (see docs/benchmarks.md). So this kernel reads
+// only texels, and each invocation computes a large R x C block of C (16 x 24: 384
 // accumulators, most of them in spilled stack slots that the CPU reads as whole vectors)
-// so that each fetched value feeds 16 FMAs. K advances 8 at a time with the k loop
+// so that each fetched value feeds 16 or 24 FMAs. K advances 8 at a time with the k loop
 // innermost per accumulator, so a spilled accumulator is loaded and stored once per 8 FMAs.
+// (16 x 16 and 24 x 16 blocks measured 3-5% slower, 24 x 24 slower still.)
 // R and C are compile-time constants: the loops must unroll before the driver sees them.
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -17,7 +18,7 @@
 #define GEMM_R 16
 #endif
 #ifndef GEMM_C
-#define GEMM_C 16
+#define GEMM_C 24
 #endif
 const uint R = GEMM_R, C = GEMM_C;
 
@@ -25,7 +26,7 @@ layout(constant_id = 0) const uint WG = 8;
 layout(local_size_x_id = 0) in;
 
 layout(binding = 0) uniform samplerBuffer pa;  // [batch][Mp / R][Kp / 4][R]
-layout(binding = 1) uniform samplerBuffer pb;  // [batch][Np / C][Kp][C / 4]
+layout(binding = 1) uniform samplerBuffer pb;  // [batch][Np / C][Kp][C / 4] (C a multiple of 4)
 layout(std430, binding = 2) buffer Cbuf { float c[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 layout(push_constant) uniform Push { GEMM_PACKED_PUSH } pc;

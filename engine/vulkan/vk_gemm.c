@@ -4,7 +4,7 @@
  *    register block per invocation, reading the operands in place.
  *  - CPU devices (lavapipe, SwiftShader), for all but tiny problems: op(A) and op(B) are
  *    first packed by gemm_pack.comp into zero-padded panels of RGBA32F texels (resolving
- *    transposes, strides and f16 on the way), then gemm_packed.comp computes 16 x 16 blocks
+ *    transposes, strides and f16 on the way), then gemm_packed.comp computes 16 x 24 blocks
  *    from texel fetches. On such a device a buffer load costs about eight FMAs per lane
  *    while a texel fetch brings four floats for the same price (see gemm_packed.comp), so
  *    the packing pass (O(MK + KN)) pays for itself many times over.
@@ -17,7 +17,7 @@ typedef struct { GEMM_PACK_PUSH } gemm_pack_push;
 typedef struct { GEMM_PACKED_PUSH } gemm_packed_push;
 
 #define PACKED_R 16 /* the block of gemm_packed.comp (GEMM_R x GEMM_C) */
-#define PACKED_C 16
+#define PACKED_C 24
 #define PACKED_KSTEP 8
 #define PACKED_MIN_WORK ((int64_t)1 << 18) /* m * n * k * batch below which packing does not pay */
 
