@@ -140,18 +140,27 @@ static int device_version(cl_device_id d) {
     return parse_version(v, "OpenCL ");
 }
 
-/* The newest OpenCL C the compiler accepts: 3.0 devices list them, older ones report one. */
-static int c_version(cl_device_id d) {
-    char v[128];
-    dev_string(d, CL_DEVICE_OPENCL_C_VERSION, v, sizeof v);
-    return parse_version(v, "OpenCL C ");
+/* An OpenCL C 3.0 optional feature, from CL_DEVICE_OPENCL_C_FEATURES. */
+static int has_c_feature(cl_device_id d, const char *feature) {
+    size_t size = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_OPENCL_C_FEATURES, 0, NULL, &size) != CL_SUCCESS || !size) return 0;
+    cl_name_version *all = malloc(size);
+    if (!all) return 0;
+    int found = 0;
+    if (clGetDeviceInfo(d, CL_DEVICE_OPENCL_C_FEATURES, size, all, NULL) == CL_SUCCESS)
+        for (size_t i = 0; i < size / sizeof *all && !found; i++) found = !strcmp(all[i].name, feature);
+    free(all);
+    return found;
 }
 
-static int subgroups_supported(cl_device_id d) {
-    if (has_extension(d, "cl_khr_subgroups")) return 1;
-    /* core in 2.1 and 2.2; optional again in 3.0, where a device reports 0 sub-groups */
+/* The -cl-std under which the device compiles sub-group functions, or NULL when it has none:
+ * OpenCL 3.0 devices with the __opencl_c_subgroups feature, 2.x devices with
+ * cl_khr_subgroups (a 3.0 device need not accept -cl-std=CL2.0, hence the split). */
+static const char *subgroup_std(cl_device_id d) {
     int v = device_version(d);
-    return v >= 21 && dev_uint(d, CL_DEVICE_MAX_NUM_SUB_GROUPS) > 0 && c_version(d) >= 20;
+    if (v >= 30) return has_c_feature(d, "__opencl_c_subgroups") ? "CL3.0" : NULL;
+    if (v >= 20 && has_extension(d, "cl_khr_subgroups")) return "CL2.0";
+    return NULL;
 }
 
 static cl_device_type dev_type(cl_device_id d) {
@@ -207,7 +216,7 @@ kiln_status kiln_opencl_list(void *out_file) {
                 (double)dev_ulong(d, CL_DEVICE_GLOBAL_MEM_SIZE) / (1 << 30),
                 (double)dev_ulong(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE) / (1 << 30),
                 (unsigned long long)(dev_ulong(d, CL_DEVICE_LOCAL_MEM_SIZE) >> 10),
-                subgroups_supported(d) ? "yes" : "no", has_extension(d, "cl_khr_fp16") ? "yes" : "no");
+                subgroup_std(d) ? "yes" : "no", has_extension(d, "cl_khr_fp16") ? "yes" : "no");
     }
     free(f);
     return KILN_OK;
@@ -231,8 +240,8 @@ static void describe_device(cl_dev *d) {
     d->host_unified = unified == CL_TRUE;
     d->has_fp16 = has_extension(id, "cl_khr_fp16");
     d->has_fp64 = has_extension(id, "cl_khr_fp64");
-    d->has_subgroups = subgroups_supported(id);
-    d->c_version = c_version(id);
+    const char *sg_std = subgroup_std(id);
+    d->has_subgroups = sg_std != NULL;
     d->compute_units = dev_uint(id, CL_DEVICE_MAX_COMPUTE_UNITS);
     d->clock_mhz = dev_uint(id, CL_DEVICE_MAX_CLOCK_FREQUENCY);
     clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
@@ -262,8 +271,7 @@ static void describe_device(cl_dev *d) {
     snprintf(d->name, sizeof d->name, "%s (%s)", name, plat);
     snprintf(d->device_key, sizeof d->device_key, "%s|%s|%s|%s|%s", name, dver, drv, plat, pver);
 
-    /* Sub-group functions need OpenCL C 2.0 (cl_khr_subgroups) or 3.0 with the feature. */
-    const char *std = d->has_subgroups ? (d->c_version >= 30 ? "CL3.0" : "CL2.0") : "CL1.2";
+    const char *std = sg_std ? sg_std : "CL1.2";
     snprintf(d->build_options, sizeof d->build_options,
              "-cl-std=%s -DKILN_WG=%zu -DKILN_SUBGROUPS=%d -DKILN_FP64=%d -DKILN_CPU_DEVICE=%d",
              std, d->wg, d->has_subgroups, d->has_fp64, d->is_cpu && !d->is_gpu);
@@ -273,6 +281,9 @@ static void cl_close(void *dev) {
     cl_dev *d = dev;
     if (!d) return;
     if (d->queue) clFinish(d->queue);
+    cl_reap_staging(d, 1);
+    free(d->pending);
+    if (d->staging) clReleaseMemObject(d->staging);
     cl_prof_collect(d);
     cl_prof_report(d);
     cl_release_programs(d);
@@ -372,6 +383,8 @@ kiln_status kiln_opencl_open(int index, const kiln_backend **table, void **dev) 
     }
     const char *prof = getenv("KILN_CL_PROFILE");
     d->profile = prof && *prof && strcmp(prof, "0");
+    const char *trace = getenv("KILN_CL_TRACE");
+    d->trace = trace && *trace && strcmp(trace, "0");
     d->queue = clCreateCommandQueue(d->context, d->device,
                                     d->profile ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (!d->queue) {

@@ -60,6 +60,13 @@ typedef struct cl_program_entry {
     cl_program program;
 } cl_program_entry;
 
+/* A host copy of uploaded data, kept until its non-blocking write has completed. */
+typedef struct cl_pending {
+    cl_event event;
+    void *data;
+    size_t bytes;
+} cl_pending;
+
 /* Profiling: per-kernel device time, collected when KILN_CL_PROFILE=1. */
 typedef struct cl_prof_pending {
     cl_event event;
@@ -93,7 +100,6 @@ typedef struct cl_dev {
     int has_fp16;       /* cl_khr_fp16 (f16 arithmetic; f16 storage works everywhere) */
     int has_fp64;
     int has_subgroups;  /* cl_khr_subgroups or OpenCL 2.1+ core sub-groups */
-    int c_version;      /* OpenCL C version * 10: 12, 20, 30 */
     cl_uint compute_units, clock_mhz;
     size_t max_wg;      /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     cl_ulong local_mem, global_mem, max_alloc;
@@ -108,14 +114,21 @@ typedef struct cl_dev {
     size_t mem_reserved; /* bytes in blocks */
     cl_mem dummy;        /* bound for absent optional operands */
 
+    /* uploads (cl_transfer.c): the staging buffer and the host copies still being written */
+    cl_mem staging;
+    size_t staging_size;
+    cl_pending *pending;
+    int n_pending, cap_pending;
+    size_t pending_bytes;
+
     /* programs and kernels, built on first use */
     cl_program_entry programs[32];
     int n_programs;
     cl_kernel_entry kernels[CL_MAX_KERNELS];
     int n_kernels;
 
-    /* profiling */
-    int profile;
+    /* profiling and tracing (cl_launch.c) */
+    int profile, trace;
     cl_prof_pending *prof_pending;
     int n_prof_pending, cap_prof_pending;
     cl_prof_total *prof_totals;
@@ -168,6 +181,8 @@ kiln_status cl_sync(void *dev);
 /* Kernel copies and fills of raw ranges (byte offsets), used by upload, fill and cast. */
 kiln_status cl_copy_mem(cl_dev *d, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off, size_t bytes);
 kiln_status cl_fill_mem(cl_dev *d, cl_mem dst, size_t dst_off, size_t count, size_t elem_size, uint32_t pattern);
+/* Frees the host copies whose writes have completed (wait: all, waiting for them). */
+void cl_reap_staging(cl_dev *d, int wait);
 
 /* ---- cl_launch.c ---- */
 /* Building a kernel's argument list: each call appends; the first error sticks and is

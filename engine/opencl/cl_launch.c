@@ -8,7 +8,8 @@
  * returned by cl_run, so wrappers need no check after each argument.
  *
  * KILN_CL_PROFILE=1 creates the queue with profiling, keeps an event per kernel, and at
- * close prints each kernel's count and total device time to stderr. */
+ * close prints each kernel's count and total device time to stderr. KILN_CL_TRACE=1 prints
+ * every kernel as it is enqueued (to place oclgrind's messages, which follow each kernel). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,9 @@ kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *loc
         if (g[i] == 0) return KILN_OK; /* nothing to do */
     }
     cl_dev *d = c->dev;
+    if (d->trace)
+        fprintf(stderr, "kiln opencl: %s [%zu, %zu, %zu]\n", c->name, g[0], dims > 1 ? g[1] : 1,
+                dims > 2 ? g[2] : 1);
     cl_event ev = NULL;
     cl_int err = clEnqueueNDRangeKernel(d->queue, c->kernel, (cl_uint)dims, NULL, g, local, 0, NULL,
                                         d->profile ? &ev : NULL);

@@ -11,9 +11,14 @@
  * before. A released cl_mem lives on until the commands using it finish (OpenCL 1.2, 5.4.1).
  *
  * Requests larger than half a block get a block of their own (up to
- * CL_DEVICE_MAX_MEM_ALLOC_SIZE); the total is capped by the device's global memory, or by
- * KILN_CL_MEM_LIMIT (bytes) when set, which the tests use to provoke out-of-memory;
- * KILN_CL_MAX_BUFFER (bytes) lowers the largest allocation likewise. */
+ * CL_DEVICE_MAX_MEM_ALLOC_SIZE). Emptied blocks are kept and reused (the GEMM's packing
+ * buffers, the arena after a reset) rather than released and created again: driver
+ * allocations are slow, and oclgrind (21.10) keeps stale shadow state for a buffer id that
+ * is reused, which shows up as false uninitialized reads. Idle blocks are released when they
+ * exceed a quarter of the memory limit, and all of them before an allocation would fail.
+ * The total is capped by the device's global memory, or by KILN_CL_MEM_LIMIT (bytes) when
+ * set, which the tests use to provoke out-of-memory; KILN_CL_MAX_BUFFER (bytes) lowers the
+ * largest allocation likewise. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,10 +43,14 @@ kiln_status cl_mem_init(cl_dev *d) {
      * with small allocations, and keeps oclgrind's per-buffer shadow memory small */
     size_t cap = env_bytes("KILN_CL_MAX_BUFFER");
     if (cap >= CL_ALIGN && cap < d->max_alloc) d->max_alloc = cap;
+    /* ordinary blocks: 64 MiB, or a quarter of the largest allocation on small devices (and
+     * under KILN_CL_MAX_BUFFER: oclgrind's race checker costs time per allocated byte at
+     * every kernel launch) */
     d->block_size = CL_BLOCK_DEFAULT;
-    if (d->block_size > d->max_alloc) d->block_size = (size_t)d->max_alloc / CL_ALIGN * CL_ALIGN;
-    if (d->block_size > d->global_mem / 4)
-        d->block_size = (size_t)(d->global_mem / 4) / CL_ALIGN * CL_ALIGN;
+    if (d->block_size > d->max_alloc / 4) d->block_size = (size_t)(d->max_alloc / 4) / CL_ALIGN * CL_ALIGN;
+    if (d->block_size > d->global_mem / 8)
+        d->block_size = (size_t)(d->global_mem / 8) / CL_ALIGN * CL_ALIGN;
+    if (d->block_size < CL_ALIGN) d->block_size = CL_ALIGN;
     d->mem_limit = (size_t)d->global_mem;
     size_t lim = env_bytes("KILN_CL_MEM_LIMIT");
     if (lim > 0 && lim < d->mem_limit) d->mem_limit = lim;
@@ -72,11 +81,40 @@ void cl_mem_release_all(cl_dev *d) {
     d->dummy = NULL;
 }
 
+/* Bytes in blocks that hold no buffer. */
+static size_t idle_bytes(const cl_dev *d) {
+    size_t total = 0;
+    for (const cl_block *b = d->blocks; b; b = b->next)
+        if (b->used == 0) total += b->size;
+    return total;
+}
+
+/* Releases every idle block; returns the bytes given back. */
+static size_t trim(cl_dev *d) {
+    size_t freed = 0;
+    cl_block *b = d->blocks;
+    while (b) {
+        cl_block *next = b->next;
+        if (b->used == 0) {
+            freed += b->size;
+            release_block(d, b);
+        }
+        b = next;
+    }
+    return freed;
+}
+
+static int alloc_failure(cl_int err) {
+    return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+           err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE;
+}
+
 static kiln_status new_block(cl_dev *d, size_t size, int dedicated, cl_block **out) {
     if (size > d->max_alloc)
         return kiln_set_error(KILN_ERR_MEMORY,
                               "opencl: a buffer of %zu bytes exceeds %s's largest allocation "
                               "(%llu bytes)", size, d->name, (unsigned long long)d->max_alloc);
+    if (d->mem_reserved + size > d->mem_limit) trim(d);
     if (d->mem_reserved + size > d->mem_limit)
         return kiln_set_error(KILN_ERR_MEMORY,
                               "opencl: out of device memory on %s: %zu bytes more requested, "
@@ -94,11 +132,12 @@ static kiln_status new_block(cl_dev *d, size_t size, int dedicated, cl_block **o
     cl_mem_flags flags = CL_MEM_READ_WRITE | (d->host_unified ? CL_MEM_ALLOC_HOST_PTR : 0);
     cl_int err;
     b->mem = clCreateBuffer(d->context, flags, size, NULL, &err);
+    if (!b->mem && alloc_failure(err) && trim(d) > 0)
+        b->mem = clCreateBuffer(d->context, flags, size, NULL, &err);
     if (!b->mem) {
         free(b);
         free(r);
-        if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-            err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
+        if (alloc_failure(err))
             return kiln_set_error(KILN_ERR_MEMORY,
                                   "opencl: out of device memory on %s allocating %zu bytes (%s)",
                                   d->name, size, cl_error_name(err));
@@ -146,7 +185,14 @@ kiln_status cl_alloc(void *dev, size_t bytes, kiln_buf **out) {
     kiln_status s = KILN_OK;
     size_t off = 0;
     if (size > d->block_size / 2) {
-        s = new_block(d, size, 1, &b);
+        /* the smallest idle block of our own that fits without wasting more than half */
+        cl_block *best = NULL;
+        for (cl_block *c = d->blocks; c; c = c->next)
+            if (c->dedicated && c->used == 0 && c->size >= size && c->size / 2 <= size &&
+                (!best || c->size < best->size))
+                best = c;
+        b = best;
+        if (!b) s = new_block(d, size, 1, &b);
     } else {
         for (b = d->blocks; b; b = b->next)
             if (!b->dedicated && take_range(b, size, &off)) break;
@@ -159,7 +205,7 @@ kiln_status cl_alloc(void *dev, size_t bytes, kiln_buf **out) {
         free(buf);
         return s;
     }
-    if (b->dedicated) b->used = size;
+    if (b->dedicated) b->used = b->size;
     buf->block = b;
     buf->off = off;
     buf->size = size;
@@ -202,20 +248,12 @@ void cl_free(void *dev, kiln_buf *buf) {
     cl_dev *d = dev;
     if (!buf) return;
     cl_block *b = buf->block;
-    if (b->dedicated) {
-        release_block(d, b);
-    } else {
+    if (b->dedicated)
+        b->used = 0;
+    else
         give_range(b, buf->off, buf->size);
-        /* keep one empty block for the next allocations; release any further ones */
-        if (b->used == 0) {
-            for (cl_block *o = d->blocks; o; o = o->next) {
-                if (o != b && !o->dedicated && o->used == 0) {
-                    release_block(d, b);
-                    break;
-                }
-            }
-        }
-    }
+    /* an emptied block stays for reuse, unless idle memory has grown past a quarter */
+    if (b->used == 0 && idle_bytes(d) > d->mem_limit / 4) release_block(d, b);
     free(buf);
 }
 

@@ -1,19 +1,63 @@
 /* Host <-> device transfers, fills and copies, and synchronization (the only waits).
  *
  * upload() must not block (a training step uploads a batch of tokens between kernels), yet
- * the caller may free its memory as soon as it returns. The data is therefore copied at
- * once into a temporary cl_mem (CL_MEM_COPY_HOST_PTR) and moved into place by a copy
- * kernel; the temporary is released right away and lives until that kernel has run.
- * Fills and copies are kernels too (cl/memory.cl says why).
+ * the caller may free its memory as soon as it returns. So the data is copied to host
+ * memory we own, written by a non-blocking clEnqueueWriteBuffer into the staging buffer
+ * (one cl_mem, always from offset 0), and moved into place by a copy kernel; the host copy
+ * is freed once its write has completed (checked on later transfers and at sync). The
+ * in-order queue makes reusing the staging buffer safe: the next write runs after the
+ * previous copy. Why a kernel and not a direct write into the block: cl/memory.cl.
  *
  * download() blocks. On host-unified devices (CPU devices, integrated GPUs) the blocks live
  * in host-allocated memory (CL_MEM_ALLOC_HOST_PTR) and are mapped rather than copied. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "opencl/cl_internal.h"
 
-/* Uploads larger than this go in pieces, so the temporary copy stays bounded. */
-#define CL_UPLOAD_CHUNK ((size_t)64 << 20)
+/* Uploads go through the staging buffer in pieces of at most this many bytes. */
+#define CL_UPLOAD_CHUNK ((size_t)16 << 20)
+/* Host copies beyond this many bytes pending make upload wait for the oldest ones: a loop
+ * of uploads without a sync must not grow host memory without bound. */
+#define CL_PENDING_MAX_BYTES ((size_t)256 << 20)
+
+void cl_reap_staging(cl_dev *d, int wait) {
+    int kept = 0;
+    for (int i = 0; i < d->n_pending; i++) {
+        cl_pending *p = &d->pending[i];
+        cl_int status = CL_COMPLETE;
+        if (wait)
+            clWaitForEvents(1, &p->event);
+        else
+            clGetEventInfo(p->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+        /* a negative status is a failed write: its copy is no longer needed either */
+        if (status <= CL_COMPLETE) {
+            clReleaseEvent(p->event);
+            free(p->data);
+            d->pending_bytes -= p->bytes;
+        } else {
+            d->pending[kept++] = *p;
+        }
+    }
+    d->n_pending = kept;
+}
+
+/* The staging buffer, grown to at least `bytes`. */
+static kiln_status staging(cl_dev *d, size_t bytes, cl_mem *out) {
+    if (d->staging_size < bytes) {
+        size_t size = d->staging_size ? d->staging_size : ((size_t)1 << 16);
+        while (size < bytes) size *= 2;
+        cl_int err;
+        cl_mem m = clCreateBuffer(d->context, CL_MEM_READ_ONLY, size, NULL, &err);
+        if (!m) return cl_fail(err, "clCreateBuffer (staging)");
+        /* the old one lives until the commands already queued on it have run */
+        if (d->staging) clReleaseMemObject(d->staging);
+        d->staging = m;
+        d->staging_size = size;
+    }
+    *out = d->staging;
+    return KILN_OK;
+}
 
 /* The widest unit (4, 2 or 1 bytes) dividing every argument. */
 static size_t unit_of(size_t a, size_t b, size_t c) {
@@ -42,14 +86,32 @@ kiln_status cl_fill_mem(cl_dev *d, cl_mem dst, size_t dst_off, size_t count, siz
 
 kiln_status cl_upload(void *dev, kiln_ref dst, const void *src, size_t bytes) {
     cl_dev *d = dev;
+    cl_reap_staging(d, 0);
     for (size_t done = 0; done < bytes;) {
         size_t n = bytes - done < CL_UPLOAD_CHUNK ? bytes - done : CL_UPLOAD_CHUNK;
-        cl_int err;
-        cl_mem tmp = clCreateBuffer(d->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n,
-                                    (void *)((const char *)src + done), &err);
-        if (!tmp) return cl_fail(err, "clCreateBuffer (upload)");
-        kiln_status s = cl_copy_mem(d, tmp, 0, dst.buf->block->mem, dst.buf->off + dst.off + done, n);
-        clReleaseMemObject(tmp); /* freed once the copy has run */
+        if (d->pending_bytes + n > CL_PENDING_MAX_BYTES) cl_reap_staging(d, 1);
+        if (d->n_pending == d->cap_pending) {
+            int cap = d->cap_pending ? 2 * d->cap_pending : 16;
+            cl_pending *grown = realloc(d->pending, (size_t)cap * sizeof *grown);
+            if (!grown) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+            d->pending = grown;
+            d->cap_pending = cap;
+        }
+        cl_mem stage = NULL;
+        kiln_status s = staging(d, n, &stage);
+        if (s) return s;
+        void *copy = malloc(n);
+        if (!copy) return kiln_set_error(KILN_ERR_MEMORY, "opencl: out of host memory staging %zu bytes", n);
+        memcpy(copy, (const char *)src + done, n);
+        cl_event ev;
+        cl_int err = clEnqueueWriteBuffer(d->queue, stage, CL_FALSE, 0, n, copy, 0, NULL, &ev);
+        if (err != CL_SUCCESS) {
+            free(copy);
+            return cl_fail(err, "clEnqueueWriteBuffer (upload)");
+        }
+        d->pending[d->n_pending++] = (cl_pending){ev, copy, n};
+        d->pending_bytes += n;
+        s = cl_copy_mem(d, stage, 0, dst.buf->block->mem, dst.buf->off + dst.off + done, n);
         if (s) return s;
         done += n;
     }
@@ -72,6 +134,7 @@ kiln_status cl_download(void *dev, kiln_ref src, void *dst, size_t bytes) {
         err = clEnqueueReadBuffer(d->queue, mem, CL_TRUE, off, bytes, dst, 0, NULL, NULL);
         if (err != CL_SUCCESS) return cl_fail(err, "clEnqueueReadBuffer (a kernel before it may have failed)");
     }
+    cl_reap_staging(d, 0);
     if (d->profile) cl_prof_collect(d);
     return KILN_OK;
 }
@@ -80,6 +143,7 @@ kiln_status cl_sync(void *dev) {
     cl_dev *d = dev;
     cl_int err = clFinish(d->queue);
     if (err != CL_SUCCESS) return cl_fail(err, "clFinish (a queued kernel failed)");
+    cl_reap_staging(d, 1);
     if (d->profile) cl_prof_collect(d);
     return KILN_OK;
 }
