@@ -38,6 +38,7 @@
 #define BENCH_MAX_SIZES 32
 #define BENCH_WARMUP 2 /* untimed runs before each library's first turn */
 #define BENCH_ROUNDS 5 /* turns per library (fewer when --repeat is smaller) */
+#define BENCH_TURN_WARMUP_S 0.02 /* untimed runs at the start of every turn, in seconds */
 /* normalized squared error allowed between kiln's product and the peer's: f32 sums in
  * different orders agree to about 1e-13 */
 #define BENCH_MAX_ERROR 1e-8
@@ -274,21 +275,29 @@ static int bench_size(kiln_side *ks, clblast_peer *clb, const gemm_size *s, cons
     if (rc == 0 && clb) rc = clblast_runs(clb, &cm, s, BENCH_WARMUP, NULL, ref);
     if (rc == 0 && clb) rc = agree("CLBlast", s, ref, c);
 #endif
-    /* Each turn starts with one untimed run: after the pause, thread pools are asleep and
-     * the first call pays for waking them, which a program calling GEMMs back to back
-     * does not. */
+    /* Each turn starts with untimed runs (at least one, and at least BENCH_TURN_WARMUP_S):
+     * after the pause, thread pools are asleep and the first calls pay for waking them
+     * (on a VM, a halted virtual CPU takes milliseconds), which a program calling GEMMs
+     * back to back does not. */
     for (int r = 0, done = 0; rc == 0 && r < rounds; r++) {
         const int runs = (repeat - done) / (rounds - r); /* spreads the runs evenly */
         settle();
-        rc = kiln_runs(ks, s, 1, NULL, NULL);
+        double t0 = progress_now();
+        do rc = kiln_runs(ks, s, 1, NULL, NULL);
+        while (rc == 0 && progress_now() - t0 < BENCH_TURN_WARMUP_S);
         if (rc == 0) rc = kiln_runs(ks, s, runs, t_kiln + done, NULL);
 #ifdef KILN_BENCH_OPENBLAS
         settle();
-        openblas_runs(s, a, b, ref, 1, NULL);
+        t0 = progress_now();
+        do openblas_runs(s, a, b, ref, 1, NULL);
+        while (progress_now() - t0 < BENCH_TURN_WARMUP_S);
         openblas_runs(s, a, b, ref, runs, t_blas + done);
 #endif
 #ifdef KILN_BENCH_CLBLAST
-        if (rc == 0 && clb) rc = clblast_runs(clb, &cm, s, 1, NULL, NULL);
+        t0 = progress_now();
+        if (clb)
+            do rc = rc ? rc : clblast_runs(clb, &cm, s, 1, NULL, NULL);
+            while (rc == 0 && progress_now() - t0 < BENCH_TURN_WARMUP_S);
         if (rc == 0 && clb) rc = clblast_runs(clb, &cm, s, runs, t_clb + done, NULL);
 #endif
         done += runs;

@@ -118,12 +118,13 @@ static inline void team_done(gemm_team *t) {
  * machine takes a scheduler period (~20 ms) even when the caller did all the work itself.
  * With other processes busy, that made a 256^3 GEMM 100x slower than on one thread. So
  * the time from the last completed item to the end of the region is watched; when it is
- * that long twice in a row, GEMMs run on the calling thread alone for a while (100 ms,
- * doubling while the condition persists, up to 2 s), then threads are tried again. One
- * slow join alone is forgiven: after an idle spell the first region pays for waking the
- * helper thread (a halted virtual CPU can take milliseconds), which says nothing about
- * the next one. */
+ * that long three times in a row, GEMMs run on the calling thread alone for a while
+ * (100 ms, doubling while the condition persists, up to 2 s), then threads are tried
+ * again. Fewer slow joins are forgiven: after an idle spell the first regions pay for
+ * waking the helper thread (on this VM a halted virtual CPU takes a few milliseconds to
+ * come back), which says nothing about the regions after them. */
 #define GEMM_JOIN_SLOW_NS ((int64_t)2000000)
+#define GEMM_SLOW_JOINS 3
 #define GEMM_BACKOFF_MIN_NS ((int64_t)100000000)
 #define GEMM_BACKOFF_MAX_NS ((int64_t)2000000000)
 
@@ -147,7 +148,8 @@ static void gemm_note_join(int64_t last_done_ns) {
         atomic_store(&g_slow_joins, 0);
         return;
     }
-    if (atomic_fetch_add(&g_slow_joins, 1) == 0 && atomic_load(&g_backoff_ns) == 0) return;
+    if (atomic_fetch_add(&g_slow_joins, 1) + 1 < GEMM_SLOW_JOINS) return;
+    atomic_store(&g_slow_joins, 0); /* the next backoff needs fresh evidence */
     int64_t b = atomic_load(&g_backoff_ns);
     b = b == 0 ? GEMM_BACKOFF_MIN_NS : (2 * b < GEMM_BACKOFF_MAX_NS ? 2 * b : GEMM_BACKOFF_MAX_NS);
     atomic_store(&g_backoff_ns, b);
