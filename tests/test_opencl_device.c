@@ -80,30 +80,20 @@ START_TEST(no_platform_is_an_error) {
 }
 END_TEST
 
+static void add_missing_tests(TCase *tc) { tcase_add_test(tc, no_platform_is_an_error); }
+
+static void add_tests(TCase *tc) {
+    tcase_add_test(tc, lists_devices);
+    tcase_add_test(tc, opens_default_and_numbered);
+    tcase_add_test(tc, missing_device_is_an_error);
+}
+
+/* With --expect-no-platform, CTest runs this where the opencl driver is hidden and only the
+ * error path is tested. */
 int main(int argc, char **argv) {
-    int no_platform = argc > 1 && !strcmp(argv[1], "--expect-no-platform");
-    Suite *s = suite_create("opencl_device");
-    TCase *tc = tcase_create("opencl");
-    tcase_set_timeout(tc, 120);
-    if (no_platform) {
-        tcase_add_test(tc, no_platform_is_an_error);
-    } else {
-        kiln_ctx *probe;
-        if (kiln_open("opencl", &probe) != KILN_OK) {
-            fprintf(stderr, "skipping: %s\n", kiln_error_message());
-            return 77;
-        }
-        kiln_close(probe);
-        tcase_add_test(tc, lists_devices);
-        tcase_add_test(tc, opens_default_and_numbered);
-        tcase_add_test(tc, missing_device_is_an_error);
-    }
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    if (argc > 1 && !strcmp(argv[1], "--expect-no-platform")) return kt_run_tests("opencl_device", "opencl", add_missing_tests);
+    int skip = kt_require_backend("opencl");
+    return skip ? skip : kt_run_tests("opencl_device", "opencl", add_tests);
 }
 
 #else

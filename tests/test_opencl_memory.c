@@ -124,27 +124,17 @@ START_TEST(larger_than_max_buffer_is_an_error) {
 }
 END_TEST
 
-int main(void) {
-    kiln_ctx *probe;
-    if (kiln_open("opencl", &probe) != KILN_OK) {
-        fprintf(stderr, "skipping: %s\n", kiln_error_message());
-        return 77;
-    }
-    kiln_close(probe);
-    Suite *s = suite_create("opencl_memory");
-    TCase *tc = tcase_create("opencl");
-    tcase_set_timeout(tc, 300);
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, buffers_never_overlap);
     tcase_add_test(tc, element_aligned_views);
     tcase_add_test(tc, queued_uploads_then_one_read);
     tcase_add_test(tc, out_of_memory_is_an_error);
     tcase_add_test(tc, larger_than_max_buffer_is_an_error);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+}
+
+int main(void) {
+    int skip = kt_require_backend("opencl");
+    return skip ? skip : kt_run_tests("opencl_memory", "opencl", add_tests);
 }
 
 #else

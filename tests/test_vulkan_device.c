@@ -131,31 +131,21 @@ START_TEST(no_driver_is_an_error) {
 }
 END_TEST
 
+static void add_missing_tests(TCase *tc) { tcase_add_test(tc, no_driver_is_an_error); }
+
+static void add_tests(TCase *tc) {
+    tcase_add_test(tc, lists_devices);
+    tcase_add_test(tc, opens_default_and_numbered);
+    tcase_add_test(tc, missing_device_is_an_error);
+    tcase_add_test(tc, profile_prints_kernel_times);
+}
+
+/* With --expect-no-driver, CTest runs this where the vulkan driver is hidden and only the
+ * error path is tested. */
 int main(int argc, char **argv) {
-    int no_driver = argc > 1 && !strcmp(argv[1], "--expect-no-driver");
-    Suite *s = suite_create("vulkan_device");
-    TCase *tc = tcase_create("vulkan");
-    tcase_set_timeout(tc, 120);
-    if (no_driver) {
-        tcase_add_test(tc, no_driver_is_an_error);
-    } else {
-        kiln_ctx *probe;
-        if (kiln_open("vulkan", &probe) != KILN_OK) {
-            fprintf(stderr, "skipping: %s\n", kiln_error_message());
-            return 77;
-        }
-        kiln_close(probe);
-        tcase_add_test(tc, lists_devices);
-        tcase_add_test(tc, opens_default_and_numbered);
-        tcase_add_test(tc, missing_device_is_an_error);
-        tcase_add_test(tc, profile_prints_kernel_times);
-    }
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    if (argc > 1 && !strcmp(argv[1], "--expect-no-driver")) return kt_run_tests("vulkan_device", "vulkan", add_missing_tests);
+    int skip = kt_require_backend("vulkan");
+    return skip ? skip : kt_run_tests("vulkan_device", "vulkan", add_tests);
 }
 
 #else

@@ -110,23 +110,13 @@ START_TEST(gemm_matches_cpu) {
 }
 END_TEST
 
-int main(void) {
-    kiln_ctx *probe;
-    if (kiln_open("vulkan", &probe) != KILN_OK) {
-        fprintf(stderr, "skipping: %s\n", kiln_error_message());
-        return 77;
-    }
-    kiln_close(probe);
-    Suite *s = suite_create("vulkan_gemm");
-    TCase *tc = tcase_create("vulkan");
-    tcase_set_timeout(tc, 300);
+static void add_tests(TCase *tc) {
     tcase_add_loop_test(tc, gemm_matches_cpu, 0, (int)(sizeof cases / sizeof cases[0]));
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+}
+
+int main(void) {
+    int skip = kt_require_backend("vulkan");
+    return skip ? skip : kt_run_tests("vulkan_gemm", "vulkan", add_tests);
 }
 
 #else

@@ -151,28 +151,18 @@ START_TEST(free_after_recorded_work) {
 }
 END_TEST
 
-int main(void) {
-    kiln_ctx *probe;
-    if (kiln_open("vulkan", &probe) != KILN_OK) {
-        fprintf(stderr, "skipping: %s\n", kiln_error_message());
-        return 77;
-    }
-    kiln_close(probe);
-    Suite *s = suite_create("vulkan_memory");
-    TCase *tc = tcase_create("vulkan");
-    tcase_set_timeout(tc, 300);
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, many_small_tensors);
     tcase_add_test(tc, largest_buffer);
     tcase_add_test(tc, out_of_memory_is_an_error);
     tcase_add_test(tc, views_at_any_element);
     tcase_add_test(tc, upload_after_recorded_work);
     tcase_add_test(tc, free_after_recorded_work);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+}
+
+int main(void) {
+    int skip = kt_require_backend("vulkan");
+    return skip ? skip : kt_run_tests("vulkan_memory", "vulkan", add_tests);
 }
 
 #else

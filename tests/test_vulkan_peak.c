@@ -107,24 +107,12 @@ static int report(int n) {
     return 0;
 }
 
+static void add_tests(TCase *tc) { tcase_add_test(tc, fma_peak_computes_its_chains); }
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--report")) return report(argc > 2 ? atoi(argv[2]) : 1024);
-    kiln_ctx *probe;
-    if (kiln_open("vulkan", &probe) != KILN_OK) {
-        fprintf(stderr, "skipping: %s\n", kiln_error_message());
-        return 77;
-    }
-    kiln_close(probe);
-    Suite *s = suite_create("vulkan_peak");
-    TCase *tc = tcase_create("vulkan");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, fma_peak_computes_its_chains);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    int skip = kt_require_backend("vulkan");
+    return skip ? skip : kt_run_tests("vulkan_peak", "vulkan", add_tests);
 }
 
 #else

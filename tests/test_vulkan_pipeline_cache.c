@@ -107,24 +107,14 @@ START_TEST(unwritable_cache_is_not_an_error) {
 }
 END_TEST
 
-int main(void) {
-    kiln_ctx *probe;
-    if (kiln_open("vulkan", &probe) != KILN_OK) {
-        fprintf(stderr, "skipping: %s\n", kiln_error_message());
-        return 77;
-    }
-    kiln_close(probe);
-    Suite *s = suite_create("vulkan_pipeline_cache");
-    TCase *tc = tcase_create("vulkan");
-    tcase_set_timeout(tc, 120);
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, cache_written_and_reused);
     tcase_add_test(tc, unwritable_cache_is_not_an_error);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+}
+
+int main(void) {
+    int skip = kt_require_backend("vulkan");
+    return skip ? skip : kt_run_tests("vulkan_pipeline_cache", "vulkan", add_tests);
 }
 
 #else

@@ -307,3 +307,26 @@ int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Sui
     close_contexts();
     return failed ? 1 : 0;
 }
+
+int kt_require_backend(const char *backend) {
+    kiln_ctx *probe;
+    if (kiln_open(backend, &probe) != KILN_OK) {
+        fprintf(stderr, "skipping: %s\n", kiln_error_message());
+        return 77;
+    }
+    kiln_close(probe);
+    return 0;
+}
+
+int kt_run_tests(const char *suite_name, const char *tcase_name, void (*add_tests)(TCase *tc)) {
+    Suite *s = suite_create(suite_name);
+    TCase *tc = tcase_create(tcase_name);
+    tcase_set_timeout(tc, 600);
+    add_tests(tc);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

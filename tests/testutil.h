@@ -77,4 +77,11 @@ void kt_run_case(const kt_case *c);
 int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Suite *s, TCase *tc),
             const kt_case *cases, int n_cases);
 
+/* For backend-specific test programs: 77 (CTest's "skipped") with the reason on stderr when
+ * `backend` cannot be opened here, else 0. */
+int kt_require_backend(const char *backend);
+/* Runs the tests that `add_tests` puts into one TCase named `tcase_name`; returns 0 when all
+ * pass, 1 otherwise. */
+int kt_run_tests(const char *suite_name, const char *tcase_name, void (*add_tests)(TCase *tc));
+
 #endif
