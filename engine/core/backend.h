@@ -10,7 +10,15 @@
  *  - "+=" in a comment means the kernel accumulates into its output (backward kernels
  *    accumulate into gradients, which the engine zero-fills when it allocates them);
  *  - elements are f32 unless a dtype field says otherwise; ids/lengths/targets are i32;
- *  - a kernel returns KILN_OK or an error (after calling kiln_set_error). */
+ *  - a kernel returns KILN_OK or an error (after calling kiln_set_error).
+ *
+ * Precision (mixed-precision training, DESIGN.md "Precision"): most structs end with
+ * `dtype`, the storage type (KILN_F32 or KILN_F16) of every floating operand of the kernel
+ * except those its comment marks "f32" (statistics, scalars, the loss). With f16 a kernel
+ * loads to f32, computes and accumulates in f32, and rounds once on store (nearest even);
+ * "+=" into an f16 output is load, add in f32, round. A device may use f16 arithmetic only
+ * where the result is the same to f16 rounding. KILN_F32 is 0, so a zero-initialized
+ * struct means f32 everywhere. */
 #ifndef KILN_CORE_BACKEND_H
 #define KILN_CORE_BACKEND_H
 
@@ -47,6 +55,7 @@ typedef struct kiln_axpby_args {
     kiln_ref x, y, num, den;
     int64_t n;
     float alpha, beta;
+    kiln_dtype dtype; /* x and y; num and den are f32 */
 } kiln_axpby_args;
 
 typedef enum kiln_binary_op { KILN_BIN_ADD = 0, KILN_BIN_SUB, KILN_BIN_MUL } kiln_binary_op;
@@ -55,6 +64,7 @@ typedef struct kiln_binary_args {
     kiln_ref a, b, out;
     int64_t n, nb;
     kiln_binary_op op;
+    kiln_dtype dtype; /* a, b and out */
 } kiln_binary_args;
 
 /* out[j] += alpha * sum_i x[i * cols + j] for j < cols, i < rows: the backward of a
@@ -63,6 +73,7 @@ typedef struct kiln_sum_rows_args {
     kiln_ref x, out;
     int64_t rows, cols;
     float alpha;
+    kiln_dtype dtype; /* x and out */
 } kiln_sum_rows_args;
 
 /* Activation forward: y = f(x). Backward: dx += dy * f'(x). kind is a kiln_act, or
@@ -72,6 +83,7 @@ typedef struct kiln_act_args {
     kiln_ref x, y, dy, dx;
     int64_t n;
     int kind;
+    kiln_dtype dtype; /* x, y, dy, dx */
 } kiln_act_args;
 
 /* out[0] = alpha * sum x (overwrite), or with square: out[0] += sum x^2 (accumulate). */
@@ -80,6 +92,7 @@ typedef struct kiln_reduce_args {
     int64_t n;
     float alpha;
     int square; /* 1: accumulate the sum of squares */
+    kiln_dtype dtype; /* x; out is f32 */
 } kiln_reduce_args;
 
 /* fwd: out[r, :] = table[ids[r], :] for r < rows; an id outside [0, vocab) makes the
@@ -89,6 +102,7 @@ typedef struct kiln_reduce_args {
 typedef struct kiln_embed_args {
     kiln_ref table, ids, out, dout, dtable, err_flag;
     int64_t rows, vocab, dim;
+    kiln_dtype dtype; /* table, out, dout, dtable */
 } kiln_embed_args;
 
 /* LayerNorm over rows of length cols. fwd: y, mean[rows], rstd[rows] (saved). weight and
@@ -99,6 +113,7 @@ typedef struct kiln_norm_args {
     kiln_ref dy, dx, dweight, dbias;
     int64_t rows, cols;
     float eps;
+    kiln_dtype dtype; /* x, weight, bias, y, dy, dx, dweight, dbias; mean and rstd are f32 */
 } kiln_norm_args;
 
 /* Masked softmax over [batch, heads, tq, tk]:
@@ -112,6 +127,7 @@ typedef struct kiln_softmax_args {
     int64_t batch, heads, tq, tk;
     float scale, temperature;
     int causal;
+    kiln_dtype dtype; /* x, add, y, dy, dx, dadd */
 } kiln_softmax_args;
 
 /* Attention entropy over p [batch, heads, tq, tk]:
@@ -120,6 +136,7 @@ typedef struct kiln_softmax_args {
 typedef struct kiln_entropy_args {
     kiln_ref p, out, dout, dp;
     int64_t batch, heads, tq, tk;
+    kiln_dtype dtype; /* p and dp; out and dout are f32 */
 } kiln_entropy_args;
 
 /* Dropout: keep element i when kiln_rng_uniform(seed, stream, i) >= prob.
@@ -129,6 +146,7 @@ typedef struct kiln_dropout_args {
     int64_t n;
     float prob;
     uint64_t seed, stream;
+    kiln_dtype dtype; /* x, y, dy, dx */
 } kiln_dropout_args;
 
 /* Cross-entropy from logits [rows, vocab] with targets [rows].
@@ -144,6 +162,7 @@ typedef struct kiln_xent_args {
     int64_t rows, vocab;
     float smoothing;
     int ignore_index;
+    kiln_dtype dtype; /* logits and dlogits; loss, count, lse and dloss are f32 */
 } kiln_xent_args;
 
 /* Swaps axes 1 and 2 of a [d0, d1, d2, d3] tensor: y[a, c, b, d] (+)= x[a, b, c, d]
@@ -152,6 +171,7 @@ typedef struct kiln_permute_args {
     kiln_ref x, y;
     int64_t d0, d1, d2, d3;
     int accumulate;
+    kiln_dtype dtype; /* x and y: f32, f16 or i32 (a move of elements) */
 } kiln_permute_args;
 
 /* Copies a block along a middle axis: viewing src as [outer, src_axis, inner] and dst as
@@ -161,12 +181,14 @@ typedef struct kiln_copy_block_args {
     kiln_ref src, dst;
     int64_t outer, inner, src_axis, dst_axis, src_start, dst_start, len;
     int accumulate;
+    kiln_dtype dtype; /* src and dst: f32, f16 or i32; accumulate only for f32 and f16 */
 } kiln_copy_block_args;
 
 /* out[t, c] for t < positions, c < channels: the sinusoidal table (see ops.h). */
 typedef struct kiln_sinusoid_args {
     kiln_ref out;
     int64_t positions, channels;
+    kiln_dtype dtype; /* out */
 } kiln_sinusoid_args;
 
 /* flag[0] (i32) = 1 when any of x[0..n) is inf or NaN; untouched otherwise.
