@@ -172,7 +172,7 @@ static kiln_status add_squares(kiln_adam *opt, const kiln_tensor *g) {
     kiln_ctx *ctx = opt->ctx;
     int64_t n = kiln_numel(g);
     if (g->dtype == KILN_F32) {
-        kiln_reduce_args r = {kiln_ref_of(g), kiln_ref_of(opt->sumsq), n, 1.0f, 1};
+        kiln_reduce_args r = {kiln_ref_of(g), kiln_ref_of(opt->sumsq), n, 1.0f, 1, KILN_F32};
         return KILN_CALL(ctx, reduce, &r);
     }
     for (int64_t start = 0; start < n; start += ADAM_F16_CHUNK) {
@@ -182,7 +182,7 @@ static kiln_status add_squares(kiln_adam *opt, const kiln_tensor *g) {
         kiln_cast_args c = {src, kiln_ref_of(opt->scratch), len, KILN_F16, KILN_F32};
         kiln_status s = KILN_CALL(ctx, cast, &c);
         if (s) return s;
-        kiln_reduce_args r = {kiln_ref_of(opt->scratch), kiln_ref_of(opt->sumsq), len, 1.0f, 1};
+        kiln_reduce_args r = {kiln_ref_of(opt->scratch), kiln_ref_of(opt->sumsq), len, 1.0f, 1, KILN_F32};
         if ((s = KILN_CALL(ctx, reduce, &r))) return s;
     }
     return KILN_OK;

@@ -10,7 +10,7 @@ kiln_tensor *kiln_sinusoid_table(kiln_ctx *ctx, int64_t positions, int64_t chann
     int64_t shape[2] = {positions, channels};
     kiln_tensor *out = kiln_op_output(ctx, KILN_F32, 2, shape);
     if (!out) return NULL;
-    kiln_sinusoid_args a = {kiln_ref_of(out), positions, channels};
+    kiln_sinusoid_args a = {kiln_ref_of(out), positions, channels, out->dtype};
     if (KILN_CALL(ctx, sinusoid, &a)) return NULL;
     return out;
 }

@@ -13,7 +13,7 @@ static int broadcast_ok(const kiln_tensor *a, const kiln_tensor *b) {
 static kiln_status binary(kiln_ctx *ctx, kiln_binary_op op, const kiln_tensor *a,
                           const kiln_tensor *b, kiln_tensor *out) {
     kiln_binary_args args = {kiln_ref_of(a), kiln_ref_of(b), kiln_ref_of(out), kiln_numel(a),
-                             kiln_numel(b), op};
+                             kiln_numel(b), op, a->dtype};
     return KILN_CALL(ctx, binary, &args);
 }
 
@@ -22,12 +22,12 @@ static kiln_status binary(kiln_ctx *ctx, kiln_binary_op op, const kiln_tensor *a
 static kiln_status accumulate(kiln_ctx *ctx, kiln_tensor *grad, const kiln_tensor *g, float alpha, int overwrite) {
     int64_t n = kiln_numel(g), nb = kiln_numel(grad);
     if (n == nb) {
-        kiln_axpby_args ax = {kiln_ref_of(g), kiln_ref_of(grad), {0, 0}, {0, 0}, n, alpha, overwrite ? 0.0f : 1.0f};
+        kiln_axpby_args ax = {kiln_ref_of(g), kiln_ref_of(grad), {0, 0}, {0, 0}, n, alpha, overwrite ? 0.0f : 1.0f, g->dtype};
         return KILN_CALL(ctx, axpby, &ax);
     }
     kiln_status s = overwrite ? kiln_zero(grad) : KILN_OK; /* sum_rows only accumulates */
     if (s) return s;
-    kiln_sum_rows_args sr = {kiln_ref_of(g), kiln_ref_of(grad), n / nb, nb, alpha};
+    kiln_sum_rows_args sr = {kiln_ref_of(g), kiln_ref_of(grad), n / nb, nb, alpha, g->dtype};
     return KILN_CALL(ctx, sum_rows, &sr);
 }
 
@@ -110,7 +110,7 @@ kiln_tensor *kiln_scale(kiln_tensor *x, float alpha) {
     kiln_ctx *ctx = x->ctx;
     kiln_tensor *y = kiln_op_output(ctx, KILN_F32, x->ndim, x->shape);
     if (!y) return NULL;
-    kiln_axpby_args ax = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), alpha, 0.0f};
+    kiln_axpby_args ax = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), alpha, 0.0f, x->dtype};
     if (KILN_CALL(ctx, axpby, &ax)) return NULL;
     if (kiln_needs_tape(ctx, 1, &x)) {
         kiln_tape_rec *rec = kiln_tape_push(ctx, scale_backward, y, 1, &x);

@@ -127,7 +127,7 @@ static kiln_status matmul_backward(kiln_tape_rec *rec) {
     }
     kiln_tensor *dbias = kiln_grad_acc(bias);
     if (dbias) {
-        kiln_sum_rows_args sr = {kiln_ref_of(dc), kiln_ref_of(dbias), m * d.batch, n, 1.0f};
+        kiln_sum_rows_args sr = {kiln_ref_of(dc), kiln_ref_of(dbias), m * d.batch, n, 1.0f, dc->dtype};
         s = KILN_CALL(ctx, sum_rows, &sr);
     }
     return s;

@@ -16,7 +16,7 @@ static kiln_status grad_for(kiln_tensor *t, kiln_tensor **g, int *overwrite) {
 /* y[a, c, b, d] (+)= x[a, b, c, d] for x viewed as [d0, d1, d2, d3]. */
 static kiln_status swap_axes(kiln_ctx *ctx, const kiln_tensor *x, kiln_tensor *y, int64_t d0, int64_t d1,
                              int64_t d2, int64_t d3, int accumulate) {
-    kiln_permute_args a = {kiln_ref_of(x), kiln_ref_of(y), d0, d1, d2, d3, accumulate};
+    kiln_permute_args a = {kiln_ref_of(x), kiln_ref_of(y), d0, d1, d2, d3, accumulate, x->dtype};
     return KILN_CALL(ctx, permute, &a);
 }
 
@@ -207,7 +207,7 @@ static kiln_status cast_into(const kiln_tensor *src, kiln_tensor *dst) {
 
 /* y += x over f32 tensors of the same size. */
 static kiln_status add_into(const kiln_tensor *x, kiln_tensor *y) {
-    kiln_axpby_args a = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), 1.0f, 1.0f};
+    kiln_axpby_args a = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), 1.0f, 1.0f, x->dtype};
     return KILN_CALL(y->ctx, axpby, &a);
 }
 
