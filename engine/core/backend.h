@@ -285,6 +285,9 @@ typedef struct kiln_backend {
     kiln_status (*check_finite)(void *dev, const kiln_finite_args *a);
     kiln_status (*clip_coef)(void *dev, const kiln_clip_args *a);
     kiln_status (*adam)(void *dev, const kiln_adam_args *a);
+
+    /* capabilities */
+    int (*supports_f16)(void *dev); /* 1 when the device can store f16 (16-bit storage); NULL means yes */
 } kiln_backend;
 
 /* Backend openers. `index` < 0 picks the best device. Each returns KILN_ERR_NO_BACKEND
