@@ -236,6 +236,44 @@ typedef struct kiln_adam_args {
     int decoupled;
 } kiln_adam_args;
 
+/* ---- device measurement (kiln/probe.h; engine/core/probe.c runs the warm-ups, repeats,
+ * statistics and result checks, the backends only record the work) ---- */
+
+/* The FMA-ceiling kernel. Each of `items` work items (a thread on the CPU, an invocation or
+ * work-item on a GPU) keeps chains x width independent accumulators (chains as many as the
+ * backend needs to hide FMA latency, set on return), numbered k = 0, 1, ... and starting at
+ * 1 + (k % 32) / 16. Each of `iters` rounds does a = fma(a, mul, add) on every accumulator
+ * in `dtype` arithmetic, `width` lanes per instruction. Item i then writes out[i] (f32) =
+ * the sum of its accumulators (any order, f32). out is optional: a backend writes results
+ * nobody reads into scratch memory, so that the work cannot be optimized away.
+ * items == 0 asks for as many items as fill the device (set on return). A dtype or width
+ * the device has no arithmetic or vector type for: KILN_ERR_UNSUPPORTED, nothing recorded. */
+typedef struct kiln_probe_fma_args {
+    kiln_ref out;
+    kiln_dtype dtype; /* KILN_F32 or KILN_F16 */
+    int width;        /* 1, 2, 4, 8, 16 (32: f16 on 512-bit vectors) */
+    int64_t items;    /* in/out */
+    int64_t iters;
+    float mul, add;
+    int chains;       /* out: accumulators per item per lane */
+} kiln_probe_fma_args;
+/* What each item writes for `accumulators` (= chains x width) accumulators (core/probe.c). */
+double kiln_probe_fma_expected(kiln_dtype dtype, int accumulators, float mul, float add, int64_t iters);
+
+/* dst[0, bytes) = src[0, bytes) with the device's widest plain loads and stores (bytes and
+ * both offsets multiples of 16): the memory-bandwidth ceiling. */
+typedef struct kiln_probe_copy_args {
+    kiln_ref src, dst;
+    size_t bytes;
+} kiln_probe_copy_args;
+
+/* counter[0] (i32) += 1, `count` times, as `count` separate tiny kernels, each depending on
+ * the previous one (as the kernels of a training step do): the cost of one more kernel. */
+typedef struct kiln_probe_dispatch_args {
+    kiln_ref counter;
+    int count;
+} kiln_probe_dispatch_args;
+
 /* ---- the table ---- */
 typedef struct kiln_backend {
     const char *name; /* "cpu", "vulkan", "opencl" */
@@ -288,6 +326,18 @@ typedef struct kiln_backend {
 
     /* capabilities */
     int (*supports_f16)(void *dev); /* 1 when the device can store f16 (16-bit storage); NULL means yes */
+
+    /* device measurement (kiln/probe.h). timer_begin starts timing the work recorded from
+     * now on and returns the backend's state for it in *timer; timer_end waits for that work,
+     * returns the device time it took (seconds on the device's clock, from the start of the
+     * first timed command to the end of the last) and frees the state, even on failure. */
+    kiln_status (*timer_begin)(void *dev, void **timer);
+    kiln_status (*timer_end)(void *dev, void *timer, double *device_s);
+    /* the driver's name and version, as the device reports them, into buf */
+    void (*driver_info)(void *dev, char *buf, size_t size);
+    kiln_status (*probe_fma)(void *dev, kiln_probe_fma_args *a);
+    kiln_status (*probe_copy)(void *dev, const kiln_probe_copy_args *a);
+    kiln_status (*probe_dispatch)(void *dev, const kiln_probe_dispatch_args *a);
 } kiln_backend;
 
 /* Backend openers. `index` < 0 picks the best device. Each returns KILN_ERR_NO_BACKEND

@@ -108,6 +108,7 @@ kiln_status kiln_open(const char *name, kiln_ctx **out) {
 
 void kiln_close(kiln_ctx *ctx) {
     if (!ctx) return;
+    kiln_probe_release(ctx);
     if (ctx->be->sync) ctx->be->sync(ctx->dev);
     kiln_step_reset(ctx);
     kiln_tensor_free(ctx->err_flag);

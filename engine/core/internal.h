@@ -60,6 +60,8 @@ struct kiln_ctx {
     int n_persistent; /* live persistent tensors, for leak checks */
 
     kiln_tensor *err_flag; /* i32 scalar set by device kernels on a bad index */
+
+    struct kiln_probe_state *probe; /* the running timer, the driver string (core/probe.c) */
 };
 
 /* Host memory that lives until kiln_step_reset. */
@@ -111,6 +113,9 @@ kiln_status kiln_check_device_errors(kiln_ctx *ctx);
     ((ctx)->be->slot ? (ctx)->be->slot((ctx)->dev, (args))                                   \
                      : kiln_set_error(KILN_ERR_UNSUPPORTED, "backend %s has no kernel " #slot, \
                                       (ctx)->be->name))
+
+/* Ends a timer left running and frees the context's probe state (kiln_close). */
+void kiln_probe_release(kiln_ctx *ctx);
 
 /* Zero-fills a tensor on the device. */
 kiln_status kiln_zero(kiln_tensor *t);

@@ -7,6 +7,7 @@
 #endif
 
 #include "cpu/cpu_internal.h"
+#include "cpu/cpu_probe.h"
 
 
 typedef struct cpu_dev {
@@ -96,6 +97,12 @@ static const kiln_backend g_cpu = {
     .check_finite = cpu_check_finite,
     .clip_coef = cpu_clip_coef,
     .adam = cpu_adam,
+    .timer_begin = cpu_timer_begin,
+    .timer_end = cpu_timer_end,
+    .driver_info = cpu_driver_info,
+    .probe_fma = cpu_probe_fma,
+    .probe_copy = cpu_probe_copy,
+    .probe_dispatch = cpu_probe_dispatch,
 };
 
 static int cpu_threads(void) {

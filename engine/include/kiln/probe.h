@@ -24,27 +24,43 @@ typedef struct kiln_measure {
 } kiln_measure;
 
 /* FMA throughput in GFLOP/s (an FMA counts as 2 FLOPs): independent FMA chains in
- * registers, `width` lanes per operation (1, 2, 4, 8 or 16; a width the device has no
- * vector type for returns KILN_ERR_UNSUPPORTED), enough work to fill every compute unit.
- * dtype KILN_F32 or KILN_F16 (KILN_ERR_UNSUPPORTED without f16 arithmetic). */
+ * registers, `width` lanes per operation (1, 2, 4, 8, 16, or 32 where a device has 32-lane
+ * f16 vectors: AVX512-FP16 CPUs; a width the device has no vector type for returns
+ * KILN_ERR_UNSUPPORTED with a message), enough work to fill every compute unit. dtype
+ * KILN_F32 or KILN_F16 (KILN_ERR_UNSUPPORTED without f16 arithmetic). The device's ceiling
+ * for a dtype is the best width's figure; on a shared machine take `max` (the best run):
+ * the median drops with every run that another process interrupted. Every item's result is
+ * checked after the timed runs: a kernel that computed the wrong thing is KILN_ERR_DEVICE,
+ * never a figure. Each run lasts about 30 ms on the device. */
 kiln_status kiln_probe_fma(kiln_ctx *ctx, kiln_dtype dtype, int width, int repeats,
                            kiln_measure *out);
 
 /* Device memory copy bandwidth in GB/s, counting bytes read plus bytes written, over a
- * buffer of `bytes` (large enough to leave every cache). */
+ * buffer of `bytes` (large enough to leave every cache; at least 4096, rounded down to a
+ * multiple of 256; more than the device's largest buffer is KILN_ERR_ARGUMENT). */
 kiln_status kiln_probe_copy(kiln_ctx *ctx, size_t bytes, int repeats, kiln_measure *out);
 
-/* Host -> device (to_device = 1) or device -> host transfer bandwidth in GB/s. */
+/* Host -> device (to_device = 1) or device -> host transfer bandwidth in GB/s, of `bytes`
+ * through kiln's own upload/download path: the figure comes from the wall time (what a
+ * caller waits for its bytes, staging copies included); device_s is the device's part. */
 kiln_status kiln_probe_transfer(kiln_ctx *ctx, size_t bytes, int to_device, int repeats,
                                 kiln_measure *out);
 
 /* Dispatch latency in microseconds: the cost of one more (empty-work) kernel in a recorded
- * sequence, i.e. (time of N tiny dispatches) / N. */
+ * sequence, i.e. (device time of N tiny dispatches) / N. Each tiny kernel depends on the
+ * previous one (a barrier between them), as the kernels of a training step do. On the CPU
+ * backend a "dispatch" is the fork and join of the OpenMP team a parallel kernel pays. */
 kiln_status kiln_probe_dispatch(kiln_ctx *ctx, int repeats, kiln_measure *out);
 
 /* Device timing of arbitrary work: everything recorded between begin and end (ops, their
  * backward, an optimizer step) is timed on the device. end waits for the work and returns
- * its device time and the wall time since begin, in seconds. Not nestable. */
+ * its device time and the wall time since begin, in seconds (either pointer may be NULL).
+ * Device time is elapsed time on the device's clock from the start of the first timed
+ * command to the end of the last, so a wait for the host inside the interval (a download)
+ * counts. begin may wait for work recorded before it (Vulkan does), so that none of it is
+ * timed; that wait is not in the wall time either. Not nestable: a second begin, or an end
+ * without a begin, is KILN_ERR_STATE. A timer still running when the context closes is
+ * ended and freed. */
 kiln_status kiln_timer_begin(kiln_ctx *ctx);
 kiln_status kiln_timer_end(kiln_ctx *ctx, double *device_s, double *wall_s);
 
