@@ -1,8 +1,8 @@
 /* The fast CPU GEMM against its plain reference (cpu_gemm_reference), for every
  * micro-kernel this CPU has (avx512, avx2, generic on x86-64): odd sizes that fill no tile,
  * K and N across block boundaries, both transposes, f16 inputs, padded leading dimensions,
- * alpha/beta/bias, beta == 0 over a NaN-filled C, and batches (strided, shared operands,
- * and the two threading modes). */
+ * alpha/beta/bias, beta == 0 over a NaN-filled C, batches (strided, shared operands,
+ * and the two threading modes), and an f16 C (computed in f32, rounded once). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,14 +47,20 @@ static kiln_ref fill_buf(kiln_buf *h, kiln_dtype dt, int64_t count, int nan_fill
     return r;
 }
 
-/* Runs fast and reference GEMMs on the same inputs and compares every C element. */
-static void check_one(const shape *s, const variant *v) {
+static double c_value(const kiln_buf *h, kiln_dtype dt, int64_t at) {
+    if (dt == KILN_F16) return kiln_f16_to_f32(((const uint16_t *)h->ptr)[at]);
+    return ((const float *)h->ptr)[at];
+}
+
+/* Runs fast and reference GEMMs on the same inputs, C of dtype cdt, and compares every C
+ * element. */
+static void check_one_c(const shape *s, const variant *v, kiln_dtype cdt) {
     const int64_t m = s->m, n = s->n, k = s->k;
     /* stored shapes: A is m x k (k x m when transposed), B is k x n (n x k) */
     const int64_t a_rows = v->ta ? k : m, a_cols = v->ta ? m : k;
     const int64_t b_rows = v->tb ? n : k, b_cols = v->tb ? k : n;
     kiln_gemm_args g = {0};
-    g.a_dtype = v->adt, g.b_dtype = v->bdt, g.c_dtype = KILN_F32;
+    g.a_dtype = v->adt, g.b_dtype = v->bdt, g.c_dtype = cdt;
     g.m = m, g.n = n, g.k = k, g.batch = s->batch;
     g.trans_a = v->ta, g.trans_b = v->tb;
     g.lda = a_cols + v->pad, g.ldb = b_cols + v->pad, g.ldc = n + v->pad;
@@ -66,38 +72,47 @@ static void check_one(const shape *s, const variant *v) {
     kiln_ref bias = fill_buf(&hbias, KILN_F32, n, 0);
     if (v->bias) g.bias = bias;
     /* beta == 0 must ignore C even when it holds NaN */
-    g.c = fill_buf(&hc_fast, KILN_F32, g.stride_c * s->batch, v->beta == 0.0f);
+    g.c = fill_buf(&hc_fast, cdt, g.stride_c * s->batch, v->beta == 0.0f);
     kiln_gemm_args r = g;
-    r.c = fill_buf(&hc_ref, KILN_F32, g.stride_c * s->batch, 0);
+    r.c = fill_buf(&hc_ref, cdt, g.stride_c * s->batch, 0);
     memcpy(hc_ref.ptr, hc_fast.ptr, hc_ref.size);
 
     ck_assert_msg(cpu_gemm(NULL, &g) == KILN_OK, "%s", kiln_error_message());
     ck_assert(cpu_gemm_reference(NULL, &r) == KILN_OK);
-    const float *cf = hc_fast.ptr, *cr = hc_ref.ptr;
     double num = 0, den = 0;
     for (int64_t b = 0; b < s->batch; b++)
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
                 int64_t at = b * g.stride_c + i * g.ldc + j;
-                ck_assert_msg(isfinite(cf[at]), "%s: C[%lld,%lld,%lld] = %g (m %lld n %lld k %lld ta %d tb %d beta %g)",
-                              cpu_gemm_active_kernel()->name, (long long)b, (long long)i, (long long)j, cf[at],
+                const double cf = c_value(&hc_fast, cdt, at), cr = c_value(&hc_ref, cdt, at);
+                ck_assert_msg(isfinite(cf), "%s: C[%lld,%lld,%lld] = %g (m %lld n %lld k %lld ta %d tb %d beta %g)",
+                              cpu_gemm_active_kernel()->name, (long long)b, (long long)i, (long long)j, cf,
                               (long long)m, (long long)n, (long long)k, v->ta, v->tb, v->beta);
-                double d = (double)cf[at] - cr[at];
+                double d = cf - cr;
                 num += d * d;
-                den += (double)cr[at] * cr[at];
+                den += cr * cr;
             }
     double err = num / (den > 1e-30 ? den : 1e-30);
-    ck_assert_msg(err < 1e-11, "%s: normalized error %g (m %lld n %lld k %lld batch %lld ta %d tb %d a %s b %s alpha %g beta %g bias %d pad %d)",
+    /* an f16 C: both round the f32 sum once, but the sums (blocked f32, double) may fall on
+     * either side of a rounding boundary: a rare one-ulp difference (2^-11 relative) */
+    const double tol = cdt == KILN_F16 ? 1e-7 : 1e-11;
+    ck_assert_msg(err < tol, "%s: normalized error %g (m %lld n %lld k %lld batch %lld ta %d tb %d a %s b %s c %s alpha %g beta %g bias %d pad %d)",
                   cpu_gemm_active_kernel()->name, err, (long long)m, (long long)n, (long long)k, (long long)s->batch,
-                  v->ta, v->tb, kiln_dtype_name(v->adt), kiln_dtype_name(v->bdt), v->alpha, v->beta, v->bias, v->pad);
-    /* the padding between rows of C is never written */
-    if (v->pad && v->beta != 0.0f)
-        for (int64_t i = 0; i < m; i++) ck_assert(cf[i * g.ldc + n] == cr[i * g.ldc + n]);
+                  v->ta, v->tb, kiln_dtype_name(v->adt), kiln_dtype_name(v->bdt), kiln_dtype_name(cdt), v->alpha,
+                  v->beta, v->bias, v->pad);
+    /* the padding between rows of C is never written (compared as bits: it may be NaN) */
+    if (v->pad) {
+        const size_t es = kiln_dtype_size(cdt);
+        for (int64_t i = 0; i < m; i++) {
+            const int64_t at = i * g.ldc + n;
+            ck_assert(!memcmp((char *)hc_fast.ptr + at * es, (char *)hc_ref.ptr + at * es, es) || v->beta == 0.0f);
+        }
+    }
     free(ha.ptr), free(hb.ptr), free(hbias.ptr), free(hc_fast.ptr), free(hc_ref.ptr);
 }
 
-/* Every kernel over the shapes and variants given. */
-static void check_all_kernels(const shape *shapes, int n_shapes, const variant *vars, int n_vars) {
+/* Every kernel over the shapes and variants given, C of dtype cdt. */
+static void check_all_kernels_c(const shape *shapes, int n_shapes, const variant *vars, int n_vars, kiln_dtype cdt) {
     const cpu_gemm_kernel *list[CPU_GEMM_MAX_KERNELS];
     int nk = cpu_gemm_kernels(list, CPU_GEMM_MAX_KERNELS);
     ck_assert(nk >= 1 && !strcmp(list[nk - 1]->name, "generic"));
@@ -105,9 +120,13 @@ static void check_all_kernels(const shape *shapes, int n_shapes, const variant *
         ck_assert(cpu_gemm_use_kernel(list[q]->name));
         ck_assert_str_eq(cpu_gemm_active_kernel()->name, list[q]->name);
         for (int s = 0; s < n_shapes; s++)
-            for (int v = 0; v < n_vars; v++) check_one(&shapes[s], &vars[v]);
+            for (int v = 0; v < n_vars; v++) check_one_c(&shapes[s], &vars[v], cdt);
     }
     cpu_gemm_use_kernel(list[0]->name);
+}
+
+static void check_all_kernels(const shape *shapes, int n_shapes, const variant *vars, int n_vars) {
+    check_all_kernels_c(shapes, n_shapes, vars, n_vars, KILN_F32);
 }
 
 #define F32 KILN_F32
@@ -167,6 +186,20 @@ START_TEST(batches) {
 }
 END_TEST
 
+START_TEST(f16_output) {
+    /* C in f16: beta == 0 over NaN, "+=" (beta != 0), padded rows (the gaps stay as they
+     * were), batches including a shared B, and both threading modes */
+    static const shape shapes[] = {{1, 1, 1, 1}, {13, 17, 9, 1}, {67, 45, 131, 1}, {33, 17, 23, 4}, {150, 130, 257, 2}};
+    static const variant vars[] = {
+        {0, 0, F16, F16, 1.0f, 0.0f, 1, 0, 0},
+        {1, 0, F16, F16, -0.5f, 1.0f, 0, 3, 0},
+        {0, 1, F16, F16, 1.0f, 0.5f, 1, 1, 1},
+        {1, 1, F32, F32, 1.0f, 0.0f, 0, 2, 0},
+    };
+    check_all_kernels_c(shapes, (int)(sizeof shapes / sizeof shapes[0]), vars, (int)(sizeof vars / sizeof vars[0]), F16);
+}
+END_TEST
+
 START_TEST(reference_by_hand) {
     /* the oracle itself: [1 2 3; 4 5 6] [7 8; 9 10; 11 12] = [58 64; 139 154], times
      * alpha 2, plus beta 0.5 times C = 10, plus bias (1, -1) */
@@ -184,7 +217,7 @@ START_TEST(rejects_other_dtypes) {
     kiln_gemm_args g = {0};
     g.a_dtype = KILN_I32, g.b_dtype = F32, g.c_dtype = F32, g.m = g.n = g.k = g.batch = 1;
     ck_assert_int_eq(cpu_gemm(NULL, &g), KILN_ERR_DTYPE);
-    g.a_dtype = F32, g.c_dtype = F16;
+    g.a_dtype = F32, g.c_dtype = KILN_I32;
     ck_assert_int_eq(cpu_gemm(NULL, &g), KILN_ERR_DTYPE);
 }
 END_TEST
@@ -196,6 +229,7 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, blocks_along_k_and_n);
     tcase_add_test(tc, chunks_when_k_is_huge);
     tcase_add_test(tc, batches);
+    tcase_add_test(tc, f16_output);
     tcase_add_test(tc, rejects_other_dtypes);
 }
 

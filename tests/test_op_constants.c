@@ -173,10 +173,10 @@ static const table_param T97x33 = {97, 33}, T1024x64 = {1024, 64};
 /* Not differentiable: forward comparison only. The sinusoid tolerance leaves room for a
  * device that computes the angle in f32 (the reference uses double). */
 static const kt_case cases[] = {
-    {"sinusoid_odd", build_sinusoid, &T97x33, 1, {F32(1, {1}, KT_NORMAL, 0, 0, 0)}, 1e-8, 0, 0, 1},
-    {"sinusoid_large", build_sinusoid, &T1024x64, 1, {F32(1, {1}, KT_NORMAL, 0, 0, 0)}, 1e-8, 0, 0, 1},
-    {"check_finite_f32", build_check, NULL, 1, {F32(2, {37, 1001}, KT_NORMAL, 0, 100, 0)}, 0, 0, 0, 1},
-    {"check_finite_f16", build_check, NULL, 1, {F16(2, {13, 7}, KT_UNIFORM, -60000, 60000, 0)}, 0, 0, 0, 1},
+    {"sinusoid_odd", build_sinusoid, &T97x33, 1, {F32(1, {1}, KT_NORMAL, 0, 0, 0)}, 1e-8, 0, 0, 1, 0, 0},
+    {"sinusoid_large", build_sinusoid, &T1024x64, 1, {F32(1, {1}, KT_NORMAL, 0, 0, 0)}, 1e-8, 0, 0, 1, 0, 0},
+    {"check_finite_f32", build_check, NULL, 1, {F32(2, {37, 1001}, KT_NORMAL, 0, 100, 0)}, 0, 0, 0, 1, 0, 0},
+    {"check_finite_f16", build_check, NULL, 1, {F16(2, {13, 7}, KT_UNIFORM, -60000, 60000, 0)}, 0, 0, 0, 1, 0, 0},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

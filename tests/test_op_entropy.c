@@ -73,9 +73,9 @@ static kiln_tensor *build_entropy_of_softmax(kiln_tensor **in, const void *p) {
 #define F32(...) {KILN_F32, __VA_ARGS__}
 static const kt_case cases[] = {
     /* p away from 0, where d/dp (p log p) = log p + 1 is steep */
-    {"entropy_positive_p", build_entropy, NULL, 1, {F32(4, {2, 3, 5, 7}, KT_UNIFORM, 0.05f, 1, 1)}, 0, 0, 0, 0},
-    {"entropy_of_causal_softmax", build_entropy_of_softmax, NULL, 1, {F32(4, {2, 3, 4, 6}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"entropy_large_odd", build_entropy, NULL, 1, {F32(4, {3, 5, 17, 33}, KT_UNIFORM, 0.05f, 1, 1)}, 0, 0, 0, 0},
+    {"entropy_positive_p", build_entropy, NULL, 1, {F32(4, {2, 3, 5, 7}, KT_UNIFORM, 0.05f, 1, 1)}, 0, 0, 0, 0, 0, 0},
+    {"entropy_of_causal_softmax", build_entropy_of_softmax, NULL, 1, {F32(4, {2, 3, 4, 6}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"entropy_large_odd", build_entropy, NULL, 1, {F32(4, {3, 5, 17, 33}, KT_UNIFORM, 0.05f, 1, 1)}, 0, 0, 0, 0, 0, 0},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

@@ -143,15 +143,15 @@ static const norm_param LN_WB = {1, 1, 0, 1e-5f}, LN_PLAIN = {0, 0, 0, 1e-5f}, L
                         LN_B = {0, 1, 0, 0.1f}, RMS_W = {1, 0, 1, 1e-6f}, RMS_PLAIN = {0, 0, 1, 0.2f};
 #define F32(...) {KILN_F32, __VA_ARGS__}
 static const kt_case cases[] = {
-    {"layernorm_wb", build_norm, &LN_WB, 3, {F32(3, {2, 5, 13}, KT_NORMAL, 0, 0, 1), F32(1, {13}, KT_NORMAL, 1, 0.5f, 1), F32(1, {13}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0},
-    {"layernorm_offset", build_norm, &LN_WB, 3, {F32(2, {7, 9}, KT_NORMAL, 3, 2, 1), F32(1, {9}, KT_NORMAL, 1, 0.5f, 1), F32(1, {9}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0},
-    {"layernorm_plain", build_norm, &LN_PLAIN, 1, {F32(2, {11, 7}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0},
-    {"layernorm_weight_only", build_norm, &LN_W, 2, {F32(3, {3, 3, 5}, KT_NORMAL, 0, 0, 1), F32(1, {5}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0},
-    {"layernorm_bias_only", build_norm, &LN_B, 2, {F32(1, {17}, KT_NORMAL, 0, 0, 1), F32(1, {17}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0},
-    {"layernorm_large", build_norm, &LN_WB, 3, {F32(2, {67, 771}, KT_NORMAL, 0, 0, 1), F32(1, {771}, KT_NORMAL, 1, 0.5f, 1), F32(1, {771}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0},
-    {"rmsnorm_w", build_norm, &RMS_W, 2, {F32(3, {2, 7, 11}, KT_NORMAL, 0, 0, 1), F32(1, {11}, KT_NORMAL, 1, 0.5f, 1)}, 1e-10, 0, 0, 0},
-    {"rmsnorm_plain", build_norm, &RMS_PLAIN, 1, {F32(2, {5, 19}, KT_NORMAL, 0.5f, 0, 1)}, 1e-10, 0, 0, 0},
-    {"rmsnorm_large", build_norm, &RMS_W, 2, {F32(2, {53, 683}, KT_NORMAL, 0, 0, 1), F32(1, {683}, KT_NORMAL, 1, 0.5f, 1)}, 1e-10, 0, 0, 0},
+    {"layernorm_wb", build_norm, &LN_WB, 3, {F32(3, {2, 5, 13}, KT_NORMAL, 0, 0, 1), F32(1, {13}, KT_NORMAL, 1, 0.5f, 1), F32(1, {13}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {"layernorm_offset", build_norm, &LN_WB, 3, {F32(2, {7, 9}, KT_NORMAL, 3, 2, 1), F32(1, {9}, KT_NORMAL, 1, 0.5f, 1), F32(1, {9}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {"layernorm_plain", build_norm, &LN_PLAIN, 1, {F32(2, {11, 7}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {"layernorm_weight_only", build_norm, &LN_W, 2, {F32(3, {3, 3, 5}, KT_NORMAL, 0, 0, 1), F32(1, {5}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {"layernorm_bias_only", build_norm, &LN_B, 2, {F32(1, {17}, KT_NORMAL, 0, 0, 1), F32(1, {17}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {"layernorm_large", build_norm, &LN_WB, 3, {F32(2, {67, 771}, KT_NORMAL, 0, 0, 1), F32(1, {771}, KT_NORMAL, 1, 0.5f, 1), F32(1, {771}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {"rmsnorm_w", build_norm, &RMS_W, 2, {F32(3, {2, 7, 11}, KT_NORMAL, 0, 0, 1), F32(1, {11}, KT_NORMAL, 1, 0.5f, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {"rmsnorm_plain", build_norm, &RMS_PLAIN, 1, {F32(2, {5, 19}, KT_NORMAL, 0.5f, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {"rmsnorm_large", build_norm, &RMS_W, 2, {F32(2, {53, 683}, KT_NORMAL, 0, 0, 1), F32(1, {683}, KT_NORMAL, 1, 0.5f, 1)}, 1e-10, 0, 0, 0, 0, 0},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

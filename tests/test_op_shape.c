@@ -171,8 +171,9 @@ START_TEST(shape_errors) {
     ck_assert_int_eq(kiln_error_status(), KILN_ERR_SHAPE);
     ck_assert_ptr_null(kiln_split_heads(x4, 1));
     ck_assert_int_eq(kiln_error_status(), KILN_ERR_SHAPE);
-    ck_assert_ptr_null(kiln_split_heads(h, 2));
+    ck_assert_ptr_null(kiln_split_heads(ids, 2));
     ck_assert_int_eq(kiln_error_status(), KILN_ERR_DTYPE);
+    ck_assert_ptr_nonnull(strstr(kiln_error_message(), "f32 or f16"));
     ck_assert_ptr_null(kiln_merge_heads(x));
     ck_assert_int_eq(kiln_error_status(), KILN_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(kiln_error_message(), "4-D"));
@@ -252,21 +253,21 @@ static const slice_param SL_MID = {1, 2, 5}, SL_LAST = {-1, 0, 4}, SL_ROWS = {0,
 #define F16(...) {KILN_F16, __VA_ARGS__}
 /* Casts are linear up to f16 rounding: a large FD step keeps that rounding small next to it. */
 static const kt_case cases[] = {
-    {"split_heads", build_split, &H3, 1, {F32(3, {2, 5, 21}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"split_heads_large", build_split, &H5, 1, {F32(3, {3, 101, 115}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"merge_heads", build_merge, NULL, 1, {F32(4, {2, 3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"merge_heads_large", build_merge, NULL, 1, {F32(4, {3, 7, 67, 29}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"concat_axis0", build_concat, &CAT3_0, 3, {F32(2, {3, 5}, KT_NORMAL, 0, 0, 1), F32(2, {1, 5}, KT_NORMAL, 0, 0, 1), F32(2, {4, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"concat_axis1_3d", build_concat, &CAT3_1, 3, {F32(3, {2, 3, 7}, KT_NORMAL, 0, 0, 1), F32(3, {2, 5, 7}, KT_NORMAL, 0, 0, 0), F32(3, {2, 1, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"concat_last", build_concat, &CAT2_LAST, 2, {F32(3, {3, 2, 5}, KT_NORMAL, 0, 0, 1), F32(3, {3, 2, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"concat_large", build_concat, &CAT2_MID, 2, {F32(3, {5, 41, 97}, KT_NORMAL, 0, 0, 1), F32(3, {5, 29, 97}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"slice_mid", build_slice, &SL_MID, 1, {F32(3, {3, 11, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"slice_last", build_slice, &SL_LAST, 1, {F32(2, {5, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"slice_rows", build_slice, &SL_ROWS, 1, {F32(3, {7, 3, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"slice_large", build_slice, &SL_BIG, 1, {F32(3, {3, 97, 211}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"cast_f16_roundtrip", build_cast_roundtrip, NULL, 1, {F32(2, {7, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0},
-    {"cast_f16_to_f32", build_cast_up, NULL, 1, {F16(3, {3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0},
-    {"cast_f16_copy", build_cast_roundtrip, NULL, 1, {F16(2, {11, 3}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0},
+    {"split_heads", build_split, &H3, 1, {F32(3, {2, 5, 21}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"split_heads_large", build_split, &H5, 1, {F32(3, {3, 101, 115}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"merge_heads", build_merge, NULL, 1, {F32(4, {2, 3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"merge_heads_large", build_merge, NULL, 1, {F32(4, {3, 7, 67, 29}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"concat_axis0", build_concat, &CAT3_0, 3, {F32(2, {3, 5}, KT_NORMAL, 0, 0, 1), F32(2, {1, 5}, KT_NORMAL, 0, 0, 1), F32(2, {4, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"concat_axis1_3d", build_concat, &CAT3_1, 3, {F32(3, {2, 3, 7}, KT_NORMAL, 0, 0, 1), F32(3, {2, 5, 7}, KT_NORMAL, 0, 0, 0), F32(3, {2, 1, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"concat_last", build_concat, &CAT2_LAST, 2, {F32(3, {3, 2, 5}, KT_NORMAL, 0, 0, 1), F32(3, {3, 2, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"concat_large", build_concat, &CAT2_MID, 2, {F32(3, {5, 41, 97}, KT_NORMAL, 0, 0, 1), F32(3, {5, 29, 97}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"slice_mid", build_slice, &SL_MID, 1, {F32(3, {3, 11, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"slice_last", build_slice, &SL_LAST, 1, {F32(2, {5, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"slice_rows", build_slice, &SL_ROWS, 1, {F32(3, {7, 3, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"slice_large", build_slice, &SL_BIG, 1, {F32(3, {3, 97, 211}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"cast_f16_roundtrip", build_cast_roundtrip, NULL, 1, {F32(2, {7, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0, 0, 0},
+    {"cast_f16_to_f32", build_cast_up, NULL, 1, {F16(3, {3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0, 0, 0},
+    {"cast_f16_copy", build_cast_roundtrip, NULL, 1, {F16(2, {11, 3}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0, 0, 0},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

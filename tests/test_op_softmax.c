@@ -140,15 +140,15 @@ static const sm_param PLAIN = {0.5f, 0, 0, 0, 0}, CAUSAL = {0, 0, 1, 0, 0},
 #define F32(...) {KILN_F32, __VA_ARGS__}
 #define I32(...) {KILN_I32, __VA_ARGS__}
 static const kt_case cases[] = {
-    {"softmax_plain", build_softmax, &PLAIN, 1, {F32(4, {2, 3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"softmax_causal_tq_lt_tk", build_softmax, &CAUSAL, 1, {F32(4, {2, 2, 3, 6}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
+    {"softmax_plain", build_softmax, &PLAIN, 1, {F32(4, {2, 3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"softmax_causal_tq_lt_tk", build_softmax, &CAUSAL, 1, {F32(4, {2, 2, 3, 6}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
     /* Tq > Tk: the first two queries of every head see no key */
-    {"softmax_causal_tq_gt_tk", build_softmax, &CAUSAL, 1, {F32(4, {1, 3, 5, 3}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
+    {"softmax_causal_tq_gt_tk", build_softmax, &CAUSAL, 1, {F32(4, {1, 3, 5, 3}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
     /* lengths drawn from [0, 5]: some sequences fully masked */
-    {"softmax_lengths", build_softmax, &LENGTHS, 2, {F32(4, {3, 2, 4, 5}, KT_NORMAL, 0, 0, 1), I32(1, {3}, KT_INT, 0, 5, 0)}, 0, 0, 0, 0},
-    {"softmax_all_options", build_softmax, &ALL, 3, {F32(4, {2, 3, 5, 5}, KT_NORMAL, 0, 0, 1), I32(1, {2}, KT_INT, 1, 5, 0), F32(4, {2, 3, 5, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"softmax_add_only", build_softmax, &ADD_ONLY, 2, {F32(4, {1, 2, 7, 9}, KT_NORMAL, 0, 0, 1), F32(4, {1, 2, 7, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0},
-    {"softmax_large_odd", build_softmax, &LARGE, 2, {F32(4, {2, 4, 33, 65}, KT_NORMAL, 0, 3, 1), I32(1, {2}, KT_INT, 1, 65, 0)}, 0, 0, 0, 0},
+    {"softmax_lengths", build_softmax, &LENGTHS, 2, {F32(4, {3, 2, 4, 5}, KT_NORMAL, 0, 0, 1), I32(1, {3}, KT_INT, 0, 5, 0)}, 0, 0, 0, 0, 0, 0},
+    {"softmax_all_options", build_softmax, &ALL, 3, {F32(4, {2, 3, 5, 5}, KT_NORMAL, 0, 0, 1), I32(1, {2}, KT_INT, 1, 5, 0), F32(4, {2, 3, 5, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"softmax_add_only", build_softmax, &ADD_ONLY, 2, {F32(4, {1, 2, 7, 9}, KT_NORMAL, 0, 0, 1), F32(4, {1, 2, 7, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {"softmax_large_odd", build_softmax, &LARGE, 2, {F32(4, {2, 4, 33, 65}, KT_NORMAL, 0, 3, 1), I32(1, {2}, KT_INT, 1, 65, 0)}, 0, 0, 0, 0, 0, 0},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

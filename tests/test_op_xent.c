@@ -139,12 +139,12 @@ static const xent_param PLAIN = {0.0f, IGNORE}, SMOOTH_IGNORE = {0.1f, -1}, SMOO
 #define F32(...) {KILN_F32, __VA_ARGS__}
 #define I32(...) {KILN_I32, __VA_ARGS__}
 static const kt_case cases[] = {
-    {"xent_plain", build_xent, &PLAIN, 2, {F32(2, {7, 11}, KT_NORMAL, 0, 0, 1), I32(1, {7}, KT_INT, 0, 10, 0)}, 0, 0, 0, 0},
+    {"xent_plain", build_xent, &PLAIN, 2, {F32(2, {7, 11}, KT_NORMAL, 0, 0, 1), I32(1, {7}, KT_INT, 0, 10, 0)}, 0, 0, 0, 0, 0, 0},
     /* targets drawn from [-1, 12]: some rows are ignored */
-    {"xent_smoothing_ignore_3d", build_xent, &SMOOTH_IGNORE, 2, {F32(3, {3, 5, 13}, KT_NORMAL, 0, 0, 1), I32(2, {3, 5}, KT_INT, -1, 12, 0)}, 0, 0, 0, 0},
-    {"xent_single_row", build_xent, &SMOOTH, 2, {F32(1, {9}, KT_NORMAL, 0, 0, 1), I32(0, {0}, KT_INT, 0, 8, 0)}, 0, 0, 0, 0},
+    {"xent_smoothing_ignore_3d", build_xent, &SMOOTH_IGNORE, 2, {F32(3, {3, 5, 13}, KT_NORMAL, 0, 0, 1), I32(2, {3, 5}, KT_INT, -1, 12, 0)}, 0, 0, 0, 0, 0, 0},
+    {"xent_single_row", build_xent, &SMOOTH, 2, {F32(1, {9}, KT_NORMAL, 0, 0, 1), I32(0, {0}, KT_INT, 0, 8, 0)}, 0, 0, 0, 0, 0, 0},
     /* few rows, so that each logit's gradient stands well above the f32 noise of the FD loss */
-    {"xent_large_odd_vocab", build_xent, &SMOOTH, 2, {F32(2, {5, 257}, KT_NORMAL, 0, 0, 1), I32(1, {5}, KT_INT, 0, 256, 0)}, 0, 0, 0.05, 0},
+    {"xent_large_odd_vocab", build_xent, &SMOOTH, 2, {F32(2, {5, 257}, KT_NORMAL, 0, 0, 1), I32(1, {5}, KT_INT, 0, 256, 0)}, 0, 0, 0.05, 0, 0, 0},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

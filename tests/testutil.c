@@ -125,11 +125,26 @@ static float *input_values(const kt_case *c, int which) {
     return v;
 }
 
-static void make_inputs(kiln_ctx *ctx, const kt_case *c, kiln_tensor **t, float **values) {
+/* How a run builds the case's inputs: as declared, or for an f16 comparison with every
+ * floating input's values rounded to f16 and built as f16 (the backend under test) or as
+ * f32 (the reference). */
+typedef enum kt_precision { KT_AS_DECLARED = 0, KT_F16_UNDER_TEST, KT_F16_REFERENCE } kt_precision;
+
+static float round_f16(float v) { return kiln_f16_to_f32(kiln_f32_to_f16(v)); }
+
+static void make_inputs(kiln_ctx *ctx, const kt_case *c, kiln_tensor **t, float **values, kt_precision prec) {
     for (int i = 0; i < c->n_in; i++) {
+        const kt_input *in = &c->in[i];
+        kiln_dtype dtype = in->dtype;
         values[i] = input_values(c, i);
-        t[i] = kt_tensor(ctx, c->in[i].dtype, c->in[i].ndim, c->in[i].shape, values[i]);
-        if (c->in[i].grad) kiln_set_requires_grad(t[i], 1);
+        if (prec != KT_AS_DECLARED && dtype != KILN_I32) {
+            int64_t n = 1;
+            for (int d = 0; d < in->ndim; d++) n *= in->shape[d];
+            for (int64_t e = 0; e < n; e++) values[i][e] = round_f16(values[i][e]);
+            dtype = prec == KT_F16_UNDER_TEST ? KILN_F16 : KILN_F32;
+        }
+        t[i] = kt_tensor(ctx, dtype, in->ndim, in->shape, values[i]);
+        if (in->grad) kiln_set_requires_grad(t[i], 1);
     }
 }
 
@@ -141,10 +156,14 @@ static void free_inputs(const kt_case *c, kiln_tensor **t, float **values) {
 }
 
 /* A fixed random weighting of the output: loss = sum(out * w), so every output element
- * contributes to the gradient with a different weight. */
-static float *output_weights(int64_t n) {
+ * contributes to the gradient with a different weight. Rounded to f16 values for f16
+ * runs, so that an f16 output's weight tensor holds exactly the reference's weights. */
+static float *output_weights(int64_t n, int f16_values) {
     float *w = malloc((size_t)n * sizeof *w);
-    for (int64_t i = 0; i < n; i++) w[i] = kiln_rng_normal(0xfeed, 7, (uint64_t)i);
+    for (int64_t i = 0; i < n; i++) {
+        w[i] = kiln_rng_normal(0xfeed, 7, (uint64_t)i);
+        if (f16_values) w[i] = round_f16(w[i]);
+    }
     return w;
 }
 
@@ -156,16 +175,17 @@ static double weighted_sum(const kiln_tensor *out, const float *w) {
     return s;
 }
 
-/* Builds out and, when asked, runs backward from sum(out * w). */
+/* Builds out and, when asked, runs backward from sum(out * w); w has out's dtype (an f16
+ * output is weighted in f16: ops take one dtype), with f16 values in f16 runs. */
 static kiln_tensor *forward(kiln_ctx *ctx, const kt_case *c, kiln_tensor **in, float **w,
-                            int backward) {
+                            int backward, kt_precision prec) {
     kiln_set_grad_enabled(ctx, backward);
     kiln_tensor *out = c->build(in, c->param);
-    ck_assert_msg(out != NULL, "%s: build failed: %s", c->name, kiln_error_message());
+    ck_assert_msg(out != NULL, "%s%s: build failed: %s", c->name, prec ? " (f16)" : "", kiln_error_message());
     if (backward) {
         int64_t n = kiln_numel(out);
-        if (!*w) *w = output_weights(n);
-        kiln_tensor *wt = kiln_tensor_temp(ctx, KILN_F32, out->ndim, out->shape);
+        if (!*w) *w = output_weights(n, prec != KT_AS_DECLARED);
+        kiln_tensor *wt = kiln_tensor_temp(ctx, out->dtype, out->ndim, out->shape);
         ck_assert(wt && kiln_upload_f32(wt, *w, n) == KILN_OK);
         kiln_tensor *loss = kiln_sum(kiln_mul(out, wt));
         ck_assert_msg(loss != NULL, "%s: loss: %s", c->name, kiln_error_message());
@@ -180,8 +200,8 @@ static void gradcheck(const kt_case *c) {
     kiln_ctx *ctx = kt_cpu();
     kiln_tensor *in[KT_MAX_INPUTS];
     float *vals[KT_MAX_INPUTS], *w = NULL;
-    make_inputs(ctx, c, in, vals);
-    forward(ctx, c, in, &w, 1);
+    make_inputs(ctx, c, in, vals, KT_AS_DECLARED);
+    forward(ctx, c, in, &w, 1, KT_AS_DECLARED);
     double eps = c->fd_eps > 0 ? c->fd_eps : 1e-2;
     double tol = c->bwd_tol > 0 ? c->bwd_tol : 1e-4;
     for (int i = 0; i < c->n_in; i++) {
@@ -198,10 +218,10 @@ static void gradcheck(const kt_case *c) {
             double plus, minus;
             vals[i][e] = orig + (float)eps;
             kiln_upload_f32(in[i], vals[i], n);
-            plus = weighted_sum(forward(ctx, c, in, &w, 0), w);
+            plus = weighted_sum(forward(ctx, c, in, &w, 0, KT_AS_DECLARED), w);
             vals[i][e] = orig - (float)eps;
             kiln_upload_f32(in[i], vals[i], n);
-            minus = weighted_sum(forward(ctx, c, in, &w, 0), w);
+            minus = weighted_sum(forward(ctx, c, in, &w, 0, KT_AS_DECLARED), w);
             vals[i][e] = orig;
             kiln_upload_f32(in[i], vals[i], n);
             /* the perturbation actually applied, after f32 rounding */
@@ -227,32 +247,48 @@ static void gradcheck(const kt_case *c) {
     free_inputs(c, in, vals);
 }
 
-/* Forward output and every gradient on the test backend against the CPU reference. */
-static void compare_with_cpu(const kt_case *c) {
-    kiln_ctx *cpu = kt_cpu(), *dev = kt_ctx();
+/* KT_REPORT=1 in the environment prints every comparison's error: the margin a tolerance
+ * leaves, when choosing one. */
+static void report(const kt_case *c, const char *how, const char *what, double err, double tol) {
+    const char *r = getenv("KT_REPORT");
+    if (r && r[0] == '1')
+        printf("report: %-32s %s%-6s %-12s error %.3g (tolerance %.3g)\n", c->name, g_backend, how, what, err, tol);
+}
+
+/* Forward output and every gradient of the case on `dev` (inputs built per `prec`) against
+ * the CPU reference (inputs per `ref_prec`), under ftol and btol. */
+static void compare_runs(const kt_case *c, kiln_ctx *dev, kt_precision prec, kt_precision ref_prec, double ftol,
+                         double btol) {
+    kiln_ctx *cpu = kt_cpu();
+    const char *how = prec == KT_F16_UNDER_TEST ? " in f16" : "";
     kiln_tensor *in_c[KT_MAX_INPUTS], *in_d[KT_MAX_INPUTS];
     float *vc[KT_MAX_INPUTS], *vd[KT_MAX_INPUTS], *w = NULL;
-    make_inputs(cpu, c, in_c, vc);
-    make_inputs(dev, c, in_d, vd);
+    make_inputs(cpu, c, in_c, vc, ref_prec);
+    make_inputs(dev, c, in_d, vd, prec);
     int backward = !c->no_grad;
-    kiln_tensor *oc = forward(cpu, c, in_c, &w, backward);
-    kiln_tensor *od = forward(dev, c, in_d, &w, backward);
+    kiln_tensor *oc = forward(cpu, c, in_c, &w, backward, ref_prec);
+    kiln_tensor *od = forward(dev, c, in_d, &w, backward, prec);
     float *a = download(oc), *b = download(od);
-    double ftol = c->fwd_tol > 0 ? c->fwd_tol : 1e-10;
     double err = kt_normalized_error(a, b, kiln_numel(oc));
-    ck_assert_msg(err <= ftol, "%s on %s: forward vs cpu: normalized error %.3g > %.3g", c->name,
-                  g_backend, err, ftol);
+    report(c, how, "forward", err, ftol);
+    ck_assert_msg(err <= ftol, "%s on %s%s: forward vs cpu: normalized error %.3g > %.3g", c->name, g_backend, how,
+                  err, ftol);
     free(a);
     free(b);
-    double btol = c->bwd_tol > 0 ? c->bwd_tol : 1e-8;
     for (int i = 0; backward && i < c->n_in; i++) {
         if (!c->in[i].grad) continue;
-        ck_assert_msg(in_d[i]->grad != NULL, "%s on %s: input %d received no gradient", c->name, g_backend, i);
+        ck_assert_msg(in_d[i]->grad != NULL, "%s on %s%s: input %d received no gradient", c->name, g_backend, how, i);
+        ck_assert_msg(in_d[i]->grad->dtype == in_d[i]->dtype, "%s on %s%s: the gradient of %s input %d is %s",
+                      c->name, g_backend, how, kiln_dtype_name(in_d[i]->dtype), i,
+                      kiln_dtype_name(in_d[i]->grad->dtype));
         a = download(in_c[i]->grad);
         b = download(in_d[i]->grad);
         err = kt_normalized_error(a, b, kiln_numel(in_c[i]));
-        ck_assert_msg(err <= btol, "%s on %s: gradient of input %d vs cpu: normalized error %.3g > %.3g",
-                      c->name, g_backend, i, err, btol);
+        char what[32];
+        snprintf(what, sizeof what, "gradient %d", i);
+        report(c, how, what, err, btol);
+        ck_assert_msg(err <= btol, "%s on %s%s: gradient of input %d vs cpu: normalized error %.3g > %.3g", c->name,
+                      g_backend, how, i, err, btol);
         free(a);
         free(b);
     }
@@ -267,13 +303,31 @@ void kt_run_case(const kt_case *c) {
     if (!strcmp(g_backend, "cpu")) {
         if (!c->no_grad) gradcheck(c);
     } else {
-        compare_with_cpu(c);
+        compare_runs(c, kt_ctx(), KT_AS_DECLARED, KT_AS_DECLARED, c->fwd_tol > 0 ? c->fwd_tol : 1e-10,
+                     c->bwd_tol > 0 ? c->bwd_tol : 1e-8);
     }
+}
+
+void kt_run_case_f16(const kt_case *c) {
+    int floating = 0;
+    for (int i = 0; i < c->n_in; i++) floating |= c->in[i].dtype != KILN_I32;
+    if (c->no_f16 || !floating) return;
+    kiln_ctx *dev = kt_ctx();
+    if (!kiln_supports_dtype(dev, KILN_F16)) {
+        printf("note: %s skipped in f16: %s (%s) cannot store f16\n", c->name, g_backend, kiln_device_name(dev));
+        fflush(stdout);
+        return;
+    }
+    double tol = c->f16_tol > 0 ? c->f16_tol : KT_F16_TOL;
+    compare_runs(c, dev, KT_F16_UNDER_TEST, KT_F16_REFERENCE, tol, tol);
 }
 
 static const kt_case *g_cases;
 
 START_TEST(test_case_table) { kt_run_case(&g_cases[_i]); }
+END_TEST
+
+START_TEST(test_case_table_f16) { kt_run_case_f16(&g_cases[_i]); }
 END_TEST
 
 int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Suite *s, TCase *tc),
@@ -295,7 +349,10 @@ int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Sui
     tcase_set_timeout(tc, 600);
     if (add_tests) add_tests(s, tc);
     g_cases = cases;
-    if (n_cases > 0) tcase_add_loop_test(tc, test_case_table, 0, n_cases);
+    if (n_cases > 0) {
+        tcase_add_loop_test(tc, test_case_table, 0, n_cases);
+        tcase_add_loop_test(tc, test_case_table_f16, 0, n_cases);
+    }
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -5,7 +5,13 @@
  *   --backend cpu      each case's backward is checked against central finite differences;
  *   --backend vulkan   (or opencl) each case's forward output and every input gradient are
  *                      compared with the CPU reference on the same inputs.
- * Both use the normalized error sum (a-b)^2 / sum a^2; NaN never passes.
+ * Then, on every backend, each case with floating inputs runs again in f16 (mixed
+ * precision): its floating inputs are rounded to f16 and built as f16 tensors on the
+ * backend under test, the CPU reference runs the same op in f32 on the same rounded
+ * values, and the output and every gradient (which must be f16 like its input) are
+ * compared under the case's f16_tol. A device that cannot store f16
+ * (kiln_supports_dtype) skips these runs with a note.
+ * All comparisons use the normalized error sum (a-b)^2 / sum a^2; NaN never passes.
  * Hand-computed forward tests are ordinary Check tests that use kt_ctx(). */
 #ifndef KILN_TESTUTIL_H
 #define KILN_TESTUTIL_H
@@ -46,7 +52,15 @@ typedef struct kt_case {
     double bwd_tol; /* normalized error of each gradient (0: 1e-4 vs FD, 1e-8 vs CPU) */
     double fd_eps;  /* finite-difference step (0: 1e-2) */
     int no_grad;    /* the op is not differentiable: forward comparison only */
+    double f16_tol; /* normalized error of the f16 run's output and gradients vs f32 on the
+                       same rounded inputs (0: KT_F16_TOL); loosen only with a comment why */
+    int no_f16;     /* the case does not run in f16 (say why next to it) */
 } kt_case;
+
+/* The default f16 tolerance: f16 keeps 11 significant bits, so one rounding of every
+ * element leaves a normalized error near 2^-24 (6e-8), and a few roundings along a
+ * forward and backward stay well below this. */
+#define KT_F16_TOL 1e-5
 
 /* The backend this test process runs on ("cpu" unless --backend was given). */
 const char *kt_backend(void);
@@ -70,6 +84,9 @@ double kt_normalized_error(const float *a, const float *b, int64_t n);
 /* Runs one case on the process's backend: FD gradient check on cpu, CPU comparison
  * elsewhere. Fails the current Check test with a message on mismatch. */
 void kt_run_case(const kt_case *c);
+/* Runs one case in f16 on the process's backend against the CPU in f32 (see above); does
+ * nothing for a case without floating inputs or with no_f16. */
+void kt_run_case_f16(const kt_case *c);
 
 /* main() for a test program: parses --backend NAME, exits 77 (CTest "skipped") when that
  * backend is not available, builds a suite from `add_tests` (hand-written tests) plus one

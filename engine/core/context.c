@@ -125,6 +125,16 @@ const char *kiln_device_name(const kiln_ctx *ctx) {
     return ctx ? ctx->be->device_name(ctx->dev) : "?";
 }
 
+int kiln_supports_dtype(const kiln_ctx *ctx, kiln_dtype dtype) {
+    if (!ctx) return 0;
+    switch (dtype) {
+    case KILN_F32:
+    case KILN_I32: return 1;
+    case KILN_F16: return !ctx->be->supports_f16 || ctx->be->supports_f16(ctx->dev);
+    }
+    return 0;
+}
+
 kiln_status kiln_list_devices(const char *backend, void *out_file) {
     if (!backend || !out_file) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_list_devices: NULL argument");
     if (!strcmp(backend, "cpu")) return kiln_cpu_list(out_file);

@@ -1,4 +1,6 @@
-/* dtypes and the f32 <-> f16 conversions the host side needs. */
+/* dtypes and the f32 <-> f16 conversions the host side and the CPU backend need. */
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -73,4 +75,84 @@ float kiln_f16_to_f32(uint16_t h) {
     float f;
     memcpy(&f, &x, 4);
     return f;
+}
+
+/* ---- many values at once ----
+ * x86-64 converts 16 values per instruction with AVX-512F (vcvtph2ps / vcvtps2ph on zmm)
+ * and 8 with F16C; both round to nearest even (the immediate says so, whatever MXCSR
+ * holds) and handle subnormals, inf and NaN as the scalar functions above do, so the
+ * result is the same bits on every path (a NaN stays a NaN; only a signalling NaN's
+ * quiet bit may differ). The scalar loop takes the tail and other CPUs. */
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define KILN_X86_F16 1
+
+__attribute__((target("avx512f"))) static int64_t f16_to_f32_avx512(const uint16_t *src, float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(src + i))));
+    return i;
+}
+
+__attribute__((target("avx512f"))) static int64_t f32_to_f16_avx512(const float *src, uint16_t *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return i;
+}
+
+__attribute__((target("avx,f16c"))) static int64_t f16_to_f32_f16c(const uint16_t *src, float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + i))));
+    return i;
+}
+
+__attribute__((target("avx,f16c"))) static int64_t f32_to_f16_f16c(const float *src, uint16_t *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return i;
+}
+
+/* 2: AVX-512F, 1: F16C, 0: scalar; KILN_F16_SCALAR=1 in the environment forces the scalar
+ * path (tests compare the paths). Read once; a race only repeats the same answer. */
+static int f16_vector_level(void) {
+    static _Atomic int level = -1;
+    if (atomic_load_explicit(&level, memory_order_relaxed) < 0) {
+        const char *force = getenv("KILN_F16_SCALAR");
+        __builtin_cpu_init();
+        int l = 0;
+        if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) l = 1;
+        if (__builtin_cpu_supports("avx512f")) l = 2;
+        atomic_store_explicit(&level, force && force[0] == '1' ? 0 : l, memory_order_relaxed);
+    }
+    return atomic_load_explicit(&level, memory_order_relaxed);
+}
+#endif
+
+void kiln_f16_to_f32_n(const uint16_t *src, float *dst, int64_t n) {
+    int64_t i = 0;
+#ifdef KILN_X86_F16
+    int level = f16_vector_level();
+    if (level == 2)
+        i = f16_to_f32_avx512(src, dst, n);
+    else if (level == 1)
+        i = f16_to_f32_f16c(src, dst, n);
+#endif
+    for (; i < n; i++) dst[i] = kiln_f16_to_f32(src[i]);
+}
+
+void kiln_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n) {
+    int64_t i = 0;
+#ifdef KILN_X86_F16
+    int level = f16_vector_level();
+    if (level == 2)
+        i = f32_to_f16_avx512(src, dst, n);
+    else if (level == 1)
+        i = f32_to_f16_f16c(src, dst, n);
+#endif
+    for (; i < n; i++) dst[i] = kiln_f32_to_f16(src[i]);
 }

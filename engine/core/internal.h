@@ -67,6 +67,12 @@ struct kiln_ctx {
 /* Host memory that lives until kiln_step_reset. */
 void *kiln_step_malloc(kiln_ctx *ctx, size_t bytes);
 
+/* n values at once, f16 -> f32 and f32 -> f16 (round to nearest even): the same bits as
+ * kiln_f16_to_f32 / kiln_f32_to_f16, with the CPU's vector conversions where it has them
+ * (dtype.c). */
+void kiln_f16_to_f32_n(const uint16_t *src, float *dst, int64_t n);
+void kiln_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n);
+
 /* A device reference to a tensor's first element. */
 static inline kiln_ref kiln_ref_of(const kiln_tensor *t) {
     kiln_ref r = {0, 0};
@@ -87,6 +93,16 @@ const char *kiln_shape_str(const kiln_tensor *t, char *buf, size_t size);
 /* Returns 1 when every input is non-NULL. When one is NULL the op returns NULL: an earlier
  * call already set the message. */
 int kiln_inputs_ok(int count, ...);
+
+/* Dtype checks for ops (op_check.c), with messages that name the op and the operand.
+ * kiln_check_float: t is f32 or f16 ("gelu: x must be f32 or f16, got i32").
+ * kiln_check_same_dtype: b (NULL passes) has a's dtype; every floating operand of an op
+ * shares one dtype, so mixed precision never happens silently inside an op
+ * ("add: a is f16 but b is f32; convert one with kiln_cast"). Both return KILN_OK or
+ * KILN_ERR_DTYPE with the message set. */
+kiln_status kiln_check_float(const char *op, const kiln_tensor *t, const char *what);
+kiln_status kiln_check_same_dtype(const char *op, const kiln_tensor *a, const char *a_name,
+                                  const kiln_tensor *b, const char *b_name);
 
 /* The output tensor of an op, in the arena. */
 kiln_tensor *kiln_op_output(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape);

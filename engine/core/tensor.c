@@ -51,6 +51,17 @@ static kiln_status check_shape(int ndim, const int64_t *shape, const char *what)
     return KILN_OK;
 }
 
+/* A known dtype that the device can store. */
+static kiln_status check_dtype(kiln_ctx *ctx, kiln_dtype dtype, const char *what) {
+    if ((unsigned)dtype > KILN_I32)
+        return kiln_set_error(KILN_ERR_DTYPE, "%s: unknown dtype %d (use KILN_F32, KILN_F16 or KILN_I32)", what,
+                              (int)dtype);
+    if (!kiln_supports_dtype(ctx, dtype))
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "%s cannot store %s (no 16-bit storage buffers); use fp32",
+                              kiln_device_name(ctx), kiln_dtype_name(dtype));
+    return KILN_OK;
+}
+
 static kiln_tensor *describe(kiln_tensor *t, kiln_ctx *ctx, kiln_dtype dtype, int ndim,
                              const int64_t *shape) {
     t->ctx = ctx;
@@ -65,8 +76,7 @@ kiln_status kiln_zero(kiln_tensor *t) { return kiln_fill(t, 0.0f); }
 
 kiln_tensor *kiln_tensor_new(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape) {
     if (!ctx) return kiln_fail(KILN_ERR_ARGUMENT, "kiln_tensor_new: ctx is NULL");
-    if ((unsigned)dtype > KILN_I32) return kiln_fail(KILN_ERR_DTYPE, "kiln_tensor_new: unknown dtype %d", (int)dtype);
-    if (check_shape(ndim, shape, "kiln_tensor_new")) return NULL;
+    if (check_dtype(ctx, dtype, "kiln_tensor_new") || check_shape(ndim, shape, "kiln_tensor_new")) return NULL;
     kiln_tensor *t = calloc(1, sizeof *t);
     if (!t) return kiln_fail(KILN_ERR_MEMORY, "out of host memory");
     describe(t, ctx, dtype, ndim, shape);
@@ -114,7 +124,7 @@ void kiln_tensor_free(kiln_tensor *t) {
 
 kiln_tensor *kiln_tensor_temp(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape) {
     if (!ctx) return kiln_fail(KILN_ERR_ARGUMENT, "kiln_tensor_temp: ctx is NULL");
-    if (check_shape(ndim, shape, "kiln_tensor_temp")) return NULL;
+    if (check_dtype(ctx, dtype, "kiln_tensor_temp") || check_shape(ndim, shape, "kiln_tensor_temp")) return NULL;
     kiln_tensor *t = kiln_step_malloc(ctx, sizeof *t);
     if (!t) return NULL;
     describe(t, ctx, dtype, ndim, shape);

@@ -17,6 +17,7 @@
  * body the compiler can vectorize. Blocks are the unit of OpenMP work. */
 #include <math.h>
 
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_vmath.h"
 
@@ -110,6 +111,15 @@ static int64_t par_min(int kind) {
 }
 
 kiln_status cpu_act_fwd(void *dev, const kiln_act_args *a) {
+    if (a->dtype != KILN_F32) { /* f16: on widened copies (cpu_f16.h) */
+        kiln_act_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "act_fwd");
+        cpu_widen_operand(&s, &w.x, a->n, CPU_IN);
+        cpu_widen_operand(&s, &w.y, a->n, CPU_OUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_act_fwd(dev, &w));
+    }
     (void)dev;
     if (!known_kind(a->kind, 1))
         return kiln_set_error(KILN_ERR_ARGUMENT, "cpu act_fwd: unknown activation kind %d", a->kind);
@@ -126,6 +136,16 @@ kiln_status cpu_act_fwd(void *dev, const kiln_act_args *a) {
 }
 
 kiln_status cpu_act_bwd(void *dev, const kiln_act_args *a) {
+    if (a->dtype != KILN_F32) { /* f16: on widened copies (cpu_f16.h) */
+        kiln_act_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "act_bwd");
+        cpu_widen_operand(&s, &w.x, a->n, CPU_IN);
+        cpu_widen_operand(&s, &w.dy, a->n, CPU_IN);
+        cpu_widen_operand(&s, &w.dx, a->n, CPU_INOUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_act_bwd(dev, &w));
+    }
     (void)dev;
     if (!known_kind(a->kind, 0))
         return kiln_set_error(KILN_ERR_ARGUMENT, "cpu act_bwd: activation kind %d has no backward", a->kind);

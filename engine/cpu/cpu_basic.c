@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_vmath.h"
 
@@ -66,7 +67,20 @@ static void axpby_block(float *y, const float *x, int64_t n, float alpha, float 
     }
 }
 
+/* f16 x and y: the f32 kernel on widened copies (cpu_f16.h); y is loaded unless beta == 0
+ * overwrites it. num and den are f32 in every case. */
+static kiln_status axpby_f16(void *dev, const kiln_axpby_args *a) {
+    kiln_axpby_args w = *a;
+    w.dtype = KILN_F32;
+    cpu_widen s;
+    cpu_widen_init(&s, a->dtype, "axpby");
+    cpu_widen_operand(&s, &w.x, a->n, CPU_IN);
+    cpu_widen_operand(&s, &w.y, a->n, a->beta == 0.0f ? CPU_OUT : CPU_INOUT);
+    return cpu_widen_finish(&s, s.status ? s.status : cpu_axpby(dev, &w));
+}
+
 kiln_status cpu_axpby(void *dev, const kiln_axpby_args *a) {
+    if (a->dtype != KILN_F32) return axpby_f16(dev, a);
     (void)dev;
     float alpha = a->alpha, beta = a->beta;
     if (CPU_HAS(a->num)) alpha *= CPU_PTR(a->num, float)[0];
@@ -100,6 +114,16 @@ static void binary_run(float *out, const float *a, const float *b, int64_t n, ki
 /* a is n / nb rows of nb, each combined with all of b; a work item is one row, or a
  * BASIC_BLOCK piece of it, so the broadcast costs no index arithmetic per element. */
 kiln_status cpu_binary(void *dev, const kiln_binary_args *a) {
+    if (a->dtype != KILN_F32) { /* f16: on widened copies (cpu_f16.h) */
+        kiln_binary_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "binary");
+        cpu_widen_operand(&s, &w.a, a->n, CPU_IN);
+        cpu_widen_operand(&s, &w.b, a->nb, CPU_IN);
+        cpu_widen_operand(&s, &w.out, a->n, CPU_OUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_binary(dev, &w));
+    }
     (void)dev;
     const float *x = CPU_PTR(a->a, float), *b = CPU_PTR(a->b, float);
     float *out = CPU_PTR(a->out, float);
@@ -137,6 +161,15 @@ CPU_VECTOR_CLONES static void sum_rows_block(const float *x, int64_t rows, int64
  * per column the same sum, in the same order, as a loop down the column, but reading
  * memory row by row (contiguous, vectorized) instead of one float per cache line. */
 kiln_status cpu_sum_rows(void *dev, const kiln_sum_rows_args *a) {
+    if (a->dtype != KILN_F32) { /* f16: on widened copies (cpu_f16.h) */
+        kiln_sum_rows_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "sum_rows");
+        cpu_widen_operand(&s, &w.x, a->rows * a->cols, CPU_IN);
+        cpu_widen_operand(&s, &w.out, a->cols, CPU_INOUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_sum_rows(dev, &w));
+    }
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
     float *out = CPU_PTR(a->out, float);

@@ -1,6 +1,9 @@
-/* CPU embedding: a row gather forward, a scatter-add backward. */
+/* CPU embedding: a row gather forward, a scatter-add backward. In f16 the gather moves
+ * 2-byte rows (nothing to round); the backward adds in f32 on widened copies (cpu_f16.h),
+ * so a row that several positions hit is rounded once, after all of its additions. */
 #include <string.h>
 
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 
 /* Columns per task in the backward: see cpu_embed_bwd. */
@@ -24,13 +27,16 @@ kiln_status cpu_embed_fwd(void *dev, const kiln_embed_args *a) {
     (void)dev;
     kiln_status s = check_ids(a, "embedding");
     if (s) return s;
+    if (a->dtype != KILN_F32 && a->dtype != KILN_F16)
+        return kiln_set_error(KILN_ERR_DTYPE, "cpu embed_fwd: the table must be f32 or f16, got %s",
+                              kiln_dtype_name(a->dtype));
     const int32_t *ids = CPU_PTR(a->ids, int32_t);
-    const float *table = CPU_PTR(a->table, float);
-    float *out = CPU_PTR(a->out, float);
-    int64_t rows = a->rows, dim = a->dim;
-#pragma omp parallel for if (rows * dim > CPU_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++)
-        memcpy(out + r * dim, table + (int64_t)ids[r] * dim, (size_t)dim * sizeof(float));
+    const char *table = CPU_PTR(a->table, char);
+    char *out = CPU_PTR(a->out, char);
+    const int64_t rows = a->rows;
+    const size_t row_bytes = (size_t)a->dim * kiln_dtype_size(a->dtype);
+#pragma omp parallel for if (rows * a->dim > CPU_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) memcpy(out + (size_t)r * row_bytes, table + (size_t)ids[r] * row_bytes, row_bytes);
     return KILN_OK;
 }
 
@@ -41,6 +47,15 @@ kiln_status cpu_embed_bwd(void *dev, const kiln_embed_args *a) {
     (void)dev;
     kiln_status s = check_ids(a, "embedding backward");
     if (s) return s;
+    if (a->dtype != KILN_F32) {
+        kiln_embed_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen f;
+        cpu_widen_init(&f, a->dtype, "embed_bwd");
+        cpu_widen_operand(&f, &w.dout, a->rows * a->dim, CPU_IN);
+        cpu_widen_operand(&f, &w.dtable, a->vocab * a->dim, CPU_INOUT);
+        return cpu_widen_finish(&f, f.status ? f.status : cpu_embed_bwd(dev, &w));
+    }
     const int32_t *ids = CPU_PTR(a->ids, int32_t);
     const float *dout = CPU_PTR(a->dout, float);
     float *dtable = CPU_PTR(a->dtable, float);

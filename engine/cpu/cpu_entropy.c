@@ -5,9 +5,18 @@
  * 0 log 0 = 0 convention (masked keys), and a negative p is not a probability. */
 #include <math.h>
 
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 
 kiln_status cpu_entropy_fwd(void *dev, const kiln_entropy_args *a) {
+    if (a->dtype != KILN_F32) { /* f16 p: on a widened copy (cpu_f16.h); out is f32 */
+        kiln_entropy_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "entropy_fwd");
+        cpu_widen_operand(&s, &w.p, a->batch * a->heads * a->tq * a->tk, CPU_IN);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_entropy_fwd(dev, &w));
+    }
     (void)dev;
     const float *p = CPU_PTR(a->p, float);
     float *out = CPU_PTR(a->out, float);
@@ -30,6 +39,16 @@ kiln_status cpu_entropy_fwd(void *dev, const kiln_entropy_args *a) {
 
 /* dp += dout[h] * -(log p + 1) / (batch * tq), 0 where p <= 0. */
 kiln_status cpu_entropy_bwd(void *dev, const kiln_entropy_args *a) {
+    if (a->dtype != KILN_F32) { /* f16 p and dp: on widened copies (cpu_f16.h); dout is f32 */
+        const int64_t n = a->batch * a->heads * a->tq * a->tk;
+        kiln_entropy_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "entropy_bwd");
+        cpu_widen_operand(&s, &w.p, n, CPU_IN);
+        cpu_widen_operand(&s, &w.dp, n, CPU_INOUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_entropy_bwd(dev, &w));
+    }
     (void)dev;
     const float *p = CPU_PTR(a->p, float), *dout = CPU_PTR(a->dout, float);
     float *dp = CPU_PTR(a->dp, float);

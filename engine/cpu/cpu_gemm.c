@@ -12,7 +12,8 @@
  *             micro-kernel: an MR x NR tile of C            from L2, where MC x KC fits)
  *
  * Packing converts f16 to f32 and resolves both transposes, so the micro-kernels see one
- * layout. The first K block applies beta and the bias; beta == 0 never reads C.
+ * layout. The first K block applies beta and the bias; beta == 0 never reads C. An f16 C
+ * is computed into an f32 copy and rounded once at the end (gemm_f16_output).
  *
  * Threads. Two cores shared with other processes is the common case here, and waiting at
  * a barrier for a partner thread that the OS has preempted costs a whole time slice: with
@@ -432,13 +433,56 @@ static gemm_plan plan_of(const gemm_plan *base, const kiln_gemm_args *a, int64_t
     return g;
 }
 
+/* An f16 C: the whole product (with beta's "+=" when beta != 0) is formed in an f32 copy
+ * of C, packed [batch][m][n], and rounded once into C row by row, so that the gaps of a C
+ * with ldc > n, and C's old contents when beta == 0, are never touched. Batches whose C
+ * regions overlap cannot be copied apart: they run one after another. */
+static kiln_status gemm_f16_output(void *dev, const kiln_gemm_args *a) {
+    const int64_t m = a->m, n = a->n, batch = a->batch;
+    if (batch > 1 && a->stride_c < (m - 1) * a->ldc + n) {
+        for (int64_t b = 0; b < batch; b++) {
+            kiln_gemm_args one = *a;
+            one.batch = 1;
+            one.a.off += (size_t)(b * a->stride_a) * kiln_dtype_size(a->a_dtype);
+            one.b.off += (size_t)(b * a->stride_b) * kiln_dtype_size(a->b_dtype);
+            one.c.off += (size_t)(b * a->stride_c) * sizeof(uint16_t);
+            kiln_status s = gemm_f16_output(dev, &one);
+            if (s) return s;
+        }
+        return KILN_OK;
+    }
+    const size_t bytes = ((size_t)(batch * m * n) * sizeof(float) + 63) / 64 * 64;
+    float *c32 = aligned_alloc(64, bytes);
+    if (!c32) return kiln_set_error(KILN_ERR_MEMORY, "cpu gemm: out of memory for %zu bytes of f32 output", bytes);
+    uint16_t *c16 = CPU_PTR(a->c, uint16_t);
+    if (a->beta != 0.0f)
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t i = 0; i < m; i++)
+                kiln_f16_to_f32_n(c16 + b * a->stride_c + i * a->ldc, c32 + (b * m + i) * n, n);
+    struct kiln_buf buf = {c32, bytes};
+    kiln_gemm_args w = *a;
+    w.c = (kiln_ref){&buf, 0};
+    w.c_dtype = KILN_F32;
+    w.ldc = n;
+    w.stride_c = m * n;
+    kiln_status s = cpu_gemm(dev, &w);
+    if (s == KILN_OK)
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t i = 0; i < m; i++)
+                kiln_f32_to_f16_n(c32 + (b * m + i) * n, c16 + b * a->stride_c + i * a->ldc, n);
+    free(c32);
+    return s;
+}
+
 kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     (void)dev;
-    if (a->c_dtype != KILN_F32) return kiln_set_error(KILN_ERR_DTYPE, "cpu gemm: output must be f32");
+    if (a->c_dtype != KILN_F32 && a->c_dtype != KILN_F16)
+        return kiln_set_error(KILN_ERR_DTYPE, "cpu gemm: output must be f32 or f16, got %s", kiln_dtype_name(a->c_dtype));
     if ((a->a_dtype != KILN_F32 && a->a_dtype != KILN_F16) || (a->b_dtype != KILN_F32 && a->b_dtype != KILN_F16))
         return kiln_set_error(KILN_ERR_DTYPE, "cpu gemm: inputs must be f32 or f16, got %s and %s",
                               kiln_dtype_name(a->a_dtype), kiln_dtype_name(a->b_dtype));
     if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
+    if (a->c_dtype == KILN_F16) return gemm_f16_output(dev, a);
     const cpu_gemm_kernel *kn = cpu_gemm_active_kernel();
     const int64_t m = a->m, n = a->n, k = a->k;
 

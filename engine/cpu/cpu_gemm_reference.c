@@ -1,5 +1,6 @@
 /* The GEMM as its definition: one dot product per element of C, accumulated in double.
- * Slow and obviously right; tests/test_cpu_gemm.c holds the fast path to it. */
+ * Slow and obviously right; tests/test_cpu_gemm.c holds the fast path to it. An f16 C is
+ * read (beta != 0) and rounded once per element. */
 #include "cpu/cpu_gemm.h"
 
 static inline double element(const void *base, kiln_dtype dt, int64_t idx) {
@@ -9,13 +10,15 @@ static inline double element(const void *base, kiln_dtype dt, int64_t idx) {
 
 kiln_status cpu_gemm_reference(void *dev, const kiln_gemm_args *a) {
     (void)dev;
-    if (a->c_dtype != KILN_F32) return kiln_set_error(KILN_ERR_DTYPE, "cpu gemm: output must be f32");
+    if (a->c_dtype != KILN_F32 && a->c_dtype != KILN_F16)
+        return kiln_set_error(KILN_ERR_DTYPE, "cpu gemm: output must be f32 or f16");
+    const size_t cs = kiln_dtype_size(a->c_dtype);
     const size_t as = kiln_dtype_size(a->a_dtype), bs = kiln_dtype_size(a->b_dtype);
     const float *bias = CPU_HAS(a->bias) ? CPU_PTR(a->bias, float) : NULL;
     for (int64_t b = 0; b < a->batch; b++) {
         const char *A = CPU_PTR(a->a, char) + (size_t)(b * a->stride_a) * as;
         const char *B = CPU_PTR(a->b, char) + (size_t)(b * a->stride_b) * bs;
-        float *C = CPU_PTR(a->c, float) + b * a->stride_c;
+        char *C = CPU_PTR(a->c, char) + (size_t)(b * a->stride_c) * cs;
 #pragma omp parallel for if (a->m * a->n * a->k > CPU_PAR_MIN)
         for (int64_t i = 0; i < a->m; i++) {
             for (int64_t j = 0; j < a->n; j++) {
@@ -25,10 +28,13 @@ kiln_status cpu_gemm_reference(void *dev, const kiln_gemm_args *a) {
                     int64_t bi = a->trans_b ? j * a->ldb + p : p * a->ldb + j;
                     s += element(A, a->a_dtype, ai) * element(B, a->b_dtype, bi);
                 }
-                float *c = C + i * a->ldc + j;
+                const int64_t ci = i * a->ldc + j;
                 double v = a->alpha * s + (bias ? bias[j] : 0.0);
-                if (a->beta != 0.0f) v += (double)a->beta * *c; /* beta 0: never read C */
-                *c = (float)v;
+                if (a->beta != 0.0f) v += (double)a->beta * element(C, a->c_dtype, ci); /* beta 0: never read C */
+                if (a->c_dtype == KILN_F16)
+                    ((uint16_t *)(void *)C)[ci] = kiln_f32_to_f16((float)v);
+                else
+                    ((float *)(void *)C)[ci] = (float)v;
             }
         }
     }

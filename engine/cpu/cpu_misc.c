@@ -2,11 +2,20 @@
  * check behind dynamic loss scaling. */
 #include <math.h>
 
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 
 /* pe[t, 2i] = sin(t / 10000^(2i/C)), pe[t, 2i+1] = cos(t / 10000^(2i/C)), computed in
  * double: for t in the thousands the f32 angle alone would lose digits of the phase. */
 kiln_status cpu_sinusoid(void *dev, const kiln_sinusoid_args *a) {
+    if (a->dtype != KILN_F32) { /* an f16 table: computed in f32, rounded once (cpu_f16.h) */
+        kiln_sinusoid_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "sinusoid");
+        cpu_widen_operand(&s, &w.out, a->positions * a->channels, CPU_OUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_sinusoid(dev, &w));
+    }
     (void)dev;
     float *out = CPU_PTR(a->out, float);
     int64_t positions = a->positions, channels = a->channels;

@@ -8,6 +8,7 @@
  *   dweight += sum over rows of dy * xhat,  dbias += sum over rows of dy. */
 #include <math.h>
 
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_vmath.h"
 
@@ -16,7 +17,28 @@
  * each row's block is read contiguously. */
 #define NORM_COL_BLOCK 64
 
+/* f16 x, weight, bias, y and gradients: the f32 kernel on widened copies (cpu_f16.h);
+ * mean and rstd are f32 in every case. */
+static kiln_status norm_f16(void *dev, const kiln_norm_args *a, kiln_status (*kernel)(void *, const kiln_norm_args *),
+                            const char *name) {
+    const int64_t n = a->rows * a->cols, c = a->cols;
+    kiln_norm_args w = *a;
+    w.dtype = KILN_F32;
+    cpu_widen s;
+    cpu_widen_init(&s, a->dtype, name);
+    cpu_widen_operand(&s, &w.x, n, CPU_IN);
+    cpu_widen_operand(&s, &w.weight, c, CPU_IN);
+    cpu_widen_operand(&s, &w.bias, c, CPU_IN);
+    cpu_widen_operand(&s, &w.y, n, CPU_OUT);
+    cpu_widen_operand(&s, &w.dy, n, CPU_IN);
+    cpu_widen_operand(&s, &w.dx, n, CPU_INOUT);
+    cpu_widen_operand(&s, &w.dweight, c, CPU_INOUT);
+    cpu_widen_operand(&s, &w.dbias, c, CPU_INOUT);
+    return cpu_widen_finish(&s, s.status ? s.status : kernel(dev, &w));
+}
+
 kiln_status cpu_layernorm_fwd(void *dev, const kiln_norm_args *a) {
+    if (a->dtype != KILN_F32) return norm_f16(dev, a, cpu_layernorm_fwd, "layernorm_fwd");
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
     const float *w = CPU_HAS(a->weight) ? CPU_PTR(a->weight, float) : NULL;
@@ -49,6 +71,7 @@ kiln_status cpu_layernorm_fwd(void *dev, const kiln_norm_args *a) {
 }
 
 kiln_status cpu_rmsnorm_fwd(void *dev, const kiln_norm_args *a) {
+    if (a->dtype != KILN_F32) return norm_f16(dev, a, cpu_rmsnorm_fwd, "rmsnorm_fwd");
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
     const float *w = CPU_HAS(a->weight) ? CPU_PTR(a->weight, float) : NULL;
@@ -151,6 +174,7 @@ static void norm_param_grads(const kiln_norm_args *a, const float *mean) {
 }
 
 kiln_status cpu_layernorm_bwd(void *dev, const kiln_norm_args *a) {
+    if (a->dtype != KILN_F32) return norm_f16(dev, a, cpu_layernorm_bwd, "layernorm_bwd");
     (void)dev;
     const float *mean = CPU_PTR(a->mean, float);
     if (CPU_HAS(a->dx)) norm_input_grad(a, mean);
@@ -159,6 +183,7 @@ kiln_status cpu_layernorm_bwd(void *dev, const kiln_norm_args *a) {
 }
 
 kiln_status cpu_rmsnorm_bwd(void *dev, const kiln_norm_args *a) {
+    if (a->dtype != KILN_F32) return norm_f16(dev, a, cpu_rmsnorm_bwd, "rmsnorm_bwd");
     (void)dev;
     if (CPU_HAS(a->dx)) norm_input_grad(a, NULL);
     norm_param_grads(a, NULL);

@@ -5,12 +5,21 @@
  * is summed with independent double lanes (cpu_vmath.h: a single running sum is a chain
  * of dependent additions, 4 cycles each) and the chunk sums are added in order. So the
  * result is the same bits on one thread or many, and threads only share out the chunks. */
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_vmath.h"
 
 #define REDUCE_CHUNKS 64
 
 kiln_status cpu_reduce(void *dev, const kiln_reduce_args *a) {
+    if (a->dtype != KILN_F32) { /* f16 x: on a widened copy (cpu_f16.h); out is f32 */
+        kiln_reduce_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "reduce");
+        cpu_widen_operand(&s, &w.x, a->n, CPU_IN);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_reduce(dev, &w));
+    }
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
     float *out = CPU_PTR(a->out, float);

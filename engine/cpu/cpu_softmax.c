@@ -6,6 +6,7 @@
  * whole sequence. */
 #include <math.h>
 
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_vmath.h"
 
@@ -58,6 +59,17 @@ CPU_VECTOR_CLONES static void softmax_row(const float *x, const float *add, floa
 }
 
 kiln_status cpu_softmax_fwd(void *dev, const kiln_softmax_args *a) {
+    if (a->dtype != KILN_F32) { /* f16: on widened copies (cpu_f16.h) */
+        const int64_t n = a->batch * a->heads * a->tq * a->tk;
+        kiln_softmax_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "softmax_fwd");
+        cpu_widen_operand(&s, &w.x, n, CPU_IN);
+        cpu_widen_operand(&s, &w.add, n, CPU_IN);
+        cpu_widen_operand(&s, &w.y, n, CPU_OUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_softmax_fwd(dev, &w));
+    }
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
     const float *add = CPU_HAS(a->add) ? CPU_PTR(a->add, float) : NULL;
@@ -77,6 +89,18 @@ kiln_status cpu_softmax_fwd(void *dev, const kiln_softmax_args *a) {
 /* g = y * (dy - sum_j dy_j y_j); dx += g * scale / T; dadd += g / T. Masked keys have
  * y == 0 and so receive nothing. */
 kiln_status cpu_softmax_bwd(void *dev, const kiln_softmax_args *a) {
+    if (a->dtype != KILN_F32) { /* f16: on widened copies (cpu_f16.h) */
+        const int64_t n = a->batch * a->heads * a->tq * a->tk;
+        kiln_softmax_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "softmax_bwd");
+        cpu_widen_operand(&s, &w.y, n, CPU_IN);
+        cpu_widen_operand(&s, &w.dy, n, CPU_IN);
+        cpu_widen_operand(&s, &w.dx, n, CPU_INOUT);
+        cpu_widen_operand(&s, &w.dadd, n, CPU_INOUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_softmax_bwd(dev, &w));
+    }
     (void)dev;
     const float *y = CPU_PTR(a->y, float), *dy = CPU_PTR(a->dy, float);
     float *dx = CPU_HAS(a->dx) ? CPU_PTR(a->dx, float) : NULL;

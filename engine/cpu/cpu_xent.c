@@ -7,6 +7,7 @@
  * stored in. */
 #include <math.h>
 
+#include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_vmath.h"
 
@@ -36,6 +37,14 @@ CPU_VECTOR_CLONES static void row_softmax_grad(float *dz, const float *z, int64_
 static int target_valid(int32_t t, int64_t vocab) { return t >= 0 && (int64_t)t < vocab; }
 
 kiln_status cpu_xent_fwd(void *dev, const kiln_xent_args *a) {
+    if (a->dtype != KILN_F32) { /* f16 logits: on a widened copy (cpu_f16.h); the rest is f32 */
+        kiln_xent_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "xent_fwd");
+        cpu_widen_operand(&s, &w.logits, a->rows * a->vocab, CPU_IN);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_xent_fwd(dev, &w));
+    }
     (void)dev;
     const float *logits = CPU_PTR(a->logits, float);
     const int32_t *targets = CPU_PTR(a->targets, int32_t);
@@ -73,6 +82,15 @@ kiln_status cpu_xent_fwd(void *dev, const kiln_xent_args *a) {
 
 /* dlogits[r, v] += dloss / max(count, 1) * (softmax(z)[v] - (1-s)[v == t] - s / vocab). */
 kiln_status cpu_xent_bwd(void *dev, const kiln_xent_args *a) {
+    if (a->dtype != KILN_F32) { /* f16 logits and dlogits: on widened copies (cpu_f16.h) */
+        kiln_xent_args w = *a;
+        w.dtype = KILN_F32;
+        cpu_widen s;
+        cpu_widen_init(&s, a->dtype, "xent_bwd");
+        cpu_widen_operand(&s, &w.logits, a->rows * a->vocab, CPU_IN);
+        cpu_widen_operand(&s, &w.dlogits, a->rows * a->vocab, CPU_INOUT);
+        return cpu_widen_finish(&s, s.status ? s.status : cpu_xent_bwd(dev, &w));
+    }
     (void)dev;
     const float *logits = CPU_PTR(a->logits, float), *lse = CPU_PTR(a->lse, float);
     const int32_t *targets = CPU_PTR(a->targets, int32_t);

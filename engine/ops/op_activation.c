@@ -1,4 +1,5 @@
-/* Elementwise activations (GELU, ReLU, SiLU, squared ReLU) with their backward. */
+/* Elementwise activations (GELU, ReLU, SiLU, squared ReLU) with their backward, in f32 or
+ * f16 (y, dy and dx take x's dtype). */
 #include "core/internal.h"
 
 static const char *const g_act_names[] = {"gelu", "relu", "silu", "relu2"};
@@ -14,6 +15,7 @@ static kiln_status activation_backward(kiln_tape_rec *rec) {
     a.dx = kiln_ref_of(dx);
     a.n = kiln_numel(x);
     a.kind = (int)rec->i[0];
+    a.dtype = x->dtype;
     return KILN_CALL(x->ctx, act_bwd, &a);
 }
 
@@ -23,16 +25,16 @@ kiln_tensor *kiln_activation(kiln_tensor *x, kiln_act kind) {
         return kiln_fail(KILN_ERR_ARGUMENT, "activation: unknown kind %d (use a kiln_act: KILN_ACT_GELU, "
                                             "KILN_ACT_RELU, KILN_ACT_SILU or KILN_ACT_RELU2)", (int)kind);
     const char *name = g_act_names[kind];
-    if (x->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "%s: x must be f32, got %s", name, kiln_dtype_name(x->dtype));
+    if (kiln_check_float(name, x, "x")) return NULL;
     kiln_ctx *ctx = x->ctx;
-    kiln_tensor *y = kiln_op_output(ctx, KILN_F32, x->ndim, x->shape);
+    kiln_tensor *y = kiln_op_output(ctx, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
     kiln_act_args a = {0};
     a.x = kiln_ref_of(x);
     a.y = kiln_ref_of(y);
     a.n = kiln_numel(x);
     a.kind = (int)kind;
+    a.dtype = x->dtype;
     if (KILN_CALL(ctx, act_fwd, &a)) return NULL;
     if (kiln_needs_tape(ctx, 1, &x)) {
         kiln_tape_rec *rec = kiln_tape_push(ctx, activation_backward, y, 1, &x);

@@ -17,6 +17,7 @@ static kiln_dropout_args dropout_args(const kiln_tensor *x, float prob, uint64_t
     d.prob = prob;
     d.seed = seed;
     d.stream = stream;
+    d.dtype = x->dtype; /* x, y, dy and dx alike */
     return d;
 }
 
@@ -35,15 +36,14 @@ kiln_tensor *kiln_dropout(kiln_tensor *x, float p) {
     if (!x) return NULL;
     if (!(p >= 0.0f && p < 1.0f))
         return kiln_fail(KILN_ERR_ARGUMENT, "dropout: probability must be in [0, 1), got %g", p);
-    if (x->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "dropout: x must be f32, got %s", kiln_dtype_name(x->dtype));
+    if (kiln_check_float("dropout", x, "x")) return NULL;
     kiln_ctx *ctx = x->ctx;
     if (!ctx->training) return x;
     uint64_t stream = ctx->rng_stream++;
     /* The identity returns x itself, not a copy: nothing is computed or recorded, and the
      * gradient reaches x directly. */
     if (p == 0.0f) return x;
-    kiln_tensor *y = kiln_op_output(ctx, KILN_F32, x->ndim, x->shape);
+    kiln_tensor *y = kiln_op_output(ctx, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
     kiln_dropout_args d = dropout_args(x, p, ctx->seed, stream);
     d.x = kiln_ref_of(x);

@@ -1,4 +1,5 @@
-/* Elementwise add, sub, mul (with trailing-dims broadcast of b) and scale. */
+/* Elementwise add, sub, mul (with trailing-dims broadcast of b) and scale, in f32 or f16
+ * (both operands of one call share the dtype; the output and the gradients take it). */
 #include "core/internal.h"
 #include "ops/op_grad.h"
 
@@ -13,12 +14,13 @@ static int broadcast_ok(const kiln_tensor *a, const kiln_tensor *b) {
 static kiln_status binary(kiln_ctx *ctx, kiln_binary_op op, const kiln_tensor *a,
                           const kiln_tensor *b, kiln_tensor *out) {
     kiln_binary_args args = {kiln_ref_of(a), kiln_ref_of(b), kiln_ref_of(out), kiln_numel(a),
-                             kiln_numel(b), op, a->dtype};
+                             kiln_numel(b), op, out->dtype};
     return KILN_CALL(ctx, binary, &args);
 }
 
 /* grad += alpha * g, where g has a's shape and grad may be the broadcast (suffix) shape;
- * with `overwrite` (a fresh gradient, op_grad.h), grad = alpha * g. */
+ * with `overwrite` (a fresh gradient, op_grad.h), grad = alpha * g. g and grad share a
+ * dtype: a gradient has its tensor's dtype, and both operands of the op had the same. */
 static kiln_status accumulate(kiln_ctx *ctx, kiln_tensor *grad, const kiln_tensor *g, float alpha, int overwrite) {
     int64_t n = kiln_numel(g), nb = kiln_numel(grad);
     if (n == nb) {
@@ -57,13 +59,13 @@ static kiln_status binary_backward(kiln_tape_rec *rec) {
     if (da && fresh) {
         if ((s = binary(ctx, KILN_BIN_MUL, dy, b, da))) return s;
     } else if (da) {
-        if (!(t = kiln_tensor_temp(ctx, KILN_F32, a->ndim, a->shape))) return kiln_error_status();
+        if (!(t = kiln_tensor_temp(ctx, dy->dtype, a->ndim, a->shape))) return kiln_error_status();
         if ((s = binary(ctx, KILN_BIN_MUL, dy, b, t)) || (s = accumulate(ctx, da, t, 1.0f, 0))) return s;
     }
     /* db += sum over the broadcast of dy * a */
     if ((s = grad_of(b, &db, &fresh)) || !db) return s;
     if (fresh && kiln_numel(db) == kiln_numel(dy)) return binary(ctx, KILN_BIN_MUL, dy, a, db);
-    if (!t && !(t = kiln_tensor_temp(ctx, KILN_F32, a->ndim, a->shape))) return kiln_error_status();
+    if (!t && !(t = kiln_tensor_temp(ctx, dy->dtype, a->ndim, a->shape))) return kiln_error_status();
     if ((s = binary(ctx, KILN_BIN_MUL, dy, a, t))) return s;
     return accumulate(ctx, db, t, 1.0f, fresh);
 }
@@ -73,15 +75,13 @@ static const char *const g_names[] = {"add", "sub", "mul"};
 static kiln_tensor *binary_op(kiln_tensor *a, kiln_tensor *b, kiln_binary_op op) {
     if (!kiln_inputs_ok(2, a, b)) return NULL;
     kiln_ctx *ctx = a->ctx;
-    if (a->dtype != KILN_F32 || b->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "%s: operands must be f32, got %s and %s", g_names[op],
-                         kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
+    if (kiln_check_same_dtype(g_names[op], a, "a", b, "b")) return NULL;
     if (!broadcast_ok(a, b)) {
         char sa[64], sb[64];
         return kiln_fail(KILN_ERR_SHAPE, "%s: shapes %s and %s do not match (b must equal a or a's trailing dims)",
                          g_names[op], kiln_shape_str(a, sa, sizeof sa), kiln_shape_str(b, sb, sizeof sb));
     }
-    kiln_tensor *out = kiln_op_output(ctx, KILN_F32, a->ndim, a->shape);
+    kiln_tensor *out = kiln_op_output(ctx, a->dtype, a->ndim, a->shape);
     if (!out || binary(ctx, op, a, b, out)) return NULL;
     kiln_tensor *ins[2] = {a, b};
     if (kiln_needs_tape(ctx, 2, ins)) {
@@ -105,10 +105,9 @@ static kiln_status scale_backward(kiln_tape_rec *rec) {
 
 kiln_tensor *kiln_scale(kiln_tensor *x, float alpha) {
     if (!x) return NULL;
-    if (x->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "scale: x must be f32, got %s", kiln_dtype_name(x->dtype));
+    if (kiln_check_float("scale", x, "x")) return NULL;
     kiln_ctx *ctx = x->ctx;
-    kiln_tensor *y = kiln_op_output(ctx, KILN_F32, x->ndim, x->shape);
+    kiln_tensor *y = kiln_op_output(ctx, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
     kiln_axpby_args ax = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), alpha, 0.0f, x->dtype};
     if (KILN_CALL(ctx, axpby, &ax)) return NULL;

@@ -19,14 +19,14 @@ static kiln_status embedding_backward(kiln_tape_rec *rec) {
     a.rows = kiln_numel(ids);
     a.vocab = table->shape[0];
     a.dim = table->shape[1];
+    a.dtype = table->dtype;
     return KILN_CALL(ctx, embed_bwd, &a);
 }
 
 kiln_tensor *kiln_embedding(kiln_tensor *table, kiln_tensor *ids) {
     if (!kiln_inputs_ok(2, table, ids)) return NULL;
     char st[64], si[64];
-    if (table->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "embedding: the table must be f32, got %s", kiln_dtype_name(table->dtype));
+    if (kiln_check_float("embedding", table, "the table")) return NULL;
     if (table->ndim != 2)
         return kiln_fail(KILN_ERR_SHAPE, "embedding: the table must be 2-D [vocab, channels], got %s",
                          kiln_shape_str(table, st, sizeof st));
@@ -41,7 +41,7 @@ kiln_tensor *kiln_embedding(kiln_tensor *table, kiln_tensor *ids) {
     int64_t shape[KILN_MAX_DIMS];
     for (int i = 0; i < ids->ndim; i++) shape[i] = ids->shape[i];
     shape[ids->ndim] = table->shape[1];
-    kiln_tensor *out = kiln_op_output(ctx, KILN_F32, ids->ndim + 1, shape);
+    kiln_tensor *out = kiln_op_output(ctx, table->dtype, ids->ndim + 1, shape);
     if (!out) return NULL;
     kiln_embed_args a = {0};
     a.table = kiln_ref_of(table);
@@ -51,6 +51,7 @@ kiln_tensor *kiln_embedding(kiln_tensor *table, kiln_tensor *ids) {
     a.rows = kiln_numel(ids);
     a.vocab = table->shape[0];
     a.dim = table->shape[1];
+    a.dtype = table->dtype;
     if (KILN_CALL(ctx, embed_fwd, &a)) return NULL;
     kiln_tensor *ins[2] = {table, ids};
     if (kiln_needs_tape(ctx, 1, ins)) { /* only the table is differentiable */

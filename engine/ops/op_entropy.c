@@ -10,6 +10,7 @@ static kiln_entropy_args entropy_args(const kiln_tensor *p) {
     e.heads = p->shape[1];
     e.tq = p->shape[2];
     e.tk = p->shape[3];
+    e.dtype = p->dtype; /* p and dp; the entropies and their gradient are f32 */
     return e;
 }
 
@@ -26,8 +27,7 @@ static kiln_status entropy_backward(kiln_tape_rec *rec) {
 kiln_tensor *kiln_attention_entropy(kiln_tensor *p) {
     if (!p) return NULL;
     char sp[64];
-    if (p->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "attention_entropy: p must be f32, got %s", kiln_dtype_name(p->dtype));
+    if (kiln_check_float("attention_entropy", p, "p")) return NULL;
     if (p->ndim != 4)
         return kiln_fail(KILN_ERR_SHAPE,
                          "attention_entropy: p must be attention probabilities [B, H, Tq, Tk], got %s",

@@ -1,4 +1,7 @@
-/* matmul: C = op(A) op(B) (+ bias), batched, with its backward. */
+/* matmul: C = op(A) op(B) (+ bias), batched, with its backward.
+ *
+ * A, B, the bias and C share one dtype. f16 operands give an f16 C: the GEMM accumulates
+ * in f32 and rounds once on store, and the gradients are f16 like their tensors. */
 #include <stdio.h>
 
 #include "core/internal.h"
@@ -60,10 +63,7 @@ static int dims_of(const kiln_tensor *a, const kiln_tensor *b, int ta, int tb, m
             return kiln_set_error(KILN_ERR_SHAPE, "matmul: batch dims differ: %s and %s (B may also be 2-D)",
                                   kiln_shape_str(a, sa, sizeof sa), kiln_shape_str(b, sb, sizeof sb));
     }
-    if (a->dtype == KILN_I32 || b->dtype == KILN_I32)
-        return kiln_set_error(KILN_ERR_DTYPE, "matmul: operands must be f32 or f16, got %s and %s",
-                              kiln_dtype_name(a->dtype), kiln_dtype_name(b->dtype));
-    return KILN_OK;
+    return kiln_check_same_dtype("matmul", a, "a", b, "b");
 }
 
 /* op(A) op(B) into c with beta; when B is shared and A is not transposed, the batch folds
@@ -114,7 +114,7 @@ static kiln_status matmul_backward(kiln_tape_rec *rec) {
             for (int64_t i = 0; s == KILN_OK && i < d.batch; i++) {
                 kiln_tensor ai = *a, ci = *dc;
                 ai.offset += (size_t)(i * m * k) * kiln_dtype_size(a->dtype);
-                ci.offset += (size_t)(i * mn) * 4;
+                ci.offset += (size_t)(i * mn) * kiln_dtype_size(dc->dtype);
                 const float beta_i = i == 0 ? beta : 1.0f;
                 s = tb ? gemm(ctx, &ci, 1, &ai, 1, db, NULL, n, k, m, 1, 0, 0, beta_i)
                        : gemm(ctx, &ai, 0, &ci, 0, db, NULL, k, n, m, 1, 0, 0, beta_i);
@@ -139,15 +139,27 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b, kiln_tensor *bias, int 
     kiln_ctx *ctx = a->ctx;
     mm_dims d;
     if (dims_of(a, b, trans_a, trans_b, &d)) return NULL;
-    if (bias && (bias->ndim != 1 || bias->shape[0] != d.n || bias->dtype != KILN_F32))
-        return kiln_fail(KILN_ERR_SHAPE, "matmul: bias must be f32 [%lld]", (long long)d.n);
+    if (bias && (bias->ndim != 1 || bias->shape[0] != d.n)) {
+        char sb[64];
+        return kiln_fail(KILN_ERR_SHAPE, "matmul: bias is %s; it must be [%lld], one value per output column",
+                         kiln_shape_str(bias, sb, sizeof sb), (long long)d.n);
+    }
+    if (kiln_check_same_dtype("matmul", a, "a", bias, "bias")) return NULL;
     int64_t shape[KILN_MAX_DIMS];
     for (int i = 0; i < a->ndim - 2; i++) shape[i] = a->shape[i];
     shape[a->ndim - 2] = d.m;
     shape[a->ndim - 1] = d.n;
-    kiln_tensor *c = kiln_op_output(ctx, KILN_F32, a->ndim, shape);
+    kiln_tensor *c = kiln_op_output(ctx, a->dtype, a->ndim, shape);
     if (!c) return NULL;
-    if (forward_gemm(ctx, a, b, c, bias, trans_a, trans_b, &d)) return NULL;
+    /* the GEMM kernel takes its bias in f32 (backend.h): an f16 bias is widened, exactly */
+    const kiln_tensor *bias32 = bias;
+    if (bias && bias->dtype != KILN_F32) {
+        kiln_tensor *t = kiln_tensor_temp(ctx, KILN_F32, 1, bias->shape);
+        kiln_cast_args cast = {kiln_ref_of(bias), kiln_ref_of(t), d.n, bias->dtype, KILN_F32};
+        if (!t || KILN_CALL(ctx, cast, &cast)) return NULL;
+        bias32 = t;
+    }
+    if (forward_gemm(ctx, a, b, c, bias32, trans_a, trans_b, &d)) return NULL;
     kiln_tensor *ins[3] = {a, b, bias};
     int n_in = bias ? 3 : 2;
     if (kiln_needs_tape(ctx, n_in, ins)) {

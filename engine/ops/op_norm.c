@@ -1,7 +1,8 @@
 /* LayerNorm and RMSNorm over the last axis, with their backward.
  *
  * The forward saves the per-row statistics (LayerNorm: mean and rstd; RMSNorm: rstd) as
- * arena tensors in rec->saved, so the backward kernel does not recompute them. */
+ * arena tensors in rec->saved, so the backward kernel does not recompute them. x, weight,
+ * bias, y and the gradients share one dtype (f32 or f16); the statistics are always f32. */
 #include <math.h>
 
 #include "core/internal.h"
@@ -15,12 +16,13 @@ static kiln_status grad_for(kiln_tensor *t, kiln_tensor **g) {
     return *g ? KILN_OK : kiln_error_status();
 }
 
-/* Shared checks: x f32 with at least one dim, weight/bias (optional) f32 [C], eps >= 0. */
+/* Shared checks: x f32 or f16 with at least one dim, weight/bias (optional) [C] of x's
+ * dtype, eps >= 0. */
 static kiln_status check_norm(const char *name, const kiln_tensor *x, const kiln_tensor *weight,
                               const kiln_tensor *bias, float eps) {
     char sx[64], sp[64];
-    if (x->dtype != KILN_F32)
-        return kiln_set_error(KILN_ERR_DTYPE, "%s: x must be f32, got %s", name, kiln_dtype_name(x->dtype));
+    kiln_status s = kiln_check_float(name, x, "x");
+    if (s) return s;
     if (x->ndim < 1)
         return kiln_set_error(KILN_ERR_SHAPE, "%s: x is a scalar; it needs a last axis to normalize over", name);
     int64_t c = x->shape[x->ndim - 1];
@@ -29,9 +31,7 @@ static kiln_status check_norm(const char *name, const kiln_tensor *x, const kiln
     for (int i = 0; i < 2; i++) {
         const kiln_tensor *p = params[i];
         if (!p) continue;
-        if (p->dtype != KILN_F32)
-            return kiln_set_error(KILN_ERR_DTYPE, "%s: %s must be f32, got %s", name, what[i],
-                                  kiln_dtype_name(p->dtype));
+        if ((s = kiln_check_same_dtype(name, x, "x", p, what[i]))) return s;
         if (p->ndim != 1 || p->shape[0] != c)
             return kiln_set_error(KILN_ERR_SHAPE, "%s: %s is %s; it must be [%lld] to match x %s", name,
                                   what[i], kiln_shape_str(p, sp, sizeof sp), (long long)c,
@@ -54,6 +54,7 @@ static kiln_norm_args norm_args(const kiln_tensor *x, const kiln_tensor *weight,
     a.cols = x->shape[x->ndim - 1];
     a.rows = kiln_numel(x) / a.cols;
     a.eps = eps;
+    a.dtype = x->dtype; /* mean and rstd are f32 whatever it is */
     return a;
 }
 
@@ -78,7 +79,7 @@ static kiln_tensor *norm_op(kiln_tensor *x, kiln_tensor *weight, kiln_tensor *bi
     if (check_norm(name, x, weight, bias, eps)) return NULL;
     kiln_ctx *ctx = x->ctx;
     int64_t rows = kiln_numel(x) / x->shape[x->ndim - 1];
-    kiln_tensor *y = kiln_op_output(ctx, KILN_F32, x->ndim, x->shape);
+    kiln_tensor *y = kiln_op_output(ctx, x->dtype, x->ndim, x->shape);
     kiln_tensor *mean = rms ? NULL : kiln_tensor_temp(ctx, KILN_F32, 1, &rows);
     kiln_tensor *rstd = kiln_tensor_temp(ctx, KILN_F32, 1, &rows);
     if (!y || (!rms && !mean) || !rstd) return NULL;

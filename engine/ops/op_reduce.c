@@ -1,5 +1,8 @@
-/* Reductions to a scalar: sum, mean, and the global L2 norm over a list of tensors. */
+/* Reductions to a scalar: sum, mean, and the global L2 norm over a list of tensors. The
+ * inputs may be f32 or f16; the result is an f32 scalar either way (a reduction
+ * accumulates in f32 or wider, and rounding its result to f16 would throw that away). */
 #include <math.h>
+#include <stdio.h>
 
 #include "core/internal.h"
 #include "ops/op_grad.h"
@@ -16,8 +19,7 @@ static kiln_status sum_backward(kiln_tape_rec *rec) {
 
 static kiln_tensor *scaled_sum(kiln_tensor *x, float alpha_per_n, const char *name) {
     if (!x) return NULL;
-    if (x->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "%s: x must be f32, got %s", name, kiln_dtype_name(x->dtype));
+    if (kiln_check_float(name, x, "x")) return NULL;
     kiln_ctx *ctx = x->ctx;
     float alpha = alpha_per_n != 0 ? 1.0f / (float)kiln_numel(x) : 1.0f;
     kiln_tensor *y = kiln_op_output(ctx, KILN_F32, 0, NULL);
@@ -62,9 +64,10 @@ kiln_tensor *kiln_global_norm(kiln_tensor *const *xs, int count) {
         if (!xs[t]) return NULL;
     kiln_ctx *ctx = xs[0]->ctx;
     for (int t = 0; t < count; t++) {
-        if (xs[t]->dtype != KILN_F32)
-            return kiln_fail(KILN_ERR_DTYPE, "global_norm: tensor %d is %s; global_norm takes f32", t,
-                             kiln_dtype_name(xs[t]->dtype));
+        char what[32], first[32];
+        snprintf(what, sizeof what, "tensor %d", t);
+        snprintf(first, sizeof first, "tensor %d", 0);
+        if (kiln_check_same_dtype("global_norm", xs[t], what, xs[0], first)) return NULL;
         if (xs[t]->ctx != ctx)
             return kiln_fail(KILN_ERR_ARGUMENT, "global_norm: tensor %d belongs to a different context than tensor 0", t);
     }

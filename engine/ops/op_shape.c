@@ -1,6 +1,8 @@
 /* Shape ops that copy: split/merge heads (an axis swap), concat and slice (block copies
  * along one axis), and cast. Each backward moves the gradient the opposite way and
- * accumulates. */
+ * accumulates. Moves keep the dtype (f32 or f16): they round nothing. */
+#include <stdio.h>
+
 #include "core/internal.h"
 #include "ops/op_grad.h"
 
@@ -32,7 +34,7 @@ static kiln_status swap_backward(kiln_tape_rec *rec) {
 static kiln_tensor *swap_op(kiln_tensor *x, int ndim_out, const int64_t *shape_out, int64_t d0, int64_t d1,
                             int64_t d2, int64_t d3) {
     kiln_ctx *ctx = x->ctx;
-    kiln_tensor *y = kiln_op_output(ctx, KILN_F32, ndim_out, shape_out);
+    kiln_tensor *y = kiln_op_output(ctx, x->dtype, ndim_out, shape_out);
     if (!y || swap_axes(ctx, x, y, d0, d1, d2, d3, 0)) return NULL;
     if (kiln_needs_tape(ctx, 1, &x)) {
         kiln_tape_rec *rec = kiln_tape_push(ctx, swap_backward, y, 1, &x);
@@ -45,8 +47,7 @@ static kiln_tensor *swap_op(kiln_tensor *x, int ndim_out, const int64_t *shape_o
 kiln_tensor *kiln_split_heads(kiln_tensor *x, int heads) {
     if (!x) return NULL;
     char sx[64];
-    if (x->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "split_heads: x must be f32, got %s", kiln_dtype_name(x->dtype));
+    if (kiln_check_float("split_heads", x, "x")) return NULL;
     if (x->ndim != 3)
         return kiln_fail(KILN_ERR_SHAPE, "split_heads: x must be 3-D [B, T, H*D], got %s",
                          kiln_shape_str(x, sx, sizeof sx));
@@ -61,8 +62,7 @@ kiln_tensor *kiln_split_heads(kiln_tensor *x, int heads) {
 kiln_tensor *kiln_merge_heads(kiln_tensor *x) {
     if (!x) return NULL;
     char sx[64];
-    if (x->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "merge_heads: x must be f32, got %s", kiln_dtype_name(x->dtype));
+    if (kiln_check_float("merge_heads", x, "x")) return NULL;
     if (x->ndim != 4)
         return kiln_fail(KILN_ERR_SHAPE, "merge_heads: x must be 4-D [B, H, T, D], got %s",
                          kiln_shape_str(x, sx, sizeof sx));
@@ -99,6 +99,7 @@ static kiln_status copy_block(const kiln_tensor *src, int64_t src_start, kiln_te
     a.dst_start = dst_start;
     a.len = len;
     a.accumulate = accumulate;
+    a.dtype = dst->dtype;
     return KILN_CALL(dst->ctx, copy_block, &a);
 }
 
@@ -134,8 +135,9 @@ kiln_tensor *kiln_concat(kiln_tensor *const *xs, int count, int axis) {
     shape[ax] = 0;
     for (int t = 0; t < count; t++) {
         const kiln_tensor *x = xs[t];
-        if (x->dtype != KILN_F32)
-            return kiln_fail(KILN_ERR_DTYPE, "concat: input %d is %s; concat takes f32", t, kiln_dtype_name(x->dtype));
+        char what[32];
+        snprintf(what, sizeof what, "input %d", t);
+        if (kiln_check_same_dtype("concat", x, what, x0, "input 0")) return NULL;
         if (x->ctx != x0->ctx)
             return kiln_fail(KILN_ERR_ARGUMENT, "concat: input %d belongs to a different context than input 0", t);
         int same = x->ndim == x0->ndim;
@@ -146,7 +148,7 @@ kiln_tensor *kiln_concat(kiln_tensor *const *xs, int count, int axis) {
         shape[ax] += x->shape[ax];
     }
     kiln_ctx *ctx = x0->ctx;
-    kiln_tensor *out = kiln_op_output(ctx, KILN_F32, x0->ndim, shape);
+    kiln_tensor *out = kiln_op_output(ctx, x0->dtype, x0->ndim, shape);
     if (!out) return NULL;
     int64_t offset = 0;
     for (int t = 0; t < count; t++) {
@@ -172,8 +174,7 @@ static kiln_status slice_backward(kiln_tape_rec *rec) {
 kiln_tensor *kiln_slice(kiln_tensor *x, int axis, int64_t start, int64_t len) {
     if (!x) return NULL;
     char sx[64];
-    if (x->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "slice: x must be f32, got %s", kiln_dtype_name(x->dtype));
+    if (kiln_check_float("slice", x, "x")) return NULL;
     if (x->ndim < 1) return kiln_fail(KILN_ERR_SHAPE, "slice: x is a scalar; it has no axis to slice");
     int ax = resolve_axis("slice", axis, x->ndim);
     if (ax < 0) return NULL;
@@ -187,7 +188,7 @@ kiln_tensor *kiln_slice(kiln_tensor *x, int axis, int64_t start, int64_t len) {
     for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
     shape[ax] = len;
     kiln_ctx *ctx = x->ctx;
-    kiln_tensor *out = kiln_op_output(ctx, KILN_F32, x->ndim, shape);
+    kiln_tensor *out = kiln_op_output(ctx, x->dtype, x->ndim, shape);
     if (!out || copy_block(x, start, out, 0, ax, len, 0)) return NULL;
     if (kiln_needs_tape(ctx, 1, &x)) {
         kiln_tape_rec *rec = kiln_tape_push(ctx, slice_backward, out, 1, &x);
@@ -205,30 +206,31 @@ static kiln_status cast_into(const kiln_tensor *src, kiln_tensor *dst) {
     return KILN_CALL(dst->ctx, cast, &a);
 }
 
-/* y += x over f32 tensors of the same size. */
+/* y += x over tensors of one dtype and size (in f16: load, add in f32, round once). */
 static kiln_status add_into(const kiln_tensor *x, kiln_tensor *y) {
-    kiln_axpby_args a = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), 1.0f, 1.0f, x->dtype};
+    kiln_axpby_args a = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), 1.0f, 1.0f, y->dtype};
     return KILN_CALL(y->ctx, axpby, &a);
 }
 
-/* dx += (dtype of x) dy. The add kernel is f32-only, so an f16 side goes through an f32
- * temporary: dx = f16(f32(dx) + f32(dy)), rounding once per accumulation. */
+/* dx += (dtype of x) dy, rounding once. Same dtypes: one accumulating add. dy f16 into an
+ * f32 dx: dy widened first (exact), then added. dy f32 into an f16 dx: the sum is formed in
+ * f32 (dx widened, dy added) and rounded once back into dx, instead of rounding dy to f16
+ * and then the sum again. */
 static kiln_status cast_backward(kiln_tape_rec *rec) {
     int fresh;
     kiln_tensor *dx = op_grad_overwrite(rec->in[0], &fresh), *dy = rec->out->grad;
     if (!dx) return kiln_error_status();
     /* a fresh dx is (dtype of x) (0 + dy): dy converted once */
     if (fresh) return cast_into(dy, dx);
+    if (dy->dtype == dx->dtype) return add_into(dy, dx);
     kiln_ctx *ctx = dx->ctx;
-    const kiln_tensor *dy32 = dy;
-    if (dy->dtype != KILN_F32) {
+    if (dx->dtype == KILN_F32) {
         kiln_tensor *t = kiln_tensor_temp(ctx, KILN_F32, dy->ndim, dy->shape);
-        if (!t || cast_into(dy, t)) return kiln_error_status();
-        dy32 = t;
+        if (!t || cast_into(dy, t) || add_into(t, dx)) return kiln_error_status();
+        return KILN_OK;
     }
-    if (dx->dtype == KILN_F32) return add_into(dy32, dx);
     kiln_tensor *acc = kiln_tensor_temp(ctx, KILN_F32, dx->ndim, dx->shape);
-    if (!acc || cast_into(dx, acc) || add_into(dy32, acc) || cast_into(acc, dx)) return kiln_error_status();
+    if (!acc || cast_into(dx, acc) || add_into(dy, acc) || cast_into(acc, dx)) return kiln_error_status();
     return KILN_OK;
 }
 

@@ -1,5 +1,6 @@
 /* Masked softmax for attention: p = softmax((scale * scores + add) / temperature) with the
- * causal and key-length masks applied inside the kernel, and its backward. */
+ * causal and key-length masks applied inside the kernel, and its backward. scores, add, p
+ * and the gradients share one dtype (f32 or f16); the kernel computes in f32. */
 #include <math.h>
 
 #include "core/internal.h"
@@ -19,6 +20,7 @@ static kiln_softmax_args softmax_args(const kiln_tensor *x, const kiln_tensor *a
     s.scale = scale;
     s.temperature = temperature;
     s.causal = causal;
+    s.dtype = x->dtype;
     return s;
 }
 
@@ -53,10 +55,11 @@ static kiln_status check_options(const kiln_tensor *x, const kiln_softmax_opts *
                               "softmax: key_lengths must be i32 [%lld] (one length per batch), got %s %s",
                               (long long)x->shape[0], kiln_dtype_name(len->dtype),
                               kiln_shape_str(len, so, sizeof so));
-    if (add && (add->dtype != KILN_F32 || !kiln_same_shape(add, x)))
-        return kiln_set_error(KILN_ERR_SHAPE, "softmax: add must be f32 with the scores' shape %s, got %s %s",
-                              kiln_shape_str(x, sx, sizeof sx), kiln_dtype_name(add->dtype),
-                              kiln_shape_str(add, so, sizeof so));
+    if (add && !kiln_same_shape(add, x))
+        return kiln_set_error(KILN_ERR_SHAPE, "softmax: add must have the scores' shape %s, got %s",
+                              kiln_shape_str(x, sx, sizeof sx), kiln_shape_str(add, so, sizeof so));
+    kiln_status s = kiln_check_same_dtype("softmax", x, "scores", add, "add");
+    if (s) return s;
     if (len && len->ctx != x->ctx)
         return kiln_set_error(KILN_ERR_ARGUMENT, "softmax: key_lengths belongs to another context");
     if (add && add->ctx != x->ctx)
@@ -67,8 +70,7 @@ static kiln_status check_options(const kiln_tensor *x, const kiln_softmax_opts *
 kiln_tensor *kiln_softmax(kiln_tensor *scores, const kiln_softmax_opts *opts) {
     if (!scores) return NULL;
     char sx[64];
-    if (scores->dtype != KILN_F32)
-        return kiln_fail(KILN_ERR_DTYPE, "softmax: scores must be f32, got %s", kiln_dtype_name(scores->dtype));
+    if (kiln_check_float("softmax", scores, "scores")) return NULL;
     if (scores->ndim != 4)
         return kiln_fail(KILN_ERR_SHAPE, "softmax: scores must be [B, H, Tq, Tk], got %s (reshape first)",
                          kiln_shape_str(scores, sx, sizeof sx));
@@ -78,7 +80,7 @@ kiln_tensor *kiln_softmax(kiln_tensor *scores, const kiln_softmax_opts *opts) {
     if (check_options(scores, opts, scale, temperature)) return NULL;
     kiln_tensor *lengths = opts ? opts->key_lengths : NULL, *add = opts ? opts->add : NULL;
     kiln_ctx *ctx = scores->ctx;
-    kiln_tensor *y = kiln_op_output(ctx, KILN_F32, 4, scores->shape);
+    kiln_tensor *y = kiln_op_output(ctx, scores->dtype, 4, scores->shape);
     if (!y) return NULL;
     kiln_softmax_args s = softmax_args(scores, add, lengths, scale, temperature, causal);
     s.y = kiln_ref_of(y);

@@ -1,6 +1,7 @@
 /* Cross-entropy from logits with label smoothing and ignore_index: one fused kernel for
  * log-softmax and the mean over non-ignored rows, and a backward kernel that reuses the
- * forward's per-row log-sum-exp. */
+ * forward's per-row log-sum-exp. The logits (and their gradient) may be f16; the loss, the
+ * row count and the saved log-sum-exp are f32 (DESIGN.md: the loss stays f32). */
 #include "core/internal.h"
 
 /* rows x vocab geometry of logits [..., V]. */
@@ -16,6 +17,7 @@ static kiln_xent_args xent_args(const kiln_tensor *logits, const kiln_tensor *ta
     a.rows = kiln_numel(logits) / a.vocab;
     a.smoothing = smoothing;
     a.ignore_index = ignore_index;
+    a.dtype = logits->dtype;
     return a;
 }
 
@@ -35,9 +37,8 @@ static kiln_status xent_backward(kiln_tape_rec *rec) {
 static kiln_status check_inputs(const kiln_tensor *logits, const kiln_tensor *targets,
                                 float smoothing) {
     char sl[64], st[64];
-    if (logits->dtype != KILN_F32)
-        return kiln_set_error(KILN_ERR_DTYPE, "cross_entropy: logits must be f32, got %s",
-                              kiln_dtype_name(logits->dtype));
+    kiln_status s = kiln_check_float("cross_entropy", logits, "logits");
+    if (s) return s;
     if (targets->dtype != KILN_I32)
         return kiln_set_error(KILN_ERR_DTYPE, "cross_entropy: targets must be i32 class ids, got %s",
                               kiln_dtype_name(targets->dtype));

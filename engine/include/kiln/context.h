@@ -24,6 +24,11 @@ void kiln_close(kiln_ctx *ctx);
 const char *kiln_backend_name(const kiln_ctx *ctx);
 const char *kiln_device_name(const kiln_ctx *ctx);
 
+/* 1 when tensors of `dtype` can live on the context's device. f32 and i32 always can; f16
+ * needs 16-bit storage, which a few Vulkan devices lack (mixed precision then has to fall
+ * back to fp32). Creating an f16 tensor where this is 0 fails with KILN_ERR_UNSUPPORTED. */
+int kiln_supports_dtype(const kiln_ctx *ctx, kiln_dtype dtype);
+
 /* Names of the backends compiled into this build, NULL-terminated. */
 const char *const *kiln_backends_compiled(void);
 

@@ -4,7 +4,15 @@
  *    ops can be checked once at the end;
  *  - allocates its output in the context's arena (freed by kiln_step_reset);
  *  - records itself on the tape when grad is enabled and an input requires grad.
- * All ops run on f32 unless stated; token ids, lengths and targets are i32. */
+ *
+ * Precision: every op takes f32 or f16 floating tensors (mixed-precision training keeps f16
+ * activations and gradients). The floating inputs of one call must share a dtype; a mix is
+ * KILN_ERR_DTYPE ("add: a is f16 but b is f32; convert one with kiln_cast"). Outputs take
+ * the inputs' dtype, except statistics and scalars, which stay f32 whatever the inputs are:
+ * the cross-entropy loss, sum, mean, global_norm and attention_entropy. Kernels load f16,
+ * compute and accumulate in f32 and round once on store. A gradient has its tensor's dtype.
+ * Token ids, lengths and targets are i32. Whether a device can hold f16 at all:
+ * kiln_supports_dtype (context.h). */
 #ifndef KILN_OPS_H
 #define KILN_OPS_H
 
@@ -18,7 +26,8 @@ extern "C" {
  * C = op(A) op(B) (+ bias), op = transpose when the flag is set.
  * A: [..., M, K] (or [..., K, M] transposed), B: [..., K, N] (or [..., N, K]).
  * Leading (batch) dims must be equal, or B may be 2-D and is then shared by every batch.
- * bias: [N] or NULL. f16 A/B are accepted (f32 accumulation, f32 output). */
+ * bias: [N] or NULL. A, B and bias share a dtype, which C takes: f16 operands give an f16 C
+ * (accumulated in f32, rounded once). */
 kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b, kiln_tensor *bias, int trans_a,
                          int trans_b);
 
@@ -67,8 +76,8 @@ typedef struct kiln_softmax_opts {
  * masks are computed inside the kernel, never materialized. opts may be NULL. */
 kiln_tensor *kiln_softmax(kiln_tensor *scores, const kiln_softmax_opts *opts);
 
-/* p: [B, H, Tq, Tk] probabilities. Returns [H]: -sum_k p log p, averaged over the batch and
- * the queries (0 log 0 = 0). */
+/* p: [B, H, Tq, Tk] probabilities. Returns [H] in f32: -sum_k p log p, averaged over the
+ * batch and the queries (0 log 0 = 0). */
 kiln_tensor *kiln_attention_entropy(kiln_tensor *p);
 
 /* Inverted dropout with probability `p`, from the counter-based RNG keyed by (seed, stream,
@@ -82,13 +91,14 @@ kiln_tensor *kiln_merge_heads(kiln_tensor *x);
 
 /* ---- losses and reductions ----
  * logits: [..., V]; targets: i32 [...]. Mean over the rows whose target != ignore_index of
- * (1 - s) * (-log p[target]) + s * mean_v(-log p[v]), s = label_smoothing. Returns a scalar.
+ * (1 - s) * (-log p[target]) + s * mean_v(-log p[v]), s = label_smoothing. Returns an f32
+ * scalar (also from f16 logits).
  * A target outside [0, V) that is not ignore_index is an error. */
 kiln_tensor *kiln_cross_entropy(kiln_tensor *logits, kiln_tensor *targets, float label_smoothing,
                                 int ignore_index);
-kiln_tensor *kiln_sum(kiln_tensor *x);   /* scalar */
-kiln_tensor *kiln_mean(kiln_tensor *x);  /* scalar */
-/* sqrt(sum over every tensor of sum x^2): a scalar. Differentiable. */
+kiln_tensor *kiln_sum(kiln_tensor *x);   /* f32 scalar */
+kiln_tensor *kiln_mean(kiln_tensor *x);  /* f32 scalar */
+/* sqrt(sum over every tensor of sum x^2): an f32 scalar. Differentiable. */
 kiln_tensor *kiln_global_norm(kiln_tensor *const *xs, int count);
 
 /* ---- shape ops (copies, not views) ---- */
@@ -96,12 +106,13 @@ kiln_tensor *kiln_global_norm(kiln_tensor *const *xs, int count);
 kiln_tensor *kiln_concat(kiln_tensor *const *xs, int count, int axis);
 /* Elements [start, start+len) along `axis`. */
 kiln_tensor *kiln_slice(kiln_tensor *x, int axis, int64_t start, int64_t len);
-/* A contiguous copy with the same shape, or cast to `dtype` (f32 <-> f16). */
+/* A contiguous copy with the same shape, or cast to `dtype` (f32 <-> f16). Differentiable
+ * both ways: the gradient is cast back to x's dtype. */
 kiln_tensor *kiln_cast(kiln_tensor *x, kiln_dtype dtype);
 
 /* ---- constants and checks (not differentiable) ----
  * The Transformer's sinusoidal position table [T, C]: pe[t, 2i] = sin(t / 10000^(2i/C)),
- * pe[t, 2i+1] = cos(t / 10000^(2i/C)). */
+ * pe[t, 2i+1] = cos(t / 10000^(2i/C)). f32 (kiln_cast it for an f16 model). */
 kiln_tensor *kiln_sinusoid_table(kiln_ctx *ctx, int64_t positions, int64_t channels);
 /* Accumulates into `flag` (an i32 scalar, persistent): sets it to 1 when x holds an inf or
  * NaN, leaves it otherwise. Device-side: nothing is read back. */
