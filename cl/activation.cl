@@ -40,17 +40,20 @@ float act_derivative(float v, int kind) {
     }
 }
 
-#define ACT_FWD(name, kind)                                                                  \
-    __kernel void name(const __global float *x, ulong x_off, __global float *y, ulong y_off, \
-                       long n) {                                                             \
-        long i = get_global_id(0);                                                           \
-        if (i < n) y[y_off + i] = act_value(x[x_off + i], kind);                             \
+/* x, y, dy, dx are real_t: f32, or f16 in the f16 variant (computed in f32, rounded once) */
+#define ACT_FWD(name, kind)                                                                   \
+    __kernel void name(const __global real_t *x, ulong x_off, __global real_t *y, ulong y_off, \
+                       long n) {                                                              \
+        long i = get_global_id(0);                                                            \
+        if (i < n) STORE(y, y_off + i, act_value(LOAD(x, x_off + i), kind));                  \
     }
 #define ACT_BWD(name, kind)                                                                    \
-    __kernel void name(const __global float *x, ulong x_off, const __global float *dy,         \
-                       ulong dy_off, __global float *dx, ulong dx_off, long n) {               \
+    __kernel void name(const __global real_t *x, ulong x_off, const __global real_t *dy,       \
+                       ulong dy_off, __global real_t *dx, ulong dx_off, long n) {              \
         long i = get_global_id(0);                                                             \
-        if (i < n) dx[dx_off + i] += dy[dy_off + i] * act_derivative(x[x_off + i], kind);      \
+        if (i < n)                                                                             \
+            STORE(dx, dx_off + i,                                                              \
+                  LOAD(dx, dx_off + i) + LOAD(dy, dy_off + i) * act_derivative(LOAD(x, x_off + i), kind)); \
     }
 
 ACT_FWD(gelu_fwd, ACT_GELU)

@@ -5,13 +5,18 @@
  *   KILN_SUBGROUPS   1 when sub-group functions exist (cl_khr_subgroups / OpenCL 2.1+)
  *   KILN_FP64        1 when doubles exist (used where the CPU reference computes in double)
  *   KILN_CPU_DEVICE  1 on CPU devices (PoCL): kernels may pick CPU-friendly loop shapes
+ *   KILN_F16         1 in the f16 variant of a family, 0 (or undefined) in the f32 one: the
+ *                    storage type of the operands backend.h marks with `dtype` (below)
  *
  * Argument convention: every tensor operand is a pointer and an element offset (ulong),
  * `p + p_off` being its first element; the host never creates sub-buffers. An optional
  * operand that is absent comes with has_<name> = 0 and a placeholder buffer.
  *
  * f16 tensors are read and written with vload_half / vstore_half_rte, which OpenCL provides
- * whether or not the device has cl_khr_fp16 (PoCL does not): f16 storage, f32 arithmetic. */
+ * whether or not the device has cl_khr_fp16 (PoCL does not): f16 storage, f32 arithmetic.
+ * No kernel uses cl_khr_fp16's half arithmetic: the contract (backend.h, "Precision") is to
+ * compute and accumulate in f32 and round once on store, which half arithmetic would not
+ * reproduce, and a conversion on load and store is all the f16 variants need. */
 
 #if KILN_SUBGROUPS && !defined(__opencl_c_subgroups)
 #pragma OPENCL EXTENSION cl_khr_subgroups : enable
@@ -51,7 +56,26 @@ long my_range(long n, long *start, long *step) {
 #endif
 }
 
-/* Element i of an f32 or f16 tensor, as f32. */
+/* ---- the storage type of a family's variant ----
+ * Each family that takes a `dtype` is compiled twice from the same text, with KILN_F16 0
+ * and 1. Its operands of that dtype are `__global real_t *`, read with LOAD (to f32) and
+ * written with STORE (from f32, rounding to nearest even in the f16 variant); everything in
+ * between is f32. Operands that stay f32 whatever the dtype (statistics, scalars, the loss)
+ * are plain `float *`. RAW_T is an unsigned type of the same size, for moves that must keep
+ * every bit (copies of i32 data through the f32 variant, f16 NaN payloads). */
+#if KILN_F16
+#define real_t half
+#define RAW_T ushort
+#define LOAD(p, i) vload_half((i), (p))
+#define STORE(p, i, v) vstore_half_rte((v), (i), (p))
+#else
+#define real_t float
+#define RAW_T uint
+#define LOAD(p, i) ((p)[i])
+#define STORE(p, i, v) ((p)[i] = (v))
+#endif
+
+/* Element i of an f32 or f16 tensor whose dtype is known only at run time, as f32. */
 float load_f(const __global void *p, ulong i, int dtype) {
     return dtype == DT_F16 ? vload_half(i, (const __global half *)p) : ((const __global float *)p)[i];
 }

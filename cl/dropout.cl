@@ -26,21 +26,20 @@ uint philox_first(ulong index, ulong stream, ulong seed) {
     return c0;
 }
 
-
-/* fwd: y = keep ? x / (1 - prob) : 0 */
-__kernel void dropout_fwd(const __global float *x, ulong x_off, __global float *y, ulong y_off,
+/* fwd: y = keep ? x / (1 - prob) : 0 (x and y real_t) */
+__kernel void dropout_fwd(const __global real_t *x, ulong x_off, __global real_t *y, ulong y_off,
                           long n, float prob, ulong seed, ulong stream) {
     long i = get_global_id(0);
     if (i >= n) return;
     float u = (float)(philox_first((ulong)i, stream, seed) >> 8) * (1.0f / 16777216.0f);
-    y[y_off + i] = u >= prob ? x[x_off + i] / (1.0f - prob) : 0.0f;
+    STORE(y, y_off + i, u >= prob ? LOAD(x, x_off + i) / (1.0f - prob) : 0.0f);
 }
 
 /* bwd: dx += keep ? dy / (1 - prob) : 0 */
-__kernel void dropout_bwd(const __global float *dy, ulong dy_off, __global float *dx, ulong dx_off,
-                          long n, float prob, ulong seed, ulong stream) {
+__kernel void dropout_bwd(const __global real_t *dy, ulong dy_off, __global real_t *dx,
+                          ulong dx_off, long n, float prob, ulong seed, ulong stream) {
     long i = get_global_id(0);
     if (i >= n) return;
     float u = (float)(philox_first((ulong)i, stream, seed) >> 8) * (1.0f / 16777216.0f);
-    if (u >= prob) dx[dx_off + i] += dy[dy_off + i] / (1.0f - prob);
+    if (u >= prob) STORE(dx, dx_off + i, LOAD(dx, dx_off + i) + LOAD(dy, dy_off + i) / (1.0f - prob));
 }

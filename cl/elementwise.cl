@@ -1,5 +1,5 @@
 /* Elementwise arithmetic: casts, axpby, binary ops with broadcasting. One work-item per
- * element. */
+ * element. The casts take both types explicitly (the host uses them from the f32 program). */
 
 /* f32 -> f16, round to nearest even (kiln_f32_to_f16) */
 __kernel void cast_f32_f16(const __global float *src, ulong src_off, __global half *dst,
@@ -17,8 +17,9 @@ __kernel void cast_f16_f32(const __global half *src, ulong src_off, __global flo
 }
 
 /* y = alpha' x + beta y, alpha' = alpha * num[0] / den[0] (each when present); x absent
- * means x = 1. beta == 0 overwrites y without reading it (it may hold NaN). */
-__kernel void axpby(const __global float *x, ulong x_off, __global float *y, ulong y_off,
+ * means x = 1. beta == 0 overwrites y without reading it (it may hold NaN). x and y are
+ * real_t; num and den are f32. */
+__kernel void axpby(const __global real_t *x, ulong x_off, __global real_t *y, ulong y_off,
                     const __global float *num, ulong num_off, const __global float *den,
                     ulong den_off, long n, float alpha, float beta, int has_x, int has_num,
                     int has_den) {
@@ -27,15 +28,15 @@ __kernel void axpby(const __global float *x, ulong x_off, __global float *y, ulo
     /* the same operation order as the CPU: alpha *= num; alpha /= den */
     if (has_num) alpha *= num[num_off];
     if (has_den) alpha /= den[den_off];
-    float xv = has_x ? x[x_off + i] : 1.0f;
-    y[y_off + i] = beta == 0.0f ? alpha * xv : alpha * xv + beta * y[y_off + i];
+    float xv = has_x ? LOAD(x, x_off + i) : 1.0f;
+    STORE(y, y_off + i, beta == 0.0f ? alpha * xv : alpha * xv + beta * LOAD(y, y_off + i));
 }
 
-/* out[i] = a[i] op b[i % nb]; op 0 add, 1 sub, 2 mul (kiln_binary_op) */
-__kernel void binary(const __global float *a, ulong a_off, const __global float *b, ulong b_off,
-                     __global float *out, ulong out_off, long n, long nb, int op) {
+/* out[i] = a[i] op b[i % nb]; op 0 add, 1 sub, 2 mul (kiln_binary_op); all real_t */
+__kernel void binary(const __global real_t *a, ulong a_off, const __global real_t *b, ulong b_off,
+                     __global real_t *out, ulong out_off, long n, long nb, int op) {
     long i = get_global_id(0);
     if (i >= n) return;
-    float x = a[a_off + i], y = b[b_off + (nb == n ? i : i % nb)];
-    out[out_off + i] = op == 0 ? x + y : op == 1 ? x - y : x * y;
+    float x = LOAD(a, a_off + i), y = LOAD(b, b_off + (nb == n ? i : i % nb));
+    STORE(out, out_off + i, op == 0 ? x + y : op == 1 ? x - y : x * y);
 }

@@ -2,33 +2,35 @@
  *   layernorm: y = (x - mean) * rstd * w + b,  rstd = 1 / sqrt(var + eps)
  *   rmsnorm:   y = x * rstd * w,              rstd = 1 / sqrt(mean(x^2) + eps)
  * The backward splits in two: the per-row dx kernel, and a column reduction for dweight
- * and dbias (norm_bwd_params), which would otherwise need atomics across rows. */
+ * and dbias (norm_bwd_params), which would otherwise need atomics across rows.
+ * x, w, b, y, dy, dx, dw and db are real_t (f16 in the f16 variant); mean and rstd are f32.
+ * Row pointers are taken as `p + p_off + r * cols` and indexed by LOAD/STORE. */
 
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
-void layernorm_fwd(const __global float *x, ulong x_off, const __global float *w, ulong w_off,
-                   const __global float *b, ulong b_off, __global float *y, ulong y_off,
+void layernorm_fwd(const __global real_t *x, ulong x_off, const __global real_t *w, ulong w_off,
+                   const __global real_t *b, ulong b_off, __global real_t *y, ulong y_off,
                    __global float *mean, ulong mean_off, __global float *rstd, ulong rstd_off,
                    long cols, float eps, int has_w, int has_b, int has_mean, int has_rstd) {
     __local float scratch[KILN_WG];
     long r = get_group_id(0);
     int lid = get_local_id(0);
-    const __global float *xr = x + x_off + r * cols;
+    const __global real_t *xr = x + x_off + r * cols;
     float s = 0.0f;
-    for (long j = lid; j < cols; j += KILN_WG) s += xr[j];
+    for (long j = lid; j < cols; j += KILN_WG) s += LOAD(xr, j);
     float m = wg_sum(s, scratch) / (float)cols;
     /* two passes over the row (it is in cache): no cancellation in E[x^2] - mean^2 */
     float v = 0.0f;
     for (long j = lid; j < cols; j += KILN_WG) {
-        float d = xr[j] - m;
+        float d = LOAD(xr, j) - m;
         v += d * d;
     }
     float rs = 1.0f / sqrt(wg_sum(v, scratch) / (float)cols + eps);
-    __global float *yr = y + y_off + r * cols;
+    __global real_t *yr = y + y_off + r * cols;
     for (long j = lid; j < cols; j += KILN_WG) {
-        float o = (xr[j] - m) * rs;
-        if (has_w) o *= w[w_off + j];
-        if (has_b) o += b[b_off + j];
-        yr[j] = o;
+        float o = (LOAD(xr, j) - m) * rs;
+        if (has_w) o *= LOAD(w, w_off + j);
+        if (has_b) o += LOAD(b, b_off + j);
+        STORE(yr, j, o);
     }
     if (lid == 0) {
         if (has_mean) mean[mean_off + r] = m;
@@ -37,21 +39,24 @@ void layernorm_fwd(const __global float *x, ulong x_off, const __global float *w
 }
 
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
-void rmsnorm_fwd(const __global float *x, ulong x_off, const __global float *w, ulong w_off,
-                 __global float *y, ulong y_off, __global float *rstd, ulong rstd_off, long cols,
+void rmsnorm_fwd(const __global real_t *x, ulong x_off, const __global real_t *w, ulong w_off,
+                 __global real_t *y, ulong y_off, __global float *rstd, ulong rstd_off, long cols,
                  float eps, int has_w, int has_rstd) {
     __local float scratch[KILN_WG];
     long r = get_group_id(0);
     int lid = get_local_id(0);
-    const __global float *xr = x + x_off + r * cols;
+    const __global real_t *xr = x + x_off + r * cols;
     float s = 0.0f;
-    for (long j = lid; j < cols; j += KILN_WG) s += xr[j] * xr[j];
-    float rs = 1.0f / sqrt(wg_sum(s, scratch) / (float)cols + eps);
-    __global float *yr = y + y_off + r * cols;
     for (long j = lid; j < cols; j += KILN_WG) {
-        float o = xr[j] * rs;
-        if (has_w) o *= w[w_off + j];
-        yr[j] = o;
+        float v = LOAD(xr, j);
+        s += v * v;
+    }
+    float rs = 1.0f / sqrt(wg_sum(s, scratch) / (float)cols + eps);
+    __global real_t *yr = y + y_off + r * cols;
+    for (long j = lid; j < cols; j += KILN_WG) {
+        float o = LOAD(xr, j) * rs;
+        if (has_w) o *= LOAD(w, w_off + j);
+        STORE(yr, j, o);
     }
     if (lid == 0 && has_rstd) rstd[rstd_off + r] = rs;
 }
@@ -59,28 +64,28 @@ void rmsnorm_fwd(const __global float *x, ulong x_off, const __global float *w, 
 /* dx += rstd * (dy*w - mean(dy*w) - xhat * mean(dy*w * xhat)), xhat = (x - mean) * rstd;
  * rms (has_mean == 0): dx += rstd * (dy*w - xhat * mean(dy*w * xhat)), xhat = x * rstd. */
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
-void norm_bwd_dx(const __global float *x, ulong x_off, const __global float *w, ulong w_off,
+void norm_bwd_dx(const __global real_t *x, ulong x_off, const __global real_t *w, ulong w_off,
                  const __global float *mean, ulong mean_off, const __global float *rstd,
-                 ulong rstd_off, const __global float *dy, ulong dy_off, __global float *dx,
+                 ulong rstd_off, const __global real_t *dy, ulong dy_off, __global real_t *dx,
                  ulong dx_off, long cols, int has_w, int has_mean) {
     __local float scratch[KILN_WG];
     long r = get_group_id(0);
     int lid = get_local_id(0);
-    const __global float *xr = x + x_off + r * cols, *dyr = dy + dy_off + r * cols;
+    const __global real_t *xr = x + x_off + r * cols, *dyr = dy + dy_off + r * cols;
     float m = has_mean ? mean[mean_off + r] : 0.0f, rs = rstd[rstd_off + r];
     float s1 = 0.0f, s2 = 0.0f;
     for (long j = lid; j < cols; j += KILN_WG) {
-        float g = dyr[j] * (has_w ? w[w_off + j] : 1.0f);
+        float g = LOAD(dyr, j) * (has_w ? LOAD(w, w_off + j) : 1.0f);
         s1 += g;
-        s2 += g * (xr[j] - m) * rs;
+        s2 += g * (LOAD(xr, j) - m) * rs;
     }
     float m1 = has_mean ? wg_sum(s1, scratch) / (float)cols : 0.0f;
     float m2 = wg_sum(s2, scratch) / (float)cols;
-    __global float *dxr = dx + dx_off + r * cols;
+    __global real_t *dxr = dx + dx_off + r * cols;
     for (long j = lid; j < cols; j += KILN_WG) {
-        float g = dyr[j] * (has_w ? w[w_off + j] : 1.0f);
-        float xhat = (xr[j] - m) * rs;
-        dxr[j] += rs * (g - m1 - xhat * m2);
+        float g = LOAD(dyr, j) * (has_w ? LOAD(w, w_off + j) : 1.0f);
+        float xhat = (LOAD(xr, j) - m) * rs;
+        STORE(dxr, j, LOAD(dxr, j) + rs * (g - m1 - xhat * m2));
     }
 }
 
@@ -89,10 +94,10 @@ void norm_bwd_dx(const __global float *x, ulong x_off, const __global float *w, 
 #define NP_COLS (KILN_WG < 32 ? KILN_WG : 32)
 #define NP_LANES (KILN_WG / NP_COLS)
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
-void norm_bwd_params(const __global float *x, ulong x_off, const __global float *mean,
+void norm_bwd_params(const __global real_t *x, ulong x_off, const __global float *mean,
                      ulong mean_off, const __global float *rstd, ulong rstd_off,
-                     const __global float *dy, ulong dy_off, __global float *dw, ulong dw_off,
-                     __global float *db, ulong db_off, long rows, long cols, int has_mean,
+                     const __global real_t *dy, ulong dy_off, __global real_t *dw, ulong dw_off,
+                     __global real_t *db, ulong db_off, long rows, long cols, int has_mean,
                      int has_dw, int has_db) {
     __local float sw[KILN_WG], sb[KILN_WG];
     int lane = get_local_id(0) / NP_COLS, c = get_local_id(0) - lane * NP_COLS;
@@ -100,9 +105,9 @@ void norm_bwd_params(const __global float *x, ulong x_off, const __global float 
     float aw = 0.0f, ab = 0.0f;
     if (j < cols) {
         for (long r = lane; r < rows; r += NP_LANES) {
-            float g = dy[dy_off + r * cols + j];
+            float g = LOAD(dy, dy_off + r * cols + j);
             float m = has_mean ? mean[mean_off + r] : 0.0f;
-            aw += g * (x[x_off + r * cols + j] - m) * rstd[rstd_off + r];
+            aw += g * (LOAD(x, x_off + r * cols + j) - m) * rstd[rstd_off + r];
             ab += g;
         }
     }
@@ -115,7 +120,7 @@ void norm_bwd_params(const __global float *x, ulong x_off, const __global float 
             tw += sw[l * NP_COLS + c];
             tb += sb[l * NP_COLS + c];
         }
-        if (has_dw) dw[dw_off + j] += tw;
-        if (has_db) db[db_off + j] += tb;
+        if (has_dw) STORE(dw, dw_off + j, LOAD(dw, dw_off + j) + tw);
+        if (has_db) STORE(db, db_off + j, LOAD(db, db_off + j) + tb);
     }
 }

@@ -1,23 +1,24 @@
 /* Reductions: to a scalar (sum, sum of squares), over rows (sum_rows: the backward of a
  * broadcast), and the any-non-finite check. */
 
-/* Pass 1 of reduce: work-group g sums its work-items' shares of x (my_range) into
- * partial[g]. */
+/* Pass 1 of reduce: work-group g sums its work-items' shares of x (my_range, real_t) into
+ * partial[g] (f32). */
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
-void reduce_partial(const __global float *x, ulong x_off, long n, int square,
+void reduce_partial(const __global real_t *x, ulong x_off, long n, int square,
                     __global float *partial, ulong partial_off) {
     __local float scratch[KILN_WG];
     float s = 0.0f;
     long start, step, end = my_range(n, &start, &step);
     for (long i = start; i < end; i += step) {
-        float v = x[x_off + i];
+        float v = LOAD(x, x_off + i);
         s += square ? v * v : v;
     }
     s = wg_sum(s, scratch);
     if (get_local_id(0) == 0) partial[partial_off + get_group_id(0)] = s;
 }
 
-/* Pass 2: one work-group sums the partials; out = alpha * sum, or out += sum (square). */
+/* Pass 2: one work-group sums the partials; out = alpha * sum, or out += sum (square). out
+ * is f32 in both variants. */
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
 void reduce_final(const __global float *partial, ulong partial_off, int count,
                   __global float *out, ulong out_off, float alpha, int square) {
@@ -33,31 +34,32 @@ void reduce_final(const __global float *partial, ulong partial_off, int count,
     }
 }
 
-/* out[j] += alpha * sum_i x[i * cols + j]. A work-group covers SR_COLS adjacent columns
+/* out[j] += alpha * sum_i x[i * cols + j] (x and out real_t). A work-group covers SR_COLS adjacent columns
  * (coalesced reads along a row) with KILN_WG / SR_COLS lanes, each summing every lanes-th
  * row; the lanes are then added in local memory. */
 #define SR_COLS (KILN_WG < 32 ? KILN_WG : 32)
 #define SR_LANES (KILN_WG / SR_COLS)
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
-void sum_rows(const __global float *x, ulong x_off, __global float *out, ulong out_off,
+void sum_rows(const __global real_t *x, ulong x_off, __global real_t *out, ulong out_off,
               long rows, long cols, float alpha) {
     __local float scratch[KILN_WG];
     int lane = get_local_id(0) / SR_COLS, c = get_local_id(0) - lane * SR_COLS;
     long j = (long)get_group_id(0) * SR_COLS + c;
     float s = 0.0f;
     if (j < cols)
-        for (long i = lane; i < rows; i += SR_LANES) s += x[x_off + i * cols + j];
+        for (long i = lane; i < rows; i += SR_LANES) s += LOAD(x, x_off + i * cols + j);
     scratch[get_local_id(0)] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lane == 0 && j < cols) {
         float total = 0.0f;
         for (int l = 0; l < SR_LANES; l++) total += scratch[l * SR_COLS + c];
-        out[out_off + j] += alpha * total;
+        STORE(out, out_off + j, LOAD(out, out_off + j) + alpha * total);
     }
 }
 
 /* flag[0] = 1 when any element is inf or NaN (exponent bits all ones: immune to fast-math
- * assumptions; an f16 inf/NaN loads as an f32 inf/NaN); untouched otherwise. */
+ * assumptions; an f16 inf/NaN loads as an f32 inf/NaN); untouched otherwise. The dtype is an
+ * argument (the host uses the f32 program for both). */
 __kernel void check_finite(const __global void *x, ulong x_off, long n, int dtype,
                            __global int *flag, ulong flag_off) {
     int bad = 0;

@@ -3,7 +3,8 @@
 #
 #   label opencl    test_opencl_*.c (listing, errors, binary cache, memory, f16 storage, the
 #                   GEMM variants) on the real OpenCL device (PoCL here).
-#   label oclgrind  every test_op_* and test_opencl_gemm under oclgrind with API, out-of-bounds,
+#   label oclgrind  every test_op_*, test_opencl_gemm and test_opencl_kernels_f16 (the f16 variant
+#                   of every kernel) under oclgrind with API, out-of-bounds,
 #                   data-race and uninitialized-value checks; any oclgrind message fails the
 #                   test. KILN_CL_MAX_BUFFER keeps buffers small, because oclgrind's
 #                   data-race bookkeeping costs time proportional to the size of every buffer
@@ -105,7 +106,7 @@ if(KILN_OPENCL)
   if(KILN_OCLGRIND)
     foreach(src ${KILN_TEST_SOURCES})
       get_filename_component(name ${src} NAME_WE)
-      if(name MATCHES "^test_op_" OR name STREQUAL "test_opencl_gemm")
+      if(name MATCHES "^test_op_" OR name STREQUAL "test_opencl_gemm" OR name STREQUAL "test_opencl_kernels_f16")
         add_test(NAME ${name}_oclgrind
           COMMAND ${CMAKE_COMMAND} -DOCLGRIND=${KILN_OCLGRIND} -DTEST=$<TARGET_FILE:${name}>
                   -DLOG=${CMAKE_CURRENT_BINARY_DIR}/${name}.oclgrind.log

@@ -339,6 +339,9 @@ static kiln_backend g_opencl = {
     .check_finite = cl_check_finite,
     .clip_coef = cl_clip_coef,
     .adam = cl_adam,
+    /* every OpenCL device stores f16: vload_half / vstore_half are core OpenCL since 1.0,
+     * with or without cl_khr_fp16 (PoCL has none), and the kernels compute in f32 */
+    .supports_f16 = NULL,
 };
 
 /* The table is shared by every opened device; max_buffer_bytes is a per-device limit, so

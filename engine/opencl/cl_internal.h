@@ -47,16 +47,21 @@ struct kiln_buf {
  * cache lines / vector loads start on a boundary. */
 #define CL_ALIGN 256
 
-/* ---- programs ---- */
-#define CL_MAX_KERNELS 96
+/* ---- programs ----
+ * A family that takes a dtype is built twice from its one text: the f32 variant and the f16
+ * variant (KILN_F16 defined to 1, cl/common.cl), each built, cached and looked up apart. */
+#define CL_MAX_KERNELS 192
+#define CL_MAX_PROGRAMS 48
 typedef struct cl_kernel_entry {
     const char *family;
+    int f16; /* from the f16 variant of the family */
     char name[48];
     cl_kernel kernel;
 } cl_kernel_entry;
 
 typedef struct cl_program_entry {
     const char *family;
+    int f16;
     cl_program program;
 } cl_program_entry;
 
@@ -122,7 +127,7 @@ typedef struct cl_dev {
     size_t pending_bytes;
 
     /* programs and kernels, built on first use */
-    cl_program_entry programs[32];
+    cl_program_entry programs[CL_MAX_PROGRAMS];
     int n_programs;
     cl_kernel_entry kernels[CL_MAX_KERNELS];
     int n_kernels;
@@ -148,6 +153,8 @@ kiln_status cl_fail(cl_int err, const char *what);
 /* The kernel `name` from cl/<family>.cl, building the program on first use. NULL with the
  * error set (including the build log) when it does not compile. */
 cl_kernel cl_get_kernel(cl_dev *d, const char *family, const char *name);
+/* The same from the f16 variant of the family when f16 is 1. */
+cl_kernel cl_get_kernel_variant(cl_dev *d, const char *family, const char *name, int f16);
 /* Builds a program from `source` (a family's text, common.cl prepended); used by
  * cl_get_kernel and by the tests of the build-log path. */
 kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, cl_program *out);
@@ -198,7 +205,11 @@ typedef struct cl_call {
     kiln_status status;
 } cl_call;
 
+/* A call of a kernel from the f32 program of its family. */
 cl_call cl_begin(cl_dev *d, const char *family, const char *name);
+/* A call of a kernel whose `dtype` operands are f32 or f16: the kernel from the variant of
+ * the family for that dtype. Any other dtype is a KILN_ERR_DTYPE error, reported by cl_run. */
+cl_call cl_begin_dt(cl_dev *d, const char *family, const char *name, kiln_dtype dtype);
 void cl_arg_ref(cl_call *c, kiln_ref r, size_t elem_size);
 void cl_arg_mem(cl_call *c, cl_mem mem, size_t elem_off);
 void cl_arg_u32(cl_call *c, uint32_t v);

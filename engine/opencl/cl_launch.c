@@ -16,11 +16,23 @@
 
 #include "opencl/cl_internal.h"
 
-cl_call cl_begin(cl_dev *d, const char *family, const char *name) {
+static cl_call begin(cl_dev *d, const char *family, const char *name, int f16) {
     cl_call c = {d, NULL, name, 0, CL_SUCCESS, KILN_OK};
-    c.kernel = cl_get_kernel(d, family, name);
+    c.kernel = cl_get_kernel_variant(d, family, name, f16);
     if (!c.kernel) c.status = kiln_error_status() ? kiln_error_status() : KILN_ERR_DEVICE;
     return c;
+}
+
+cl_call cl_begin(cl_dev *d, const char *family, const char *name) { return begin(d, family, name, 0); }
+
+cl_call cl_begin_dt(cl_dev *d, const char *family, const char *name, kiln_dtype dtype) {
+    if (dtype != KILN_F32 && dtype != KILN_F16) {
+        cl_call c = {d, NULL, name, 0, CL_SUCCESS, KILN_OK};
+        c.status = kiln_set_error(KILN_ERR_DTYPE, "opencl %s: operands must be f32 or f16, not %s",
+                                  name, kiln_dtype_name(dtype));
+        return c;
+    }
+    return begin(d, family, name, dtype == KILN_F16);
 }
 
 static void set_arg(cl_call *c, size_t size, const void *value) {
@@ -30,6 +42,7 @@ static void set_arg(cl_call *c, size_t size, const void *value) {
 }
 
 void cl_arg_ref(cl_call *c, kiln_ref r, size_t elem_size) {
+    if (c->status || c->err || !elem_size) return; /* 0: a bad dtype, already an error */
     cl_mem mem = c->dev->dummy;
     cl_ulong off = 0;
     if (r.buf) {

@@ -3,11 +3,12 @@
 #include "opencl/cl_internal.h"
 
 kiln_status cl_softmax_fwd(void *dev, const kiln_softmax_args *a) {
-    cl_call c = cl_begin(dev, "softmax", "softmax_fwd");
-    cl_arg_ref(&c, a->x, 4);
-    cl_arg_ref(&c, a->add, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "softmax", "softmax_fwd", a->dtype);
+    cl_arg_ref(&c, a->x, es);
+    cl_arg_ref(&c, a->add, es);
     cl_arg_ref(&c, a->lengths, 4);
-    cl_arg_ref(&c, a->y, 4);
+    cl_arg_ref(&c, a->y, es);
     cl_arg_i64(&c, a->heads);
     cl_arg_i64(&c, a->tq);
     cl_arg_i64(&c, a->tk);
@@ -21,11 +22,12 @@ kiln_status cl_softmax_fwd(void *dev, const kiln_softmax_args *a) {
 
 kiln_status cl_softmax_bwd(void *dev, const kiln_softmax_args *a) {
     if (!cl_has(a->dx) && !cl_has(a->dadd)) return KILN_OK;
-    cl_call c = cl_begin(dev, "softmax", "softmax_bwd");
-    cl_arg_ref(&c, a->y, 4);
-    cl_arg_ref(&c, a->dy, 4);
-    cl_arg_ref(&c, a->dx, 4);
-    cl_arg_ref(&c, a->dadd, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "softmax", "softmax_bwd", a->dtype);
+    cl_arg_ref(&c, a->y, es);
+    cl_arg_ref(&c, a->dy, es);
+    cl_arg_ref(&c, a->dx, es);
+    cl_arg_ref(&c, a->dadd, es);
     cl_arg_i64(&c, a->tk);
     cl_arg_f32(&c, a->scale * (1.0f / a->temperature)); /* the CPU's rounding */
     cl_arg_f32(&c, 1.0f / a->temperature);
@@ -45,8 +47,8 @@ kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a) {
     kiln_status s = cl_temp(d, groups * (size_t)a->heads * sizeof(float), &tmp);
     if (s) return s;
     kiln_ref partial = {tmp, 0};
-    cl_call c = cl_begin(d, "entropy", "entropy_partial");
-    cl_arg_ref(&c, a->p, 4);
+    cl_call c = cl_begin_dt(d, "entropy", "entropy_partial", a->dtype);
+    cl_arg_ref(&c, a->p, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->batch);
     cl_arg_i64(&c, a->heads);
     cl_arg_i64(&c, per_head);
@@ -67,10 +69,11 @@ kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a) {
 
 kiln_status cl_entropy_bwd(void *dev, const kiln_entropy_args *a) {
     int64_t n = a->batch * a->heads * a->tq * a->tk;
-    cl_call c = cl_begin(dev, "entropy", "entropy_bwd");
-    cl_arg_ref(&c, a->p, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "entropy", "entropy_bwd", a->dtype);
+    cl_arg_ref(&c, a->p, es);
     cl_arg_ref(&c, a->dout, 4);
-    cl_arg_ref(&c, a->dp, 4);
+    cl_arg_ref(&c, a->dp, es);
     cl_arg_i64(&c, n);
     cl_arg_i64(&c, a->heads);
     cl_arg_i64(&c, a->tq * a->tk);

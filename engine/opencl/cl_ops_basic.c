@@ -1,5 +1,9 @@
 /* Host side of cl/elementwise.cl, cl/activation.cl and cl/reduce.cl: fill, cast, axpby,
- * binary, activations, reductions, check_finite. */
+ * binary, activations, reductions, check_finite.
+ *
+ * Every kernel with a `dtype` takes the kernel of the same name from the f16 or f32 variant
+ * of its family (cl_begin_dt) and passes its operands with that element size; the f32-only
+ * operands (num, den, the reduction's output) keep 4. */
 #include <string.h>
 
 #include "opencl/cl_internal.h"
@@ -57,9 +61,10 @@ kiln_status cl_cast(void *dev, const kiln_cast_args *a) {
 }
 
 kiln_status cl_axpby(void *dev, const kiln_axpby_args *a) {
-    cl_call c = cl_begin(dev, "elementwise", "axpby");
-    cl_arg_ref(&c, a->x, 4);
-    cl_arg_ref(&c, a->y, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "elementwise", "axpby", a->dtype);
+    cl_arg_ref(&c, a->x, es);
+    cl_arg_ref(&c, a->y, es);
     cl_arg_ref(&c, a->num, 4);
     cl_arg_ref(&c, a->den, 4);
     cl_arg_i64(&c, a->n);
@@ -72,10 +77,11 @@ kiln_status cl_axpby(void *dev, const kiln_axpby_args *a) {
 }
 
 kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
-    cl_call c = cl_begin(dev, "elementwise", "binary");
-    cl_arg_ref(&c, a->a, 4);
-    cl_arg_ref(&c, a->b, 4);
-    cl_arg_ref(&c, a->out, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "elementwise", "binary", a->dtype);
+    cl_arg_ref(&c, a->a, es);
+    cl_arg_ref(&c, a->b, es);
+    cl_arg_ref(&c, a->out, es);
     cl_arg_i64(&c, a->n);
     cl_arg_i64(&c, a->nb);
     cl_arg_i32(&c, (int)a->op);
@@ -97,9 +103,10 @@ static const char *act_kernel(int kind, int backward) {
 kiln_status cl_act_fwd(void *dev, const kiln_act_args *a) {
     const char *name = act_kernel(a->kind, 0);
     if (!name) return kiln_set_error(KILN_ERR_ARGUMENT, "opencl act_fwd: unknown activation kind %d", a->kind);
-    cl_call c = cl_begin(dev, "activation", name);
-    cl_arg_ref(&c, a->x, 4);
-    cl_arg_ref(&c, a->y, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "activation", name, a->dtype);
+    cl_arg_ref(&c, a->x, es);
+    cl_arg_ref(&c, a->y, es);
     cl_arg_i64(&c, a->n);
     return cl_run_1d(&c, (size_t)a->n);
 }
@@ -108,10 +115,11 @@ kiln_status cl_act_bwd(void *dev, const kiln_act_args *a) {
     const char *name = act_kernel(a->kind, 1);
     if (!name)
         return kiln_set_error(KILN_ERR_ARGUMENT, "opencl act_bwd: activation kind %d has no backward", a->kind);
-    cl_call c = cl_begin(dev, "activation", name);
-    cl_arg_ref(&c, a->x, 4);
-    cl_arg_ref(&c, a->dy, 4);
-    cl_arg_ref(&c, a->dx, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "activation", name, a->dtype);
+    cl_arg_ref(&c, a->x, es);
+    cl_arg_ref(&c, a->dy, es);
+    cl_arg_ref(&c, a->dx, es);
     cl_arg_i64(&c, a->n);
     return cl_run_1d(&c, (size_t)a->n);
 }
@@ -123,8 +131,8 @@ kiln_status cl_reduce(void *dev, const kiln_reduce_args *a) {
     kiln_status s = cl_temp(d, groups * sizeof(float), &tmp);
     if (s) return s;
     kiln_ref partial = {tmp, 0};
-    cl_call c = cl_begin(d, "reduce", "reduce_partial");
-    cl_arg_ref(&c, a->x, 4);
+    cl_call c = cl_begin_dt(d, "reduce", "reduce_partial", a->dtype);
+    cl_arg_ref(&c, a->x, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->n);
     cl_arg_i32(&c, a->square);
     cl_arg_ref(&c, partial, 4);
@@ -145,9 +153,10 @@ kiln_status cl_reduce(void *dev, const kiln_reduce_args *a) {
 kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a) {
     cl_dev *d = dev;
     size_t cols_per_group = d->wg < 32 ? d->wg : 32; /* SR_COLS in cl/reduce.cl */
-    cl_call c = cl_begin(d, "reduce", "sum_rows");
-    cl_arg_ref(&c, a->x, 4);
-    cl_arg_ref(&c, a->out, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(d, "reduce", "sum_rows", a->dtype);
+    cl_arg_ref(&c, a->x, es);
+    cl_arg_ref(&c, a->out, es);
     cl_arg_i64(&c, a->rows);
     cl_arg_i64(&c, a->cols);
     cl_arg_f32(&c, a->alpha);

@@ -8,8 +8,8 @@ kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
     kiln_status s = cl_temp(d, (size_t)a->rows * 2 * sizeof(float), &tmp);
     if (s) return s;
     kiln_ref rows = {tmp, 0};
-    cl_call c = cl_begin(d, "crossentropy", "xent_rows");
-    cl_arg_ref(&c, a->logits, 4);
+    cl_call c = cl_begin_dt(d, "crossentropy", "xent_rows", a->dtype);
+    cl_arg_ref(&c, a->logits, kiln_dtype_size(a->dtype));
     cl_arg_ref(&c, a->targets, 4);
     cl_arg_ref(&c, a->lse, 4);
     cl_arg_ref(&c, rows, 4);
@@ -34,13 +34,14 @@ kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
 
 kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a) {
     cl_dev *d = dev;
-    cl_call c = cl_begin(d, "crossentropy", "xent_bwd");
-    cl_arg_ref(&c, a->logits, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(d, "crossentropy", "xent_bwd", a->dtype);
+    cl_arg_ref(&c, a->logits, es);
     cl_arg_ref(&c, a->targets, 4);
     cl_arg_ref(&c, a->lse, 4);
     cl_arg_ref(&c, a->count, 4);
     cl_arg_ref(&c, a->dloss, 4);
-    cl_arg_ref(&c, a->dlogits, 4);
+    cl_arg_ref(&c, a->dlogits, es);
     cl_arg_i64(&c, a->vocab);
     cl_arg_f32(&c, a->smoothing);
     cl_arg_i32(&c, a->ignore_index);
@@ -50,10 +51,11 @@ kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a) {
 
 kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a) {
     cl_dev *d = dev;
-    cl_call c = cl_begin(d, "embedding", "embed_fwd");
-    cl_arg_ref(&c, a->table, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(d, "embedding", "embed_fwd", a->dtype);
+    cl_arg_ref(&c, a->table, es);
     cl_arg_ref(&c, a->ids, 4);
-    cl_arg_ref(&c, a->out, 4);
+    cl_arg_ref(&c, a->out, es);
     cl_arg_ref(&c, a->err_flag, 4);
     cl_arg_i64(&c, a->vocab);
     cl_arg_i64(&c, a->dim);
@@ -62,8 +64,39 @@ kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a) {
     return cl_run(&c, 2, global, local);
 }
 
+/* The f16 backward's f32 scratch (embed_bwd_widened in cl/embedding.cl) holds a block of
+ * columns of the whole table; blocks are sized to stay under this. */
+#define EMBED_WIDE_BUDGET ((size_t)16 << 20)
+
+static kiln_status embed_bwd_f16(cl_dev *d, const kiln_embed_args *a) {
+    size_t per_column = (size_t)a->vocab * sizeof(float);
+    int64_t width = (int64_t)(EMBED_WIDE_BUDGET / (per_column ? per_column : 1));
+    if (width < 1) width = 1;
+    if (width > a->dim) width = a->dim;
+    kiln_buf *tmp;
+    kiln_status s = cl_temp(d, (size_t)width * per_column, &tmp);
+    if (s) return s;
+    kiln_ref wide = {tmp, 0};
+    for (int64_t c0 = 0; s == KILN_OK && c0 < a->dim; c0 += width) {
+        cl_call c = cl_begin_dt(d, "embedding", "embed_bwd_widened", KILN_F16);
+        cl_arg_ref(&c, a->ids, 4);
+        cl_arg_ref(&c, a->dout, 2);
+        cl_arg_ref(&c, a->dtable, 2);
+        cl_arg_ref(&c, wide, 4);
+        cl_arg_i64(&c, a->rows);
+        cl_arg_i64(&c, a->vocab);
+        cl_arg_i64(&c, a->dim);
+        cl_arg_i64(&c, c0);
+        cl_arg_i64(&c, width);
+        s = cl_run_1d(&c, (size_t)width);
+    }
+    cl_free(d, tmp); /* safe: see cl_temp */
+    return s;
+}
+
 kiln_status cl_embed_bwd(void *dev, const kiln_embed_args *a) {
-    cl_call c = cl_begin(dev, "embedding", "embed_bwd");
+    if (a->dtype == KILN_F16) return embed_bwd_f16(dev, a);
+    cl_call c = cl_begin_dt(dev, "embedding", "embed_bwd", a->dtype);
     cl_arg_ref(&c, a->ids, 4);
     cl_arg_ref(&c, a->dout, 4);
     cl_arg_ref(&c, a->dtable, 4);

@@ -3,9 +3,10 @@
 
 static kiln_status dropout(cl_dev *d, const char *name, kiln_ref in, kiln_ref out,
                            const kiln_dropout_args *a) {
-    cl_call c = cl_begin(d, "dropout", name);
-    cl_arg_ref(&c, in, 4);
-    cl_arg_ref(&c, out, 4);
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(d, "dropout", name, a->dtype);
+    cl_arg_ref(&c, in, es);
+    cl_arg_ref(&c, out, es);
     cl_arg_i64(&c, a->n);
     cl_arg_f32(&c, a->prob);
     cl_arg_u64(&c, a->seed);
@@ -28,10 +29,23 @@ static kiln_status run_3d(cl_call *c, const size_t global[3]) {
     return cl_run(c, 3, global, NULL);
 }
 
+/* The variant of shape.cl for a copy: i32 elements move through the f32 variant (4-byte
+ * moves); adding them is not a copy the contract defines. */
+static kiln_status copy_dtype(kiln_dtype dtype, int accumulate, const char *what, kiln_dtype *variant) {
+    *variant = dtype == KILN_I32 ? KILN_F32 : dtype;
+    if (dtype == KILN_I32 && accumulate)
+        return kiln_set_error(KILN_ERR_DTYPE, "opencl %s: accumulating i32 elements is not supported", what);
+    return KILN_OK;
+}
+
 kiln_status cl_permute(void *dev, const kiln_permute_args *a) {
-    cl_call c = cl_begin(dev, "shape", "permute");
-    cl_arg_ref(&c, a->x, 4);
-    cl_arg_ref(&c, a->y, 4);
+    kiln_dtype variant;
+    kiln_status s = copy_dtype(a->dtype, a->accumulate, "permute", &variant);
+    if (s) return s;
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "shape", "permute", variant);
+    cl_arg_ref(&c, a->x, es);
+    cl_arg_ref(&c, a->y, es);
     cl_arg_i64(&c, a->d1);
     cl_arg_i64(&c, a->d2);
     cl_arg_i64(&c, a->d3);
@@ -41,9 +55,13 @@ kiln_status cl_permute(void *dev, const kiln_permute_args *a) {
 }
 
 kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a) {
-    cl_call c = cl_begin(dev, "shape", "copy_block");
-    cl_arg_ref(&c, a->src, 4);
-    cl_arg_ref(&c, a->dst, 4);
+    kiln_dtype variant;
+    kiln_status s = copy_dtype(a->dtype, a->accumulate, "copy_block", &variant);
+    if (s) return s;
+    size_t es = kiln_dtype_size(a->dtype);
+    cl_call c = cl_begin_dt(dev, "shape", "copy_block", variant);
+    cl_arg_ref(&c, a->src, es);
+    cl_arg_ref(&c, a->dst, es);
     cl_arg_i64(&c, a->inner);
     cl_arg_i64(&c, a->src_axis);
     cl_arg_i64(&c, a->dst_axis);
@@ -56,8 +74,8 @@ kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a) {
 
 kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a) {
     cl_dev *d = dev;
-    cl_call c = cl_begin(d, "shape", "sinusoid");
-    cl_arg_ref(&c, a->out, 4);
+    cl_call c = cl_begin_dt(d, "shape", "sinusoid", a->dtype);
+    cl_arg_ref(&c, a->out, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->channels);
     size_t global[2] = {(size_t)a->channels, (size_t)a->positions}, local[2] = {d->wg_elem, 1};
     return cl_run(&c, 2, global, local);

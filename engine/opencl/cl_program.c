@@ -3,7 +3,8 @@
  * Each op family (cl/<family>.cl) is its own program, built the first time one of its
  * kernels is used, so a process that only runs a GEMM never compiles the softmax. The
  * program text is cl/common.cl followed by the family's file; the options come from the
- * device (cl_device.c: OpenCL C version, work-group size, sub-groups, fp64). Binaries are
+ * device (cl_device.c: OpenCL C version, work-group size, sub-groups, fp64). A family with
+ * f16 operands has a second program, the same text after `#define KILN_F16 1`. Binaries are
  * cached on disk (cl_cache.c). A kernel that fails to compile is an error whose message
  * carries the first line of the build log; the whole log goes to stderr. */
 #include <stdio.h>
@@ -114,42 +115,54 @@ kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, 
     return KILN_OK;
 }
 
-static cl_program get_program(cl_dev *d, const char *family) {
+static cl_program get_program(cl_dev *d, const char *family, int f16) {
     for (int i = 0; i < d->n_programs; i++)
-        if (!strcmp(d->programs[i].family, family)) return d->programs[i].program;
+        if (d->programs[i].f16 == f16 && !strcmp(d->programs[i].family, family))
+            return d->programs[i].program;
     const char *common = find_source("common"), *text = find_source(family);
     if (!common || !text)
         return kiln_fail(KILN_ERR_DEVICE, "opencl: no kernel source cl/%s.cl in this build", family);
-    if (d->n_programs == (int)(sizeof d->programs / sizeof d->programs[0]))
-        return kiln_fail(KILN_ERR_DEVICE, "opencl: too many programs (raise cl_dev.programs)");
+    if (d->n_programs == CL_MAX_PROGRAMS)
+        return kiln_fail(KILN_ERR_DEVICE, "opencl: too many programs (raise CL_MAX_PROGRAMS)");
     /* per-device sizes compiled into a family (the GEMM's tuned blocks) */
     const char *defines = !strcmp(family, "gemm") ? d->gemm.defines : "";
-    size_t size = strlen(common) + strlen(defines) + strlen(text) + strlen(family) + 96;
+    /* the variant's storage type, read by cl/common.cl, so it goes first */
+    const char *variant = f16 ? "#define KILN_F16 1\n" : "";
+    size_t size = strlen(variant) + strlen(common) + strlen(defines) + strlen(text) + strlen(family) + 96;
     char *source = malloc(size);
     if (!source) return kiln_fail(KILN_ERR_MEMORY, "out of host memory");
     /* the #line directives make compiler and oclgrind messages name the right file */
-    snprintf(source, size, "#line 1 \"cl/common.cl\"\n%s\n%s#line 1 \"cl/%s.cl\"\n%s", common,
-             defines, family, text);
+    snprintf(source, size, "%s#line 1 \"cl/common.cl\"\n%s\n%s#line 1 \"cl/%s.cl\"\n%s", variant,
+             common, defines, family, text);
+    /* the cache names files by family; the variant's own name keeps them apart for people
+     * (the key, a hash of the source, already does for the cache) */
+    char cache_name[64];
+    snprintf(cache_name, sizeof cache_name, "%s%s", family, f16 ? "-f16" : "");
     cl_program p;
-    kiln_status s = cl_build_program(d, family, source, &p);
+    kiln_status s = cl_build_program(d, cache_name, source, &p);
     free(source);
     if (s) return NULL;
     d->programs[d->n_programs].family = family;
+    d->programs[d->n_programs].f16 = f16;
     d->programs[d->n_programs].program = p;
     d->n_programs++;
     return p;
 }
 
 cl_kernel cl_get_kernel(cl_dev *d, const char *family, const char *name) {
+    return cl_get_kernel_variant(d, family, name, 0);
+}
+
+cl_kernel cl_get_kernel_variant(cl_dev *d, const char *family, const char *name, int f16) {
     for (int i = 0; i < d->n_kernels; i++) {
         cl_kernel_entry *e = &d->kernels[i];
-        if (!strcmp(e->name, name) && !strcmp(e->family, family)) return e->kernel;
+        if (e->f16 == f16 && !strcmp(e->name, name) && !strcmp(e->family, family)) return e->kernel;
     }
     if (d->n_kernels == CL_MAX_KERNELS)
         return kiln_fail(KILN_ERR_DEVICE, "opencl: too many kernels (raise CL_MAX_KERNELS)");
     if (strlen(name) >= sizeof d->kernels[0].name)
         return kiln_fail(KILN_ERR_DEVICE, "opencl: kernel name %s too long", name);
-    cl_program p = get_program(d, family);
+    cl_program p = get_program(d, family, f16);
     if (!p) return NULL;
     cl_int err;
     cl_kernel k = clCreateKernel(p, name, &err);
@@ -160,6 +173,7 @@ cl_kernel cl_get_kernel(cl_dev *d, const char *family, const char *name) {
     }
     cl_kernel_entry *e = &d->kernels[d->n_kernels++];
     e->family = family;
+    e->f16 = f16;
     snprintf(e->name, sizeof e->name, "%s", name);
     e->kernel = k;
     return k;
