@@ -1,11 +1,21 @@
 // Helpers shared by the compute shaders.
 //
 // Conventions: operands are bound as whole blocks and addressed by the element offsets in
-// pc.off[] (see push.h); f16 data is stored as packed 32-bit words, which needs no optional
-// feature; a 1-D grid may be split over x and y (vk_grid_1d), so kernels use
+// pc.off[] (see push.h); a 1-D grid may be split over x and y (vk_grid_1d), so kernels use
 // kiln_group_id() and skip the groups past the end.
+//
+// f16 data comes two ways. The kernels with a dtype (engine/core/backend.h, "Precision")
+// declare their data operands as `data_t x[]` and read and write them through LD() / ST()
+// (below): the plain build is f32, the "_f16" build (-DKILN_F16, shaders/variants.txt) is
+// f16 in 16-bit storage buffers, which needs storageBuffer16BitAccess (the host checks it).
+// fill, cast, check_finite, adam and the GEMM packing read and write f16 as packed 32-bit
+// words instead, which needs no optional feature.
 #ifndef KILN_COMMON_GLSL
 #define KILN_COMMON_GLSL
+
+#ifdef KILN_F16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
 
 #include "push.h"
 
@@ -78,6 +88,30 @@ float kiln_f16_to_f32(uint h) {
         atomicAnd((arr)[w], 0x0000ffffu);                            \
         atomicOr((arr)[w], (hi) << 16);                              \
     }
+
+// ---- the storage type of a kernel's data operands ----
+// Statistics and scalars that the contract keeps in f32 (mean, rstd, lse, loss, partial
+// sums) stay `float` in every build; everything is computed in f32, and an f16 result is
+// rounded once, when it is stored ("+=" into f16: LD, add in f32, ST).
+//
+// The f16 build stores IEEE binary16 bit patterns as uint16_t and converts with the
+// bit-exact functions above, not float16_t and the conversion instruction: Vulkan lets a
+// narrowing conversion round either to nearest even or toward zero, and lets both
+// directions flush f16 denormals unless the device offers float controls for them
+// (lavapipe reports shaderDenormPreserveFloat16 = false). The contract wants nearest even,
+// and f16 gradients live in the denormal range before loss scaling lifts them. Only 16-bit
+// storage is used, no f16 arithmetic (shaderFloat16): f16 math would round every step.
+// LD(e) is an element's value as f32, ST(v) the element that stores f32 value v; macros,
+// because 16-bit types may not be function parameters with 16-bit storage alone.
+#ifdef KILN_F16
+#define data_t uint16_t
+#define LD(e) kiln_f16_to_f32(uint(e))
+#define ST(v) uint16_t(kiln_f32_to_f16(v))
+#else
+#define data_t float
+#define LD(e) (e)
+#define ST(v) (v)
+#endif
 
 // tanh without overflow for large |x| (exp(2x) would be inf/inf).
 float kiln_tanh(float x) {

@@ -3,6 +3,7 @@
 // {i, 0, stream_lo, stream_hi} with key {seed_lo, seed_hi}, bit for bit as engine/core/rng.c.
 //   forward:  y = keep ? x / (1 - prob) : 0
 //   backward: dx += keep ? dy / (1 - prob) : 0   (accumulate != 0; operands dy, dx)
+// f32 or f16 data.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -10,8 +11,8 @@
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { data_t x[]; };
+layout(std430, binding = 1) buffer Y { data_t y[]; };
 layout(push_constant) uniform Push { DROPOUT_PUSH } pc;
 
 uint philox_word0(uvec4 c, uvec2 k) {
@@ -31,10 +32,11 @@ void main() {
     uint u = philox_word0(uvec4(i, 0u, pc.stream_lo, pc.stream_hi), uvec2(pc.seed_lo, pc.seed_hi));
     float uniform_ = float(u >> 8) * (1.0 / 16777216.0);
     bool keep = uniform_ >= pc.prob;
-    float v = x[pc.off[0] + i];
+    float v = LD(x[pc.off[0] + i]);
+    uint o = pc.off[1] + i;
     if (pc.accumulate != 0u) {
-        if (keep) y[pc.off[1] + i] += v / pc.keep;
+        if (keep) y[o] = ST(LD(y[o]) + v / pc.keep);
     } else {
-        y[pc.off[1] + i] = keep ? v / pc.keep : 0.0;
+        y[o] = ST(keep ? v / pc.keep : 0.0);
     }
 }

@@ -2,6 +2,14 @@
 // id, so each invocation owns one column and walks every position in order: no two
 // invocations write the same element, and the sum order matches the CPU reference.
 // Ids outside [0, vocab) are skipped (the forward already flagged them).
+//
+// f32: each position adds into dtable directly.
+// f16 (the _f16 build): a row of dtable that many positions hit (a common token) must be
+// rounded once, after all of its additions, not once per position: rounding every step
+// would lose the small contributions as the sum grows. The rows are summed in f32 in acc,
+// at the slot of the id's first position (owner[id], from embed_owner.comp), starting from
+// dtable's old value, in position order as on the CPU, then stored once. A dispatch covers
+// columns c0 .. c0 + cols - 1 (the host splits wide tables so that acc fits one binding).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -10,8 +18,10 @@ layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Ids { int ids[]; };
-layout(std430, binding = 1) readonly buffer DOut { float dout[]; };
-layout(std430, binding = 2) buffer DTable { float dtable[]; };
+layout(std430, binding = 1) readonly buffer DOut { data_t dout[]; };
+layout(std430, binding = 2) buffer DTable { data_t dtable[]; };
+
+#ifndef KILN_F16
 layout(push_constant) uniform Push { EMBED_PUSH } pc;
 
 void main() {
@@ -23,3 +33,30 @@ void main() {
         dtable[pc.off[2] + uint(id) * pc.dim + c] += dout[pc.off[1] + r * pc.dim + c];
     }
 }
+#else
+layout(std430, binding = 3) readonly buffer Owner { int owner[]; };
+layout(std430, binding = 4) buffer Acc { float acc[]; };
+layout(push_constant) uniform Push { EMBED_BWD_F16_PUSH } pc;
+
+void main() {
+    uint j = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    if (j >= pc.cols) return;
+    uint c = pc.c0 + j;
+    for (uint r = 0u; r < pc.rows; r++) {
+        int id = ids[pc.off[0] + r];
+        if (id < 0 || uint(id) >= pc.vocab) continue;
+        uint first = uint(owner[pc.off[3] + uint(id)]);
+        uint a = pc.off[4] + first * pc.cols + j;
+        float g = LD(dout[pc.off[1] + r * pc.dim + c]);
+        if (first == r)
+            acc[a] = LD(dtable[pc.off[2] + uint(id) * pc.dim + c]) + g;
+        else
+            acc[a] += g;
+    }
+    for (uint r = 0u; r < pc.rows; r++) {
+        int id = ids[pc.off[0] + r];
+        if (id < 0 || uint(id) >= pc.vocab || uint(owner[pc.off[3] + uint(id)]) != r) continue;
+        dtable[pc.off[2] + uint(id) * pc.dim + c] = ST(acc[pc.off[4] + r * pc.cols + j]);
+    }
+}
+#endif

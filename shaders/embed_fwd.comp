@@ -1,6 +1,6 @@
 // embed_fwd: out[r, :] = table[ids[r], :] (kiln_embed_args). A row whose id is outside
 // [0, vocab) is left untouched and sets err_flag[0] = 1, which the engine reports on its
-// next read.
+// next read. table and out are data_t (f32, or f16 in the _f16 build): a plain copy.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -8,9 +8,9 @@
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer Table { float table_[]; };
+layout(std430, binding = 0) readonly buffer Table { data_t table_[]; };
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
-layout(std430, binding = 2) writeonly buffer Out { float outv[]; };
+layout(std430, binding = 2) writeonly buffer Out { data_t outv[]; };
 layout(std430, binding = 3) buffer Err { int err_flag[]; };
 layout(push_constant) uniform Push { EMBED_PUSH } pc;
 

@@ -1,5 +1,6 @@
 // entropy_bwd: dp[b, h, i, j] += dout[h] * scale * (log p + 1), 0 where p <= 0, with
-// scale = -1 / (batch * tq) (kiln_entropy_args).
+// scale = -1 / (batch * tq) (kiln_entropy_args). p and dp are data_t (f32, or f16 in the
+// _f16 build); dout is f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -7,16 +8,17 @@
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) readonly buffer P { float p[]; };
+layout(std430, binding = 0) readonly buffer P { data_t p[]; };
 layout(std430, binding = 1) readonly buffer DOut { float dout[]; };
-layout(std430, binding = 2) buffer DP { float dp[]; };
+layout(std430, binding = 2) buffer DP { data_t dp[]; };
 layout(push_constant) uniform Push { ENTROPY_BWD_PUSH } pc;
 
 void main() {
     uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
     if (i >= pc.n) return;
-    float v = p[pc.off[0] + i];
+    float v = LD(p[pc.off[0] + i]);
     if (!(v > 0.0)) return;
     uint h = (i / pc.inner) % pc.heads;
-    dp[pc.off[2] + i] += dout[pc.off[1] + h] * pc.scale * (log(v) + 1.0);
+    uint o = pc.off[2] + i;
+    dp[o] = ST(LD(dp[o]) + dout[pc.off[1] + h] * pc.scale * (log(v) + 1.0));
 }

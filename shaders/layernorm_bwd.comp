@@ -2,7 +2,8 @@
 //   xhat = (x - mean) * rstd, g = dy * weight
 //   LayerNorm: dx += rstd * (g - mean(g) - xhat * mean(g * xhat))
 //   RMSNorm:   dx += rstd * (g - xhat * mean(g * xhat))   (no mean; rms != 0)
-// The weight and bias gradients are layernorm_params.comp.
+// The weight and bias gradients are layernorm_params.comp. x, weight, dy and dx are data_t
+// (f32, or f16 in the _f16 build); mean and rstd are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifndef KILN_NO_SUBGROUP
@@ -14,12 +15,12 @@ layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer W { float w[]; };
+layout(std430, binding = 0) readonly buffer X { data_t x[]; };
+layout(std430, binding = 1) readonly buffer W { data_t w[]; };
 layout(std430, binding = 2) readonly buffer Mean { float mean_in[]; };
 layout(std430, binding = 3) readonly buffer Rstd { float rstd_in[]; };
-layout(std430, binding = 4) readonly buffer DY { float dy[]; };
-layout(std430, binding = 5) buffer DX { float dx[]; };
+layout(std430, binding = 4) readonly buffer DY { data_t dy[]; };
+layout(std430, binding = 5) buffer DX { data_t dx[]; };
 layout(push_constant) uniform Push { NORM_BWD_PUSH } pc;
 
 void main() {
@@ -32,15 +33,15 @@ void main() {
     bool hw = kiln_has(pc.off[1]);
     float sg = 0.0, sgx = 0.0;
     for (uint j = l; j < cols; j += WG) {
-        float g = hw ? dy[dyo + j] * w[pc.off[1] + j] : dy[dyo + j];
+        float g = hw ? LD(dy[dyo + j]) * LD(w[pc.off[1] + j]) : LD(dy[dyo + j]);
         sg += g;
-        sgx += g * ((x[xo + j] - m) * rs);
+        sgx += g * ((LD(x[xo + j]) - m) * rs);
     }
     float mean_g = pc.rms != 0u ? 0.0 : kiln_wg_sum(sg) / float(cols);
     float mean_gx = kiln_wg_sum(sgx) / float(cols);
     for (uint j = l; j < cols; j += WG) {
-        float g = hw ? dy[dyo + j] * w[pc.off[1] + j] : dy[dyo + j];
-        float xhat = (x[xo + j] - m) * rs;
-        dx[dxo + j] += rs * (g - mean_g - xhat * mean_gx);
+        float g = hw ? LD(dy[dyo + j]) * LD(w[pc.off[1] + j]) : LD(dy[dyo + j]);
+        float xhat = (LD(x[xo + j]) - m) * rs;
+        dx[dxo + j] = ST(LD(dx[dxo + j]) + rs * (g - mean_g - xhat * mean_gx));
     }
 }

@@ -2,7 +2,8 @@
 //   LayerNorm: mean, var = mean((x - mean)^2) (two passes: no cancellation),
 //              y = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps)
 //   RMSNorm (rms != 0): rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * weight
-// weight, bias, mean and rstd are optional.
+// weight, bias, mean and rstd are optional. x, weight, bias and y are data_t (f32, or f16
+// in the _f16 build); mean and rstd are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifndef KILN_NO_SUBGROUP
@@ -14,10 +15,10 @@ layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer W { float w[]; };
-layout(std430, binding = 2) readonly buffer B { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { data_t x[]; };
+layout(std430, binding = 1) readonly buffer W { data_t w[]; };
+layout(std430, binding = 2) readonly buffer B { data_t bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { data_t y[]; };
 layout(std430, binding = 4) writeonly buffer Mean { float mean_out[]; };
 layout(std430, binding = 5) writeonly buffer Rstd { float rstd_out[]; };
 layout(push_constant) uniform Push { NORM_FWD_PUSH } pc;
@@ -30,22 +31,22 @@ void main() {
     float m = 0.0, var;
     if (pc.rms == 0u) {
         float s = 0.0;
-        for (uint j = l; j < cols; j += WG) s += x[xo + j];
+        for (uint j = l; j < cols; j += WG) s += LD(x[xo + j]);
         m = kiln_wg_sum(s) / float(cols);
     }
     float s2 = 0.0;
     for (uint j = l; j < cols; j += WG) {
-        float d = x[xo + j] - m;
+        float d = LD(x[xo + j]) - m;
         s2 += d * d;
     }
     var = kiln_wg_sum(s2) / float(cols);
     float rs = 1.0 / sqrt(var + pc.eps);
     bool hw = kiln_has(pc.off[1]), hb = kiln_has(pc.off[2]);
     for (uint j = l; j < cols; j += WG) {
-        float v = (x[xo + j] - m) * rs;
-        if (hw) v *= w[pc.off[1] + j];
-        if (hb) v += bias[pc.off[2] + j];
-        y[yo + j] = v;
+        float v = (LD(x[xo + j]) - m) * rs;
+        if (hw) v *= LD(w[pc.off[1] + j]);
+        if (hb) v += LD(bias[pc.off[2] + j]);
+        y[yo + j] = ST(v);
     }
     if (l == 0u) {
         if (kiln_has(pc.off[4])) mean_out[pc.off[4] + r] = m;

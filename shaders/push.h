@@ -44,6 +44,11 @@ typedef float f32;
 
 /* embedding: table, ids, out, err_flag (fwd) or ids, dout, dtable (bwd) */
 #define EMBED_PUSH u32 off[4]; u32 rows; u32 vocab; u32 dim;
+/* embedding backward in f16 (embed_bwd_f16): ids, dout, dtable, owner (i32 [vocab]), acc
+ * (f32 [rows][cols] for columns c0 .. c0 + cols - 1) */
+#define EMBED_BWD_F16_PUSH u32 off[5]; u32 rows; u32 vocab; u32 dim; u32 c0; u32 cols;
+/* embed_owner: ids, owner */
+#define EMBED_OWNER_PUSH u32 off[2]; u32 rows; u32 vocab;
 
 /* layernorm / rmsnorm forward: x, weight, bias, y, mean, rstd */
 #define NORM_FWD_PUSH u32 off[6]; u32 rows; u32 cols; f32 eps; u32 rms;

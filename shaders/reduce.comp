@@ -5,7 +5,8 @@
 //           with one group per segment it writes the final value directly.
 //   pass 1: workgroup s sums partial[s * groups ..] into out[s].
 // Final value: out[s] = scale * total, or out[s] += scale * total when accumulating.
-// Two passes with a fixed split: deterministic, no atomics.
+// Two passes with a fixed split: deterministic, no atomics. x is data_t (f32, or f16 in the
+// _f16 build); partial sums and out are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifndef KILN_NO_SUBGROUP
@@ -17,7 +18,7 @@ layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X { data_t x[]; };
 layout(std430, binding = 1) buffer Partial { float partial[]; };
 layout(std430, binding = 2) buffer Out { float outv[]; };
 layout(push_constant) uniform Push { REDUCE_PUSH } pc;
@@ -48,7 +49,7 @@ void main() {
     float acc = 0.0;
     for (uint e = g * WG + l; e < per_seg; e += pc.groups * WG) {
         uint b = e / pc.inner, r = e - b * pc.inner;
-        acc += term(x[pc.off[0] + (b * pc.segs + s) * pc.inner + r]);
+        acc += term(LD(x[pc.off[0] + (b * pc.segs + s) * pc.inner + r]));
     }
     float total = kiln_wg_sum(acc);
     if (pc.groups == 1u)

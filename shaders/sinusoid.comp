@@ -6,6 +6,7 @@
 //   freq = 2^-y, y = (2i / C) log2(10000), as 2^-floor(y) times a polynomial for 2^-frac(y);
 //   angle reduced modulo pi/2 with a three-part constant (Cody-Waite), then Taylor
 //   polynomials on [-pi/4, pi/4] and the quadrant's sign and swap.
+// out is data_t (f32, or f16 in the _f16 build).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -13,7 +14,7 @@
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 
-layout(std430, binding = 0) writeonly buffer Out { float outv[]; };
+layout(std430, binding = 0) writeonly buffer Out { data_t outv[]; };
 layout(push_constant) uniform Push { SINUSOID_PUSH } pc;
 
 // 2^-y for y >= 0
@@ -70,5 +71,5 @@ void main() {
     if ((c & 1u) != 0u) q = (q + 1u) & 3u;  // cos(a) = sin(a + pi/2)
     float s = sin_poly(r), co = cos_poly(r);
     float v = q == 0u ? s : q == 1u ? co : q == 2u ? -s : -co;
-    outv[pc.off[0] + i] = v;
+    outv[pc.off[0] + i] = ST(v);
 }

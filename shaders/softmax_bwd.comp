@@ -1,5 +1,6 @@
 // Softmax backward (kiln_softmax_args), one workgroup per row:
 //   g = y * (dy - sum_j dy_j y_j); dx += g * scale / T; dadd += g / T (each optional).
+// f32 or f16 data (the _f16 build).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifndef KILN_NO_SUBGROUP
@@ -11,10 +12,10 @@ layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer Yb { float y[]; };
-layout(std430, binding = 1) readonly buffer DY { float dy[]; };
-layout(std430, binding = 2) buffer DX { float dx[]; };
-layout(std430, binding = 3) buffer DAdd { float dadd[]; };
+layout(std430, binding = 0) readonly buffer Yb { data_t y[]; };
+layout(std430, binding = 1) readonly buffer DY { data_t dy[]; };
+layout(std430, binding = 2) buffer DX { data_t dx[]; };
+layout(std430, binding = 3) buffer DAdd { data_t dadd[]; };
 layout(push_constant) uniform Push { SOFTMAX_BWD_PUSH } pc;
 
 void main() {
@@ -23,12 +24,13 @@ void main() {
     uint l = gl_LocalInvocationID.x, tk = pc.tk;
     uint yo = pc.off[0] + r * tk, dyo = pc.off[1] + r * tk;
     float dot = 0.0;
-    for (uint j = l; j < tk; j += WG) dot += dy[dyo + j] * y[yo + j];
+    for (uint j = l; j < tk; j += WG) dot += LD(dy[dyo + j]) * LD(y[yo + j]);
     dot = kiln_wg_sum(dot);
     bool hx = kiln_has(pc.off[2]), ha = kiln_has(pc.off[3]);
     for (uint j = l; j < tk; j += WG) {
-        float g = y[yo + j] * (dy[dyo + j] - dot);
-        if (hx) dx[pc.off[2] + r * tk + j] += g * pc.dx_scale;
-        if (ha) dadd[pc.off[3] + r * tk + j] += g * pc.dadd_scale;
+        float g = LD(y[yo + j]) * (LD(dy[dyo + j]) - dot);
+        uint xi = pc.off[2] + r * tk + j, ai = pc.off[3] + r * tk + j;
+        if (hx) dx[xi] = ST(LD(dx[xi]) + g * pc.dx_scale);
+        if (ha) dadd[ai] = ST(LD(dadd[ai]) + g * pc.dadd_scale);
     }
 }

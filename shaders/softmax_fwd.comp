@@ -2,6 +2,8 @@
 // per row: z = (scale * x + add) / temperature over the visible keys, y = softmax(z),
 // masked keys 0, a row with no visible key all zeros. The masks are computed from
 // (b, i, j), never stored: causal hides j > i + (tk - tq), lengths hide j >= lengths[b].
+// x, add and y are data_t (f32, or f16 in the _f16 build). The last pass recomputes
+// exp(z - max) rather than rescaling a stored exponential, so an f16 y is rounded once.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifndef KILN_NO_SUBGROUP
@@ -13,11 +15,15 @@ layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Add { float add_[]; };
+layout(std430, binding = 0) readonly buffer X { data_t x[]; };
+layout(std430, binding = 1) readonly buffer Add { data_t add_[]; };
 layout(std430, binding = 2) readonly buffer Len { int lengths[]; };
-layout(std430, binding = 3) buffer Y { float y[]; };
+layout(std430, binding = 3) writeonly buffer Y { data_t y[]; };
 layout(push_constant) uniform Push { SOFTMAX_FWD_PUSH } pc;
+
+float logit(uint xo, uint ao, bool has_add, uint j) {
+    return (pc.scale * LD(x[xo + j]) + (has_add ? LD(add_[ao + j]) : 0.0)) * pc.inv_temp;
+}
 
 void main() {
     uint r = kiln_group_id();
@@ -32,19 +38,11 @@ void main() {
     uint xo = pc.off[0] + r * tk, yo = pc.off[3] + r * tk, ao = pc.off[1] + r * tk;
     bool has_add = kiln_has(pc.off[1]);
     float zmax = -1.0 / 0.0;
-    for (uint j = l; j < vis; j += WG) {
-        float z = (pc.scale * x[xo + j] + (has_add ? add_[ao + j] : 0.0)) * pc.inv_temp;
-        zmax = max(zmax, z);
-    }
+    for (uint j = l; j < vis; j += WG) zmax = max(zmax, logit(xo, ao, has_add, j));
     zmax = kiln_wg_max(zmax);
     float sum = 0.0;
-    for (uint j = l; j < vis; j += WG) {
-        float z = (pc.scale * x[xo + j] + (has_add ? add_[ao + j] : 0.0)) * pc.inv_temp;
-        float e = exp(z - zmax);
-        y[yo + j] = e;
-        sum += e;
-    }
+    for (uint j = l; j < vis; j += WG) sum += exp(logit(xo, ao, has_add, j) - zmax);
     sum = kiln_wg_sum(sum);
     float inv = vis > 0u ? 1.0 / sum : 0.0;
-    for (uint j = l; j < tk; j += WG) y[yo + j] = j < vis ? y[yo + j] * inv : 0.0;
+    for (uint j = l; j < tk; j += WG) y[yo + j] = ST(j < vis ? exp(logit(xo, ao, has_add, j) - zmax) * inv : 0.0);
 }

@@ -3,7 +3,8 @@
 //   loss_r = (1 - s)(lse - z[t]) + s (lse - mean_v z[v])
 // row_loss[2r] = loss_r and row_loss[2r + 1] = 1 for a valid row; 0, 0 for a row whose
 // target is ignore_index or out of range (which also sets err_flag[0] = 1). lse[r] is
-// saved for the backward (0 on skipped rows). xent_sum.comp then forms the mean.
+// saved for the backward (0 on skipped rows). xent_sum.comp then forms the mean. The logits
+// are data_t (f32, or f16 in the _f16 build); lse and the row losses are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifndef KILN_NO_SUBGROUP
@@ -15,7 +16,7 @@ layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer Logits { float z[]; };
+layout(std430, binding = 0) readonly buffer Logits { data_t z[]; };
 layout(std430, binding = 1) readonly buffer Targets { int targets[]; };
 layout(std430, binding = 2) writeonly buffer Lse { float lse_out[]; };
 layout(std430, binding = 3) buffer Err { int err_flag[]; };
@@ -39,11 +40,11 @@ void main() {
     }
     uint zo = pc.off[0] + r * V;
     float zmax = -1.0 / 0.0;
-    for (uint v = l; v < V; v += WG) zmax = max(zmax, z[zo + v]);
+    for (uint v = l; v < V; v += WG) zmax = max(zmax, LD(z[zo + v]));
     zmax = kiln_wg_max(zmax);
     float se = 0.0, sz = 0.0;
     for (uint v = l; v < V; v += WG) {
-        float zv = z[zo + v];
+        float zv = LD(z[zo + v]);
         se += exp(zv - zmax);
         sz += zv;
     }
@@ -53,7 +54,7 @@ void main() {
         float lse = zmax + log(se);
         float s = pc.smoothing;
         lse_out[pc.off[2] + r] = lse;
-        row_loss[pc.off[4] + 2u * r] = (1.0 - s) * (lse - z[zo + uint(t)]) + s * (lse - sz / float(V));
+        row_loss[pc.off[4] + 2u * r] = (1.0 - s) * (lse - LD(z[zo + uint(t)])) + s * (lse - sz / float(V));
         row_loss[pc.off[4] + 2u * r + 1u] = 1.0;
     }
 }

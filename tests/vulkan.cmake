@@ -1,8 +1,9 @@
 # Vulkan-specific test registrations (included by tests/CMakeLists.txt).
 #
-#   label vulkan   test_vulkan_*.c (devices, memory, the GEMM slot, the pipeline cache);
-#                  every test_op_* and test_vulkan_gemm again in KILN_VK_MIN_LIMITS=1 mode
-#                  (Vulkan's minimum limits, no optional feature: the fallback kernels);
+#   label vulkan   test_vulkan_*.c (devices, memory, the GEMM slot, the f16 kernel variants,
+#                  the pipeline cache); every test_op_*, test_vulkan_gemm and test_vulkan_f16
+#                  again in KILN_VK_MIN_LIMITS=1 mode (Vulkan's minimum limits, no optional
+#                  feature: the fallback kernels, and f16 refused with a clear error);
 #                  the `kiln` program's one-line errors for a missing device or driver.
 # Every Vulkan run has the validation layer (with synchronization validation) on and fails
 # on any message (KILN_VK_VALIDATION=fail; see engine/vulkan/vk_instance.c).
@@ -61,7 +62,7 @@ endif()
 if(KILN_VULKAN)
   foreach(src ${KILN_TEST_SOURCES})
     get_filename_component(name ${src} NAME_WE)
-    if(name MATCHES "^test_op_" OR name STREQUAL "test_vulkan_gemm")
+    if(name MATCHES "^test_op_" OR name STREQUAL "test_vulkan_gemm" OR name STREQUAL "test_vulkan_f16")
       add_test(NAME ${name}_vulkan_min_limits COMMAND ${name} --backend vulkan)
       set_tests_properties(${name}_vulkan_min_limits PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77 TIMEOUT 600
         ENVIRONMENT "KILN_VK_MIN_LIMITS=1;${KILN_VK_VALIDATE}")

@@ -69,6 +69,8 @@ static void vk_close(void *dev) {
 
 static const char *vk_device_name(void *dev) { return vk_of(dev)->name; }
 static int vk_device_is_cpu(void *dev) { return vk_of(dev)->dclass == VK_CLASS_CPU; }
+/* f16 kernels need 16-bit storage (vk_variant); off in minimum-limits mode */
+static int vk_supports_f16(void *dev) { return vk_of(dev)->caps.storage16 != 0; }
 
 static const kiln_backend g_vulkan = {
     .name = "vulkan",
@@ -111,6 +113,7 @@ static const kiln_backend g_vulkan = {
     .check_finite = vk_check_finite,
     .clip_coef = vk_clip_coef,
     .adam = vk_adam,
+    .supports_f16 = vk_supports_f16,
 };
 
 kiln_status kiln_vulkan_open(int index, const kiln_backend **table, void **dev) {

@@ -1,5 +1,6 @@
 /* Host side of the memory and elementwise kernels: fill, cast, axpby, binary, sum_rows,
- * activations and dropout. */
+ * activations and dropout. fill and cast handle f16 as packed words on any device; the
+ * others run their "_f16" shader variant for f16 data (vk_variant). */
 #include <string.h>
 
 #include "push.h"
@@ -13,8 +14,6 @@ typedef struct { SUM_ROWS_PUSH } sum_rows_push;
 typedef struct { ACT_PUSH } act_push;
 typedef struct { DROPOUT_PUSH } dropout_push;
 
-static uint32_t elem_size(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
-
 kiln_status vk_fill(void *dev, const kiln_fill_args *a) {
     vk_dev *d = vk_of(dev);
     fill_push p = {{0}, vk_u32(a->n), (u32)a->dtype, 0};
@@ -27,7 +26,7 @@ kiln_status vk_fill(void *dev, const kiln_fill_args *a) {
         p.bits = kiln_f32_to_f16(a->value);
     }
     vk_launch l = {.shader = "fill", .n_ops = 1, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_out(a->dst, a->n, elem_size(a->dtype));
+    l.ops[0] = vk_out(a->dst, a->n, vk_elem(a->dtype));
     /* f16 writes whole words: at most n/2 + 1 of them */
     return vk_run_flat(d, &l, a->dtype == KILN_F16 ? (uint64_t)a->n / 2 + 2 : (uint64_t)a->n);
 }
@@ -46,17 +45,21 @@ kiln_status vk_cast(void *dev, const kiln_cast_args *a) {
         return kiln_set_error(KILN_ERR_DTYPE, "cast from %s to %s is not supported", kiln_dtype_name(s),
                               kiln_dtype_name(t));
     vk_launch l = {.shader = "cast", .n_ops = 2, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->src, a->n, elem_size(s));
-    l.ops[1] = vk_out(a->dst, a->n, elem_size(t));
+    l.ops[0] = vk_in(a->src, a->n, vk_elem(s));
+    l.ops[1] = vk_out(a->dst, a->n, vk_elem(t));
     return vk_run_flat(d, &l, t == KILN_F16 ? (uint64_t)a->n / 2 + 2 : (uint64_t)a->n);
 }
 
 kiln_status vk_axpby(void *dev, const kiln_axpby_args *a) {
     vk_dev *d = vk_of(dev);
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "axpby", 0, a->dtype, name);
+    if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
     axpby_push p = {{0}, vk_u32(a->n), a->alpha, a->beta};
-    vk_launch l = {.shader = "axpby", .n_ops = 4, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->x, a->n, 4);
-    l.ops[1] = vk_out(a->y, a->n, 4);
+    vk_launch l = {.shader = name, .n_ops = 4, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->x, a->n, es);
+    l.ops[1] = vk_out(a->y, a->n, es);
     l.ops[2] = vk_in(a->num, 1, 4);
     l.ops[3] = vk_in(a->den, 1, 4);
     return vk_run_flat(d, &l, (uint64_t)a->n);
@@ -64,11 +67,15 @@ kiln_status vk_axpby(void *dev, const kiln_axpby_args *a) {
 
 kiln_status vk_binary(void *dev, const kiln_binary_args *a) {
     vk_dev *d = vk_of(dev);
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "binary", 0, a->dtype, name);
+    if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
     binary_push p = {{0}, vk_u32(a->n), vk_u32(a->nb), (u32)a->op};
-    vk_launch l = {.shader = "binary", .n_ops = 3, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->a, a->n, 4);
-    l.ops[1] = vk_in(a->b, a->nb, 4);
-    l.ops[2] = vk_out(a->out, a->n, 4);
+    vk_launch l = {.shader = name, .n_ops = 3, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->a, a->n, es);
+    l.ops[1] = vk_in(a->b, a->nb, es);
+    l.ops[2] = vk_out(a->out, a->n, es);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
@@ -82,10 +89,14 @@ void vk_column_wg(const vk_dev *d, uint32_t *wx, uint32_t *wy) {
 
 kiln_status vk_sum_rows(void *dev, const kiln_sum_rows_args *a) {
     vk_dev *d = vk_of(dev);
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "sum_rows", 0, a->dtype, name);
+    if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
     sum_rows_push p = {{0}, vk_u32(a->rows), vk_u32(a->cols), a->alpha};
-    vk_launch l = {.shader = "sum_rows", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 2};
-    l.ops[0] = vk_in(a->x, a->rows * a->cols, 4);
-    l.ops[1] = vk_out(a->out, a->cols, 4);
+    vk_launch l = {.shader = name, .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 2};
+    l.ops[0] = vk_in(a->x, a->rows * a->cols, es);
+    l.ops[1] = vk_out(a->out, a->cols, es);
     vk_column_wg(d, &l.spec[0], &l.spec[1]);
     l.groups[0] = vk_div_up((uint64_t)a->cols, l.spec[0]);
     l.groups[1] = l.groups[2] = 1;
@@ -96,10 +107,14 @@ kiln_status vk_act_fwd(void *dev, const kiln_act_args *a) {
     vk_dev *d = vk_of(dev);
     if (!((a->kind >= KILN_ACT_GELU && a->kind <= KILN_ACT_RELU2) || a->kind == KILN_ACT_SQRT))
         return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan act_fwd: unknown activation kind %d", a->kind);
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "act_fwd", 0, a->dtype, name);
+    if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
     act_push p = {{0}, vk_u32(a->n), (u32)a->kind};
-    vk_launch l = {.shader = "act_fwd", .n_ops = 2, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->x, a->n, 4);
-    l.ops[1] = vk_out(a->y, a->n, 4);
+    vk_launch l = {.shader = name, .n_ops = 2, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->x, a->n, es);
+    l.ops[1] = vk_out(a->y, a->n, es);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
@@ -107,20 +122,28 @@ kiln_status vk_act_bwd(void *dev, const kiln_act_args *a) {
     vk_dev *d = vk_of(dev);
     if (!(a->kind >= KILN_ACT_GELU && a->kind <= KILN_ACT_RELU2))
         return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan act_bwd: activation kind %d has no backward", a->kind);
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "act_bwd", 0, a->dtype, name);
+    if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
     act_push p = {{0}, vk_u32(a->n), (u32)a->kind};
-    vk_launch l = {.shader = "act_bwd", .n_ops = 3, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->x, a->n, 4);
-    l.ops[1] = vk_in(a->dy, a->n, 4);
-    l.ops[2] = vk_out(a->dx, a->n, 4);
+    vk_launch l = {.shader = name, .n_ops = 3, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->x, a->n, es);
+    l.ops[1] = vk_in(a->dy, a->n, es);
+    l.ops[2] = vk_out(a->dx, a->n, es);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
 static kiln_status dropout(vk_dev *d, const kiln_dropout_args *a, kiln_ref in, kiln_ref out, int backward) {
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "dropout", 0, a->dtype, name);
+    if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
     dropout_push p = {{0}, vk_u32(a->n), a->prob, 1.0f - a->prob, (u32)a->seed, (u32)(a->seed >> 32),
                       (u32)a->stream, (u32)(a->stream >> 32), (u32)backward};
-    vk_launch l = {.shader = "dropout", .n_ops = 2, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(in, a->n, 4);
-    l.ops[1] = vk_out(out, a->n, 4);
+    vk_launch l = {.shader = name, .n_ops = 2, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(in, a->n, es);
+    l.ops[1] = vk_out(out, a->n, es);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 

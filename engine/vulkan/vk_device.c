@@ -45,17 +45,24 @@ kiln_status vk_device_create(vk_dev *d, VkInstance inst, const vk_physical *phys
     memset(&cm, 0, sizeof cm);
     cm.sType = KILN_STYPE_COOPMAT_FEATURES;
     void **tail = &feats.pNext;
-    /* 16-bit storage and f16 arithmetic are enabled for the cooperative-matrix GEMM (f16
-     * tiles); every other kernel reads and writes f16 as packed 32-bit words, which every
-     * device can do. */
-    if (d->caps.coopmat) {
+    /* 16-bit storage, when the device has it (not in minimum-limits mode), for the kernels'
+     * f16 variants and the cooperative-matrix GEMM's f16 tiles. Without it kiln reports no
+     * f16 support (supports_f16); fill, cast, check_finite, adam and the GEMM still handle
+     * f16 as packed 32-bit words, which needs no feature. f16 arithmetic is enabled where
+     * the device has it, for the cooperative-matrix GEMM and the f16 FMA probe (vk_probe.c):
+     * every other kernel computes in f32. */
+    if (d->caps.storage16) {
         s16.storageBuffer16BitAccess = VK_TRUE;
         *tail = &s16;
         tail = &s16.pNext;
+    }
+    if (d->caps.float16) { /* f16 arithmetic: the cooperative-matrix GEMM, the f16 FMA probe */
         f16.shaderFloat16 = VK_TRUE;
         *tail = &f16;
         tail = &f16.pNext;
         if (phys->props.apiVersion < VK_API_VERSION_1_2) exts[n_exts++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+    }
+    if (d->caps.coopmat) { /* implies storage16 and float16 (vk_instance.c) */
         cm.cooperativeMatrix = VK_TRUE;
         *tail = &cm;
         tail = &cm.pNext;
@@ -98,7 +105,15 @@ uint32_t vk_row_wg(const vk_dev *d, int64_t cols) {
     return wg;
 }
 
-const char *vk_reduction_variant(const vk_dev *d, const char *base, char *buf, size_t size) {
-    snprintf(buf, size, "%s%s", base, d->caps.subgroup_arith ? "" : "_shared");
-    return buf;
+kiln_status vk_variant(const vk_dev *d, const char *base, int reduction, kiln_dtype dtype, char name[VK_SHADER_NAME]) {
+    if (dtype != KILN_F32 && dtype != KILN_F16)
+        return kiln_set_error(KILN_ERR_DTYPE, "vulkan %s: data must be f32 or f16, got %s", base, kiln_dtype_name(dtype));
+    if (dtype == KILN_F16 && !d->caps.storage16)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                              "vulkan %s: %s has no 16-bit storage (storageBuffer16BitAccess), so it cannot "
+                              "run f16 kernels; use f32 on this device",
+                              base, d->name);
+    snprintf(name, VK_SHADER_NAME, "%s%s%s", base, reduction && !d->caps.subgroup_arith ? "_shared" : "",
+             dtype == KILN_F16 ? "_f16" : "");
+    return KILN_OK;
 }

@@ -366,7 +366,14 @@ uint32_t vk_row_wg(const vk_dev *d, int64_t cols);
 void vk_column_wg(const vk_dev *d, uint32_t *wx, uint32_t *wy);
 /* Workgroup size for flat elementwise kernels. */
 uint32_t vk_flat_wg(const vk_dev *d);
-/* The name of a reduction shader's variant for this device: subgroup or shared-memory. */
-const char *vk_reduction_variant(const vk_dev *d, const char *base, char *buf, size_t size);
+/* The shader of kernel family `base` for this device and data type, written into name:
+ * "<base>[_shared][_f16]" (shaders/variants.txt). "_shared" when `reduction` and the device
+ * lacks subgroup arithmetic; "_f16" for f16 data, which needs 16-bit storage: without it
+ * the kernel fails with KILN_ERR_UNSUPPORTED and a line naming the device (the backend's
+ * supports_f16 says so up front). KILN_ERR_DTYPE for a dtype other than f32 and f16. */
+#define VK_SHADER_NAME 48
+kiln_status vk_variant(const vk_dev *d, const char *base, int reduction, kiln_dtype dtype, char name[VK_SHADER_NAME]);
+/* Bytes per element of a kernel's data operands (f32, f16 or i32). */
+static inline uint32_t vk_elem(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
 
 #endif

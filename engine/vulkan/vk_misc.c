@@ -1,5 +1,5 @@
-/* Host side of the sinusoidal table (kiln_sinusoid_args) and the inf/NaN check
- * (kiln_finite_args). */
+/* Host side of the sinusoidal table (kiln_sinusoid_args; f32, or f16 through the "_f16"
+ * variant) and the inf/NaN check (kiln_finite_args; f16 as packed words on any device). */
 #include "push.h"
 #include "vk_internal.h"
 
@@ -8,9 +8,12 @@ typedef struct { FINITE_PUSH } finite_push;
 
 kiln_status vk_sinusoid(void *dev, const kiln_sinusoid_args *a) {
     vk_dev *d = vk_of(dev);
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "sinusoid", 0, a->dtype, name);
+    if (s) return s;
     sinusoid_push p = {{0}, vk_u32(a->positions), vk_u32(a->channels)};
-    vk_launch l = {.shader = "sinusoid", .n_ops = 1, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_out(a->out, a->positions * a->channels, 4);
+    vk_launch l = {.shader = name, .n_ops = 1, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_out(a->out, a->positions * a->channels, vk_elem(a->dtype));
     return vk_run_flat(d, &l, (uint64_t)(a->positions * a->channels));
 }
 

@@ -1,7 +1,8 @@
 /* Host side of the cross-entropy (kiln_xent_args). The forward is two dispatches: one
  * workgroup per row writes lse[r] and the row's loss and validity into a scratch buffer,
  * then one workgroup forms the mean over the valid rows. Out-of-range targets set the
- * err_flag instead of failing (the engine reports them on its next read). */
+ * err_flag instead of failing (the engine reports them on its next read). logits and
+ * dlogits are f32 or f16 (the "_f16" variants); lse, loss, count and dloss are f32. */
 #include "push.h"
 #include "vk_internal.h"
 
@@ -11,15 +12,16 @@ typedef struct { XENT_BWD_PUSH } xent_bwd_push;
 
 kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
     vk_dev *d = vk_of(dev);
-    char name[32];
-    kiln_ref rows_ref;
-    kiln_status s = vk_scratch(d, (size_t)a->rows * 8, &rows_ref);
+    char name[VK_SHADER_NAME], name2[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "xent_fwd", 1, a->dtype, name);
+    if (!s) s = vk_variant(d, "xent_sum", 1, KILN_F32, name2); /* f32 row losses */
     if (s) return s;
+    kiln_ref rows_ref;
+    if ((s = vk_scratch(d, (size_t)a->rows * 8, &rows_ref))) return s;
     xent_fwd_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), a->smoothing, a->ignore_index};
-    vk_launch l = {.shader = vk_reduction_variant(d, "xent_fwd", name, sizeof name), .n_ops = 5, .push = &p,
-                   .push_bytes = sizeof p, .n_spec = 1};
+    vk_launch l = {.shader = name, .n_ops = 5, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_row_wg(d, a->vocab);
-    l.ops[0] = vk_in(a->logits, a->rows * a->vocab, 4);
+    l.ops[0] = vk_in(a->logits, a->rows * a->vocab, vk_elem(a->dtype));
     l.ops[1] = vk_in(a->targets, a->rows, 4);
     l.ops[2] = vk_out(a->lse, a->rows, 4);
     l.ops[3] = vk_out(a->err_flag, 1, 4);
@@ -27,10 +29,8 @@ kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
     vk_grid_1d(d, (uint64_t)a->rows, l.groups);
     s = vk_dispatch(d, &l);
     if (!s) {
-        char name2[32];
         xent_sum_push q = {{0}, vk_u32(a->rows)};
-        vk_launch m = {.shader = vk_reduction_variant(d, "xent_sum", name2, sizeof name2), .n_ops = 3, .push = &q,
-                       .push_bytes = sizeof q, .n_spec = 1};
+        vk_launch m = {.shader = name2, .n_ops = 3, .push = &q, .push_bytes = sizeof q, .n_spec = 1};
         m.spec[0] = vk_row_wg(d, a->rows);
         m.ops[0] = vk_in(rows_ref, 2 * a->rows, 4);
         m.ops[1] = vk_out(a->loss, 1, 4);
@@ -44,14 +44,18 @@ kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
 
 kiln_status vk_xent_bwd(void *dev, const kiln_xent_args *a) {
     vk_dev *d = vk_of(dev);
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "xent_bwd", 0, a->dtype, name);
+    if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
     int64_t n = a->rows * a->vocab;
     xent_bwd_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), a->smoothing, a->ignore_index};
-    vk_launch l = {.shader = "xent_bwd", .n_ops = 6, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->logits, n, 4);
+    vk_launch l = {.shader = name, .n_ops = 6, .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(a->logits, n, es);
     l.ops[1] = vk_in(a->targets, a->rows, 4);
     l.ops[2] = vk_in(a->lse, a->rows, 4);
     l.ops[3] = vk_in(a->count, 1, 4);
     l.ops[4] = vk_in(a->dloss, 1, 4);
-    l.ops[5] = vk_out(a->dlogits, n, 4);
+    l.ops[5] = vk_out(a->dlogits, n, es);
     return vk_run_flat(d, &l, (uint64_t)n);
 }
