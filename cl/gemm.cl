@@ -43,6 +43,38 @@ __kernel void gemm_pack(const __global void *src, ulong src_off, long src_bstrid
  * across work-items (gathers); per-element work-items (above) ran at a tenth of memory speed.
  * grid (panels, batch). */
 #define PACK_KB 16
+
+/* A whole PACK_KB x pw block (no bounds) of an f32 or f16 source: the common case. An f16
+ * element is converted here, once, so the micro-kernel's FMAs read f32. f16 is a constant
+ * at both call sites, so each inlined copy has no branch in its loops. */
+void pack_full_block(const __global void *src, ulong sb, int f16, int o_major, long ld, long panel,
+                     int pw, long k0, __global float *out) {
+    const __global float *f = (const __global float *)src + sb;
+    const __global half *h = (const __global half *)src + sb;
+    if (o_major) {
+        for (int r = 0; r < pw; r++) {
+            long row = (panel * pw + r) * ld + k0;
+            float v[PACK_KB];
+            if (f16)
+                vstore16(vload_half16(0, h + row), 0, v);
+            else
+                vstore16(vload16(0, f + row), 0, v);
+#pragma unroll
+            for (int kk = 0; kk < PACK_KB; kk++) out[(k0 + kk) * pw + r] = v[kk];
+        }
+    } else {
+#pragma unroll
+        for (int kk = 0; kk < PACK_KB; kk++) {
+            long col = (k0 + kk) * ld + panel * pw;
+            __global float *o = out + (k0 + kk) * pw;
+            if (f16)
+                for (int r = 0; r < pw; r++) o[r] = vload_half(col + r, h);
+            else
+                for (int r = 0; r < pw; r++) o[r] = f[col + r];
+        }
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_pack_blocked(const __global void *src, ulong src_off, long src_bstride, int dtype,
                        int o_major, long ld, long outer, long depth, __global float *dst,
@@ -52,22 +84,11 @@ void gemm_pack_blocked(const __global void *src, ulong src_off, long src_bstride
     __global float *out = dst + dst_off + b * dst_bstride + panel * kp * pw;
     int full_panel = (panel + 1) * pw <= outer;
     for (long k0 = 0; k0 < kp; k0 += PACK_KB) {
-        if (dtype == DT_F32 && full_panel && k0 + PACK_KB <= depth) {
-            /* the common case, a whole block of f32: no bounds, no conversion */
-            const __global float *f = (const __global float *)src + sb;
-            if (o_major) {
-                for (int r = 0; r < pw; r++) {
-                    const __global float *row = f + (panel * pw + r) * ld + k0;
-#pragma unroll
-                    for (int kk = 0; kk < PACK_KB; kk++) out[(k0 + kk) * pw + r] = row[kk];
-                }
-            } else {
-#pragma unroll
-                for (int kk = 0; kk < PACK_KB; kk++) {
-                    const __global float *col = f + (k0 + kk) * ld + panel * pw;
-                    for (int r = 0; r < pw; r++) out[(k0 + kk) * pw + r] = col[r];
-                }
-            }
+        if (full_panel && k0 + PACK_KB <= depth) {
+            if (dtype == DT_F16)
+                pack_full_block(src, sb, 1, o_major, ld, panel, pw, k0, out);
+            else
+                pack_full_block(src, sb, 0, o_major, ld, panel, pw, k0, out);
             continue;
         }
         long kend = min(k0 + PACK_KB, kp);

@@ -50,6 +50,10 @@ static const gemm_case cases[] = {
     {"f16_inputs", 21, 19, 13, 1, 0, 1, F16, F16, F32, 1, 0, 1, 0, 0, 0, 1},
     {"f16_a_batched", 7, 15, 33, 2, 1, 0, F16, F32, F32, 0.5f, 1, 0, 0, 1, 1, 3},
     {"f16_b_tt", 18, 5, 22, 1, 1, 1, F32, F16, F32, 1, 0, 0, 0, 0, 0, 0},
+    /* whole packing blocks of f16 (the converting fast path), both source layouts, at odd
+     * element offsets (vector loads of halves need only 2-byte alignment) */
+    {"f16_blocks_nt", 40, 70, 50, 1, 0, 1, F16, F16, F32, 1, 0, 0, 0, 0, 0, 1},
+    {"f16_blocks_tn", 40, 70, 50, 2, 1, 0, F16, F16, F32, 1, 0, 1, 0, 0, 3, 0},
 };
 
 static int64_t rows_of(int64_t r, int64_t c, int trans) { return trans ? c : r; }
