@@ -251,6 +251,13 @@ kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step) {
     return KILN_OK;
 }
 
+int kiln_adam_count(const kiln_adam *opt) { return opt ? opt->count : 0; }
+
+kiln_tensor *kiln_adam_grad(kiln_adam *opt, int index) {
+    if (!opt || index < 0 || index >= opt->count) return NULL;
+    return opt->copies ? opt->copies[index]->grad : opt->params[index]->grad;
+}
+
 kiln_tensor *kiln_adam_grad_norm(kiln_adam *opt) { return opt ? opt->norm : NULL; }
 
 kiln_tensor *kiln_adam_m(kiln_adam *opt, int index) {

@@ -49,6 +49,12 @@ kiln_status kiln_adam_set_half_copies(kiln_adam *opt, kiln_tensor *const *copies
  * allocated are left untouched. Nothing is read back. */
 kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step);
 
+/* The number of parameters, and the gradient that the next step reads for parameter i:
+ * the f16 copy's gradient in mixed precision, the parameter's otherwise; NULL when backward
+ * never reached it. Loss scaling checks these for inf/NaN (kiln/loss_scale.h). */
+int kiln_adam_count(const kiln_adam *opt);
+kiln_tensor *kiln_adam_grad(kiln_adam *opt, int index);
+
 /* The global norm of the (unscaled) gradients seen by the last step, before clipping, as a
  * device scalar (valid until the next step). */
 kiln_tensor *kiln_adam_grad_norm(kiln_adam *opt);
