@@ -5,12 +5,13 @@
  * with, each f16 output must be exactly the f16 rounding of the f32 output, and each f32
  * output (statistics, losses) exactly the f32 output: a bit-for-bit check of the storage
  * path (16-bit bindings at odd element offsets, "+=" into f16, f32 operands beside f16
- * ones) that the op tests' tolerances against the CPU cannot make. Those op tests check the
- * arithmetic itself.
+ * ones, an f16 GEMM output with gaps between its rows) that the op tests' tolerances
+ * against the CPU cannot make. Those op tests check the arithmetic itself.
  *
  * On a device without 16-bit storage (and in KILN_VK_MIN_LIMITS=1 mode) the backend must
  * say so (supports_f16) and every f16 kernel must fail with KILN_ERR_UNSUPPORTED and a
- * one-line message, while the f32 kernels still run. */
+ * one-line message, those with a packed-word f16 path included, while the f32 kernels
+ * still run. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,23 @@ static kiln_status sinusoid(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) {
     return BE(c)->sinusoid(DEV(c), &a);
 }
 
+/* C [2][37][33 + gap] = 0.75 A [2][37][70] B^T + 0.5 C (+ bias): f16 C goes through the
+ * slot's f32 scratch (vk_gemm_f16_out.c); the gaps between rows and batches must survive */
+#define GEMM_M 37
+#define GEMM_N 29
+#define GEMM_K 70
+#define GEMM_LDC 33
+#define GEMM_SC (GEMM_M * GEMM_LDC + 5)
+static kiln_status gemm_f16_c(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt, float beta) {
+    kiln_gemm_args a = {.a = r[0], .b = r[1], .c = r[2], .bias = r[3], .a_dtype = dt, .b_dtype = dt, .c_dtype = dt,
+                        .m = GEMM_M, .n = GEMM_N, .k = GEMM_K, .batch = 2, .trans_b = 1, .lda = GEMM_K, .ldb = GEMM_K,
+                        .ldc = GEMM_LDC, .stride_a = GEMM_M * GEMM_K, .stride_b = GEMM_N * GEMM_K, .stride_c = GEMM_SC,
+                        .alpha = 0.75f, .beta = beta};
+    return BE(c)->gemm(DEV(c), &a);
+}
+static kiln_status gemm_beta(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return gemm_f16_c(c, r, dt, 0.5f); }
+static kiln_status gemm_beta0(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return gemm_f16_c(c, r, dt, 0.0f); }
+
 #define D(n, lo, hi) {'d', n, lo, hi, 0}
 #define DOUT(n, lo, hi) {'d', n, lo, hi, 1}
 #define F(n, lo, hi) {'f', n, lo, hi, 0}
@@ -218,6 +236,10 @@ static const f16_case cases[] = {
     {"copy_block_copy", copy_block_copy, 2, {D(210, -2, 2), DOUT(252, -1, 1)}},
     {"copy_block_acc", copy_block_acc, 2, {D(210, -2, 2), DOUT(252, -1, 1)}},
     {"sinusoid", sinusoid, 1, {DOUT(17 * 36, 0, 0)}},
+    {"gemm_beta_gaps", gemm_beta, 4,
+     {D(2 * GEMM_M * GEMM_K, -1, 1), D(2 * GEMM_N * GEMM_K, -1, 1), DOUT(2 * GEMM_SC, -1, 1), F(GEMM_N, -1, 1)}},
+    {"gemm_beta0_gaps", gemm_beta0, 4,
+     {D(2 * GEMM_M * GEMM_K, -1, 1), D(2 * GEMM_N * GEMM_K, -1, 1), DOUT(2 * GEMM_SC, -1, 1), F(GEMM_N, -1, 1)}},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -337,7 +359,36 @@ START_TEST(f16_is_the_rounded_f32_result) {
 }
 END_TEST
 
-static void add_tests(TCase *tc) { tcase_add_loop_test(tc, f16_is_the_rounded_f32_result, 0, N_CASES); }
+/* The kernels that handle f16 as packed 32-bit words need no 16-bit storage, but follow
+ * the device's one rule all the same: without supports_f16, f16 is refused everywhere. */
+START_TEST(packed_word_kernels_follow_supports_f16) {
+    kiln_ctx *ctx;
+    ck_assert_msg(kiln_open("vulkan", &ctx) == KILN_OK, "%s", kiln_error_message());
+    int f16 = BE(ctx)->supports_f16(DEV(ctx));
+    kiln_tensor *x = kiln_tensor_1d(ctx, KILN_F32, 64), *flag = kiln_tensor_1d(ctx, KILN_I32, 1);
+    ck_assert(x && flag);
+    ck_assert_int_eq(kiln_fill(x, 1.0f), KILN_OK);
+    ck_assert_int_eq(kiln_fill(flag, 0.0f), KILN_OK);
+    kiln_ref r = kiln_ref_of(x);
+    kiln_fill_args fill = {.dst = r, .n = 7, .dtype = KILN_F16, .value = 2.0f};
+    kiln_cast_args cast = {.src = r, .dst = r, .n = 7, .src_dtype = KILN_F16, .dst_dtype = KILN_F16};
+    kiln_finite_args finite = {.x = r, .flag = kiln_ref_of(flag), .n = 7, .dtype = KILN_F16};
+    kiln_status s[3] = {BE(ctx)->fill(DEV(ctx), &fill), BE(ctx)->cast(DEV(ctx), &cast),
+                        BE(ctx)->check_finite(DEV(ctx), &finite)};
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(s[i] == (f16 ? KILN_OK : KILN_ERR_UNSUPPORTED), "kernel %d: status %d with supports_f16 %d", i,
+                      (int)s[i], f16);
+    ck_assert_int_eq(BE(ctx)->sync(DEV(ctx)), KILN_OK);
+    kiln_tensor_free(x);
+    kiln_tensor_free(flag);
+    kiln_close(ctx);
+}
+END_TEST
+
+static void add_tests(TCase *tc) {
+    tcase_add_loop_test(tc, f16_is_the_rounded_f32_result, 0, N_CASES);
+    tcase_add_test(tc, packed_word_kernels_follow_supports_f16);
+}
 
 int main(void) {
     int skip = kt_require_backend("vulkan");

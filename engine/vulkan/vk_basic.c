@@ -16,6 +16,8 @@ typedef struct { DROPOUT_PUSH } dropout_push;
 
 kiln_status vk_fill(void *dev, const kiln_fill_args *a) {
     vk_dev *d = vk_of(dev);
+    kiln_status s = a->dtype == KILN_F16 ? vk_require_f16(d, "fill") : KILN_OK;
+    if (s) return s;
     fill_push p = {{0}, vk_u32(a->n), (u32)a->dtype, 0};
     if (a->dtype == KILN_F32) {
         memcpy(&p.bits, &a->value, 4);
@@ -35,6 +37,7 @@ kiln_status vk_cast(void *dev, const kiln_cast_args *a) {
     vk_dev *d = vk_of(dev);
     cast_push p = {{0}, vk_u32(a->n), 0};
     kiln_dtype s = a->src_dtype, t = a->dst_dtype;
+    if ((s == KILN_F16 || t == KILN_F16) && vk_require_f16(d, "cast")) return kiln_error_status();
     if (s == t)
         p.mode = s == KILN_F16 ? 1 : 0;
     else if (s == KILN_F32 && t == KILN_F16)

@@ -47,8 +47,9 @@ kiln_status vk_device_create(vk_dev *d, VkInstance inst, const vk_physical *phys
     void **tail = &feats.pNext;
     /* 16-bit storage, when the device has it (not in minimum-limits mode), for the kernels'
      * f16 variants and the cooperative-matrix GEMM's f16 tiles. Without it kiln reports no
-     * f16 support (supports_f16); fill, cast, check_finite, adam and the GEMM still handle
-     * f16 as packed 32-bit words, which needs no feature. f16 arithmetic is enabled where
+     * f16 support (supports_f16) and every kernel refuses f16 data (vk_require_f16), even
+     * those that handle f16 as packed 32-bit words (fill, cast, check_finite, adam, the
+     * GEMM's packing): one rule for the whole device. f16 arithmetic is enabled where
      * the device has it, for the cooperative-matrix GEMM and the f16 FMA probe (vk_probe.c):
      * every other kernel computes in f32. */
     if (d->caps.storage16) {
@@ -105,14 +106,19 @@ uint32_t vk_row_wg(const vk_dev *d, int64_t cols) {
     return wg;
 }
 
+kiln_status vk_require_f16(const vk_dev *d, const char *kernel) {
+    if (d->caps.storage16) return KILN_OK;
+    return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                          "vulkan %s: %s has no 16-bit storage (storageBuffer16BitAccess), so it cannot run f16 "
+                          "kernels; use f32 on this device",
+                          kernel, d->name);
+}
+
 kiln_status vk_variant(const vk_dev *d, const char *base, int reduction, kiln_dtype dtype, char name[VK_SHADER_NAME]) {
     if (dtype != KILN_F32 && dtype != KILN_F16)
         return kiln_set_error(KILN_ERR_DTYPE, "vulkan %s: data must be f32 or f16, got %s", base, kiln_dtype_name(dtype));
-    if (dtype == KILN_F16 && !d->caps.storage16)
-        return kiln_set_error(KILN_ERR_UNSUPPORTED,
-                              "vulkan %s: %s has no 16-bit storage (storageBuffer16BitAccess), so it cannot "
-                              "run f16 kernels; use f32 on this device",
-                              base, d->name);
+    kiln_status s = dtype == KILN_F16 ? vk_require_f16(d, base) : KILN_OK;
+    if (s) return s;
     snprintf(name, VK_SHADER_NAME, "%s%s%s", base, reduction && !d->caps.subgroup_arith ? "_shared" : "",
              dtype == KILN_F16 ? "_f16" : "");
     return KILN_OK;

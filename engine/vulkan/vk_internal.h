@@ -356,6 +356,9 @@ kiln_status vk_check_finite(void *dev, const kiln_finite_args *a);
 kiln_status vk_clip_coef(void *dev, const kiln_clip_args *a);
 kiln_status vk_adam(void *dev, const kiln_adam_args *a);
 
+/* The backend's gemm slot (vk_gemm_f16_out.c): vk_gemm, with an f16 C through an f32 scratch. */
+kiln_status vk_gemm_slot(void *dev, const kiln_gemm_args *a);
+
 /* The cooperative-matrix GEMM (vk_gemm_coopmat.c): whether it takes these arguments here. */
 int vk_gemm_coopmat_applies(const vk_dev *d, const kiln_gemm_args *a);
 kiln_status vk_gemm_coopmat(vk_dev *d, const kiln_gemm_args *a);
@@ -372,6 +375,10 @@ uint32_t vk_flat_wg(const vk_dev *d);
  * the kernel fails with KILN_ERR_UNSUPPORTED and a line naming the device (the backend's
  * supports_f16 says so up front). KILN_ERR_DTYPE for a dtype other than f32 and f16. */
 #define VK_SHADER_NAME 48
+/* KILN_OK when the device can take f16 data (16-bit storage), else that error. Every
+ * kernel given f16 data checks it, so a device without f16 (supports_f16 = 0) refuses f16
+ * everywhere, also where a kernel's packed-word f16 path would not need the feature. */
+kiln_status vk_require_f16(const vk_dev *d, const char *kernel);
 kiln_status vk_variant(const vk_dev *d, const char *base, int reduction, kiln_dtype dtype, char name[VK_SHADER_NAME]);
 /* Bytes per element of a kernel's data operands (f32, f16 or i32). */
 static inline uint32_t vk_elem(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }

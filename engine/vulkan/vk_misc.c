@@ -21,6 +21,7 @@ kiln_status vk_check_finite(void *dev, const kiln_finite_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->dtype != KILN_F32 && a->dtype != KILN_F16)
         return kiln_set_error(KILN_ERR_DTYPE, "check_finite: x must be f32 or f16, got %s", kiln_dtype_name(a->dtype));
+    if (a->dtype == KILN_F16 && vk_require_f16(d, "check_finite")) return kiln_error_status();
     finite_push p = {{0}, vk_u32(a->n), (u32)(a->dtype == KILN_F16)};
     vk_launch l = {.shader = "check_finite", .n_ops = 2, .push = &p, .push_bytes = sizeof p};
     l.ops[0] = vk_in(a->x, a->n, a->dtype == KILN_F16 ? 2 : 4);

@@ -21,6 +21,7 @@ kiln_status vk_adam(void *dev, const kiln_adam_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->grad_dtype != KILN_F32 && a->grad_dtype != KILN_F16)
         return kiln_set_error(KILN_ERR_DTYPE, "adam: gradients must be f32 or f16, got %s", kiln_dtype_name(a->grad_dtype));
+    if ((a->grad_dtype == KILN_F16 || vk_has(a->half_copy)) && vk_require_f16(d, "adam")) return kiln_error_status();
     adam_push p = {{0},     vk_u32(a->n), (u32)(a->grad_dtype == KILN_F16),
                    a->lr,   a->beta1,     a->beta2,
                    a->eps,  a->weight_decay, a->bc1,
