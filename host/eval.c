@@ -6,14 +6,16 @@
 #include "device.h"
 #include "eval.h"
 #include "gpt_checkpoint.h"
+#include "precision.h"
 
 int cmd_eval(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *backend = "auto";
+    const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, batch = 8;
     cli_opt opts[] = {
         {"--ckpt", CLI_STRING, &ckpt, "FILE", "the model (safetensors, GPT-2 layout)", 0, 0, 0},
         {"--data", CLI_STRING, &data, "FILE", "a text file; its bytes are the tokens", 0, 0, 0},
         {"--batch", CLI_INT, &batch, "N", "windows per forward pass", 1, 65536, 0},
+        {"--precision", CLI_STRING, &precision, "P", HOST_PRECISION_HELP, 0, 0, 0},
         {"--backend", CLI_STRING, &backend, "NAME", HOST_BACKEND_HELP, 0, 0, 0},
         {"--device", CLI_INT, &device, "N", HOST_DEVICE_HELP, -1, 1000, 0},
     };
@@ -25,6 +27,8 @@ int cmd_eval(int argc, char **argv) {
     if (rc) return rc < 0 ? 1 : 0;
     if (!ckpt) return host_error("kiln eval needs --ckpt FILE");
     if (!data) return host_error("kiln eval needs --data FILE");
+    kiln_dtype dtype;
+    if (host_parse_precision(precision, &dtype)) return 1;
 
     char err[1024];
     data_set *ds = NULL;
@@ -36,9 +40,14 @@ int cmd_eval(int argc, char **argv) {
     kiln_ctx *ctx = host_open_device(backend, device);
     gpt_model *m = NULL;
     rc = 1;
-    if (!ctx) goto done;
+    if (!ctx || host_check_precision(ctx, dtype)) goto done;
     if (gpt_checkpoint_load(ctx, ckpt, &m, err, sizeof err)) {
         host_error("%s", err);
+        goto done;
+    }
+    /* fp16: the f32 weights are replaced by f16 ones (no masters: nothing trains) */
+    if (gpt_set_precision(m, dtype, 0)) {
+        host_engine_error("--precision fp16");
         goto done;
     }
     if (m->cfg.vocab_size != GPT_BYTE_VOCAB) {

@@ -68,6 +68,29 @@ int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out) {
     return n;
 }
 
+/* The weight the forward pass reads for parameter i. */
+static kiln_tensor *compute_weight(const gpt_model *m, int i) {
+    return m->params[i].half ? m->params[i].half : m->params[i].t;
+}
+
+/* Points the named handles of the forward pass at the weights it reads, in
+ * gpt_param_specs' order. */
+static void bind_handles(gpt_model *m) {
+    int n = m->n_params;
+    m->wte = compute_weight(m, 0);
+    m->wpe = compute_weight(m, 1);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        int first = 2 + 12 * l;
+        gpt_block *b = &m->blocks[l];
+        kiln_tensor **slots[12] = {&b->ln_1_w, &b->ln_1_b, &b->attn_w, &b->attn_b,
+                                   &b->attn_proj_w, &b->attn_proj_b, &b->ln_2_w, &b->ln_2_b,
+                                   &b->fc_w, &b->fc_b, &b->mlp_proj_w, &b->mlp_proj_b};
+        for (int k = 0; k < 12; k++) *slots[k] = compute_weight(m, first + k);
+    }
+    m->ln_f_w = compute_weight(m, n - 2);
+    m->ln_f_b = compute_weight(m, n - 1);
+}
+
 gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) {
     gpt_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
@@ -87,19 +110,8 @@ gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) {
         m->params[i].t = t;
         m->n_params++;
     }
-    /* Named handles for the forward pass, in gpt_param_specs' order. */
-    m->wte = m->params[0].t;
-    m->wpe = m->params[1].t;
-    for (int l = 0; l < cfg->n_layer; l++) {
-        const gpt_param *p = &m->params[2 + 12 * l];
-        gpt_block *b = &m->blocks[l];
-        kiln_tensor **slots[12] = {&b->ln_1_w, &b->ln_1_b, &b->attn_w, &b->attn_b,
-                                   &b->attn_proj_w, &b->attn_proj_b, &b->ln_2_w, &b->ln_2_b,
-                                   &b->fc_w, &b->fc_b, &b->mlp_proj_w, &b->mlp_proj_b};
-        for (int k = 0; k < 12; k++) *slots[k] = p[k].t;
-    }
-    m->ln_f_w = m->params[n - 2].t;
-    m->ln_f_b = m->params[n - 1].t;
+    m->dtype = KILN_F32;
+    bind_handles(m);
     free(specs);
     return m;
 fail:
@@ -110,7 +122,10 @@ fail:
 
 void gpt_free(gpt_model *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_params; i++) kiln_tensor_free(m->params[i].t);
+    for (int i = 0; i < m->n_params; i++) {
+        kiln_tensor_free(m->params[i].t);
+        kiln_tensor_free(m->params[i].half);
+    }
     free(m->params);
     free(m->blocks);
     free(m);
@@ -136,6 +151,58 @@ kiln_status gpt_init(gpt_model *m, uint64_t seed) {
         if (s) return s;
     }
     return KILN_OK;
+}
+
+/* An f16 tensor of t's shape holding t rounded to f16, or NULL (engine error set). */
+static kiln_tensor *half_of(kiln_ctx *ctx, const kiln_tensor *t) {
+    kiln_tensor *h = kiln_tensor_new(ctx, KILN_F16, t->ndim, t->shape);
+    if (h && kiln_copy(h, t)) {
+        kiln_tensor_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+kiln_status gpt_set_precision(gpt_model *m, kiln_dtype dtype, int keep_masters) {
+    if (dtype == m->dtype) return KILN_OK;
+    if (dtype != KILN_F16 || m->dtype != KILN_F32) {
+        /* the host never goes back from f16; saying so beats a half-converted model */
+        fprintf(stderr, "gpt_set_precision: unsupported change %s -> %s\n", kiln_dtype_name(m->dtype),
+                kiln_dtype_name(dtype));
+        return KILN_ERR_ARGUMENT;
+    }
+    /* every copy first, so a failure (no f16 storage, out of memory) leaves the model whole */
+    kiln_tensor **halves = calloc((size_t)m->n_params, sizeof *halves);
+    if (!halves) return KILN_ERR_MEMORY;
+    for (int i = 0; i < m->n_params; i++) {
+        if (!(halves[i] = half_of(m->ctx, m->params[i].t))) {
+            kiln_status s = kiln_error_status();
+            for (int k = 0; k < i; k++) kiln_tensor_free(halves[k]);
+            free(halves);
+            return s ? s : KILN_ERR_MEMORY;
+        }
+    }
+    for (int i = 0; i < m->n_params; i++) {
+        gpt_param *p = &m->params[i];
+        if (keep_masters) {
+            /* backward reaches the copies, never the masters: no f32 gradient is kept */
+            kiln_set_requires_grad(p->t, 0);
+            kiln_set_requires_grad(halves[i], 1);
+            p->half = halves[i];
+        } else {
+            kiln_set_requires_grad(halves[i], kiln_requires_grad(p->t));
+            kiln_tensor_free(p->t);
+            p->t = halves[i];
+        }
+    }
+    free(halves);
+    m->dtype = KILN_F16;
+    bind_handles(m);
+    return KILN_OK;
+}
+
+kiln_tensor *gpt_grad_leaf(const gpt_model *m, int i) {
+    return m->params[i].half ? m->params[i].half : m->params[i].t;
 }
 
 int64_t gpt_param_count(const gpt_model *m) {

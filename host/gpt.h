@@ -53,12 +53,15 @@ int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out);
 /* One parameter: its spec and its tensor. */
 typedef struct gpt_param {
     gpt_param_spec spec;
-    kiln_tensor *t;
+    kiln_tensor *t;    /* the weight: f32 (the master in mixed-precision training) */
+    kiln_tensor *half; /* its f16 working copy in mixed-precision training, else NULL */
 } gpt_param;
 
 typedef struct gpt_model {
     kiln_ctx *ctx;
     gpt_config cfg;
+    kiln_dtype dtype; /* of the weights the forward pass reads, and of its activations */
+    /* the weights the forward pass reads: the f16 copies in mixed-precision training */
     kiln_tensor *wte, *wpe, *ln_f_w, *ln_f_b;
     gpt_block *blocks;
     gpt_param *params; /* every weight, in checkpoint order */
@@ -75,6 +78,21 @@ void gpt_free(gpt_model *m);
  * LayerNorm weights 1. Tensor i draws from its own stream, so the result depends only on
  * the seed. */
 kiln_status gpt_init(gpt_model *m, uint64_t seed);
+
+/* Precision (DESIGN.md "Precision"). With KILN_F16 the forward pass reads f16 weights and
+ * computes f16 activations (statistics and the loss stay f32):
+ *   keep_masters = 1 (training): each f32 weight stays the master that the optimizer
+ *     updates and checkpoints hold; an f16 working copy (params[i].half, requiring grad:
+ *     backward's gradients land there) is allocated and filled from it;
+ *   keep_masters = 0 (eval, decode): the f32 weights are replaced by f16 ones, halving
+ *     their memory.
+ * KILN_F32 is a no-op on an f32 model. Fails with KILN_ERR_UNSUPPORTED (engine message) on
+ * a device that cannot store f16, leaving the model in f32. */
+kiln_status gpt_set_precision(gpt_model *m, kiln_dtype dtype, int keep_masters);
+
+/* The tensor that gradients reach for parameter i: the f16 copy in mixed-precision
+ * training, the weight itself otherwise. */
+kiln_tensor *gpt_grad_leaf(const gpt_model *m, int i);
 
 /* Total number of weights (elements). */
 int64_t gpt_param_count(const gpt_model *m);

@@ -117,8 +117,9 @@ gpt_kv_cache *gpt_kv_new(gpt_model *m) {
         return NULL;
     }
     for (int l = 0; l < c->n_layer; l++) {
-        c->k[l] = kiln_tensor_2d(m->ctx, KILN_F32, m->cfg.n_positions, m->cfg.n_embd);
-        c->v[l] = kiln_tensor_2d(m->ctx, KILN_F32, m->cfg.n_positions, m->cfg.n_embd);
+        /* in the model's dtype: attention multiplies the cached keys with its queries */
+        c->k[l] = kiln_tensor_2d(m->ctx, m->dtype, m->cfg.n_positions, m->cfg.n_embd);
+        c->v[l] = kiln_tensor_2d(m->ctx, m->dtype, m->cfg.n_positions, m->cfg.n_embd);
         if (!c->k[l] || !c->v[l]) {
             gpt_kv_free(c);
             return NULL;

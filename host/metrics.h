@@ -1,7 +1,9 @@
 /* DIR/metrics.jsonl: one JSON object per logged training step, e.g.
  *   {"step": 250, "loss": 2.0812, "val_loss": 2.0953, "lr": 0.00093, "grad_norm": 0.41,
  *    "tokens_per_s": 18342}
- * val_loss appears only on the steps that evaluated. */
+ * val_loss appears only on the steps that evaluated. Mixed-precision (fp16) runs add
+ * "loss_scale" (S after the step's update) and "skipped_steps" (overflowing steps skipped
+ * so far, cumulative); a skipped step's grad_norm is null. */
 #ifndef KILN_HOST_METRICS_H
 #define KILN_HOST_METRICS_H
 
@@ -13,6 +15,8 @@ typedef struct metrics_row {
     int64_t step;
     double loss, val_loss; /* val_loss NaN: not evaluated at this step */
     double lr, grad_norm, tokens_per_s;
+    double loss_scale;     /* NaN: not written (fp32) */
+    int64_t skipped_steps; /* < 0: not written (fp32) */
 } metrics_row;
 
 /* Opens DIR/metrics.jsonl. A fresh run (resume_step < 0) starts an empty file; a resumed

@@ -21,6 +21,7 @@ void progress_init(progress *p, FILE *out, int64_t first_step, int64_t total_ste
     p->start_time = progress_now();
     p->seconds_per_token = 0;
     p->bar_shown = 0;
+    p->loss_scale = 0;
 }
 
 /* "1h02m", "3m07s", "12s" */
@@ -50,8 +51,10 @@ void progress_step(progress *p, int64_t step, double loss, double lr, double tok
     }
     if (!p->tty) {
         if (step % p->log_every == 0 || evaluated || step == p->total_steps) {
-            fprintf(p->out, "step %lld/%lld  loss %.4f  lr %.3e  %.0f tokens/s  eta %s",
-                    (long long)step, (long long)p->total_steps, loss, lr, tokens_per_s, eta);
+            fprintf(p->out, "step %lld/%lld  loss %.4f  lr %.3e", (long long)step,
+                    (long long)p->total_steps, loss, lr);
+            if (p->loss_scale > 0) fprintf(p->out, "  S %g", p->loss_scale);
+            fprintf(p->out, "  %.0f tokens/s  eta %s", tokens_per_s, eta);
             if (evaluated) fprintf(p->out, "  val loss %.4f", val_loss);
             fputc('\n', p->out);
             fflush(p->out);
@@ -68,8 +71,10 @@ void progress_step(progress *p, int64_t step, double loss, double lr, double tok
     char bar[32];
     for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '.';
     bar[width] = 0;
-    fprintf(p->out, "\r\033[K[%s] %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s", bar,
-            (long long)step, (long long)p->total_steps, loss, lr, tokens_per_s, eta);
+    fprintf(p->out, "\r\033[K[%s] %lld/%lld  loss %.4f  lr %.2e", bar, (long long)step,
+            (long long)p->total_steps, loss, lr);
+    if (p->loss_scale > 0) fprintf(p->out, "  S %g", p->loss_scale);
+    fprintf(p->out, "  %.0f tok/s  ETA %s", tokens_per_s, eta);
     fflush(p->out);
     p->bar_shown = 1;
 }

@@ -1,5 +1,5 @@
 /* Training progress on stderr: on a terminal, one bar redrawn in place (step, loss, lr,
- * tokens/s, ETA) with evaluation results printed above it; elsewhere (a log file, CI) plain
+ * the loss scale S in fp16, tokens/s, ETA) with evaluation results printed above it; elsewhere (a log file, CI) plain
  * lines every `log_every` steps and at every evaluation. */
 #ifndef KILN_HOST_PROGRESS_H
 #define KILN_HOST_PROGRESS_H
@@ -15,6 +15,7 @@ typedef struct progress {
     double start_time;
     double seconds_per_token; /* a moving average, so the shown rate does not jitter */
     int bar_shown;
+    double loss_scale; /* > 0: shown as "S 65536" (mixed precision); set before progress_step */
 } progress;
 
 /* Monotonic seconds, for throughput and ETA. */

@@ -4,7 +4,11 @@
  * model is evaluated on it and a checkpoint is written (DIR/model.safetensors and
  * DIR/optimizer.safetensors, each replaced atomically). --resume continues a run exactly:
  * batches are drawn for (seed, step) and the dropout RNG stream is saved, so 10 steps plus a
- * resumed 10 equal 20 uninterrupted steps bit for bit. */
+ * resumed 10 equal 20 uninterrupted steps bit for bit.
+ *
+ * --precision fp16 trains in mixed precision (trainer.h): f16 weight copies, activations
+ * and gradients, f32 master weights and Adam moments, and dynamic loss scaling whose state
+ * is saved with the optimizer state. Checkpoints hold the f32 master weights either way. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
@@ -21,12 +25,15 @@
 #include "eval.h"
 #include "gpt_checkpoint.h"
 #include "metrics.h"
+#include "precision.h"
 #include "progress.h"
 #include "trainer.h"
 
 typedef struct train_options {
-    const char *data, *out, *init, *backend;
+    const char *data, *out, *init, *backend, *precision;
     int device, resume;
+    float ls_init, ls_growth, ls_backoff; /* --loss-scale-*: fp16 only */
+    int ls_interval;
     int layers, heads, dim;
     int eval_every, eval_windows, log_every;
     train_hparams hp;
@@ -45,8 +52,15 @@ static void on_interrupt(int sig) {
 }
 
 /* Semantic checks that the option table's ranges cannot express. */
-static int check_options(const train_options *o) {
-    const train_hparams *hp = &o->hp;
+static int check_options(train_options *o, const cli_opt *opts, int n) {
+    train_hparams *hp = &o->hp;
+    if (host_parse_precision(o->precision, &hp->precision)) return 1;
+    static const char *const ls_options[] = {"--loss-scale-init", "--loss-scale-growth",
+                                             "--loss-scale-backoff", "--loss-scale-interval"};
+    for (int i = 0; i < 4; i++)
+        if (hp->precision != KILN_F16 && cli_find(opts, n, ls_options[i])->seen)
+            return host_error("%s applies to --precision fp16 only", ls_options[i]);
+    hp->loss_scale = (kiln_loss_scale_opts){o->ls_init, o->ls_growth, o->ls_backoff, o->ls_interval};
     if (!o->data) return host_error("kiln train needs --data FILE");
     if (!o->out) return host_error("kiln train needs --out DIR");
     if (o->init && o->resume)
@@ -162,9 +176,11 @@ static int resume_state(trainer *t, const run_paths *paths) {
 static int save_checkpoint(const trainer *t, const run_paths *paths) {
     char err[1024], step[32];
     snprintf(step, sizeof step, "%" PRId64, t->step);
-    gpt_meta meta[] = {{"step", step}, {"written_by", "kiln train"}};
+    /* the weights are the f32 masters whatever the precision; it is recorded for people */
+    gpt_meta meta[] = {{"step", step}, {"written_by", "kiln train"},
+                       {"training_precision", host_precision_name(t->hp.precision)}};
     if (trainer_save_state(t, paths->optimizer, err, sizeof err) ||
-        gpt_checkpoint_save(t->m, paths->model, meta, 2, err, sizeof err))
+        gpt_checkpoint_save(t->m, paths->model, meta, 3, err, sizeof err))
         return host_error("%s", err);
     return 0;
 }
@@ -200,8 +216,11 @@ static int run(trainer *t, const train_options *o, const run_paths *paths, FILE 
                 return 1;
             }
         }
+        int half = hp->precision == KILN_F16;
+        bar.loss_scale = half ? st.loss_scale : 0;
         progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, val);
-        metrics_row row = {t->step, st.loss, val, st.lr, st.grad_norm, tokens_per_s};
+        metrics_row row = {t->step, st.loss, val, st.lr, st.grad_norm, tokens_per_s,
+                           half ? st.loss_scale : NAN, half ? st.skipped_steps : -1};
         if (metrics_write(metrics, &row)) {
             progress_finish(&bar);
             return host_error("cannot write %s/metrics.jsonl", o->out);
@@ -220,6 +239,12 @@ static int run(trainer *t, const train_options *o, const run_paths *paths, FILE 
 int cmd_train(int argc, char **argv) {
     train_options o = {0};
     o.backend = "auto";
+    o.precision = "fp32";
+    kiln_loss_scale_opts ls = kiln_loss_scale_defaults();
+    o.ls_init = (float)ls.init;
+    o.ls_growth = (float)ls.growth;
+    o.ls_backoff = (float)ls.backoff;
+    o.ls_interval = (int)ls.interval;
     o.device = -1;
     o.layers = 4;
     o.heads = 4;
@@ -255,6 +280,11 @@ int cmd_train(int argc, char **argv) {
         {"--seed", CLI_U64, &hp->seed, "N", "seed of the init, the batches and dropout", 0, 0, 0},
         {"--init", CLI_STRING, &o.init, "CKPT", "start from these weights (GPT-2 layout safetensors)", 0, 0, 0},
         {"--resume", CLI_FLAG, &o.resume, NULL, "continue the run in --out exactly where it stopped", 0, 0, 0},
+        {"--precision", CLI_STRING, &o.precision, "P", HOST_PRECISION_HELP, 0, 0, 0},
+        {"--loss-scale-init", CLI_FLOAT, &o.ls_init, "S", "fp16: the first loss scale", 0x1p-126, 0x1p126, 0},
+        {"--loss-scale-growth", CLI_FLOAT, &o.ls_growth, "X", "fp16: the scale's factor after --loss-scale-interval clean steps", 1, 65536, 0},
+        {"--loss-scale-backoff", CLI_FLOAT, &o.ls_backoff, "X", "fp16: the scale's factor after an overflow (the step is skipped)", 1e-6, 1, 0},
+        {"--loss-scale-interval", CLI_INT, &o.ls_interval, "N", "fp16: clean steps in a row before the scale grows", 1, 1 << 30, 0},
         {"--backend", CLI_STRING, &o.backend, "NAME", HOST_BACKEND_HELP, 0, 0, 0},
         {"--device", CLI_INT, &o.device, "N", HOST_DEVICE_HELP, -1, 1000, 0},
     };
@@ -265,7 +295,7 @@ int cmd_train(int argc, char **argv) {
         "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.";
     int rc = cli_parse("train", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
-    if (check_options(&o)) return 1;
+    if (check_options(&o, opts, n)) return 1;
 
     char err[1024];
     run_paths paths;
@@ -282,6 +312,7 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
     if (!(ctx = host_open_device(o.backend, o.device))) goto done;
+    if (host_check_precision(ctx, hp->precision)) goto done;
     if (!(m = build_model(ctx, &o, opts, n, &paths))) goto done;
     if (data_check_block(ds, DATA_TRAIN, hp->block, err, sizeof err) ||
         data_check_block(ds, DATA_VAL, hp->block, err, sizeof err)) {
@@ -302,9 +333,10 @@ int cmd_train(int argc, char **argv) {
     }
     host_say_device("train", ctx);
     fprintf(stderr, "kiln train: %d layers, %d heads, dim %d, block %d: %.2fM weights; %lld "
-            "training and %lld validation tokens; steps %" PRId64 " to %d\n", o.layers, o.heads,
+            "training and %lld validation tokens; steps %" PRId64 " to %d; %s\n", o.layers, o.heads,
             o.dim, hp->block, (double)gpt_param_count(m) / 1e6, (long long)ds->n_train,
-            (long long)(ds->n_tokens - ds->n_train), t.step + 1, hp->steps);
+            (long long)(ds->n_tokens - ds->n_train), t.step + 1, hp->steps,
+            hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
 
     void (*previous)(int) = signal(SIGINT, on_interrupt);
     double start = progress_now(), val;
@@ -321,6 +353,11 @@ int cmd_train(int argc, char **argv) {
         double secs = progress_now() - start;
         fprintf(stderr, "kiln train: %" PRId64 " steps in %.1f s (%.0f tokens/s)\n", t.step - first,
                 secs, secs > 0 ? (double)(t.step - first) * hp->batch * hp->block * hp->grad_accum / secs : 0.0);
+        if (t.scaler) {
+            kiln_loss_scale_state ls = kiln_loss_scaler_state(t.scaler);
+            fprintf(stderr, "kiln train: loss scale %g, %" PRId64 " overflowing steps skipped in all\n",
+                    ls.scale, ls.skipped_steps);
+        }
         printf("val loss %.4f\n", val);
     }
 done:

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "precision.h"
 #include "safetensors.h"
 #include "trainer.h"
 
@@ -63,10 +64,21 @@ int trainer_save_state(const trainer *t, const char *path, char *err, size_t err
                           (size_t)n * sizeof(float));
     }
     state_keys k = current_keys(t);
+    char value[32];
     for (int i = 0; i < N_KEYS; i++) {
-        char value[32];
         snprintf(value, sizeof value, "%" PRIu64, *key_slot(&k, i));
         st_writer_meta(w, key_names[i], value);
+    }
+    st_writer_meta(w, "precision", host_precision_name(t->hp.precision));
+    if (t->scaler) {
+        kiln_loss_scale_state ls = kiln_loss_scaler_state(t->scaler);
+        /* %.9g round-trips an f32: the resumed run seeds backward with the same S */
+        snprintf(value, sizeof value, "%.9g", ls.scale);
+        st_writer_meta(w, "loss_scale", value);
+        snprintf(value, sizeof value, "%" PRId64, ls.clean_steps);
+        st_writer_meta(w, "loss_scale_clean_steps", value);
+        snprintf(value, sizeof value, "%" PRId64, ls.skipped_steps);
+        st_writer_meta(w, "skipped_steps", value);
     }
     rc = st_writer_save(w, path, err, errlen);
 done:
@@ -111,13 +123,43 @@ static int check_same_run(const state_keys *saved, const state_keys *now, const 
     return 0;
 }
 
+/* The precision of the saved run must be this run's (files written before --precision
+ * existed are fp32); in fp16 the loss scaler continues from its saved state. */
+static int load_precision(trainer *t, const st_file *f, const char *path, char *err, size_t errlen) {
+    const char *saved = st_meta(f, "precision");
+    const char *now = host_precision_name(t->hp.precision);
+    if (!saved) saved = "fp32";
+    if (strcmp(saved, now)) {
+        snprintf(err, errlen, "cannot resume: --precision is %s here but %s in %s", now, saved, path);
+        return -1;
+    }
+    if (!t->scaler) return 0;
+    const char *names[3] = {"loss_scale", "loss_scale_clean_steps", "skipped_steps"};
+    double scale;
+    uint64_t counts[2];
+    for (int i = 0; i < 3; i++) {
+        const char *v = st_meta(f, names[i]);
+        if (!v || (i == 0 ? cli_parse_double(v, &scale) : cli_parse_u64(v, &counts[i - 1]))) {
+            snprintf(err, errlen, "%s: metadata %s is %s", path, names[i], v ? "not a number" : "missing");
+            return -1;
+        }
+    }
+    kiln_loss_scale_state ls = {scale, (int64_t)counts[0], (int64_t)counts[1]};
+    if (kiln_loss_scaler_set_state(t->scaler, &ls)) {
+        snprintf(err, errlen, "%s: %s", path, kiln_error_message());
+        return -1;
+    }
+    return 0;
+}
+
 int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen) {
     st_file *f;
     if (st_open(path, &f, err, errlen)) return -1;
     int rc = -1;
     float *host = NULL;
     state_keys saved, now = current_keys(t);
-    if (read_keys(f, path, &saved, err, errlen) || check_same_run(&saved, &now, path, err, errlen))
+    if (read_keys(f, path, &saved, err, errlen) || check_same_run(&saved, &now, path, err, errlen) ||
+        load_precision(t, f, path, err, errlen))
         goto done;
     const gpt_model *m = t->m;
     if ((int64_t)st_count(f) != 2 * (int64_t)m->n_params) {

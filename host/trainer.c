@@ -27,14 +27,23 @@ int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hpara
     t->hp = *hp;
     size_t cells = (size_t)hp->batch * (size_t)hp->block;
     t->params = malloc((size_t)m->n_params * sizeof *t->params);
+    t->leaves = malloc((size_t)m->n_params * sizeof *t->leaves);
     t->x = malloc(cells * sizeof *t->x);
     t->y = malloc(cells * sizeof *t->y);
-    if (!t->params || !t->x || !t->y) {
+    if (!t->params || !t->leaves || !t->x || !t->y) {
         trainer_free(t);
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
-    for (int i = 0; i < m->n_params; i++) t->params[i] = m->params[i].t;
+    int half = hp->precision == KILN_F16;
+    if (half && gpt_set_precision(m, KILN_F16, 1)) {
+        trainer_free(t);
+        return engine_error(err, errlen, "cannot train in fp16");
+    }
+    for (int i = 0; i < m->n_params; i++) {
+        t->params[i] = m->params[i].t;
+        t->leaves[i] = gpt_grad_leaf(m, i);
+    }
     kiln_adam_opts o = kiln_adam_defaults();
     o.beta1 = hp->beta1;
     o.beta2 = hp->beta2;
@@ -47,7 +56,14 @@ int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hpara
         return engine_error(err, errlen, "cannot create the optimizer");
     }
     for (int i = 0; i < m->n_params; i++) kiln_adam_set_decay(t->opt, i, m->params[i].spec.decay);
-    if (kiln_zero_grad(t->params, m->n_params)) {
+    if (half) {
+        kiln_loss_scale_opts lo = hp->loss_scale.init > 0 ? hp->loss_scale : kiln_loss_scale_defaults();
+        if (kiln_adam_set_half_copies(t->opt, t->leaves) || !(t->scaler = kiln_loss_scaler_new(m->ctx, &lo))) {
+            trainer_free(t);
+            return engine_error(err, errlen, "cannot set up fp16 training");
+        }
+    }
+    if (kiln_zero_grad(t->leaves, m->n_params)) {
         trainer_free(t);
         return engine_error(err, errlen, "cannot allocate the gradients");
     }
@@ -56,8 +72,10 @@ int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hpara
 }
 
 void trainer_free(trainer *t) {
+    kiln_loss_scaler_free(t->scaler);
     kiln_adam_free(t->opt);
     free(t->params);
+    free(t->leaves);
     free(t->x);
     free(t->y);
     memset(t, 0, sizeof *t);
@@ -81,26 +99,37 @@ int trainer_accumulate(trainer *t, const int32_t *x, const int32_t *y, int rows,
     kiln_tensor *l = ids && targets ? gpt_loss(t->m, ids, targets, t->hp.dropout, NULL) : NULL;
     float value = 0.0f;
     int rc = 0;
-    if (!l || kiln_backward(l, scale) || kiln_read_scalar(l, &value))
+    /* the loss scale enters as backward's seed: the loss itself stays unscaled */
+    float seed = t->scaler ? scale * kiln_loss_scale_value(t->scaler) : scale;
+    if (!l || kiln_backward(l, seed) || kiln_read_scalar(l, &value))
         rc = engine_error(err, errlen, "training step");
     kiln_step_reset(ctx);
     *loss = value;
     return rc;
 }
 
-int trainer_update(trainer *t, float lr, double *grad_norm, char *err, size_t errlen) {
+int trainer_update_scaled(trainer *t, float lr, double *grad_norm, int *skipped, char *err,
+                          size_t errlen) {
     kiln_adam_step_opts s = {0};
     s.lr = lr;
     s.clip_norm = t->hp.clip;
-    float norm = 0.0f;
-    int rc = 0;
-    if (kiln_adam_step(t->opt, &s) || kiln_read_scalar(kiln_adam_grad_norm(t->opt), &norm) ||
-        kiln_zero_grad(t->params, t->m->n_params))
-        rc = engine_error(err, errlen, "optimizer step");
+    float norm = NAN;
+    int overflow = 0;
+    kiln_status st = t->scaler ? kiln_loss_scaled_step(t->scaler, t->opt, &s, &overflow)
+                               : kiln_adam_step(t->opt, &s);
+    /* a skipped step's norm is inf or NaN: not worth a read */
+    if (!st && !overflow) st = kiln_read_scalar(kiln_adam_grad_norm(t->opt), &norm);
+    if (!st) st = kiln_zero_grad(t->leaves, t->m->n_params);
+    int rc = st ? engine_error(err, errlen, "optimizer step") : 0;
     kiln_step_reset(t->m->ctx);
     *grad_norm = norm;
+    if (skipped) *skipped = overflow;
     if (rc == 0) t->step++;
     return rc;
+}
+
+int trainer_update(trainer *t, float lr, double *grad_norm, char *err, size_t errlen) {
+    return trainer_update_scaled(t, lr, grad_norm, NULL, err, errlen);
 }
 
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen) {
@@ -123,5 +152,10 @@ int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen) 
                  stats->loss, (long long)t->step + 1);
         return -1;
     }
-    return trainer_update(t, (float)stats->lr, &stats->grad_norm, err, errlen);
+    if (trainer_update_scaled(t, (float)stats->lr, &stats->grad_norm, &stats->skipped, err, errlen))
+        return -1;
+    kiln_loss_scale_state ls = kiln_loss_scaler_state(t->scaler);
+    stats->loss_scale = ls.scale;
+    stats->skipped_steps = ls.skipped_steps;
+    return 0;
 }
