@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#ifdef KILN_HAVE_BENCH_GEMM
+#ifdef KILN_HAVE_BENCH
 #include "bench.h"
 #endif
 
@@ -20,8 +20,12 @@ static void usage(FILE *out) {
             "  eval         mean cross-entropy of a checkpoint on a text file\n"
             "  decode       continue a prompt with a checkpoint\n"
             "  info         backends and devices of this machine\n"
+#ifdef KILN_HAVE_BENCH
+            "  bench        each device's ceilings, kernels and models (kiln bench --help)\n"
+            "  bench compare  the results of several `kiln bench --json` runs side by side\n"
+#endif
             "  bench train  training throughput of kiln and PyTorch on the same model\n"
-#ifdef KILN_HAVE_BENCH_GEMM
+#ifdef KILN_HAVE_BENCH
             "  bench gemm   GEMM throughput of the backends and their peers\n"
 #endif
             "\n"
@@ -31,16 +35,19 @@ static void usage(FILE *out) {
 static int cmd_bench(int argc, char **argv) {
     const char *what = argc >= 3 ? argv[2] : "";
     if (!strcmp(what, "train")) return cmd_bench_train(argc, argv);
-#ifdef KILN_HAVE_BENCH_GEMM
+#ifdef KILN_HAVE_BENCH
     if (!strcmp(what, "gemm")) return kiln_bench_gemm_main(argc - 2, argv + 2);
+    if (!strcmp(what, "compare")) return kiln_bench_compare_main(argc - 2, argv + 2);
+    /* no subcommand: `kiln bench [options]` measures the devices */
+    if (!*what || what[0] == '-') return kiln_bench_main(argc, argv);
 #endif
     if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
         usage(stdout);
         return 0;
     }
     return host_error("kiln bench: expected train%s (see kiln --help)",
-#ifdef KILN_HAVE_BENCH_GEMM
-                      " or gemm"
+#ifdef KILN_HAVE_BENCH
+                      ", gemm, compare or options"
 #else
                       ""
 #endif

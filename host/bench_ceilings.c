@@ -1,0 +1,204 @@
+/* The device's ceilings, through kiln/probe.h: FMA throughput in f32 and f16 at each vector
+ * width (and the best of them, which the GEMMs and the models are measured against), copy
+ * bandwidth (what the memory-bound kernels are measured against), host<->device transfers
+ * and dispatch latency.
+ *
+ * Then a cross-check of the f32 ceiling: OpenBLAS's sgemm on the host CPU, at the shape of
+ * the GEMM figures, as a percentage of it. On the cpu backend the ceiling and sgemm run on
+ * the same cores, so sgemm above 100% means the ceiling kernel measures less than the chip
+ * does: that is an error, as it would make every percentage of the run too high. On other
+ * devices the line says how the device compares with the host's best f32 GEMM. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef KILN_BENCH_OPENBLAS
+#include <cblas.h>
+#endif
+
+#include "bench.h"
+#include "progress.h"
+
+/* 32 only for f16: AVX512-FP16 CPUs have 32-lane f16 vectors, and nothing has 32-lane f32 */
+/* Every percentage of the run divides by a ceiling's best run, so ceilings get at least 5
+ * runs even in a --quick run: on a loaded machine a best of 2 is often an interrupted one. */
+static int ceiling_repeats(const bench_options *o) { return o->repeat > 5 ? o->repeat : 5; }
+
+static const int fma_widths[] = {1, 2, 4, 8, 16, 32};
+#define N_WIDTHS ((int)(sizeof fma_widths / sizeof fma_widths[0]))
+
+static void say(const bench_device *d, const char *what) {
+    fprintf(stderr, "kiln bench: %s: %s\n", d->id, what);
+}
+
+/* The FMA figures of one dtype: one per width, then the best as "fma.<dtype>". */
+static void fma_ceiling(kiln_ctx *ctx, const bench_options *o, bench_device *d, kiln_dtype dt) {
+    const char *dn = kiln_dtype_name(dt);
+    int best = -1, best_width = 0; /* figure index and width of the fastest */
+    char key[48], label[64], why[sizeof d->figs[0].note] = "";
+    for (int i = 0; i < N_WIDTHS - (dt == KILN_F32); i++) {
+        snprintf(key, sizeof key, "fma.%s.w%d", dn, fma_widths[i]);
+        snprintf(label, sizeof label, "FMA %s, width %d", dn, fma_widths[i]);
+        bench_figure *f = bench_add(d, BENCH_CEILINGS, key, label, BENCH_GFLOPS);
+        if (!f) return;
+        kiln_measure m;
+        if (kiln_probe_fma(ctx, dt, fma_widths[i], ceiling_repeats(o), &m)) {
+            bench_engine_failure(f, "probe");
+            snprintf(why, sizeof why, "%s", f->note);
+        } else {
+            bench_from_measure(f, &m);
+        }
+        if (isfinite(f->median) && (best < 0 || f->median > d->figs[best].median)) {
+            best = (int)(f - d->figs);
+            best_width = fma_widths[i];
+        }
+        bench_print_figure(stdout, f);
+    }
+    snprintf(key, sizeof key, "fma.%s", dn);
+    bench_figure copy = best >= 0 ? d->figs[best] : (bench_figure){0};
+    bench_figure *f = bench_add(d, BENCH_CEILINGS, key, "", BENCH_GFLOPS);
+    if (!f) return;
+    d->fma_width[dt == KILN_F16] = best_width;
+    if (best >= 0) {
+        *f = copy;
+        snprintf(f->key, sizeof f->key, "%s", key);
+        snprintf(f->label, sizeof f->label, "FMA %s, best (width %d)", dn, best_width);
+    } else {
+        /* every width failed, usually for one reason (no f16 arithmetic): repeat it */
+        snprintf(f->label, sizeof f->label, "FMA %s, best", dn);
+        snprintf(f->note, sizeof f->note, "%s", why);
+        /* the widths carry any error; the summary row does not count it twice */
+    }
+    bench_print_figure(stdout, f);
+}
+
+static void bandwidth_ceilings(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
+    /* 64 MiB: past every core-private cache, and half of the Vulkan minimum for one buffer
+     * (lavapipe's limit), so the copy's two buffers fit every device. */
+    const size_t bytes = (size_t)(o->quick ? 8 : 64) << 20;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%zu MiB", bytes >> 20);
+    struct {
+        const char *key, *label;
+        int kind; /* 0 copy, 1 to device, 2 to host */
+    } rows[] = {
+        {"copy", "copy bandwidth (read + write)", 0},
+        {"h2d", "host -> device transfer", 1},
+        {"d2h", "device -> host transfer", 2},
+    };
+    for (int i = 0; i < 3; i++) {
+        bench_figure *f = bench_add(d, BENCH_CEILINGS, rows[i].key, rows[i].label, BENCH_GBPS);
+        if (!f) return;
+        snprintf(f->shape, sizeof f->shape, "%s", shape);
+        kiln_measure m;
+        kiln_status s = rows[i].kind == 0 ? kiln_probe_copy(ctx, bytes, ceiling_repeats(o), &m)
+                                          : kiln_probe_transfer(ctx, bytes, rows[i].kind == 1, ceiling_repeats(o), &m);
+        if (s)
+            bench_engine_failure(f, "probe");
+        else
+            bench_from_measure(f, &m);
+        bench_print_figure(stdout, f);
+    }
+    bench_figure *f = bench_add(d, BENCH_CEILINGS, "dispatch", "dispatch latency", BENCH_US);
+    if (!f) return;
+    kiln_measure m;
+    if (kiln_probe_dispatch(ctx, o->repeat, &m))
+        bench_engine_failure(f, "probe");
+    else
+        bench_from_measure(f, &m);
+    bench_print_figure(stdout, f);
+}
+
+/* Ceiling runs on a loaded machine: each run is one measurement the scheduler may cut into,
+ * so a re-measure takes three times as many. */
+#define RECHECK_REPEATS(o) (3 * ceiling_repeats(o))
+
+void bench_relate_compute(kiln_ctx *ctx, const bench_options *o, bench_device *d, bench_figure *f,
+                          const char *ceiling_key, int error_above) {
+    bench_relate(d, f, ceiling_key);
+    if (!(f->pct > 100)) return;
+    const kiln_dtype dt = strcmp(ceiling_key, "fma.f16") ? KILN_F32 : KILN_F16;
+    const int width = d->fma_width[dt == KILN_F16];
+    bench_figure *c = NULL;
+    for (int i = 0; i < d->n_figs; i++)
+        if (!strcmp(d->figs[i].key, ceiling_key)) c = &d->figs[i];
+    kiln_measure m;
+    if (c && width && kiln_probe_fma(ctx, dt, width, RECHECK_REPEATS(o), &m) == KILN_OK) {
+        const double before = bench_ceiling_value(c);
+        if (m.max > before) {
+            bench_from_measure(c, &m);
+            printf("  (%s measured again, %d runs, as %s exceeded it: best run %.1f -> %.1f GFLOP/s)\n",
+                   ceiling_key, m.repeats, f->label, before, m.max);
+        }
+    }
+    kiln_clear_error();
+    bench_relate(d, f, ceiling_key);
+    if (!(f->pct > 100)) return;
+    f->error = error_above;
+    snprintf(f->note, sizeof f->note, "%s: above the FMA ceiling, measured twice%s", error_above ? "error" : "note",
+             error_above ? ": the ceiling kernel is wrong" : "");
+}
+
+#ifdef KILN_BENCH_OPENBLAS
+/* OpenBLAS's idle threads spin for a while after a call; the next device measurement
+ * should not share the cores with them. */
+static void settle(void) {
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+#endif
+
+/* sgemm at the shape of the f32 NN GEMM figure: [M, 768] x [768, 3072]. */
+static void openblas_check(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
+    const int m = bench_gemm_rows(d, o->quick ? 0.002 : 0.02, o->quick ? 64 : 256, 8192), k = 768, n = 3072;
+    bench_figure *f = bench_add(d, BENCH_CEILINGS, "sgemm.openblas", "OpenBLAS sgemm on the host", BENCH_GFLOPS);
+    if (!f) return;
+    snprintf(f->shape, sizeof f->shape, "%dx%dx%d", m, n, k);
+#ifdef KILN_BENCH_OPENBLAS
+    float *a = malloc((size_t)m * k * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
+    float *c = malloc((size_t)m * n * sizeof *c);
+    double *t = malloc((size_t)o->repeat * sizeof *t);
+    if (!a || !b || !c || !t) {
+        bench_not_measured(f, 1, "out of host memory");
+    } else {
+        for (int64_t i = 0; i < (int64_t)m * k; i++) a[i] = kiln_rng_uniform(3, 1, (uint64_t)i) * 2 - 1;
+        for (int64_t i = 0; i < (int64_t)k * n; i++) b[i] = kiln_rng_uniform(3, 2, (uint64_t)i) * 2 - 1;
+        for (int r = -2; r < o->repeat; r++) {
+            double t0 = progress_now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+            if (r >= 0) t[r] = progress_now() - t0;
+        }
+        f->repeats = o->repeat;
+        f->wall_s = f->device_s = bench_median(t, o->repeat);
+        const double flops = 2.0 * m * n * k;
+        f->median = flops / f->wall_s * 1e-9;
+        f->min = flops / t[o->repeat - 1] * 1e-9; /* t is sorted */
+        f->max = flops / t[0] * 1e-9;
+        if (!strcmp(d->backend, "cpu")) {
+            /* the same cores: sgemm cannot beat their FMA ceiling */
+            bench_relate_compute(ctx, o, d, f, "fma.f32", 1);
+        } else {
+            bench_relate(d, f, "fma.f32");
+            if (f->pct > 100) snprintf(f->note, sizeof f->note, "the host CPU does more than this device's ceiling");
+        }
+    }
+    free(a), free(b), free(c), free(t);
+    settle();
+#else
+    (void)ctx, (void)o;
+    bench_not_measured(f, 0, "this build has no OpenBLAS (install libopenblas-dev)");
+#endif
+    bench_print_figure(stdout, f);
+}
+
+void bench_ceilings(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
+    say(d, "ceilings");
+    bench_print_section(stdout, BENCH_CEILINGS);
+    fma_ceiling(ctx, o, d, KILN_F32);
+    fma_ceiling(ctx, o, d, KILN_F16);
+    bandwidth_ceilings(ctx, o, d);
+    openblas_check(ctx, o, d);
+}

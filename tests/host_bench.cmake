@@ -1,0 +1,10 @@
+# `kiln bench` end to end on the cpu backend (tests/host_bench.sh): a --quick run writes a
+# result file with every kind of figure, compare reads two runs and refuses malformed,
+# foreign and missing files. It checks the command and its files, never a speed.
+if(TARGET kiln_host)
+  add_test(NAME host_bench
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_bench.sh $<TARGET_FILE:kiln_host>
+            ${CMAKE_CURRENT_BINARY_DIR}/host_work/bench)
+  # passive OpenMP waiting: ctest runs tests side by side on a small machine (see host.cmake)
+  set_tests_properties(host_bench PROPERTIES LABELS cpu TIMEOUT 120 ENVIRONMENT "OMP_WAIT_POLICY=passive")
+endif()

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `kiln bench` end to end on the cpu backend, never a speed:
+#   1. a --quick run writes a result file naming the build, the device and every kind of
+#      figure (ceilings, GEMMs, memory-bound kernels, the tiny model);
+#   2. `kiln bench compare` prints two runs side by side;
+#   3. compare refuses a malformed file, a foreign one (valid JSON, another schema, or a
+#      kiln-bench file with a mistyped field) and a missing one, each with exactly one line
+#      on stderr, nothing on stdout, and a non-zero exit code.
+# usage: host_bench.sh KILN WORKDIR
+set -u
+kiln=$1
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# 1. a quick run with every section
+"$kiln" bench --backend cpu --quick --json "$work/a.json" >"$work/a.out" 2>"$work/a.err" ||
+    { cat "$work/a.out" "$work/a.err" >&2; fail "kiln bench --quick exited $?"; }
+[ -s "$work/a.json" ] || fail "no result file"
+for key in '"schema": "kiln-bench/1"' '"git_commit": "' '"kiln_version": "' '"id": "cpu:0"' '"driver": "' \
+    '"key": "fma.f32"' '"key": "fma.f16"' '"key": "fma.f32.w16"' '"key": "copy"' '"key": "h2d"' '"key": "d2h"' \
+    '"key": "dispatch"' '"key": "sgemm.openblas"' \
+    '"key": "gemm.f32.nn"' '"key": "gemm.f32.nt"' '"key": "gemm.f32.tn"' \
+    '"key": "gemm.f16.nn"' '"key": "gemm.f16.nt"' '"key": "gemm.f16.tn"' \
+    '"key": "softmax.causal"' '"key": "layernorm.fwd"' '"key": "layernorm.bwd"' '"key": "xent.fwd"' \
+    '"key": "xent.bwd"' '"key": "adamw"' '"key": "tiny.train.step"' '"key": "tiny.train.tokens"' \
+    '"key": "tiny.train.flops"' '"key": "tiny.prefill.tokens"' '"key": "tiny.decode.latency"'; do
+    grep -qF "$key" "$work/a.json" || fail "the result file has no $key"
+done
+# a figure in the table is what the file holds: the f32 GEMM against its ceiling
+grep -q '^  GEMM f32 NN .*% fma.f32' "$work/a.out" || { cat "$work/a.out" >&2; fail "no GEMM row with its percentage"; }
+grep -q '"pct": [0-9]' "$work/a.json" || fail "no percentage of a ceiling in the result file"
+
+# 2. compare with a second (partial) run
+"$kiln" bench --backend cpu --quick --only ceilings --json "$work/b.json" >"$work/b.out" 2>&1 ||
+    { cat "$work/b.out" >&2; fail "the second run failed"; }
+"$kiln" bench compare "$work/a.json" "$work/b.json" >"$work/cmp.out" 2>"$work/cmp.err" ||
+    { cat "$work/cmp.err" >&2; fail "compare of two result files failed"; }
+grep -q "^  \[1\] $work/a.json  cpu:0" "$work/cmp.out" || fail "compare does not name the first file's device"
+grep -q "^  \[2\] $work/b.json  cpu:0" "$work/cmp.out" || fail "compare does not name the second file's device"
+# a ceiling both measured: two numbers; a kernel only the first measured: a number and "-"
+grep -Eq '^  FMA f32, best \(width [0-9]+\) +GFLOP/s +[0-9.]+ +[0-9.]+' "$work/cmp.out" ||
+    { cat "$work/cmp.out" >&2; fail "compare does not show the f32 ceiling of both runs"; }
+grep -Eq '^  GEMM f32 NN +GFLOP/s +[0-9.]+ \([0-9]+%\) +- *$' "$work/cmp.out" ||
+    { cat "$work/cmp.out" >&2; fail "compare does not show the GEMM of the first run beside a dash"; }
+
+# 3. bad files: one line on stderr naming the file, nothing on stdout, exit code 1
+refuse() { # NAME EXPECTED-TEXT FILE...
+    local name=$1 expect=$2
+    shift 2
+    "$kiln" bench compare "$@" >"$work/$name.out" 2>"$work/$name.err"
+    local rc=$?
+    [ $rc -ne 0 ] || fail "compare accepted the $name file"
+    [ ! -s "$work/$name.out" ] || fail "compare printed a table for the $name file"
+    [ "$(wc -l <"$work/$name.err")" -eq 1 ] || { cat "$work/$name.err" >&2; fail "not one line of error for the $name file"; }
+    grep -q "^kiln: error: bench compare: .*$expect" "$work/$name.err" ||
+        { cat "$work/$name.err" >&2; fail "the $name file's error does not say '$expect'"; }
+}
+printf '{"schema": "kiln-bench/1", "devices": [{"id": "cpu:0",' >"$work/truncated.json"
+refuse malformed "truncated.json is not valid JSON: line 1" "$work/a.json" "$work/truncated.json"
+printf '{"name": "clpeak", "results": [1, 2, 3]}\n' >"$work/other.json"
+refuse foreign 'other.json is not a kiln bench result: it has no "schema": "kiln-bench/1"' "$work/other.json"
+printf '[1, 2]\n' >"$work/array.json"
+refuse array 'array.json is not a kiln bench result: the top level is a JSON array, not an object' "$work/array.json"
+printf '{"schema": "kiln-bench/1", "devices": [{"id": "cpu:0", "name": "x", "figures": [{"key": "copy", "label": "copy", "unit": "GB/s", "median": "fast"}]}]}\n' >"$work/mistyped.json"
+refuse mistyped 'devices\[0\].figures\[0\].median should be a number' "$work/mistyped.json"
+printf '{"schema": "kiln-bench/9", "devices": []}\n' >"$work/newer.json"
+refuse newer 'has schema "kiln-bench/9"; this kiln reads "kiln-bench/1"' "$work/newer.json"
+refuse missing "cannot read $work/nonexistent.json: No such file or directory" "$work/a.json" "$work/nonexistent.json"
+refuse none "give the result files to compare"
+echo "ok"
