@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "vk_internal.h"
+#include "vk_probe.h"
 
 /* Destroys every Vulkan object of the device (waiting for its work first) and drops its
  * reference on the instance. The host-side struct stays: buffers the engine still holds
@@ -113,6 +114,12 @@ static const kiln_backend g_vulkan = {
     .check_finite = vk_check_finite,
     .clip_coef = vk_clip_coef,
     .adam = vk_adam,
+    .timer_begin = vk_timer_begin,
+    .timer_end = vk_timer_end,
+    .driver_info = vk_driver_info,
+    .probe_fma = vk_probe_fma,
+    .probe_copy = vk_probe_copy,
+    .probe_dispatch = vk_probe_dispatch,
     .supports_f16 = vk_supports_f16,
 };
 

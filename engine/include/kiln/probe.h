@@ -36,13 +36,14 @@ kiln_status kiln_probe_fma(kiln_ctx *ctx, kiln_dtype dtype, int width, int repea
                            kiln_measure *out);
 
 /* Device memory copy bandwidth in GB/s, counting bytes read plus bytes written, over a
- * buffer of `bytes` (large enough to leave every cache; at least 4096, rounded down to a
- * multiple of 256; more than the device's largest buffer is KILN_ERR_ARGUMENT). */
+ * buffer of `bytes` (large enough to leave every cache; at least 4096; rounded down to a
+ * multiple of 256 and to the device's largest buffer, 128 MiB on lavapipe). */
 kiln_status kiln_probe_copy(kiln_ctx *ctx, size_t bytes, int repeats, kiln_measure *out);
 
 /* Host -> device (to_device = 1) or device -> host transfer bandwidth in GB/s, of `bytes`
- * through kiln's own upload/download path: the figure comes from the wall time (what a
- * caller waits for its bytes, staging copies included); device_s is the device's part. */
+ * (sized as for kiln_probe_copy) through kiln's own upload/download path, from an idle
+ * device: timed by the host between two syncs (what a caller waits for its bytes, staging
+ * copies included), so device_s equals wall_s here. */
 kiln_status kiln_probe_transfer(kiln_ctx *ctx, size_t bytes, int to_device, int repeats,
                                 kiln_measure *out);
 
