@@ -91,7 +91,8 @@ int metrics_write(FILE *f, const metrics_row *r) {
     number(f, "lr", r->lr);
     number(f, "grad_norm", r->grad_norm);
     number(f, "tokens_per_s", r->tokens_per_s);
-    if (!isnan(r->loss_scale)) number(f, "loss_scale", r->loss_scale);
+    /* exactly: a scale such as 2^39 has more digits than %.9g keeps */
+    if (isfinite(r->loss_scale)) fprintf(f, ", \"loss_scale\": %.17g", r->loss_scale);
     if (r->skipped_steps >= 0) fprintf(f, ", \"skipped_steps\": %lld", (long long)r->skipped_steps);
     fputs("}\n", f);
     return fflush(f) || ferror(f) ? -1 : 0;

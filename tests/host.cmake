@@ -1,4 +1,5 @@
-# Tests of the kiln program (host/): bad input, bit-exact resume, the KV cache, and whole-
+# Tests of the kiln program (host/): bad input, bit-exact resume, the KV cache, mixed
+# precision (forced loss-scale overflow, exact fp16 resume, fp16 eval/decode), and whole-
 # model parity with PyTorch. The shell scripts and the Python script drive the `kiln` binary.
 #
 # libgomp spins while it waits at a barrier; when ctest runs tests side by side on a small
@@ -40,11 +41,11 @@ function(kiln_host_test_env backend extra out)
   set(${out} "${env}" PARENT_SCOPE)
 endfunction()
 
-# Bad input is about the program, not the device: cpu only. Resume and the KV cache run on
-# every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
+# Bad input is about the program, not the device: cpu only. Resume, the KV cache and mixed
+# precision run on every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
 # share between threads: one thread keeps them fast under a sanitizer and on a busy machine.
 foreach(backend ${_kiln_host_backends})
-  foreach(script bad_input resume decode_cache)
+  foreach(script bad_input resume decode_cache precision)
     if(script STREQUAL "bad_input" AND NOT backend STREQUAL "cpu")
       continue()
     endif()

@@ -113,6 +113,15 @@ expect_error "decode with a prompt longer than the context" decode --ckpt "$good
   --prompt "this prompt is much longer than sixteen bytes" --max-new 4
 expect_error "decode --top-p 0" decode --ckpt "$good" --backend cpu --prompt "the" --top-p 0
 expect_error "decode --temperature -1" decode --ckpt "$good" --backend cpu --prompt "the" --temperature -1
+expect_error "--precision that does not exist" train --data text.txt --out o --precision fp8
+expect_error "--loss-scale-init without fp16" train --data text.txt --out o --loss-scale-init 1024
+expect_error "--loss-scale-backoff above 1" train --data text.txt --out o --precision fp16 --loss-scale-backoff 2
+expect_error "--loss-scale-growth below 1" train --data text.txt --out o --precision fp16 --loss-scale-growth 0.5
+expect_error "--loss-scale-init 0" train --data text.txt --out o --precision fp16 --loss-scale-init 0
+expect_error "--loss-scale-interval 0" train --data text.txt --out o --precision fp16 --loss-scale-interval 0
+expect_error "--resume an fp32 run in fp16" train --data text.txt --out good "${tiny_model[@]}" --batch 2 --steps 4 --resume --precision fp16
+expect_error "eval --precision fp64" eval --ckpt "$good" --data text.txt --backend cpu --precision fp64
+expect_error "decode --precision half" decode --ckpt "$good" --prompt "the" --backend cpu --precision half
 
 # ---- checkpoints: truncated, corrupt, lying ----
 head -c 5 "$good" >short.safetensors

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Mixed-precision training in the kiln program (--precision fp16):
+#  1. a forced overflow: a first loss scale of 2^40 overflows f16 gradients, so the first
+#     steps are skipped while the scale backs off (halving at each), then training
+#     converges. Checked row by row in metrics.jsonl: loss_scale = 2^40 / 2^skipped_steps,
+#     a skipped step is exactly one whose grad_norm is null, Adam's step counter counts
+#     only the steps not skipped, and the loss falls once the scale fits;
+#  2. --resume in fp16 continues exactly: 20 uninterrupted steps and 10 plus a resumed 10
+#     end with the same metrics (loss scale and skipped count included), val loss, weights
+#     and optimizer state, with the scale growing every 3 clean steps so that the scaler's
+#     counter is mid-interval at the checkpoint;
+#  3. eval and decode in fp16 read the f32 checkpoint (eval's loss within 0.01 of fp32's).
+#   host_precision.sh KILN WORKDIR [BACKEND]
+set -eu
+kiln=$1
+work=$2
+backend=${3:-cpu}
+"$kiln" info 2>/dev/null | grep -q "^$backend:[0-9]" || { echo "skipped: no $backend device"; exit 77; }
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+for i in $(seq 1 400); do echo "row $i: sing a song of sixpence, a pocket full of rye"; done >text.txt
+py=python3
+command -v "$py" >/dev/null || py=/usr/bin/python3
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+
+# ---- 1. forced overflow ----
+run=(--data text.txt --backend "$backend" --precision fp16 --layers 2 --heads 2 --dim 16
+     --block 16 --batch 4 --lr 3e-3 --min-lr 3e-3 --warmup 2 --eval-every 0 --eval-windows 8
+     --seed 5 --log-every 5)
+"$kiln" train "${run[@]}" --out overflow --steps 50 --loss-scale-init 1099511627776 \
+  --loss-scale-interval 1000 >overflow.out 2>overflow.err || { cat overflow.err; exit 1; }
+grep -q '  S 3.43597e+10  ' overflow.err || fail "the progress lines do not show the scale (S 2^35 at step 5)"
+"$py" - overflow/metrics.jsonl overflow/optimizer.safetensors overflow.out <<'EOF' || status=1
+import json, struct, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+with open(sys.argv[2], "rb") as f:
+    meta = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
+val = float(open(sys.argv[3]).read().split()[-1])
+ok = True
+def check(cond, what):
+    global ok
+    if not cond:
+        print("FAIL:", what)
+        ok = False
+skipped_before = 0
+for r in rows:
+    skipped_now = r["skipped_steps"] - skipped_before
+    check(skipped_now in (0, 1), f"step {r['step']}: skipped_steps went from {skipped_before} to {r['skipped_steps']}")
+    check((r["grad_norm"] is None) == (skipped_now == 1),
+          f"step {r['step']}: grad_norm {r['grad_norm']} but skipped {skipped_now}")
+    check(r["loss_scale"] == 2.0 ** (40 - r["skipped_steps"]),
+          f"step {r['step']}: loss_scale {r['loss_scale']} after {r['skipped_steps']} backoffs from 2^40")
+    skipped_before = r["skipped_steps"]
+skipped = rows[-1]["skipped_steps"]
+first_clean = next((r for r in rows if r["grad_norm"] is not None), None)
+check(rows[0]["grad_norm"] is None, "the first step (scale 2^40) was not skipped")
+check(0 < skipped < len(rows) - 20, f"{skipped} of {len(rows)} steps skipped: expected a backoff, then 20+ clean steps")
+check(int(meta["skipped_steps"]) == skipped and float(meta["loss_scale"]) == rows[-1]["loss_scale"],
+      f"optimizer.safetensors has scale {meta.get('loss_scale')} and {meta.get('skipped_steps')} skipped")
+check(int(meta["adam_steps"]) == len(rows) - skipped,
+      f"Adam counted {meta['adam_steps']} steps; {len(rows)} steps minus {skipped} skipped")
+check(meta["precision"] == "fp16", "optimizer.safetensors does not say fp16")
+# converging: from ln(256) = 5.55 at the start to well below it
+check(first_clean is not None and rows[-1]["loss"] < first_clean["loss"] - 1.0,
+      f"the loss did not fall by 1 after the scale settled: {first_clean and first_clean['loss']} -> {rows[-1]['loss']}")
+check(val < 4.5, f"val loss {val} after {len(rows) - skipped} clean steps: not converging")
+print(f"forced overflow: {skipped} steps skipped, scale 2^40 -> {rows[-1]['loss_scale']:g}, "
+      f"loss {rows[0]['loss']:.3f} -> {rows[-1]['loss']:.3f}, val loss {val}")
+sys.exit(0 if ok else 1)
+EOF
+
+# ---- 2. exact resume in fp16 ----
+resume=(--data text.txt --backend "$backend" --precision fp16 --layers 2 --heads 2 --dim 16
+        --block 16 --batch 3 --lr 2e-3 --min-lr 2e-3 --warmup 4 --dropout 0.1 --grad-accum 2
+        --eval-every 5 --eval-windows 8 --seed 11 --loss-scale-init 4194304
+        --loss-scale-interval 3)
+"$kiln" train "${resume[@]}" --out whole --steps 20 >whole.out 2>/dev/null
+"$kiln" train "${resume[@]}" --out split --steps 10 >/dev/null 2>/dev/null
+"$kiln" train "${resume[@]}" --out split --steps 20 --resume >split.out 2>/dev/null
+last() { tail -n 1 "$1/metrics.jsonl" | sed 's/, "tokens_per_s": [^,}]*//'; }
+echo "uninterrupted: $(last whole) -> $(cat whole.out)"
+echo "resumed:       $(last split) -> $(cat split.out)"
+[ "$(last whole)" = "$(last split)" ] || fail "the last metrics differ"
+[ "$(cat whole.out)" = "$(cat split.out)" ] || fail "the val loss differs"
+[ "$(wc -l <split/metrics.jsonl)" -eq 20 ] || fail "split/metrics.jsonl should hold 20 rows"
+cmp whole/model.safetensors split/model.safetensors || fail "the weights differ"
+cmp whole/optimizer.safetensors split/optimizer.safetensors || fail "the optimizer states differ"
+# the scaler must have been at work after the checkpoint too
+[ "$(sed -n '10,20p' whole/metrics.jsonl | grep -o '"loss_scale": [^,]*' | sort -u | wc -l)" -ge 2 ] ||
+  fail "the loss scale did not change between steps 10 and 20"
+grep -q '"skipped_steps": [1-9]' whole/metrics.jsonl || fail "no step was skipped (scale 2^22)"
+
+# ---- 3. eval and decode in fp16 ----
+e32=$("$kiln" eval --ckpt whole/model.safetensors --data text.txt --backend "$backend" 2>/dev/null | awk '{print $2}')
+e16=$("$kiln" eval --ckpt whole/model.safetensors --data text.txt --backend "$backend" --precision fp16 2>/dev/null | awk '{print $2}')
+echo "eval: fp32 $e32, fp16 $e16"
+awk -v a="$e32" -v b="$e16" 'BEGIN { d = a - b; exit !(a > 0 && b > 0 && d < 0.01 && d > -0.01) }' ||
+  fail "eval in fp16 ($e16) is not within 0.01 of fp32 ($e32)"
+"$kiln" decode --ckpt whole/model.safetensors --backend "$backend" --precision fp16 \
+  --prompt "row 7" --max-new 24 --greedy >decode.out 2>decode.err || fail "decode in fp16: $(tail -n 1 decode.err)"
+[ "$(wc -c <decode.out)" -eq 24 ] || fail "decode in fp16 printed $(wc -c <decode.out) bytes, expected 24"
+
+[ $status -eq 0 ] && echo "ok: fp16 training backs off, skips, converges and resumes exactly"
+exit $status
