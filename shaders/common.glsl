@@ -9,7 +9,8 @@
 // (below): the plain build is f32, the "_f16" build (-DKILN_F16, shaders/variants.txt) is
 // f16 in 16-bit storage buffers, which needs storageBuffer16BitAccess (the host checks it).
 // fill, cast, check_finite, adam and the GEMM packing read and write f16 as packed 32-bit
-// words instead, which needs no optional feature.
+// words instead (KILN_HALF, KILN_STORE_HALVES), which would need no optional feature; the
+// host still refuses f16 everywhere on a device without 16-bit storage (vk_require_f16).
 #ifndef KILN_COMMON_GLSL
 #define KILN_COMMON_GLSL
 
@@ -99,8 +100,11 @@ float kiln_f16_to_f32(uint h) {
 // narrowing conversion round either to nearest even or toward zero, and lets both
 // directions flush f16 denormals unless the device offers float controls for them
 // (lavapipe reports shaderDenormPreserveFloat16 = false). The contract wants nearest even,
-// and f16 gradients live in the denormal range before loss scaling lifts them. Only 16-bit
-// storage is used, no f16 arithmetic (shaderFloat16): f16 math would round every step.
+// and small f16 gradients do land among the denormals (below 6.1e-5), loss scaling or not.
+// The conversions cost a few integer operations per element, which memory-bound kernels
+// hide. Only 16-bit storage is used, no f16 arithmetic (shaderFloat16): f16 math would
+// round at every step, not once.
+//
 // LD(e) is an element's value as f32, ST(v) the element that stores f32 value v; macros,
 // because 16-bit types may not be function parameters with 16-bit storage alone.
 #ifdef KILN_F16

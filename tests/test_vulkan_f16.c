@@ -385,8 +385,52 @@ START_TEST(packed_word_kernels_follow_supports_f16) {
 }
 END_TEST
 
+/* An f16 C whose f32 scratch would exceed one buffer: the slot splits it into row blocks
+ * (C [4097][8193] f16 is 67 MB; in f32 it would pass the 128 MiB limit). k = 1 and small
+ * dyadic values make every result exact, so the check is plain equality. */
+START_TEST(gemm_f16_c_beyond_one_buffer) {
+    kiln_ctx *ctx;
+    ck_assert_msg(kiln_open("vulkan", &ctx) == KILN_OK, "%s", kiln_error_message());
+    const int64_t m = 4097, n = 8193;
+    if (!BE(ctx)->supports_f16(DEV(ctx)) || (int64_t)(BE(ctx)->max_buffer_bytes / 4) >= m * n) {
+        kiln_close(ctx); /* nothing to split here */
+        return;
+    }
+    uint16_t *av = malloc((size_t)m * 2), *bv = malloc((size_t)n * 2), *cv = malloc((size_t)(m * n) * 2);
+    ck_assert(av && bv && cv);
+    for (int64_t i = 0; i < m; i++) av[i] = kiln_f32_to_f16((float)(i % 5 - 2) / 4);
+    for (int64_t j = 0; j < n; j++) bv[j] = kiln_f32_to_f16((float)(j % 7 - 3) / 8);
+    for (int64_t e = 0; e < m * n; e++) cv[e] = kiln_f32_to_f16((float)(e % 11 - 5) / 16);
+    kiln_tensor *A = kiln_tensor_2d(ctx, KILN_F16, m, 1), *B = kiln_tensor_2d(ctx, KILN_F16, 1, n);
+    kiln_tensor *C = kiln_tensor_2d(ctx, KILN_F16, m, n);
+    ck_assert_msg(A && B && C, "%s", kiln_error_message());
+    ck_assert_int_eq(kiln_upload(A, av, (size_t)m * 2), KILN_OK);
+    ck_assert_int_eq(kiln_upload(B, bv, (size_t)n * 2), KILN_OK);
+    ck_assert_int_eq(kiln_upload(C, cv, (size_t)(m * n) * 2), KILN_OK);
+    kiln_gemm_args g = {.a = kiln_ref_of(A), .b = kiln_ref_of(B), .c = kiln_ref_of(C), .a_dtype = KILN_F16,
+                        .b_dtype = KILN_F16, .c_dtype = KILN_F16, .m = m, .n = n, .k = 1, .batch = 1, .lda = 1,
+                        .ldb = n, .ldc = n, .alpha = 1.0f, .beta = 0.5f};
+    ck_assert_msg(BE(ctx)->gemm(DEV(ctx), &g) == KILN_OK, "%s", kiln_error_message());
+    uint16_t *got = malloc((size_t)(m * n) * 2);
+    ck_assert_int_eq(kiln_download(C, got, (size_t)(m * n) * 2), KILN_OK);
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t e = i * n + j;
+            float want = kiln_f16_to_f32(av[i]) * kiln_f16_to_f32(bv[j]) + 0.5f * kiln_f16_to_f32(cv[e]);
+            if (got[e] != kiln_f32_to_f16(want) && bad++ == 0) first = e;
+        }
+    ck_assert_msg(bad == 0, "%lld of %lld outputs wrong, the first at row %lld column %lld", (long long)bad,
+                  (long long)(m * n), (long long)(first / n), (long long)(first % n));
+    free(av), free(bv), free(cv), free(got);
+    kiln_tensor_free(A), kiln_tensor_free(B), kiln_tensor_free(C);
+    kiln_close(ctx);
+}
+END_TEST
+
 static void add_tests(TCase *tc) {
     tcase_add_loop_test(tc, f16_is_the_rounded_f32_result, 0, N_CASES);
+    tcase_add_test(tc, gemm_f16_c_beyond_one_buffer);
     tcase_add_test(tc, packed_word_kernels_follow_supports_f16);
 }
 
