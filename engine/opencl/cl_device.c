@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "opencl/cl_gemm.h"
+#include "opencl/cl_probe.h"
 
 const char *cl_error_name(cl_int err) {
     switch (err) {
@@ -342,6 +343,12 @@ static kiln_backend g_opencl = {
     /* every OpenCL device stores f16: vload_half / vstore_half are core OpenCL since 1.0,
      * with or without cl_khr_fp16 (PoCL has none), and the kernels compute in f32 */
     .supports_f16 = NULL,
+    .timer_begin = cl_timer_begin,
+    .timer_end = cl_timer_end,
+    .driver_info = cl_driver_info,
+    .probe_fma = cl_probe_fma,
+    .probe_copy = cl_probe_copy,
+    .probe_dispatch = cl_probe_dispatch,
 };
 
 /* The table is shared by every opened device; max_buffer_bytes is a per-device limit, so
@@ -388,8 +395,9 @@ kiln_status kiln_opencl_open(int index, const kiln_backend **table, void **dev) 
     d->profile = prof && *prof && strcmp(prof, "0");
     const char *trace = getenv("KILN_CL_TRACE");
     d->trace = trace && *trace && strcmp(trace, "0");
-    d->queue = clCreateCommandQueue(d->context, d->device,
-                                    d->profile ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    /* profiling always: kiln_timer_begin/end need it, and it costs nothing measurable
+     * unless events are asked for (cl_probe.c); KILN_CL_PROFILE asks for one per kernel */
+    d->queue = clCreateCommandQueue(d->context, d->device, CL_QUEUE_PROFILING_ENABLE, &err);
     if (!d->queue) {
         s = cl_fail(err, "clCreateCommandQueue");
         goto fail;
