@@ -8,6 +8,8 @@ int cmd_eval(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_bench_train(int argc, char **argv);
+/* `kiln bench precision`: fp16 against fp32 training memory and step time (bench_precision.c). */
+int cmd_bench_precision(int argc, char **argv);
 /* Developer tools (not in --help): the PyTorch parity dump. */
 int cmd_dev(int argc, char **argv);
 

@@ -35,6 +35,7 @@ static void usage(FILE *out) {
 static int cmd_bench(int argc, char **argv) {
     const char *what = argc >= 3 ? argv[2] : "";
     if (!strcmp(what, "train")) return cmd_bench_train(argc, argv);
+    if (!strcmp(what, "precision")) return cmd_bench_precision(argc, argv);
 #ifdef KILN_HAVE_BENCH
     if (!strcmp(what, "gemm")) return kiln_bench_gemm_main(argc - 2, argv + 2);
     if (!strcmp(what, "compare")) return kiln_bench_compare_main(argc - 2, argv + 2);

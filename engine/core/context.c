@@ -168,6 +168,8 @@ size_t kiln_memory_arena(const kiln_ctx *ctx) {
     return total;
 }
 
+size_t kiln_memory_arena_peak(const kiln_ctx *ctx) { return ctx->arena_peak; }
+
 void *kiln_step_malloc(kiln_ctx *ctx, size_t bytes) {
     if (ctx->n_step_allocs == ctx->cap_step_allocs) {
         int cap = ctx->cap_step_allocs ? 2 * ctx->cap_step_allocs : 256;

@@ -65,6 +65,10 @@ void kiln_set_rng_stream(kiln_ctx *ctx, uint64_t stream);
 /* Bytes currently held on the device: persistent tensors and the arena's blocks. */
 size_t kiln_memory_persistent(const kiln_ctx *ctx);
 size_t kiln_memory_arena(const kiln_ctx *ctx);
+/* The most arena bytes a single step has used so far (its activations, their gradients and
+ * temporaries), as measured at each kiln_step_reset: what a step needs, where
+ * kiln_memory_arena is what the arena holds (whole blocks, with headroom). */
+size_t kiln_memory_arena_peak(const kiln_ctx *ctx);
 
 #ifdef __cplusplus
 }
