@@ -145,6 +145,8 @@ START_TEST(timer_misuse_is_an_error) {
     ck_assert(strstr(kiln_error_message(), "kiln_timer_begin") != NULL);
     ck_assert_int_eq(kiln_timer_begin(ctx), KILN_OK);
     ck_assert_int_eq(kiln_timer_begin(ctx), KILN_ERR_STATE);
+    kiln_measure m; /* probes time themselves */
+    ck_assert_int_eq(kiln_probe_dispatch(ctx, 1, &m), KILN_ERR_STATE);
     ck_assert_int_eq(kiln_timer_end(ctx, &d, &w), KILN_OK);
     ck_assert_int_eq(kiln_timer_end(ctx, &d, &w), KILN_ERR_STATE);
     ck_assert_int_eq(kiln_timer_begin(NULL), KILN_ERR_ARGUMENT);

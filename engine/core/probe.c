@@ -20,6 +20,8 @@
 #define FMA_RUN_S 0.03
 /* Tiny kernels per dispatch-latency run. */
 #define DISPATCH_COUNT 100
+/* Rounds per FMA run at most (GPU kernels take them as a 32-bit count). */
+#define FMA_MAX_ITERS ((int64_t)1 << 31)
 #define MAX_REPEATS 1000
 /* The FMA kernels' recurrence a = a * 0.5 + 1: the product is exact in f32 and f16, so a
  * fused and an unfused FMA give the same bits, and every accumulator settles at 2 within a
@@ -206,6 +208,9 @@ static kiln_status check_common(kiln_ctx *ctx, int repeats, kiln_measure *out, c
     if (repeats < 1 || repeats > MAX_REPEATS)
         return kiln_set_error(KILN_ERR_ARGUMENT, "%s: repeats must be between 1 and %d, got %d", fn, MAX_REPEATS,
                               repeats);
+    if (ctx->probe && ctx->probe->running)
+        return kiln_set_error(KILN_ERR_STATE, "%s: a timer is running on this context; probes time themselves, so "
+                                              "call kiln_timer_end first", fn);
     return need_timer(ctx, fn);
 }
 
@@ -282,9 +287,10 @@ kiln_status kiln_probe_fma(kiln_ctx *ctx, kiln_dtype dtype, int width, int repea
     double dev = 0, wall;
     for (;;) {
         if ((s = timed_run(ctx, run_fma, &a, &dev, &wall))) return s;
-        if (dev >= FMA_RUN_S || a.iters >= ((int64_t)1 << 40)) break;
+        if (dev >= FMA_RUN_S || a.iters >= FMA_MAX_ITERS) break;
         double grow = FMA_RUN_S / dev * 1.1;
         a.iters = (int64_t)((double)a.iters * (grow < 2 ? 2 : grow > 64 ? 64 : grow));
+        if (a.iters > FMA_MAX_ITERS) a.iters = FMA_MAX_ITERS;
     }
     kiln_ref res;
     if ((s = alloc_buf(ctx, (size_t)a.items * sizeof(float), &res))) return s;
