@@ -136,31 +136,25 @@ kiln_status vk_probe_fma(void *dev, kiln_probe_fma_args *a) {
     return s;
 }
 
-/* ---- memory copy: in pieces that one storage-buffer binding can cover ---- */
+/* ---- memory copy: one dispatch (a buffer is never larger than one storage-buffer binding
+ * covers: vk_memory.c) ---- */
 
 kiln_status vk_probe_copy(void *dev, const kiln_probe_copy_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->bytes % 16 || a->src.off % 16 || a->dst.off % 16)
         return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: copy probe of %zu bytes: sizes and offsets must be multiples of 16",
                               a->bytes);
-    uint64_t piece = d->caps.max_storage_range;
-    if (piece > ((uint64_t)1 << 30)) piece = (uint64_t)1 << 30;
-    piece = piece / 256 * 256;
+    if (a->bytes / 16 > UINT32_MAX)
+        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: copy probe of %zu bytes: too large for one dispatch", a->bytes);
     uint32_t wg = 256;
     while (wg > d->caps.max_wg_invocations) wg /= 2;
-    for (size_t done = 0; done < a->bytes;) {
-        size_t n = a->bytes - done < piece ? a->bytes - done : (size_t)piece;
-        probe_copy_push p = {{0}, (uint32_t)(n / 16)};
-        vk_launch l = {.shader = "probe_copy", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
-        l.spec[0] = wg;
-        l.ops[0] = vk_in((kiln_ref){a->src.buf, a->src.off + done}, (int64_t)(n / 16), 16);
-        l.ops[1] = vk_out((kiln_ref){a->dst.buf, a->dst.off + done}, (int64_t)(n / 16), 16);
-        vk_grid_1d(d, vk_div_up(n / 16, wg), l.groups);
-        kiln_status s = vk_dispatch(d, &l);
-        if (s) return s;
-        done += n;
-    }
-    return KILN_OK;
+    probe_copy_push p = {{0}, (uint32_t)(a->bytes / 16)};
+    vk_launch l = {.shader = "probe_copy", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+    l.spec[0] = wg;
+    l.ops[0] = vk_in(a->src, (int64_t)(a->bytes / 16), 16);
+    l.ops[1] = vk_out(a->dst, (int64_t)(a->bytes / 16), 16);
+    vk_grid_1d(d, vk_div_up(a->bytes / 16, wg), l.groups);
+    return vk_dispatch(d, &l);
 }
 
 /* ---- dispatch latency ---- */
