@@ -91,6 +91,7 @@ typedef struct bench_options {
     int quick;        /* small sizes, few repeats, tiny model only: a smoke run */
     int ceilings, kernels, models; /* sections to run (from --only) */
     int tiny, gpt2_small;          /* model sizes to run (from --models) */
+    int fp32, fp16;                /* model precisions to run (from --precision) */
 } bench_options;
 
 /* ---- figures (bench_run.c) ---- */
@@ -160,6 +161,12 @@ void bench_models(kiln_ctx *ctx, const bench_options *o, bench_device *d);
  * ceiling kernel is wrong) or noted otherwise (bench_ceilings.c). */
 void bench_relate_compute(kiln_ctx *ctx, const bench_options *o, bench_device *d, bench_figure *f,
                           const char *ceiling_key, int error_above);
+
+/* The FMA ceiling a matrix product with operands of `dtype` is measured against: "fma.f32"
+ * for f32; for f16 (f16 operands, f32 accumulation), the faster of f16 and f32 FMA, since a
+ * device may multiply f16 with f16 arithmetic (tensor cores) or by widening to f32
+ * (bench_kernels.c). */
+const char *bench_matmul_ceiling(const bench_device *d, kiln_dtype dtype);
 
 /* GEMM rows M for a [M, 768] x [768, 3072] product that takes about `target_s` at the
  * device's f32 ceiling, a power of two within [lo, hi] (bench_kernels.c). */

@@ -24,8 +24,11 @@
 
 /* 32 only for f16: AVX512-FP16 CPUs have 32-lane f16 vectors, and nothing has 32-lane f32 */
 /* Every percentage of the run divides by a ceiling's best run, so ceilings get at least 5
- * runs even in a --quick run: on a loaded machine a best of 2 is often an interrupted one. */
-static int ceiling_repeats(const bench_options *o) { return o->repeat > 5 ? o->repeat : 5; }
+ * runs (3 in a --quick run): on a loaded machine a best of 2 is often an interrupted one. */
+static int ceiling_repeats(const bench_options *o) {
+    const int least = o->quick ? 3 : 5;
+    return o->repeat > least ? o->repeat : least;
+}
 
 static const int fma_widths[] = {1, 2, 4, 8, 16, 32};
 #define N_WIDTHS ((int)(sizeof fma_widths / sizeof fma_widths[0]))

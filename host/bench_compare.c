@@ -229,7 +229,7 @@ int kiln_bench_compare_main(int argc, char **argv) {
         printf("columns:\n");
         for (int c = 0; c < n; c++) {
             const json_value *r = cols[c].run, *d = cols[c].device;
-            printf("  [%d] %s  %s  %s; kiln %s, commit %s, %s", c + 1, cols[c].file, string_or(d, "id", "?"),
+            printf("  [%d] %s  %s  %s; kiln %s, commit %.12s, %s", c + 1, cols[c].file, string_or(d, "id", "?"),
                    string_or(d, "name", "?"), string_or(r, "kiln_version", "?"), string_or(r, "git_commit", "?"),
                    string_or(r, "created", "?"));
             double l0 = number_or_nan(d, "load_start"), l1 = number_or_nan(d, "load_end");

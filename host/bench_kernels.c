@@ -113,9 +113,7 @@ static kiln_tensor *random_tensor(kiln_ctx *ctx, kiln_dtype dt, int64_t rows, in
     return t;
 }
 
-/* The f16 GEMM multiplies f16 inputs with f32 accumulation: a device may do that with f16
- * arithmetic (tensor cores) or by widening to f32, so its ceiling is the faster of the two. */
-static const char *gemm_ceiling(const bench_device *d, kiln_dtype dt) {
+const char *bench_matmul_ceiling(const bench_device *d, kiln_dtype dt) {
     if (dt == KILN_F32) return "fma.f32";
     double h = bench_ceiling_value(bench_find(d, "fma.f16")), s = bench_ceiling_value(bench_find(d, "fma.f32"));
     return isfinite(h) && !(h < s) ? "fma.f16" : "fma.f32";
@@ -147,7 +145,7 @@ static void bench_gemm(kiln_ctx *ctx, const bench_options *o, bench_device *d, k
     } else {
         kiln_set_grad_enabled(ctx, 0);
         bench_work w = {NULL, gemm_run, gemm_check, &g, 2.0 * (double)g.m * (double)g.n * (double)g.k};
-        if (bench_time(ctx, &w, 1, o->repeat, f) == 0) bench_relate_compute(ctx, o, d, f, gemm_ceiling(d, dt), 1);
+        if (bench_time(ctx, &w, 1, o->repeat, f) == 0) bench_relate_compute(ctx, o, d, f, bench_matmul_ceiling(d, dt), 1);
     }
     kiln_tensor_free(g.a);
     kiln_tensor_free(g.b);

@@ -1,19 +1,23 @@
-/* Whole-model figures of the GPT in host/gpt*.c at named sizes:
+/* Whole-model figures of the GPT in host/gpt*.c, trained by host/trainer.c, at named sizes:
  *
  *   tiny         nanoGPT's CPU config as `kiln train` uses it: 4 layers, 4 heads, 128 wide,
  *                context 64, byte vocabulary (256); batch 12 x 64
  *   gpt2-small   GPT-2 small: 12 layers, 12 heads, 768 wide, context 1024, vocabulary 50257;
  *                the tokens per step are sized from the device's f32 ceiling (a CPU device
  *                gets a short context so a step takes about a second; a GPU gets up to
- *                8 x 1024), and the line says what was used
+ *                8 x 1024), and the rows say what was used
  *
- * A training step is what `kiln train` does per step, without reading anything back:
- * forward, loss, backward, clipped AdamW over every weight, zeroing the gradients; it is
- * timed on the device from the upload of the tokens to the last update. Its model FLOPs
- * are nanoGPT's (PaLM's) estimate: 6 N per token for the N weights that take part in
- * matrix products (every weight but the position table; the output layer shares the token
- * table) plus 12 L C T per token for attention's two products over context T, forward and
- * backward; MFU is that rate over the f32 FMA ceiling.
+ * in each precision asked for: fp32, then fp16 (mixed precision: f16 weights, activations
+ * and gradients, f32 masters and moments, dynamic loss scaling), on the same weights.
+ *
+ * A training step is exactly `kiln train`'s (trainer_accumulate + trainer_update_scaled:
+ * forward, loss, backward, clipped AdamW, the reads of the loss, the gradient norm and in
+ * fp16 the overflow flag), timed on the device from the upload of the tokens to the last
+ * read. Its model FLOPs are nanoGPT's (PaLM's) estimate: 6 N per token for the N weights
+ * that take part in matrix products (every weight but the position table; the output layer
+ * shares the token table) plus 12 L C T per token for attention's two products over context
+ * T, forward and backward. MFU is that rate over the FMA ceiling of the precision (the
+ * ceiling of f16 GEMMs in fp16: see bench_matmul_ceiling).
  *
  * Decoding: prefill of a prompt through the KV cache (tokens/s, and its model FLOPs, a
  * third of training's), then the latency of one more token at the prompt's end, which
@@ -25,6 +29,7 @@
 
 #include "bench.h"
 #include "gpt.h"
+#include "trainer.h"
 
 typedef struct model_size {
     const char *name;
@@ -72,49 +77,34 @@ static void size_batch(const bench_device *d, const model_size *s, double n, int
     *batch = tokens / *context;
 }
 
-/* ---- training ---- */
+/* ---- training: one step of `kiln train` ---- */
 
 typedef struct train_work {
-    gpt_model *m;
-    kiln_adam *opt;
-    kiln_tensor **params;
-    int32_t *x, *y;
-    int batch, context;
-    kiln_tensor *loss;
+    trainer t;
+    double loss;
+    int skipped; /* timed steps the loss scaler skipped (an overflow in fp16) */
 } train_work;
-
-static kiln_tensor *upload_tokens(kiln_ctx *ctx, const int32_t *ids, int batch, int context) {
-    int64_t shape[2] = {batch, context};
-    kiln_tensor *t = kiln_tensor_temp(ctx, KILN_I32, 2, shape);
-    if (!t || kiln_upload(t, ids, (size_t)batch * (size_t)context * sizeof *ids)) return NULL;
-    return t;
-}
 
 static int train_run(void *arg) {
     train_work *w = arg;
-    kiln_ctx *ctx = w->m->ctx;
-    kiln_tensor *ids = upload_tokens(ctx, w->x, w->batch, w->context);
-    kiln_tensor *targets = ids ? upload_tokens(ctx, w->y, w->batch, w->context) : NULL;
-    w->loss = targets ? gpt_loss(w->m, ids, targets, 0.0f, NULL) : NULL;
-    kiln_adam_step_opts s = {0};
-    s.lr = 1e-4f;
-    s.clip_norm = 1.0f;
-    if (!w->loss || kiln_backward(w->loss, 1.0f) || kiln_adam_step(w->opt, &s) ||
-        kiln_zero_grad(w->params, w->m->n_params))
-        return -1;
+    char err[512];
+    double grad_norm;
+    int skipped = 0;
+    if (trainer_accumulate(&w->t, w->t.x, w->t.y, w->t.hp.batch, 1.0f, &w->loss, err, sizeof err) ||
+        trainer_update_scaled(&w->t, w->t.hp.lr, &grad_norm, &skipped, err, sizeof err))
+        return -1; /* the engine's message is still set */
+    w->skipped += skipped;
     return 0;
 }
 
 /* Random tokens give a loss of log(vocab) at initialisation; the steps before the check
- * (warm-up) train on the same batch, which lowers it. Far above, or not a number, means
- * the step computed something else. */
+ * (warm-up, or the other precision's) train on the same batch, which lowers it. Far above,
+ * or not a number, means the step computed something else. */
 static int train_check(void *arg, char *err, size_t errlen) {
     train_work *w = arg;
-    float loss;
-    if (kiln_read_scalar(w->loss, &loss)) return snprintf(err, errlen, "reading the loss: %s", kiln_error_message()), -1;
-    double at_init = log((double)w->m->cfg.vocab_size);
-    if (!(loss > 0 && loss < at_init + 1.0))
-        return snprintf(err, errlen, "the loss is %g, expected below %.2f", (double)loss, at_init + 1.0), -1;
+    double at_init = log((double)w->t.m->cfg.vocab_size);
+    if (!(w->loss > 0 && w->loss < at_init + 1.0))
+        return snprintf(err, errlen, "the loss is %g, expected below %.2f", w->loss, at_init + 1.0), -1;
     return 0;
 }
 
@@ -158,11 +148,11 @@ static const struct {
 } model_rows[] = {
     {"train.step", "train step", BENCH_MS},
     {"train.tokens", "train tokens", BENCH_TOKENS_PER_S},
-    {"train.flops", "train FLOP/s (MFU)", BENCH_GFLOPS},
+    {"train.flops", "train FLOP/s", BENCH_GFLOPS}, /* its percentage is the MFU */
     {"prefill.tokens", "prefill tokens", BENCH_TOKENS_PER_S},
     {"prefill.flops", "prefill FLOP/s", BENCH_GFLOPS},
-    {"decode.latency", "decode 1 token", BENCH_MS},
-    {"decode.weights", "decode weight stream", BENCH_GBPS},
+    {"decode.latency", "decode latency", BENCH_MS},
+    {"decode.weights", "decode weights", BENCH_GBPS}, /* the weights streamed per token */
 };
 enum { ROW_STEP, ROW_TOKENS, ROW_FLOPS, ROW_PREFILL_TOKENS, ROW_PREFILL_FLOPS, ROW_LATENCY, ROW_WEIGHTS, ROWS };
 
@@ -173,22 +163,31 @@ static bench_figure scratch_figure(void) {
     return f;
 }
 
-/* Adds row `row` of model `name` from the timed figure t: a copy of it when per_ms is 0,
- * else the rate per_ms / t. Relates it to `ceiling` (NULL: none; model FLOP/s are checked
- * against the FMA ceiling like a GEMM) and prints it. */
-static void add_row(kiln_ctx *ctx, const bench_options *o, bench_device *d, const char *name, int row,
-                    const char *shape, const bench_figure *t, double per_ms, const char *ceiling) {
+/* One model in one precision: "gpt2-small", "fp16" -> keys "gpt2-small.fp16.train.step". */
+typedef struct model_run {
+    kiln_ctx *ctx;
+    const bench_options *o;
+    bench_device *d;
+    const char *name, *precision;
+} model_run;
+
+/* Adds row `row` from the timed figure t: a copy of it when per_ms is 0, else the rate
+ * per_ms / t. Relates it to `ceiling` (NULL: none; model FLOP/s are checked against their
+ * FMA ceiling like a GEMM) and prints it. */
+static void add_row(const model_run *r, int row, const char *shape, const bench_figure *t, double per_ms,
+                    const char *ceiling) {
     char key[48], label[64];
-    snprintf(key, sizeof key, "%s.%s", name, model_rows[row].key);
-    snprintf(label, sizeof label, "%s %s", name, model_rows[row].label);
-    bench_figure *f = bench_add(d, BENCH_MODELS, key, label, model_rows[row].unit);
+    snprintf(key, sizeof key, "%s.%s.%s", r->name, r->precision, model_rows[row].key);
+    snprintf(label, sizeof label, "%s %s %s", r->name, r->precision, model_rows[row].label);
+    bench_figure *f = bench_add(r->d, BENCH_MODELS, key, label, model_rows[row].unit);
     if (!f) return;
     snprintf(f->shape, sizeof f->shape, "%s", shape);
     f->repeats = t->repeats;
     f->device_s = t->device_s;
     f->wall_s = t->wall_s;
+    snprintf(f->note, sizeof f->note, "%s", t->note);
     if (!isfinite(t->median)) {
-        snprintf(f->note, sizeof f->note, "%s", t->note);
+        /* one failure, counted on the row that was measured */
         f->error = row == ROW_STEP || row == ROW_PREFILL_TOKENS || row == ROW_LATENCY ? t->error : 0;
     } else if (per_ms == 0) {
         f->median = t->median, f->min = t->min, f->max = t->max;
@@ -196,88 +195,103 @@ static void add_row(kiln_ctx *ctx, const bench_options *o, bench_device *d, cons
         f->median = per_ms / t->median, f->min = per_ms / t->max, f->max = per_ms / t->min;
     }
     if (ceiling && !strncmp(ceiling, "fma.", 4))
-        bench_relate_compute(ctx, o, d, f, ceiling, 1);
+        bench_relate_compute(r->ctx, r->o, r->d, f, ceiling, 1);
     else if (ceiling)
-        bench_relate(d, f, ceiling);
+        bench_relate(r->d, f, ceiling);
     bench_print_figure(stdout, f);
 }
 
-/* Rows [first, ROWS) of a model that could not go on, with the reason (counted once). */
-static void rows_failed(kiln_ctx *ctx, const bench_options *o, bench_device *d, const char *name, int first,
-                        const char *shape, const char *what) {
-    bench_figure t = scratch_figure();
-    bench_engine_failure(&t, what);
+/* Rows [first, ROWS) that could not be measured, for the reason in `why` (an error, if it
+ * is one, counted once). */
+static void rows_failed(const model_run *r, int first, const char *shape, bench_figure why) {
     for (int row = first; row < ROWS; row++) {
-        add_row(ctx, o, d, name, row, shape, &t, 0, NULL);
-        t.error = 0;
+        add_row(r, row, shape, &why, 0, NULL);
+        why.error = 0;
     }
 }
 
-static void bench_model(kiln_ctx *ctx, const bench_options *o, bench_device *d, const model_size *s) {
+/* The engine's last failure as the reason for rows_failed. */
+static bench_figure engine_reason(const char *what) {
+    bench_figure why = scratch_figure();
+    bench_engine_failure(&why, what);
+    return why;
+}
+
+/* Training and decoding of model m in precision dt. */
+static void bench_precision(const model_run *r, const model_size *s, gpt_model *m, kiln_dtype dt, int batch,
+                            int context, double n) {
+    kiln_ctx *ctx = r->ctx;
     const gpt_config *c = &s->cfg;
-    const double n = matmul_weights(c);
-    int batch, context;
-    size_batch(d, s, n, o->quick, &batch, &context);
     const int tokens = batch * context;
     /* the prompt fills the training context, leaving room for one decoded token */
     const int prompt = context < c->n_positions ? context : c->n_positions - 1;
-    char shape[64], pshape[64], lshape[64];
+    char shape[64], pshape[64], lshape[64], err[512];
     snprintf(shape, sizeof shape, "batch %d x context %d", batch, context);
     snprintf(pshape, sizeof pshape, "prompt %d", prompt);
     snprintf(lshape, sizeof lshape, "at position %d", prompt);
-    fprintf(stderr, "kiln bench: %s: model %s (%s)\n", d->id, s->name, shape);
+    if (!kiln_supports_dtype(ctx, dt)) {
+        bench_figure why = scratch_figure();
+        bench_not_measured(&why, 0, "the device cannot store f16");
+        rows_failed(r, ROW_STEP, shape, why);
+        return;
+    }
+    fprintf(stderr, "kiln bench: %s: model %s %s (%s)\n", r->d->id, s->name, r->precision, shape);
 
+    train_hparams hp = {.batch = batch, .block = context, .grad_accum = 1, .steps = 1000, .warmup = 0,
+                        .lr = 1e-4f, .min_lr = 1e-5f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f,
+                        .clip = 1.0f, .dropout = 0.0f, .seed = 1337, .precision = dt};
+    /* A first loss scale below kiln train's 2^16: a step that overflows skips its update,
+     * which makes it cheaper, and the few timed steps should all be whole ones. */
+    hp.loss_scale = kiln_loss_scale_defaults();
+    hp.loss_scale.init = 1024;
     train_work tw = {0};
     decode_work dw = {0};
-    tw.batch = batch;
-    tw.context = context;
-    tw.x = malloc((size_t)tokens * sizeof *tw.x);
-    tw.y = malloc((size_t)tokens * sizeof *tw.y);
-    for (int i = 0; tw.x && tw.y && i < tokens; i++) {
-        tw.x[i] = (int32_t)(kiln_rng_u32(17, 1, (uint64_t)i) % (uint32_t)c->vocab_size);
-        tw.y[i] = (int32_t)(kiln_rng_u32(17, 2, (uint64_t)i) % (uint32_t)c->vocab_size);
+    /* the prompt and the decoded token: a fresh draw, as long as needed */
+    int32_t *ids = malloc((size_t)(prompt + 1) * sizeof *ids);
+    for (int i = 0; ids && i <= prompt; i++) ids[i] = (int32_t)(kiln_rng_u32(17, 3, (uint64_t)i) % (uint32_t)c->vocab_size);
+    if (!ids) {
+        bench_figure why = scratch_figure();
+        bench_not_measured(&why, 1, "out of host memory");
+        rows_failed(r, ROW_STEP, shape, why);
+        return;
     }
-    kiln_set_grad_enabled(ctx, 1);
-    kiln_set_training(ctx, 1);
-    tw.m = tw.x && tw.y ? gpt_new(ctx, c) : NULL;
-    if (tw.m) tw.params = malloc((size_t)tw.m->n_params * sizeof *tw.params);
-    for (int i = 0; tw.params && i < tw.m->n_params; i++) tw.params[i] = tw.m->params[i].t;
-    kiln_adam_opts ao = kiln_adam_defaults();
-    ao.beta2 = 0.95f;
-    ao.weight_decay = 0.1f;
-    ao.decoupled = 1;
-    if (!tw.params || gpt_init(tw.m, 1337) || !(tw.opt = kiln_adam_new(ctx, tw.params, tw.m->n_params, &ao)) ||
-        kiln_zero_grad(tw.params, tw.m->n_params)) {
-        rows_failed(ctx, o, d, s->name, ROW_STEP, shape, "the model");
-        goto done;
+    if (trainer_init(&tw.t, m, NULL, &hp, err, sizeof err)) {
+        free(ids);
+        rows_failed(r, ROW_STEP, shape, engine_reason("setting up training"));
+        return;
     }
-    for (int i = 0; i < tw.m->n_params; i++) kiln_adam_set_decay(tw.opt, i, tw.m->params[i].spec.decay);
+    for (int i = 0; i < tokens; i++) {
+        tw.t.x[i] = (int32_t)(kiln_rng_u32(17, 1, (uint64_t)i) % (uint32_t)c->vocab_size);
+        tw.t.y[i] = (int32_t)(kiln_rng_u32(17, 2, (uint64_t)i) % (uint32_t)c->vocab_size);
+    }
 
-    /* a training step */
     bench_figure t = scratch_figure();
     bench_work w = {NULL, train_run, train_check, &tw, 1};
-    bench_time(ctx, &w, 1, o->quick ? 2 : 3, &t);
-    add_row(ctx, o, d, s->name, ROW_STEP, shape, &t, 0, NULL);
-    add_row(ctx, o, d, s->name, ROW_TOKENS, shape, &t, tokens * 1e3, NULL);
-    add_row(ctx, o, d, s->name, ROW_FLOPS, shape, &t, train_flops_per_token(c, n, context) * tokens * 1e3 * 1e-9, "fma.f32");
+    /* whole steps are long: 3 timed (1 in a --quick run) after one warm-up */
+    const int steps = r->o->quick ? 1 : 3;
+    if (bench_time(ctx, &w, 1, steps, &t) == 0 && tw.skipped)
+        snprintf(t.note, sizeof t.note, "the loss scaler skipped %d of the steps (overflow)", tw.skipped);
+    const char *ceiling = bench_matmul_ceiling(r->d, dt);
+    add_row(r, ROW_STEP, shape, &t, 0, NULL);
+    add_row(r, ROW_TOKENS, shape, &t, tokens * 1e3, NULL);
+    add_row(r, ROW_FLOPS, shape, &t, train_flops_per_token(c, n, context) * tokens * 1e3 * 1e-9, ceiling);
 
-    /* decoding with the KV cache (no gradients, no dropout) */
+    /* decoding with the KV cache, on the weights the forward pass reads in this precision */
     kiln_set_grad_enabled(ctx, 0);
     kiln_set_training(ctx, 0);
-    dw.m = tw.m;
-    dw.ids = tw.x;
-    if (!(dw.cache = gpt_kv_new(tw.m))) {
-        rows_failed(ctx, o, d, s->name, ROW_PREFILL_TOKENS, pshape, "the KV cache");
+    dw.m = m;
+    dw.ids = ids;
+    if (!(dw.cache = gpt_kv_new(m))) {
+        rows_failed(r, ROW_PREFILL_TOKENS, pshape, engine_reason("the KV cache"));
         goto done;
     }
     dw.start = 0;
     dw.count = prompt;
     t = scratch_figure();
     bench_work pw = {decode_prepare, decode_run, decode_check, &dw, 1};
-    bench_time(ctx, &pw, 1, o->quick ? 2 : 3, &t);
-    add_row(ctx, o, d, s->name, ROW_PREFILL_TOKENS, pshape, &t, prompt * 1e3, NULL);
-    add_row(ctx, o, d, s->name, ROW_PREFILL_FLOPS, pshape, &t,
-            train_flops_per_token(c, n, prompt) / 3 * prompt * 1e3 * 1e-9, "fma.f32");
+    bench_time(ctx, &pw, 1, steps, &t);
+    add_row(r, ROW_PREFILL_TOKENS, pshape, &t, prompt * 1e3, NULL);
+    add_row(r, ROW_PREFILL_FLOPS, pshape, &t, train_flops_per_token(c, n, prompt) / 3 * prompt * 1e3 * 1e-9, ceiling);
 
     /* One token at the prompt's end: the cache holds the prompt (from the last prefill
      * run), and each run decodes position `prompt` again. */
@@ -285,19 +299,44 @@ static void bench_model(kiln_ctx *ctx, const bench_options *o, bench_device *d, 
     dw.count = 1;
     t = scratch_figure();
     bench_work lw = {decode_prepare, decode_run, decode_check, &dw, 1};
-    bench_time(ctx, &lw, 2, o->quick ? 3 : 10, &t);
-    add_row(ctx, o, d, s->name, ROW_LATENCY, lshape, &t, 0, NULL);
-    add_row(ctx, o, d, s->name, ROW_WEIGHTS, lshape, &t, 4.0 * n * 1e3 * 1e-9, "copy");
+    bench_time(ctx, &lw, r->o->quick ? 1 : 2, r->o->quick ? 3 : 10, &t);
+    add_row(r, ROW_LATENCY, lshape, &t, 0, NULL);
+    add_row(r, ROW_WEIGHTS, lshape, &t, (double)kiln_dtype_size(m->dtype) * n * 1e3 * 1e-9, "copy");
 
 done:
     kiln_step_reset(ctx);
     gpt_kv_free(dw.cache);
-    kiln_adam_free(tw.opt);
-    gpt_free(tw.m);
-    free(tw.params);
-    free(tw.x), free(tw.y);
+    trainer_free(&tw.t);
+    free(ids);
     kiln_set_grad_enabled(ctx, 1);
     kiln_set_training(ctx, 1);
+}
+
+static void bench_model(kiln_ctx *ctx, const bench_options *o, bench_device *d, const model_size *s) {
+    const double n = matmul_weights(&s->cfg);
+    int batch, context;
+    size_batch(d, s, n, o->quick, &batch, &context);
+    model_run r = {ctx, o, d, s->name, "fp32"};
+    char shape[64];
+    snprintf(shape, sizeof shape, "batch %d x context %d", batch, context);
+    gpt_model *m = gpt_new(ctx, &s->cfg);
+    if (!m || gpt_init(m, 1337)) {
+        /* every row of every precision asked for says why (an error counted once) */
+        bench_figure why = engine_reason("the model");
+        for (int p = 0; p < 2; p++) {
+            if (!(p ? o->fp16 : o->fp32)) continue;
+            r.precision = p ? "fp16" : "fp32";
+            rows_failed(&r, ROW_STEP, shape, why);
+            why.error = 0;
+        }
+        gpt_free(m);
+        return;
+    }
+    /* fp32 first: fp16 training turns the model to mixed precision for good */
+    if (o->fp32) bench_precision(&r, s, m, KILN_F32, batch, context, n);
+    r.precision = "fp16";
+    if (o->fp16) bench_precision(&r, s, m, KILN_F16, batch, context, n);
+    gpt_free(m);
 }
 
 void bench_models(kiln_ctx *ctx, const bench_options *o, bench_device *d) {

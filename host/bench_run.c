@@ -307,7 +307,8 @@ static void describe_run(bench_run *run, int argc, char **argv) {
 }
 
 int kiln_bench_main(int argc, char **argv) {
-    const char *backend = NULL, *json = NULL, *only = "ceilings,kernels,models", *models = "tiny,gpt2-small";
+    const char *backend = NULL, *json = NULL, *only = "ceilings,kernels,models", *models = "tiny,gpt2-small",
+               *precisions = "fp32,fp16";
     int device = -1;
     bench_options o = {.repeat = 5};
     cli_opt opts[] = {
@@ -316,6 +317,7 @@ int kiln_bench_main(int argc, char **argv) {
         {"--json", CLI_STRING, &json, "FILE", "also write every figure, the devices and the build to FILE", 0, 0, 0},
         {"--only", CLI_STRING, &only, "LIST", "sections to run: ceilings, kernels, models", 0, 0, 0},
         {"--models", CLI_STRING, &models, "LIST", "model sizes: tiny, gpt2-small", 0, 0, 0},
+        {"--precision", CLI_STRING, &precisions, "LIST", "model precisions: fp32, fp16 (mixed precision)", 0, 0, 0},
         {"--repeat", CLI_INT, &o.repeat, "N", "timed runs per ceiling and kernel (the median is reported)", 1, 1000, 0},
         {"--quick", CLI_FLAG, &o.quick, NULL, "a smoke run: small sizes, 2 repeats, the tiny model only (figures are not representative)", 0, 0, 0},
     };
@@ -335,8 +337,11 @@ int kiln_bench_main(int argc, char **argv) {
     int *section_flags[] = {&o.ceilings, &o.kernels, &o.models};
     const char *model_names[] = {"tiny", "gpt2-small"};
     int *model_flags[] = {&o.tiny, &o.gpt2_small};
+    const char *precision_names[] = {"fp32", "fp16"};
+    int *precision_flags[] = {&o.fp32, &o.fp16};
     if (parse_list("--only", only, section_names, section_flags, 3) ||
-        parse_list("--models", models, model_names, model_flags, 2))
+        parse_list("--models", models, model_names, model_flags, 2) ||
+        parse_list("--precision", precisions, precision_names, precision_flags, 2))
         return 1;
     if (o.quick && !cli_find(opts, n, "--models")->seen) o.gpt2_small = 0;
     if (o.quick && !cli_find(opts, n, "--repeat")->seen) o.repeat = 2;
@@ -350,7 +355,11 @@ int kiln_bench_main(int argc, char **argv) {
 
     bench_run run = {0};
     describe_run(&run, argc, argv);
-    printf("kiln bench: kiln %s, commit %s, %s, %d CPUs\n\n", KILN_VERSION_STRING, KILN_GIT_COMMIT, run.host, run.cpus);
+    printf("kiln bench: kiln %s, commit %.12s, host %s, %d CPUs, load average %.1f\n"
+           "median and spread (min-max) over the timed runs; device and wall: median time of one run;\n"
+           "of ceiling: the median over the ceiling's best run (FMA of the same precision for GEMMs\n"
+           "and model FLOP/s, copy bandwidth for the memory-bound kernels and decoding)\n\n",
+           KILN_VERSION_STRING, KILN_GIT_COMMIT, run.host, run.cpus, load_average());
     fflush(stdout);
     rc = 0;
     for (int i = 0; rc == 0 && compiled[i]; i++)

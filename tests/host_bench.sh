@@ -27,26 +27,29 @@ for key in '"schema": "kiln-bench/1"' '"git_commit": "' '"kiln_version": "' '"id
     '"key": "gemm.f32.nn"' '"key": "gemm.f32.nt"' '"key": "gemm.f32.tn"' \
     '"key": "gemm.f16.nn"' '"key": "gemm.f16.nt"' '"key": "gemm.f16.tn"' \
     '"key": "softmax.causal"' '"key": "layernorm.fwd"' '"key": "layernorm.bwd"' '"key": "xent.fwd"' \
-    '"key": "xent.bwd"' '"key": "adamw"' '"key": "tiny.train.step"' '"key": "tiny.train.tokens"' \
-    '"key": "tiny.train.flops"' '"key": "tiny.prefill.tokens"' '"key": "tiny.decode.latency"'; do
+    '"key": "xent.bwd"' '"key": "adamw"' \
+    '"key": "tiny.fp32.train.step"' '"key": "tiny.fp32.train.tokens"' '"key": "tiny.fp32.train.flops"' \
+    '"key": "tiny.fp32.prefill.tokens"' '"key": "tiny.fp32.prefill.flops"' '"key": "tiny.fp32.decode.latency"' \
+    '"key": "tiny.fp32.decode.weights"' '"key": "tiny.fp16.train.flops"' '"key": "tiny.fp16.decode.latency"'; do
     grep -qF "$key" "$work/a.json" || fail "the result file has no $key"
 done
 # a figure in the table is what the file holds: the f32 GEMM against its ceiling
 grep -q '^  GEMM f32 NN .*% fma.f32' "$work/a.out" || { cat "$work/a.out" >&2; fail "no GEMM row with its percentage"; }
 grep -q '"pct": [0-9]' "$work/a.json" || fail "no percentage of a ceiling in the result file"
 
-# 2. compare with a second (partial) run
-"$kiln" bench --backend cpu --quick --only ceilings --json "$work/b.json" >"$work/b.out" 2>&1 ||
+# 2. compare with a second (partial, so faster) run
+"$kiln" bench --backend cpu --quick --only kernels --json "$work/b.json" >"$work/b.out" 2>&1 ||
     { cat "$work/b.out" >&2; fail "the second run failed"; }
 "$kiln" bench compare "$work/a.json" "$work/b.json" >"$work/cmp.out" 2>"$work/cmp.err" ||
     { cat "$work/cmp.err" >&2; fail "compare of two result files failed"; }
 grep -q "^  \[1\] $work/a.json  cpu:0" "$work/cmp.out" || fail "compare does not name the first file's device"
 grep -q "^  \[2\] $work/b.json  cpu:0" "$work/cmp.out" || fail "compare does not name the second file's device"
-# a ceiling both measured: two numbers; a kernel only the first measured: a number and "-"
-grep -Eq '^  FMA f32, best \(width [0-9]+\) +GFLOP/s +[0-9.]+ +[0-9.]+' "$work/cmp.out" ||
-    { cat "$work/cmp.out" >&2; fail "compare does not show the f32 ceiling of both runs"; }
-grep -Eq '^  GEMM f32 NN +GFLOP/s +[0-9.]+ \([0-9]+%\) +- *$' "$work/cmp.out" ||
-    { cat "$work/cmp.out" >&2; fail "compare does not show the GEMM of the first run beside a dash"; }
+# a kernel both measured: two numbers (a percentage only where the run measured the
+# ceiling); a ceiling only the first measured: a number and "-"
+grep -Eq '^  GEMM f32 NN +GFLOP/s +[0-9.]+ \([0-9]+%\) +[0-9.]+ *$' "$work/cmp.out" ||
+    { cat "$work/cmp.out" >&2; fail "compare does not show the GEMM of both runs"; }
+grep -Eq '^  FMA f32, best \(width [0-9]+\) +GFLOP/s +[0-9.]+ +- *$' "$work/cmp.out" ||
+    { cat "$work/cmp.out" >&2; fail "compare does not show the f32 ceiling of the first run beside a dash"; }
 
 # 3. bad files: one line on stderr naming the file, nothing on stdout, exit code 1
 refuse() { # NAME EXPECTED-TEXT FILE...
