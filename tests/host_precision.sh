@@ -9,7 +9,8 @@
 #     end with the same metrics (loss scale and skipped count included), val loss, weights
 #     and optimizer state, with the scale growing every 3 clean steps so that the scaler's
 #     counter is mid-interval at the checkpoint;
-#  3. eval and decode in fp16 read the f32 checkpoint (eval's loss within 0.01 of fp32's).
+#  3. eval and decode in fp16 read the f32 checkpoint (eval's loss within 0.01 of fp32's);
+#  4. on Vulkan, a device without 16-bit storage (minimum-limits mode) is refused in one line.
 #   host_precision.sh KILN WORKDIR [BACKEND]
 set -eu
 kiln=$1
@@ -99,6 +100,17 @@ awk -v a="$e32" -v b="$e16" 'BEGIN { d = a - b; exit !(a > 0 && b > 0 && d < 0.0
 "$kiln" decode --ckpt whole/model.safetensors --backend "$backend" --precision fp16 \
   --prompt "row 7" --max-new 24 --greedy >decode.out 2>decode.err || fail "decode in fp16: $(tail -n 1 decode.err)"
 [ "$(wc -c <decode.out)" -eq 24 ] || fail "decode in fp16 printed $(wc -c <decode.out) bytes, expected 24"
+
+# ---- 4. a device without f16 storage is refused in one line ----
+# Vulkan's minimum-limits mode reports no 16-bit storage (the Vulkan minimum).
+if [ "$backend" = vulkan ]; then
+  if KILN_VK_MIN_LIMITS=1 "$kiln" train --data text.txt --backend vulkan --precision fp16 --out nof16 \
+      --steps 1 >/dev/null 2>nof16.err; then
+    fail "fp16 training on a device without 16-bit storage was not refused"
+  fi
+  [ "$(wc -l <nof16.err)" -eq 1 ] && grep -q '^kiln: error: .*cannot store f16.*--precision fp32' nof16.err ||
+    fail "the refusal is not one clear line: $(cat nof16.err)"
+fi
 
 [ $status -eq 0 ] && echo "ok: fp16 training backs off, skips, converges and resumes exactly"
 exit $status
