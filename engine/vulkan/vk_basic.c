@@ -1,6 +1,7 @@
 /* Host side of the memory and elementwise kernels: fill, cast, axpby, binary, sum_rows,
- * activations and dropout. fill and cast handle f16 as packed words on any device; the
- * others run their "_f16" shader variant for f16 data (vk_variant). */
+ * activations and dropout. fill and cast handle f16 as packed 32-bit words; the others
+ * run their "_f16" shader variant for f16 data (vk_variant). Either way f16 needs a
+ * device with 16-bit storage (vk_require_f16). */
 #include <string.h>
 
 #include "push.h"

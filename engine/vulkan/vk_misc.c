@@ -1,5 +1,5 @@
 /* Host side of the sinusoidal table (kiln_sinusoid_args; f32, or f16 through the "_f16"
- * variant) and the inf/NaN check (kiln_finite_args; f16 as packed words on any device). */
+ * variant) and the inf/NaN check (kiln_finite_args; f16 as packed 32-bit words). */
 #include "push.h"
 #include "vk_internal.h"
 
