@@ -93,7 +93,7 @@ static int side_step(side *s, int slot) {
 }
 
 static void row_bytes(const char *what, size_t a, size_t b, const char *note) {
-    printf("  %-20s %10.2f MiB %10.2f MiB", what, (double)a / 1048576.0, (double)b / 1048576.0);
+    printf("  %-22s %10.2f MiB %10.2f MiB", what, (double)a / 1048576.0, (double)b / 1048576.0);
     /* a ratio to almost nothing says nothing */
     if (a >= 4096)
         printf(" %9.2f", (double)b / (double)a);
@@ -163,7 +163,7 @@ int cmd_bench_precision(int argc, char **argv) {
            "of each after %d, alternating\n", o.layers, o.heads, o.dim, hp->block, hp->batch,
            (double)gpt_param_count(s[0].m) / 1e6, o.steps, o.warmup_steps);
     printf("device: %s, %s\n\n", kiln_backend_name(s[0].ctx), kiln_device_name(s[0].ctx));
-    printf("  %-20s %14s %14s %9s\n", "", "fp32", "fp16", "fp16/fp32");
+    printf("  %-22s %14s %14s %9s\n", "", "fp32", "fp16", "fp16/fp32");
     row_bytes("weights", s[0].weights, s[1].weights, "fp16: f32 masters + f16 working copies");
     row_bytes("gradients", s[0].grads, s[1].grads, "fp16: f16, on the working copies");
     row_bytes("optimizer state", s[0].moments, s[1].moments, "Adam m and v, f32 in both");
@@ -172,10 +172,13 @@ int cmd_bench_precision(int argc, char **argv) {
     row_bytes("other persistent", other0, other1, "optimizer scalars; fp16: f16 norm scratch, scaler flag");
     row_bytes("activations", s[0].arena, s[1].arena, "one step's arena peak: activations, their gradients");
     row_bytes("total", s[0].persistent + s[0].arena, s[1].persistent + s[1].arena, "");
-    printf("  %-20s %11.1f ms %11.1f ms %9.2f   median of %d\n", "step time", 1e3 * t32, 1e3 * t16, t16 / t32,
+    /* eval and decode in fp16 replace the f32 weights by f16 ones (gpt_set_precision) */
+    size_t numel = (size_t)gpt_param_count(s[0].m);
+    row_bytes("weights (eval, decode)", 4 * numel, 2 * numel, "no masters: f32 or f16 weights alone");
+    printf("  %-22s %11.1f ms %11.1f ms %9.2f   median of %d\n", "step time", 1e3 * t32, 1e3 * t16, t16 / t32,
            o.steps);
-    printf("  %-20s %14.0f %14.0f %9.2f\n", "tokens/s", tokens / t32, tokens / t16, t32 / t16);
-    printf("  %-20s %14.4f %14.4f             after %d steps; fp16: loss scale %g, %" PRId64 " skipped\n",
+    printf("  %-22s %14.0f %14.0f %9.2f\n", "tokens/s", tokens / t32, tokens / t16, t32 / t16);
+    printf("  %-22s %14.4f %14.4f             after %d steps; fp16: loss scale %g, %" PRId64 " skipped\n",
            "training loss", s[0].last_loss, s[1].last_loss, o.warmup_steps + o.steps, ls.scale,
            ls.skipped_steps);
     rc = 0;

@@ -101,6 +101,16 @@ awk -v a="$e32" -v b="$e16" 'BEGIN { d = a - b; exit !(a > 0 && b > 0 && d < 0.0
   --prompt "row 7" --max-new 24 --greedy >decode.out 2>decode.err || fail "decode in fp16: $(tail -n 1 decode.err)"
 [ "$(wc -c <decode.out)" -eq 24 ] || fail "decode in fp16 printed $(wc -c <decode.out) bytes, expected 24"
 
+# ---- 5. kiln bench precision: fp16 halves gradients and activations ----
+"$kiln" bench precision --backend "$backend" --layers 1 --heads 2 --dim 16 --block 16 --batch 4 \
+  --steps 2 --warmup-steps 1 >bench.out 2>bench.err || fail "kiln bench precision: $(tail -n 1 bench.err)"
+ratio_of() { grep "^  $1  " bench.out | sed 's/  */ /g' | awk '{ for (i = 1; i <= NF; i++) if ($i == "MiB") last = i; print $(last + 1) }'; }
+for expect in "weights:1.50" "gradients:0.50" "optimizer state:1.00" "weights (eval, decode):0.50"; do
+  [ "$(ratio_of "${expect%%:*}")" = "${expect#*:}" ] || fail "bench precision: ${expect%%:*} fp16/fp32 is $(ratio_of "${expect%%:*}"), expected ${expect#*:}"
+done
+awk -v r="$(ratio_of activations)" 'BEGIN { exit !(r > 0 && r < 0.75) }' ||
+  fail "bench precision: activations fp16/fp32 is $(ratio_of activations), expected well below 1"
+
 # ---- 4. a device without f16 storage is refused in one line ----
 # Vulkan's minimum-limits mode reports no 16-bit storage (the Vulkan minimum).
 if [ "$backend" = vulkan ]; then
