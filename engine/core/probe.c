@@ -281,16 +281,25 @@ kiln_status kiln_probe_fma(kiln_ctx *ctx, kiln_dtype dtype, int width, int repea
         return kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: the %s backend has no FMA probe", fn, ctx->be->name);
 
     /* Sizing: the first runs write nowhere we read, learn how many items fill the device,
-     * and double the rounds until a run lasts FMA_RUN_S (they also warm up: compile the
-     * kernel, wake the clocks). */
+     * and grow the rounds until a run lasts FMA_RUN_S at the best rate seen so far (they
+     * also warm up: compile the kernel, wake the clocks). The best rate, not the last: on a
+     * shared machine one run may be preempted, and sizing from it would leave the timed
+     * runs too short to time. */
     kiln_probe_fma_args a = {.dtype = dtype, .width = width, .items = 0, .iters = 64, .mul = FMA_MUL, .add = FMA_ADD};
-    double dev = 0, wall;
+    double best_rate = 0; /* rounds per second */
     for (;;) {
+        double dev = 0, wall;
         if ((s = timed_run(ctx, run_fma, &a, &dev, &wall))) return s;
-        if (dev >= FMA_RUN_S || a.iters >= FMA_MAX_ITERS) break;
-        double grow = FMA_RUN_S / dev * 1.1;
-        a.iters = (int64_t)((double)a.iters * (grow < 2 ? 2 : grow > 64 ? 64 : grow));
-        if (a.iters > FMA_MAX_ITERS) a.iters = FMA_MAX_ITERS;
+        if ((double)a.iters / dev > best_rate) best_rate = (double)a.iters / dev;
+        /* done when this run was long and its rounds last FMA_RUN_S at the best rate: a
+         * short run's time can be all waiting (a thread not yet scheduled), which sizing
+         * from it would take for arithmetic */
+        double want = best_rate * FMA_RUN_S;
+        if ((dev >= 0.8 * FMA_RUN_S && (double)a.iters >= 0.8 * want) || a.iters >= FMA_MAX_ITERS) break;
+        double next = want * 1.1;
+        if (next < 2.0 * (double)a.iters) next = 2.0 * (double)a.iters;
+        if (next > 64.0 * (double)a.iters) next = 64.0 * (double)a.iters;
+        a.iters = next < (double)FMA_MAX_ITERS ? (int64_t)next : FMA_MAX_ITERS;
     }
     kiln_ref res;
     if ((s = alloc_buf(ctx, (size_t)a.items * sizeof(float), &res))) return s;
