@@ -282,13 +282,14 @@ kiln_status kiln_probe_fma(kiln_ctx *ctx, kiln_dtype dtype, int width, int repea
 
     /* Sizing: the first runs write nowhere we read, learn how many items fill the device,
      * and grow the rounds until a run lasts FMA_RUN_S at the best rate seen so far (they
-     * also warm up: compile the kernel, wake the clocks). The best rate, not the last: on a
-     * shared machine one run may be preempted, and sizing from it would leave the timed
-     * runs too short to time. */
+     * also warm up: wake the clocks). The best rate, not the last: on a shared machine one
+     * run may be preempted, and sizing from it would leave the timed runs too short. */
     kiln_probe_fma_args a = {.dtype = dtype, .width = width, .items = 0, .iters = 64, .mul = FMA_MUL, .add = FMA_ADD};
-    double best_rate = 0; /* rounds per second */
+    double best_rate = 0, dev = 0, wall; /* rounds per second */
+    /* the first run only warms up: its device time may hold a kernel compile (PoCL compiles
+     * on first enqueue) */
+    if ((s = timed_run(ctx, run_fma, &a, &dev, &wall))) return s;
     for (;;) {
-        double dev = 0, wall;
         if ((s = timed_run(ctx, run_fma, &a, &dev, &wall))) return s;
         if ((double)a.iters / dev > best_rate) best_rate = (double)a.iters / dev;
         /* done when this run was long and its rounds last FMA_RUN_S at the best rate: a
