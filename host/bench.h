@@ -141,6 +141,13 @@ void bench_from_measure(bench_figure *f, const kiln_measure *m);
  * device lacks (n/a), anything else is an error. */
 void bench_engine_failure(bench_figure *f, const char *what);
 
+/* Inputs: n values uniform in [lo, hi) from `stream` (cheap, deterministic); a persistent
+ * tensor of them (f32 or f16), with its values kept in *host (malloc'ed; f16-rounded for
+ * f16) when host is not NULL. NULL on failure (engine message, or out of host memory). */
+void bench_fill_uniform(float *x, int64_t n, uint64_t stream, float lo, float hi);
+kiln_tensor *bench_uniform_tensor(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape, uint64_t stream,
+                                  float lo, float hi, float **host);
+
 /* Median of v[0..n) (sorts v). */
 double bench_median(double *v, int n);
 
@@ -168,6 +175,9 @@ void bench_relate_compute(kiln_ctx *ctx, const bench_options *o, bench_device *d
  * (bench_kernels.c). */
 const char *bench_matmul_ceiling(const bench_device *d, kiln_dtype dtype);
 
+/* The M of the GEMM figures (and of the OpenBLAS cross-check): ~20 ms at the f32 ceiling
+ * (~0.5 ms in a --quick run). */
+int bench_gemm_m(const bench_device *d, const bench_options *o);
 /* GEMM rows M for a [M, 768] x [768, 3072] product that takes about `target_s` at the
  * device's f32 ceiling, a power of two within [lo, hi] (bench_kernels.c). */
 int bench_gemm_rows(const bench_device *d, double target_s, int lo, int hi);

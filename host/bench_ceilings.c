@@ -81,7 +81,7 @@ static void fma_ceiling(kiln_ctx *ctx, const bench_options *o, bench_device *d, 
 static void bandwidth_ceilings(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
     /* 64 MiB: past every core-private cache, and half of the Vulkan minimum for one buffer
      * (lavapipe's limit), so the copy's two buffers fit every device. */
-    const size_t bytes = (size_t)(o->quick ? 8 : 64) << 20;
+    const size_t bytes = (size_t)(o->quick ? 4 : 64) << 20;
     char shape[64];
     snprintf(shape, sizeof shape, "%zu MiB", bytes >> 20);
     struct {
@@ -140,9 +140,18 @@ void bench_relate_compute(kiln_ctx *ctx, const bench_options *o, bench_device *d
     kiln_clear_error();
     bench_relate(d, f, ceiling_key);
     if (!(f->pct > 100)) return;
+#ifndef __OPTIMIZE__
+    /* A build without optimization (Debug, the sanitizer build) runs the cpu backend's
+     * ceiling kernels unoptimized, while OpenBLAS stays optimized: no ceiling here. */
+    if (!strcmp(d->backend, "cpu")) error_above = 0;
+#endif
     f->error = error_above;
     snprintf(f->note, sizeof f->note, "%s: above the FMA ceiling, measured twice%s", error_above ? "error" : "note",
              error_above ? ": the ceiling kernel is wrong" : "");
+#ifndef __OPTIMIZE__
+    if (!strcmp(d->backend, "cpu"))
+        snprintf(f->note, sizeof f->note, "note: above the FMA ceiling of a build without optimization");
+#endif
 }
 
 #ifdef KILN_BENCH_OPENBLAS
@@ -156,7 +165,7 @@ static void settle(void) {
 
 /* sgemm at the shape of the f32 NN GEMM figure: [M, 768] x [768, 3072]. */
 static void openblas_check(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
-    const int m = bench_gemm_rows(d, o->quick ? 0.002 : 0.02, o->quick ? 64 : 256, 8192), k = 768, n = 3072;
+    const int m = bench_gemm_m(d, o), k = 768, n = 3072;
     bench_figure *f = bench_add(d, BENCH_CEILINGS, "sgemm.openblas", "OpenBLAS sgemm on the host", BENCH_GFLOPS);
     if (!f) return;
     snprintf(f->shape, sizeof f->shape, "%dx%dx%d", m, n, k);
@@ -167,8 +176,8 @@ static void openblas_check(kiln_ctx *ctx, const bench_options *o, bench_device *
     if (!a || !b || !c || !t) {
         bench_not_measured(f, 1, "out of host memory");
     } else {
-        for (int64_t i = 0; i < (int64_t)m * k; i++) a[i] = kiln_rng_uniform(3, 1, (uint64_t)i) * 2 - 1;
-        for (int64_t i = 0; i < (int64_t)k * n; i++) b[i] = kiln_rng_uniform(3, 2, (uint64_t)i) * 2 - 1;
+        bench_fill_uniform(a, (int64_t)m * k, 1, -1, 1);
+        bench_fill_uniform(b, (int64_t)k * n, 2, -1, 1);
         for (int r = -2; r < o->repeat; r++) {
             double t0 = progress_now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);

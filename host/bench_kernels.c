@@ -27,6 +27,10 @@
 #define GPT2_F 3072
 #define GPT2_V 50257
 
+int bench_gemm_m(const bench_device *d, const bench_options *o) {
+    return o->quick ? bench_gemm_rows(d, 0.0005, 16, 8192) : bench_gemm_rows(d, 0.02, 256, 8192);
+}
+
 int bench_gemm_rows(const bench_device *d, double target_s, int lo, int hi) {
     double gflops = bench_ceiling_value(bench_find(d, "fma.f32"));
     if (!isfinite(gflops)) gflops = 50.0; /* unmeasured: assume a slow device */
@@ -90,29 +94,6 @@ static int gemm_check(void *arg, char *err, size_t errlen) {
     return rc;
 }
 
-/* A persistent tensor of `dt` holding host values in [-1, 1), which are also returned
- * (rounded to f16 when dt is f16) in *host. */
-static kiln_tensor *random_tensor(kiln_ctx *ctx, kiln_dtype dt, int64_t rows, int64_t cols, uint64_t stream,
-                                  float **host) {
-    float *h = malloc((size_t)(rows * cols) * sizeof *h);
-    kiln_tensor *t = h ? kiln_tensor_2d(ctx, dt, rows, cols) : NULL;
-    if (!t) {
-        free(h);
-        return NULL;
-    }
-    for (int64_t i = 0; i < rows * cols; i++) {
-        h[i] = kiln_rng_uniform(11, stream, (uint64_t)i) * 2 - 1;
-        if (dt == KILN_F16) h[i] = kiln_f16_to_f32(kiln_f32_to_f16(h[i]));
-    }
-    if (kiln_upload_f32(t, h, rows * cols)) {
-        kiln_tensor_free(t);
-        free(h);
-        return NULL;
-    }
-    *host = h;
-    return t;
-}
-
 const char *bench_matmul_ceiling(const bench_device *d, kiln_dtype dt) {
     if (dt == KILN_F32) return "fma.f32";
     double h = bench_ceiling_value(bench_find(d, "fma.f16")), s = bench_ceiling_value(bench_find(d, "fma.f32"));
@@ -136,8 +117,9 @@ static void bench_gemm(kiln_ctx *ctx, const bench_options *o, bench_device *d, k
     default: g = (gemm_work){NULL, NULL, NULL, 1, 0, GPT2_C, GPT2_F, m, NULL, NULL}; break;
     }
     snprintf(f->shape, sizeof f->shape, "%lldx%lldx%lld", (long long)g.m, (long long)g.n, (long long)g.k);
-    g.a = g.ta ? random_tensor(ctx, dt, g.k, g.m, 1, &ha) : random_tensor(ctx, dt, g.m, g.k, 1, &ha);
-    g.b = !g.a ? NULL : g.tb ? random_tensor(ctx, dt, g.n, g.k, 2, &hb) : random_tensor(ctx, dt, g.k, g.n, 2, &hb);
+    const int64_t shape_a[2] = {g.ta ? g.k : g.m, g.ta ? g.m : g.k}, shape_b[2] = {g.tb ? g.n : g.k, g.tb ? g.k : g.n};
+    g.a = bench_uniform_tensor(ctx, dt, 2, shape_a, 1, -1, 1, &ha);
+    g.b = g.a ? bench_uniform_tensor(ctx, dt, 2, shape_b, 2, -1, 1, &hb) : NULL;
     g.ha = ha;
     g.hb = hb;
     if (!g.b) {
@@ -155,15 +137,9 @@ static void bench_gemm(kiln_ctx *ctx, const bench_options *o, bench_device *d, k
 
 /* ---- memory-bound kernels ---- */
 
-/* A persistent tensor of `shape` filled uniformly in [lo, hi) from stream `stream`. */
 static kiln_tensor *uniform_tensor(kiln_ctx *ctx, int ndim, const int64_t *shape, uint64_t stream, float lo,
                                    float hi) {
-    kiln_tensor *t = kiln_tensor_new(ctx, KILN_F32, ndim, shape);
-    if (t && kiln_init_uniform(t, 13, stream, lo, hi)) {
-        kiln_tensor_free(t);
-        return NULL;
-    }
-    return t;
+    return bench_uniform_tensor(ctx, KILN_F32, ndim, shape, stream, lo, hi, NULL);
 }
 
 /* Element 0 of t must be finite (and within [lo, hi] when lo < hi). */
@@ -292,7 +268,7 @@ static bench_figure *kernel_figure(bench_device *d, const char *key, const char 
 }
 
 static void bench_softmax(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
-    const int64_t t = o->quick ? 256 : 1024, shape[4] = {1, 12, t, t};
+    const int64_t t = o->quick ? 128 : 1024, shape[4] = {1, 12, t, t};
     char s[64];
     snprintf(s, sizeof s, "1x12x%lldx%lld", (long long)t, (long long)t);
     bench_figure *f = kernel_figure(d, "softmax.causal", "softmax, causal", s);
@@ -307,7 +283,7 @@ static void bench_softmax(kiln_ctx *ctx, const bench_options *o, bench_device *d
 }
 
 static void bench_layernorm(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
-    const int64_t rows = o->quick ? 1024 : 8192, shape[2] = {rows, GPT2_C}, c = GPT2_C;
+    const int64_t rows = o->quick ? 256 : 8192, shape[2] = {rows, GPT2_C}, c = GPT2_C;
     const double n = (double)rows * GPT2_C;
     char s[64];
     snprintf(s, sizeof s, "%lldx%d", (long long)rows, GPT2_C);
@@ -333,7 +309,7 @@ static void bench_layernorm(kiln_ctx *ctx, const bench_options *o, bench_device 
 }
 
 static void bench_xent(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
-    const int64_t rows = o->quick ? 32 : 256, shape[2] = {rows, GPT2_V};
+    const int64_t rows = o->quick ? 8 : 256, shape[2] = {rows, GPT2_V};
     const double n = (double)rows * GPT2_V;
     char s[64];
     snprintf(s, sizeof s, "%lldx%d", (long long)rows, GPT2_V);
@@ -360,8 +336,8 @@ static void bench_xent(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
 }
 
 static void bench_adamw(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
-    /* one GPT-2 block's weights: 12 C^2 + 13 C = 7.09M; quick: an eighth */
-    const int64_t shape[2] = {GPT2_C, o->quick ? 1152 : 9216};
+    /* one GPT-2 block's weights: 12 C^2 + 13 C = 7.09M; quick: a thirty-second */
+    const int64_t shape[2] = {GPT2_C, o->quick ? 288 : 9216};
     const double n = (double)shape[0] * shape[1];
     char s[64];
     snprintf(s, sizeof s, "%.2fM weights", n * 1e-6);
@@ -372,8 +348,8 @@ static void bench_adamw(kiln_ctx *ctx, const bench_options *o, bench_device *d) 
     ao.weight_decay = 0.1f;
     ao.decoupled = 1;
     if (k.x) kiln_set_requires_grad(k.x, 1);
-    if (!k.x || kiln_zero_grad(&k.x, 1) || kiln_init_uniform(kiln_grad(k.x), 13, 8, -1e-3f, 1e-3f) ||
-        !(k.opt = kiln_adam_new(ctx, &k.x, 1, &ao))) {
+    kiln_tensor *g = k.x ? uniform_tensor(ctx, 2, shape, 8, -1e-3f, 1e-3f) : NULL;
+    if (!g || kiln_zero_grad(&k.x, 1) || kiln_copy(kiln_grad(k.x), g) || !(k.opt = kiln_adam_new(ctx, &k.x, 1, &ao))) {
         bench_engine_failure(f, "parameters");
         bench_print_figure(stdout, f);
     } else {
@@ -381,13 +357,14 @@ static void bench_adamw(kiln_ctx *ctx, const bench_options *o, bench_device *d) 
         memory_kernel(ctx, o, d, f, &k, (bench_work){NULL, adam_run, adam_check, NULL, 32 * n}, 0);
     }
     kiln_adam_free(k.opt);
+    kiln_tensor_free(g);
     kiln_tensor_free(k.x);
 }
 
 void bench_kernels(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
     say(d, "kernels");
     bench_print_section(stdout, BENCH_KERNELS);
-    const int m = bench_gemm_rows(d, o->quick ? 0.002 : 0.02, o->quick ? 64 : 256, 8192);
+    const int m = bench_gemm_m(d, o);
     for (int dt = 0; dt < 2; dt++)
         for (int layout = 0; layout < 3; layout++) bench_gemm(ctx, o, d, dt ? KILN_F16 : KILN_F32, layout, m);
     bench_softmax(ctx, o, d);

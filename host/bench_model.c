@@ -63,7 +63,8 @@ static double train_flops_per_token(const gpt_config *c, double n, int t) {
  * of two from 64 to 8 x n_positions; context min(tokens, n_positions). */
 static void size_batch(const bench_device *d, const model_size *s, double n, int quick, int *batch, int *context) {
     if (s->batch) {
-        *batch = s->batch;
+        /* a --quick run is a smoke test: one sequence (the rows say so) */
+        *batch = quick ? 1 : s->batch;
         *context = s->context;
         return;
     }

@@ -113,6 +113,47 @@ void bench_from_measure(bench_figure *f, const kiln_measure *m) {
     f->repeats = m->repeats;
 }
 
+/* ---- inputs ---- */
+
+void bench_fill_uniform(float *x, int64_t n, uint64_t stream, float lo, float hi) {
+    /* splitmix64: a few operations per value, so a debug build fills 100M-element inputs
+     * in seconds (the engine's Philox is for reproducible training, not for this) */
+    uint64_t state = stream * 0x9E3779B97F4A7C15ull;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        x[i] = lo + (hi - lo) * (float)((z >> 40) * 0x1p-24);
+    }
+}
+
+kiln_tensor *bench_uniform_tensor(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape, uint64_t stream,
+                                  float lo, float hi, float **host) {
+    kiln_tensor *t = kiln_tensor_new(ctx, dtype, ndim, shape);
+    if (!t) return NULL;
+    const int64_t n = kiln_numel(t);
+    float *h = malloc((size_t)n * sizeof *h);
+    if (!h) {
+        kiln_tensor_free(t);
+        return NULL;
+    }
+    bench_fill_uniform(h, n, stream, lo, hi);
+    /* the host copy holds what the device holds */
+    if (dtype == KILN_F16)
+        for (int64_t i = 0; i < n; i++) h[i] = kiln_f16_to_f32(kiln_f32_to_f16(h[i]));
+    if (kiln_upload_f32(t, h, n)) {
+        kiln_tensor_free(t);
+        free(h);
+        return NULL;
+    }
+    if (host)
+        *host = h;
+    else
+        free(h);
+    return t;
+}
+
 /* ---- timing engine work ---- */
 
 /* The figure's value for one run of `secs` doing `amount`. */
@@ -360,6 +401,10 @@ int kiln_bench_main(int argc, char **argv) {
            "of ceiling: the median over the ceiling's best run (FMA of the same precision for GEMMs\n"
            "and model FLOP/s, copy bandwidth for the memory-bound kernels and decoding)\n\n",
            KILN_VERSION_STRING, KILN_GIT_COMMIT, run.host, run.cpus, load_average());
+#ifndef __OPTIMIZE__
+    printf("note: this kiln is built without optimization: the cpu backend's figures (its\n"
+           "ceilings included) measure unoptimized code\n\n");
+#endif
     fflush(stdout);
     rc = 0;
     for (int i = 0; rc == 0 && compiled[i]; i++)
