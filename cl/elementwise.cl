@@ -6,14 +6,14 @@ __kernel void cast_f32_f16(const __global float *src, ulong src_off, __global ha
                            ulong dst_off, long n) {
     long i = get_global_id(0);
     if (i >= n) return;
-    vstore_half_rte(src[src_off + i], dst_off + i, dst);
+    half_store(dst, dst_off + i, src[src_off + i]);
 }
 
 __kernel void cast_f16_f32(const __global half *src, ulong src_off, __global float *dst,
                            ulong dst_off, long n) {
     long i = get_global_id(0);
     if (i >= n) return;
-    dst[dst_off + i] = vload_half(src_off + i, src);
+    dst[dst_off + i] = half_load(src, src_off + i);
 }
 
 /* y = alpha' x + beta y, alpha' = alpha * num[0] / den[0] (each when present); x absent
@@ -32,11 +32,19 @@ __kernel void axpby(const __global real_t *x, ulong x_off, __global real_t *y, u
     STORE(y, y_off + i, beta == 0.0f ? alpha * xv : alpha * xv + beta * LOAD(y, y_off + i));
 }
 
-/* out[i] = a[i] op b[i % nb]; op 0 add, 1 sub, 2 mul (kiln_binary_op); all real_t */
-__kernel void binary(const __global real_t *a, ulong a_off, const __global real_t *b, ulong b_off,
-                     __global real_t *out, ulong out_off, long n, long nb, int op) {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    float x = LOAD(a, a_off + i), y = LOAD(b, b_off + (nb == n ? i : i % nb));
-    STORE(out, out_off + i, op == 0 ? x + y : op == 1 ? x - y : x * y);
-}
+/* out[i] = a[i] op b[i % nb] (all real_t), one kernel per op (kiln_binary_op): with the op
+ * chosen at run time PoCL did not vectorize the f16 variant (10x slower than f32).
+ * grid (nb, n / nb): element i = r * nb + j reads b[j], with no division, and without a
+ * broadcast (nb == n) the grid is 1-D; an `i % nb` index was 20x slower in f16 too. */
+#define BINARY(name, expr)                                                                       \
+    __kernel void name(const __global real_t *a, ulong a_off, const __global real_t *b,          \
+                       ulong b_off, __global real_t *out, ulong out_off, long nb) {               \
+        long j = get_global_id(0), r = get_global_id(1);                                         \
+        if (j >= nb) return;                                                                     \
+        long i = r * nb + j;                                                                     \
+        float x = LOAD(a, a_off + i), y = LOAD(b, b_off + j);                                    \
+        STORE(out, out_off + i, expr);                                                           \
+    }
+BINARY(binary_add, x + y)
+BINARY(binary_sub, x - y)
+BINARY(binary_mul, x * y)

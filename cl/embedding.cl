@@ -48,10 +48,10 @@ __kernel void embed_bwd_widened(const __global int *ids, ulong ids_off, const __
     const __global int *id = ids + ids_off;
     __global float *w = wide + wide_off + j;
     for (long r = 0; r < rows; r++)
-        if (id[r] >= 0 && id[r] < vocab) w[id[r] * width] = vload_half(dtable_off + id[r] * dim + c0 + j, dtable);
+        if (id[r] >= 0 && id[r] < vocab) w[id[r] * width] = half_load(dtable, dtable_off + id[r] * dim + c0 + j);
     for (long r = 0; r < rows; r++)
-        if (id[r] >= 0 && id[r] < vocab) w[id[r] * width] += vload_half(dout_off + r * dim + c0 + j, dout);
+        if (id[r] >= 0 && id[r] < vocab) w[id[r] * width] += half_load(dout, dout_off + r * dim + c0 + j);
     for (long r = 0; r < rows; r++)
-        if (id[r] >= 0 && id[r] < vocab) vstore_half_rte(w[id[r] * width], dtable_off + id[r] * dim + c0 + j, dtable);
+        if (id[r] >= 0 && id[r] < vocab) half_store(dtable, dtable_off + id[r] * dim + c0 + j, w[id[r] * width]);
 }
 #endif

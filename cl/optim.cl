@@ -35,5 +35,5 @@ __kernel void adam(__global float *param, ulong param_off, const __global void *
     if (decoupled) p -= lr * weight_decay * p;
     p -= lr * (mi / bc1) / (sqrt(vi / bc2) + eps);
     param[param_off + i] = p;
-    if (has_half) vstore_half_rte(p, half_off + i, half_copy);
+    if (has_half) half_store(half_copy, half_off + i, p);
 }

@@ -77,15 +77,20 @@ kiln_status cl_axpby(void *dev, const kiln_axpby_args *a) {
 }
 
 kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
+    static const char *const kernels[] = {"binary_add", "binary_sub", "binary_mul"};
+    if ((unsigned)a->op > KILN_BIN_MUL)
+        return kiln_set_error(KILN_ERR_ARGUMENT, "opencl binary: unknown op %d", (int)a->op);
     size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(dev, "elementwise", "binary", a->dtype);
+    cl_call c = cl_begin_dt(dev, "elementwise", kernels[a->op], a->dtype);
     cl_arg_ref(&c, a->a, es);
     cl_arg_ref(&c, a->b, es);
     cl_arg_ref(&c, a->out, es);
-    cl_arg_i64(&c, a->n);
     cl_arg_i64(&c, a->nb);
-    cl_arg_i32(&c, (int)a->op);
-    return cl_run_1d(&c, (size_t)a->n);
+    /* grid (nb, n / nb) (empty when n is 0); whole groups along a row unless rows are short */
+    size_t wg = ((cl_dev *)dev)->wg_elem;
+    size_t global[2] = {a->nb > 0 ? (size_t)a->nb : 0, a->nb > 0 ? (size_t)(a->n / a->nb) : 0};
+    size_t local[2] = {wg, 1};
+    return cl_run(&c, 2, global, global[0] >= wg ? local : NULL);
 }
 
 /* The kernel of an activation kind (kiln_act, or KILN_ACT_SQRT forward only). */
