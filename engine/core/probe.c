@@ -280,23 +280,26 @@ kiln_status kiln_probe_fma(kiln_ctx *ctx, kiln_dtype dtype, int width, int repea
     if (!ctx->be->probe_fma)
         return kiln_set_error(KILN_ERR_UNSUPPORTED, "%s: the %s backend has no FMA probe", fn, ctx->be->name);
 
-    /* Sizing: the first runs write nowhere we read, learn how many items fill the device,
-     * and grow the rounds until a run lasts FMA_RUN_S at the best rate seen so far (they
-     * also warm up: wake the clocks). The best rate, not the last: on a shared machine one
-     * run may be preempted, and sizing from it would leave the timed runs too short. */
+    /* Sizing. The first runs write nowhere we read and learn how many items fill the
+     * device. Three runs of a few rounds measure what a run costs besides arithmetic (a
+     * launch; on a shared machine also waiting for a CPU thread to be scheduled: ~25 ms at
+     * a load of 10 on 2 cores); then the rounds grow until a run lasts FMA_RUN_S, or 4x
+     * that cost, at the best rate seen (a preempted run's rate is low). */
     kiln_probe_fma_args a = {.dtype = dtype, .width = width, .items = 0, .iters = 64, .mul = FMA_MUL, .add = FMA_ADD};
-    double best_rate = 0, dev = 0, wall; /* rounds per second */
+    double dev = 0, wall, fixed[3];
     /* the first run only warms up: its device time may hold a kernel compile (PoCL compiles
      * on first enqueue) */
     if ((s = timed_run(ctx, run_fma, &a, &dev, &wall))) return s;
+    for (int i = 0; i < 3; i++)
+        if ((s = timed_run(ctx, run_fma, &a, &fixed[i], &wall))) return s;
+    double run_s = 4.0 * median_of(fixed, 3);
+    if (run_s < FMA_RUN_S) run_s = FMA_RUN_S;
+    double best_rate = 0; /* rounds per second */
     for (;;) {
         if ((s = timed_run(ctx, run_fma, &a, &dev, &wall))) return s;
         if ((double)a.iters / dev > best_rate) best_rate = (double)a.iters / dev;
-        /* done when this run was long and its rounds last FMA_RUN_S at the best rate: a
-         * short run's time can be all waiting (a thread not yet scheduled), which sizing
-         * from it would take for arithmetic */
-        double want = best_rate * FMA_RUN_S;
-        if ((dev >= 0.8 * FMA_RUN_S && (double)a.iters >= 0.8 * want) || a.iters >= FMA_MAX_ITERS) break;
+        double want = best_rate * run_s;
+        if ((dev >= 0.8 * run_s && (double)a.iters >= 0.8 * want) || a.iters >= FMA_MAX_ITERS) break;
         double next = want * 1.1;
         if (next < 2.0 * (double)a.iters) next = 2.0 * (double)a.iters;
         if (next > 64.0 * (double)a.iters) next = 64.0 * (double)a.iters;

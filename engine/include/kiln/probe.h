@@ -31,7 +31,9 @@ typedef struct kiln_measure {
  * for a dtype is the best width's figure; on a shared machine take `max` (the best run):
  * the median drops with every run that another process interrupted. Every item's result is
  * checked after the timed runs: a kernel that computed the wrong thing is KILN_ERR_DEVICE,
- * never a figure. Each run lasts about 30 ms on the device. */
+ * never a figure. Each run lasts at least 30 ms on the device (up to 4x what a run costs
+ * besides arithmetic: longer on a loaded machine, where a CPU thread may wait ~25 ms to be
+ * scheduled). */
 kiln_status kiln_probe_fma(kiln_ctx *ctx, kiln_dtype dtype, int width, int repeats,
                            kiln_measure *out);
 
