@@ -50,7 +50,8 @@ static void fma_ceiling(kiln_ctx *ctx, const bench_options *o, bench_device *d, 
         kiln_measure m;
         if (kiln_probe_fma(ctx, dt, fma_widths[i], ceiling_repeats(o), &m)) {
             bench_engine_failure(f, "probe");
-            snprintf(why, sizeof why, "%s", f->note);
+            /* the first width's reason: the later ones may only say the width is missing */
+            if (!why[0]) snprintf(why, sizeof why, "%s", f->note);
         } else {
             bench_from_measure(f, &m);
         }
