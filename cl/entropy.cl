@@ -36,13 +36,14 @@ void entropy_final(const __global float *partial, ulong partial_off, int groups,
     if (get_local_id(0) == 0) out[out_off + h] = -s * inv_count;
 }
 
+/* grid (per_head, heads, batch): the head of an element without a division */
 __kernel void entropy_bwd(const __global real_t *p, ulong p_off, const __global float *dout,
-                          ulong dout_off, __global real_t *dp, ulong dp_off, long n, long heads,
-                          long per_head, float inv_count) {
-    long e = get_global_id(0);
-    if (e >= n) return;
+                          ulong dout_off, __global real_t *dp, ulong dp_off, long per_head,
+                          float inv_count) {
+    long k = get_global_id(0), h = get_global_id(1), b = get_global_id(2);
+    if (k >= per_head) return;
+    long e = (b * get_global_size(1) + h) * per_head + k;
     float pv = LOAD(p, p_off + e);
-    if (!(pv > 0.0f)) return;
-    long h = (e / per_head) % heads;
-    STORE(dp, dp_off + e, LOAD(dp, dp_off + e) + dout[dout_off + h] * -(log(pv) + 1.0f) * inv_count);
+    if (pv > 0.0f)
+        STORE(dp, dp_off + e, LOAD(dp, dp_off + e) + dout[dout_off + h] * -(log(pv) + 1.0f) * inv_count);
 }

@@ -68,15 +68,17 @@ kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a) {
 }
 
 kiln_status cl_entropy_bwd(void *dev, const kiln_entropy_args *a) {
-    int64_t n = a->batch * a->heads * a->tq * a->tk;
+    cl_dev *d = dev;
+    int64_t per_head = a->tq * a->tk;
     size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(dev, "entropy", "entropy_bwd", a->dtype);
+    cl_call c = cl_begin_dt(d, "entropy", "entropy_bwd", a->dtype);
     cl_arg_ref(&c, a->p, es);
     cl_arg_ref(&c, a->dout, 4);
     cl_arg_ref(&c, a->dp, es);
-    cl_arg_i64(&c, n);
-    cl_arg_i64(&c, a->heads);
-    cl_arg_i64(&c, a->tq * a->tk);
+    cl_arg_i64(&c, per_head);
     cl_arg_f32(&c, 1.0f / (float)(a->batch * a->tq));
-    return cl_run_1d(&c, (size_t)n);
+    /* dims 1 and 2 exactly heads and batch (the kernel reads heads as the global size) */
+    size_t global[3] = {(size_t)per_head, (size_t)a->heads, (size_t)a->batch};
+    size_t local[3] = {d->wg_elem, 1, 1};
+    return cl_run(&c, 3, global, global[0] >= d->wg_elem ? local : NULL);
 }
