@@ -2,7 +2,11 @@
  * backend table so that everything the matmul op never asks for is covered too: alpha,
  * beta (and beta == 0 ignoring a NaN C), f16 inputs, every transpose, batches with shared
  * operands, operands at odd element offsets, and sizes on both sides of the switch between
- * the tiled kernel and the packed one (and, in KILN_VK_MIN_LIMITS mode, the fallbacks). */
+ * the tiled kernel and the CPU-device ones (and, in KILN_VK_MIN_LIMITS mode, the
+ * fallbacks). Every case runs once with the variant vk_gemm.c picks and once forced to each
+ * variant by KILN_VK_GEMM (ignored where that variant does not apply), so the kernels a
+ * device class does not pick by default stay checked on lavapipe too. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +44,9 @@ static const gemm_case cases[] = {
     {"batched_shared_b", 33, 29, 300, 3, 0, 1, KILN_F32, KILN_F32, 1.0f, 0.5f, 0, 0, 1, 0},
     {"batched_shared_a", 20, 50, 300, 3, 1, 0, KILN_F16, KILN_F32, 1.0f, 0.0f, 1, 1, 0, 0},
     {"square_256", 256, 256, 256, 1, 0, 0, KILN_F32, KILN_F32, 1.0f, 0.0f, 0, 0, 0, 0},
+    /* several blocks of every CPU-device kernel in both directions, a partial last block,
+     * and a k that leaves a partial unrolled iteration (gemm_shuffle.comp) */
+    {"blocks_tt_batched", 100, 150, 333, 2, 1, 1, KILN_F32, KILN_F32, 1.0f, 0.5f, 1, 0, 0, 0},
 };
 
 /* A tensor of `count` elements (plus `skip` leading ones) on ctx, filled from vals. */
@@ -90,21 +97,38 @@ static float *run(kiln_ctx *ctx, const gemm_case *c, const float *av, const floa
     return out;
 }
 
+/* "" lets vk_gemm.c choose; the others force a kernel (vk_gemm.c, pick_variant) */
+static const char *variants[] = {"", "tiled", "packed", "shuffle"};
+#define N_VARIANTS (int)(sizeof variants / sizeof variants[0])
+
 START_TEST(gemm_matches_cpu) {
     const gemm_case *c = &cases[_i];
     kiln_ctx *cpu, *vk;
     ck_assert_int_eq(kiln_open("cpu", &cpu), KILN_OK);
     ck_assert_msg(kiln_open("vulkan", &vk) == KILN_OK, "%s", kiln_error_message());
+    int f16 = c->at == KILN_F16 || c->bt == KILN_F16;
+    if (f16 && vk->be->supports_f16 && !vk->be->supports_f16(vk->dev)) {
+        /* minimum-limits mode: f16 is refused everywhere (test_vulkan_f16 checks that) */
+        kiln_close(vk);
+        kiln_close(cpu);
+        return;
+    }
     int64_t a_count = (c->shared_a ? 1 : c->batch) * c->m * c->k;
     int64_t b_count = (c->shared_b ? 1 : c->batch) * c->k * c->n;
     int64_t nc = c->batch * c->m * c->n;
     float *av = random_values(a_count + c->a_skip, 1), *bv = random_values(b_count, 2);
     float *cv = random_values(nc, 3), *biasv = random_values(c->n, 4);
     float *ref = run(cpu, c, av, bv, cv, biasv, a_count, b_count);
-    float *got = run(vk, c, av, bv, cv, biasv, a_count, b_count);
-    double err = kt_normalized_error(ref, got, nc);
-    ck_assert_msg(err <= 1e-10, "%s: normalized error %.3g vs cpu (C[0] %g vs %g)", c->name, err, got[0], ref[0]);
-    free(av), free(bv), free(cv), free(biasv), free(ref), free(got);
+    for (int v = 0; v < N_VARIANTS; v++) {
+        setenv("KILN_VK_GEMM", variants[v], 1);
+        float *got = run(vk, c, av, bv, cv, biasv, a_count, b_count);
+        unsetenv("KILN_VK_GEMM");
+        double err = kt_normalized_error(ref, got, nc);
+        ck_assert_msg(err <= 1e-10, "%s (%s): normalized error %.3g vs cpu (C[0] %g vs %g)", c->name,
+                      *variants[v] ? variants[v] : "default", err, got[0], ref[0]);
+        free(got);
+    }
+    free(av), free(bv), free(cv), free(biasv), free(ref);
     kiln_close(vk);
     kiln_close(cpu);
 }

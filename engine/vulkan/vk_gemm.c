@@ -1,14 +1,23 @@
-/* Host side of the GEMM (kiln_gemm_args). Two variants, chosen by device class:
+/* Host side of the GEMM (kiln_gemm_args). The variants, chosen by device class:
  *
- *  - GPUs (and anything without the CPU path): gemm.comp, shared-memory tiles with a
+ *  - GPUs (and anything without the CPU paths): gemm.comp, shared-memory tiles with a
  *    register block per invocation, reading the operands in place.
  *  - CPU devices (lavapipe, SwiftShader), for all but tiny problems: op(A) and op(B) are
  *    first packed by gemm_pack.comp into zero-padded panels of RGBA32F texels (resolving
- *    transposes, strides and f16 on the way), then gemm_packed.comp computes 16 x 24 blocks
- *    from texel fetches. On such a device a buffer load costs about eight FMAs per lane
- *    while a texel fetch brings four floats for the same price (see gemm_packed.comp), so
- *    the packing pass (O(MK + KN)) pays for itself many times over.
+ *    transposes, strides and f16 on the way): a CPU driver runs each invocation as one
+ *    SIMD lane and does every buffer load one lane at a time, while a texel fetch brings
+ *    four floats per lane for about the price of one such load, so the packing pass
+ *    (O(MK + KN)) pays for itself many times over. Then
+ *      - gemm_shuffle.comp where a subgroup is 8 lanes with subgroupShuffle (lavapipe):
+ *        each lane fetches its own columns of B and one row of A, and shuffles broadcast
+ *        A to the other lanes (32 x 64 blocks per subgroup);
+ *      - gemm_packed.comp elsewhere (and in the minimum-limits mode): 16 x 24 blocks per
+ *        invocation, every operand value fetched by every lane.
+ *    docs/benchmarks.md ("GEMM, Vulkan") has the measurements behind these choices.
  *  - f16 inputs on devices with VK_KHR_cooperative_matrix: vk_gemm_coopmat.c. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "push.h"
 #include "vk_internal.h"
 
@@ -83,12 +92,22 @@ static kiln_status gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, u
     return KILN_OK;
 }
 
-/* ---- the packed kernel for CPU devices ---- */
+/* ---- the kernels for CPU devices ---- */
 
-/* Packs op(X) of every batch (or once when shared) into `dst`. */
+/* gemm_shuffle.comp: 32 x 64 blocks for 8-lane subgroups (the lavapipe case); k padded to
+ * whole texels. */
+#define SHUFFLE_SG 8
+#define SHUFFLE_R 32
+#define SHUFFLE_CB (SHUFFLE_SG * 8)
+#define SHUFFLE_KSTEP 4
+
+/* Packs op(X) of every batch (or once when shared) into `dst`, `panel` rows or columns per
+ * panel. is_b: X is B and its panels are n-major with texels along n (gemm_packed.comp);
+ * otherwise X is A, or B given as its transpose op(B)^T (trans flipped), with texels along
+ * k (both operands of gemm_shuffle.comp). */
 static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int trans, int64_t rows, int64_t k,
-                        int64_t ld, int64_t stride, int64_t batch, int64_t padded, int64_t kp, kiln_ref dst) {
-    uint32_t panel = is_b ? PACKED_C : PACKED_R;
+                        int64_t ld, int64_t stride, int64_t batch, uint32_t panel, int64_t padded, int64_t kp,
+                        kiln_ref dst) {
     int64_t nb = stride ? batch : 1;
     int64_t one = trans != is_b ? extent(k, rows, ld) : extent(rows, k, ld); /* stored extent */
     gemm_pack_push p = {{0}, vk_u32(rows), vk_u32(k), vk_u32(ld), vk_u32(stride), vk_u32(padded / panel), vk_u32(kp)};
@@ -113,31 +132,66 @@ static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int tr
     return vk_dispatch(d, &l);
 }
 
-/* Whether the packed path applies: a CPU device, enough work, and packed operands within
- * the device's texel-buffer and 32-bit index limits. */
-static int use_packed(const vk_dev *d, const kiln_gemm_args *a) {
-    if (d->dclass != VK_CLASS_CPU || a->k <= 0) return 0;
-    if (a->m * a->n * a->k * a->batch < PACKED_MIN_WORK) return 0;
-    int64_t kp = round_up(a->k, PACKED_KSTEP);
-    int64_t pa = round_up(a->m, PACKED_R) * kp * (a->stride_a ? a->batch : 1);
-    int64_t pb = round_up(a->n, PACKED_C) * kp * (a->stride_b ? a->batch : 1);
+/* The CPU-device variants, fastest first (KILN_VK_GEMM=tiled|packed|shuffle forces one
+ * where it applies, for tests and measurements). */
+typedef enum { GEMM_TILED = 0, GEMM_PACKED, GEMM_SHUFFLE } gemm_variant;
+
+/* Whether packed operands of these shapes fit the device: texel-buffer size, 32-bit
+ * texel indices, and the packing grid. r and c are the panel widths of A and B. */
+static int packed_fits(const vk_dev *d, const kiln_gemm_args *a, int64_t r, int64_t c, int64_t kstep) {
+    int64_t kp = round_up(a->k, kstep);
+    int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
+    int64_t pa = round_up(a->m, r) * kp * ba, pb = round_up(a->n, c) * kp * bb;
     int64_t limit = (int64_t)d->caps.max_texel_elements * 4;
     if ((int64_t)d->table.max_buffer_bytes / 4 < limit) limit = (int64_t)d->table.max_buffer_bytes / 4;
     const uint32_t *g = d->caps.max_wg_count;
-    int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
-    int grid_ok = round_up(a->m, PACKED_R) / PACKED_R <= g[1] && round_up(a->n, PACKED_C) / PACKED_C <= g[1] &&
-                  ba <= g[2] && bb <= g[2] && kp * PACKED_R / 4 / 64 < g[0] && kp * PACKED_C / 4 / 64 < g[0];
+    int grid_ok = round_up(a->m, r) / r <= g[1] && round_up(a->n, c) / c <= g[1] && ba <= g[2] && bb <= g[2] &&
+                  kp * r / 4 / 64 < g[0] && kp * c / 4 / 64 < g[0];
     return pa <= limit && pb <= limit && grid_ok;
 }
 
-static kiln_status gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
-    int64_t kp = round_up(a->k, PACKED_KSTEP), mp = round_up(a->m, PACKED_R), np = round_up(a->n, PACKED_C);
+static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_variant v) {
+    switch (v) {
+    case GEMM_TILED:
+        return 1;
+    case GEMM_PACKED:
+        return a->k > 0 && packed_fits(d, a, PACKED_R, PACKED_C, PACKED_KSTEP);
+    case GEMM_SHUFFLE:
+        /* the workgroup is one subgroup of exactly SHUFFLE_SG lanes */
+        return a->k > 0 && d->caps.subgroup_shuffle && d->caps.subgroup_size == SHUFFLE_SG &&
+               d->caps.max_wg_invocations >= SHUFFLE_SG && packed_fits(d, a, SHUFFLE_R, SHUFFLE_CB, SHUFFLE_KSTEP);
+    }
+    return 0;
+}
+
+static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {
+    const char *force = getenv("KILN_VK_GEMM");
+    if (force && *force) {
+        static const char *names[] = {"tiled", "packed", "shuffle"};
+        for (int v = 0; v < 3; v++)
+            if (!strcmp(force, names[v]) && variant_applies(d, a, (gemm_variant)v)) return (gemm_variant)v;
+    }
+    if (d->dclass != VK_CLASS_CPU || a->m * a->n * a->k * a->batch < PACKED_MIN_WORK) return GEMM_TILED;
+    if (variant_applies(d, a, GEMM_SHUFFLE)) return GEMM_SHUFFLE;
+    if (variant_applies(d, a, GEMM_PACKED)) return GEMM_PACKED;
+    return GEMM_TILED;
+}
+
+/* Packs both operands (A with r-row panels; B n-major with c-column panels, or, when
+ * b_like_a, as op(B)^T like A), runs `shader` over the r x c blocks, `per_group` blocks per
+ * workgroup (its specialization constant 0 when above 1), and releases the panels. */
+static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, const char *shader,
+                                  int64_t r, int64_t c, int64_t kstep, int b_like_a, uint32_t per_group) {
+    int64_t kp = round_up(a->k, kstep), mp = round_up(a->m, r), np = round_up(a->n, c);
     int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
     kiln_ref pa = {0, 0}, pb = {0, 0};
     kiln_status s = vk_scratch(d, (size_t)(ba * mp * kp) * 4, &pa);
     if (!s) s = vk_scratch(d, (size_t)(bb * np * kp) * 4, &pb);
-    if (!s) s = pack(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, mp, kp, pa);
-    if (!s) s = pack(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, np, kp, pb);
+    if (!s) s = pack(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, (uint32_t)r, mp, kp, pa);
+    if (!s && b_like_a) /* op(B)^T[n][k] = op(B)[k][n]: stored k-major unless B is transposed */
+        s = pack(d, a->b, eb, 0, !a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp, pb);
+    else if (!s)
+        s = pack(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp, pb);
     if (!s) {
         gemm_packed_push p = {{0},
                               vk_u32(a->m),
@@ -152,17 +206,14 @@ static kiln_status gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, 
                               a->alpha,
                               a->beta,
                               vk_u32(a->batch)};
-        vk_launch l = {.shader = "gemm_packed", .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
-        /* One SIMD vector (lavapipe's 8 lanes) per workgroup: many small workgroups balance
-         * the driver's threads, and the driver compiles the kernel for one vector in a
-         * fraction of a second, against seconds for 16 or more invocations. */
-        l.spec[0] = 8;
+        vk_launch l = {.shader = shader, .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = per_group > 1};
+        l.spec[0] = per_group;
         l.ops[0] = vk_texels(pa, ba * mp * kp / 4);
         l.ops[1] = vk_texels(pb, bb * np * kp / 4);
         l.ops[2] = vk_out(a->c, (a->batch - 1) * a->stride_c + extent(a->m, a->n, a->ldc), 4);
         l.ops[3] = vk_in(a->bias, a->n, 4);
-        uint64_t blocks = (uint64_t)(mp / PACKED_R) * (uint64_t)(np / PACKED_C) * (uint64_t)a->batch;
-        vk_grid_1d(d, (blocks + l.spec[0] - 1) / l.spec[0], l.groups);
+        uint64_t blocks = (uint64_t)(mp / r) * (uint64_t)(np / c) * (uint64_t)a->batch;
+        vk_grid_1d(d, (blocks + per_group - 1) / per_group, l.groups);
         s = vk_dispatch(d, &l);
     }
     if (pa.buf) vk_buf_release(d, pa.buf);
@@ -179,6 +230,17 @@ kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
     if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
     uint32_t ea = a->a_dtype == KILN_F16 ? 2 : 4, eb = a->b_dtype == KILN_F16 ? 2 : 4;
     if (vk_gemm_coopmat_applies(d, a)) return vk_gemm_coopmat(d, a);
-    if (use_packed(d, a)) return gemm_packed(d, a, ea, eb);
+    switch (pick_variant(d, a)) {
+    case GEMM_SHUFFLE:
+        /* one workgroup = one subgroup per block */
+        return gemm_on_panels(d, a, ea, eb, "gemm_shuffle", SHUFFLE_R, SHUFFLE_CB, SHUFFLE_KSTEP, 1, 1);
+    case GEMM_PACKED:
+        /* One SIMD vector (lavapipe's 8 lanes) per workgroup: many small workgroups balance
+         * the driver's threads, and the driver compiles the kernel for one vector in a
+         * fraction of a second, against seconds for 16 or more invocations. */
+        return gemm_on_panels(d, a, ea, eb, "gemm_packed", PACKED_R, PACKED_C, PACKED_KSTEP, 0, 8);
+    case GEMM_TILED:
+        break;
+    }
     return gemm_tiled(d, a, ea, eb);
 }

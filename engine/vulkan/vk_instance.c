@@ -361,6 +361,8 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     c->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                         (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+    c->subgroup_shuffle = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     c->storage16 = s16.storageBuffer16BitAccess;
     c->float16 = has_f16 && f16.shaderFloat16;
     /* the shader is SPIR-V 1.6 (Vulkan 1.3) */
@@ -418,6 +420,7 @@ static void lower_to_minimums(vk_caps *c) {
     c->max_alloc_count = 4096;
     c->subgroup_size = 0;
     c->subgroup_arith = 0;
+    c->subgroup_shuffle = 0;
     c->storage16 = 0;
     c->float16 = 0;
     c->coopmat = 0;

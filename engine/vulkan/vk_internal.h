@@ -43,6 +43,7 @@ typedef struct vk_caps {
     uint32_t subgroup_size; /* 0 when kiln must not use subgroup operations */
     /* optional features */
     int subgroup_arith;  /* subgroupAdd/Max in compute shaders */
+    int subgroup_shuffle; /* subgroupShuffle in compute shaders */
     int storage16;       /* storageBuffer16BitAccess */
     int float16;         /* shaderFloat16 */
     int coopmat;         /* VK_KHR_cooperative_matrix with an f16 x f16 -> f32 16x16x16 shape */
