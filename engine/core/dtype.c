@@ -1,6 +1,5 @@
 /* dtypes and the f32 <-> f16 conversions the host side and the CPU backend need. */
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
@@ -117,17 +116,16 @@ __attribute__((target("avx,f16c"))) static int64_t f32_to_f16_f16c(const float *
     return i;
 }
 
-/* 2: AVX-512F, 1: F16C, 0: scalar; KILN_F16_SCALAR=1 in the environment forces the scalar
- * path (tests compare the paths). Read once; a race only repeats the same answer. */
+/* 2: AVX-512F (and F16C), 1: F16C, 0: scalar. Read once; a race only repeats the same
+ * answer. */
 static int f16_vector_level(void) {
     static _Atomic int level = -1;
     if (atomic_load_explicit(&level, memory_order_relaxed) < 0) {
-        const char *force = getenv("KILN_F16_SCALAR");
         __builtin_cpu_init();
         int l = 0;
         if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) l = 1;
-        if (__builtin_cpu_supports("avx512f")) l = 2;
-        atomic_store_explicit(&level, force && force[0] == '1' ? 0 : l, memory_order_relaxed);
+        if (l == 1 && __builtin_cpu_supports("avx512f")) l = 2;
+        atomic_store_explicit(&level, l, memory_order_relaxed);
     }
     return atomic_load_explicit(&level, memory_order_relaxed);
 }
@@ -137,10 +135,18 @@ void kiln_f16_to_f32_n(const uint16_t *src, float *dst, int64_t n) {
     int64_t i = 0;
 #ifdef KILN_X86_F16
     int level = f16_vector_level();
-    if (level == 2)
-        i = f16_to_f32_avx512(src, dst, n);
-    else if (level == 1)
-        i = f16_to_f32_f16c(src, dst, n);
+    if (level == 2) i = f16_to_f32_avx512(src, dst, n);
+    if (level >= 1) { /* every AVX-512 CPU has F16C: 8 at a time, then the tail padded to 8 */
+        i += f16_to_f32_f16c(src + i, dst + i, n - i);
+        if (i < n) {
+            uint16_t h[8] = {0};
+            float f[8];
+            memcpy(h, src + i, (size_t)(n - i) * sizeof *h);
+            f16_to_f32_f16c(h, f, 8);
+            memcpy(dst + i, f, (size_t)(n - i) * sizeof *f);
+            return;
+        }
+    }
 #endif
     for (; i < n; i++) dst[i] = kiln_f16_to_f32(src[i]);
 }
@@ -149,10 +155,18 @@ void kiln_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n) {
     int64_t i = 0;
 #ifdef KILN_X86_F16
     int level = f16_vector_level();
-    if (level == 2)
-        i = f32_to_f16_avx512(src, dst, n);
-    else if (level == 1)
-        i = f32_to_f16_f16c(src, dst, n);
+    if (level == 2) i = f32_to_f16_avx512(src, dst, n);
+    if (level >= 1) {
+        i += f32_to_f16_f16c(src + i, dst + i, n - i);
+        if (i < n) {
+            float f[8] = {0};
+            uint16_t h[8];
+            memcpy(f, src + i, (size_t)(n - i) * sizeof *f);
+            f32_to_f16_f16c(f, h, 8);
+            memcpy(dst + i, h, (size_t)(n - i) * sizeof *h);
+            return;
+        }
+    }
 #endif
     for (; i < n; i++) dst[i] = kiln_f32_to_f16(src[i]);
 }

@@ -163,6 +163,54 @@ static void gemm_note_join(int64_t last_done_ns) {
  * most 32 x 32 floats) stay in L1 until they are complete. */
 #define PACK_STEP 32
 
+/* f16 panels: runs of f16 are widened with the vector conversions (kiln_f16_to_f32_n), the
+ * transposing packs through a small f32 block and the kernel's fast f32 pack, so an f16
+ * GEMM pays little more than the f32 one. PACK_F16_STEP values of K per block: at most
+ * 32 x 128 floats (16 KiB) on the stack. */
+#define PACK_F16_STEP 128
+
+static inline const uint16_t *f16_base(const gemm_operand *o) {
+    return (const uint16_t *)(const void *)o->base;
+}
+
+/* A full panel of f16 op(A) rows [i0, i0 + MR) x [p0, p0 + kc): true when done here. */
+static int pack_a_panel_f16(float *dst, const gemm_operand *A, int64_t i0, int64_t p0, int64_t kc,
+                            const cpu_gemm_kernel *kn) {
+    const int mr = kn->mr;
+    const uint16_t *src = f16_base(A);
+    if (A->trans) { /* op(A)(i, p) = A[p, i]: each panel row is a contiguous run of A */
+        for (int64_t p = 0; p < kc; p++) kiln_f16_to_f32_n(src + (p0 + p) * A->ld + i0, dst + p * mr, mr);
+        return 1;
+    }
+    if (!kn->pack_a) return 0;
+    float block[32 * PACK_F16_STEP];
+    for (int64_t pb = 0; pb < kc; pb += PACK_F16_STEP) {
+        const int64_t len = kc - pb < PACK_F16_STEP ? kc - pb : PACK_F16_STEP;
+        for (int i = 0; i < mr; i++) kiln_f16_to_f32_n(src + (i0 + i) * A->ld + p0 + pb, block + i * len, len);
+        kn->pack_a(dst + pb * mr, block, len, len);
+    }
+    return 1;
+}
+
+/* A full panel of f16 op(B) columns [j0, j0 + NR) x rows [p0, p0 + kc): true when done here. */
+static int pack_b_panel_f16(float *dst, const gemm_operand *B, int64_t p0, int64_t kc, int64_t j0,
+                            const cpu_gemm_kernel *kn) {
+    const int nr = kn->nr;
+    const uint16_t *src = f16_base(B);
+    if (!B->trans) { /* each panel row is a contiguous run of B */
+        for (int64_t p = 0; p < kc; p++) kiln_f16_to_f32_n(src + (p0 + p) * B->ld + j0, dst + p * nr, nr);
+        return 1;
+    }
+    if (!kn->pack_bt) return 0;
+    float block[32 * PACK_F16_STEP];
+    for (int64_t pb = 0; pb < kc; pb += PACK_F16_STEP) {
+        const int64_t len = kc - pb < PACK_F16_STEP ? kc - pb : PACK_F16_STEP;
+        for (int j = 0; j < nr; j++) kiln_f16_to_f32_n(src + (j0 + j) * B->ld + p0 + pb, block + j * len, len);
+        kn->pack_bt(dst + pb * nr, block, len, len);
+    }
+    return 1;
+}
+
 static inline float load_elem(const gemm_operand *o, int64_t idx) {
     if (o->dtype == KILN_F16) return kiln_f16_to_f32(((const uint16_t *)(const void *)o->base)[idx]);
     return ((const float *)(const void *)o->base)[idx];
@@ -174,6 +222,7 @@ static inline float load_elem(const gemm_operand *o, int64_t idx) {
 static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, int64_t p0,
                          int64_t kc, const cpu_gemm_kernel *kn) {
     const int mr = kn->mr;
+    if (mv == mr && A->dtype == KILN_F16 && mr <= 32 && pack_a_panel_f16(dst, A, i0, p0, kc, kn)) return;
     if (mv == mr && A->dtype == KILN_F32) {
         const float *src = (const float *)(const void *)A->base;
         if (!A->trans && kn->pack_a) {
@@ -208,6 +257,7 @@ static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, 
 static void pack_b_panel(float *dst, const gemm_operand *B, int64_t p0, int64_t kc, int64_t j0,
                          int nv, const cpu_gemm_kernel *kn) {
     const int nr = kn->nr;
+    if (nv == nr && B->dtype == KILN_F16 && nr <= 32 && pack_b_panel_f16(dst, B, p0, kc, j0, kn)) return;
     if (nv == nr && B->dtype == KILN_F32) {
         const float *src = (const float *)(const void *)B->base;
         if (B->trans && kn->pack_bt) {
@@ -364,26 +414,26 @@ int cpu_gemm_use_kernel(const char *name) {
     return 0;
 }
 
-/* ---- the packing buffer, kept between calls ----
+/* ---- the packing buffer (and an f16 C's f32 copy), kept between calls ----
  * A training step makes hundreds of GEMMs with the same few sizes; allocating their packs
  * each time costs page faults (fresh pages from the OS) that show at small sizes. One
- * buffer is kept; a GEMM running at the same time as another (two contexts on two threads)
- * simply allocates its own. */
+ * buffer of each kind is kept; a GEMM running at the same time as another (two contexts on
+ * two threads) simply allocates its own. */
 
 typedef struct gemm_scratch {
     size_t bytes;
     float *data; /* 64-byte aligned */
 } gemm_scratch;
 
-static _Atomic(gemm_scratch *) g_scratch;
+static _Atomic(gemm_scratch *) g_scratch, g_scratch_c32;
 
 static void scratch_free(gemm_scratch *s) {
     if (s) free(s->data);
     free(s);
 }
 
-static gemm_scratch *scratch_take(size_t bytes) {
-    gemm_scratch *s = atomic_exchange(&g_scratch, NULL);
+static gemm_scratch *scratch_take(_Atomic(gemm_scratch *) *slot, size_t bytes) {
+    gemm_scratch *s = atomic_exchange(slot, NULL);
     if (s && s->bytes >= bytes) return s;
     scratch_free(s);
     s = malloc(sizeof *s);
@@ -398,9 +448,9 @@ static gemm_scratch *scratch_take(size_t bytes) {
 }
 
 /* Keeps the larger of this buffer and one another GEMM may have put back meanwhile. */
-static void scratch_give(gemm_scratch *s) {
-    gemm_scratch *other = atomic_exchange(&g_scratch, s);
-    if (other && other->bytes > s->bytes) other = atomic_exchange(&g_scratch, other);
+static void scratch_give(_Atomic(gemm_scratch *) *slot, gemm_scratch *s) {
+    gemm_scratch *other = atomic_exchange(slot, s);
+    if (other && other->bytes > s->bytes) other = atomic_exchange(slot, other);
     scratch_free(other);
 }
 
@@ -435,8 +485,12 @@ static gemm_plan plan_of(const gemm_plan *base, const kiln_gemm_args *a, int64_t
 
 /* An f16 C: the whole product (with beta's "+=" when beta != 0) is formed in an f32 copy
  * of C, packed [batch][m][n], and rounded once into C row by row, so that the gaps of a C
- * with ldc > n, and C's old contents when beta == 0, are never touched. Batches whose C
- * regions overlap cannot be copied apart: they run one after another. */
+ * with ldc > n, and C's old contents when beta == 0, are never touched. The copy is at
+ * most GEMM_C32_MAX floats: a wider C (logits over a large vocabulary) is done in column
+ * chunks, each repacking A, which costs little next to the chunk's multiply-adds. Batches
+ * whose C regions overlap cannot be copied apart: they run one after another. */
+#define GEMM_C32_MAX ((int64_t)1 << 23)
+
 static kiln_status gemm_f16_output(void *dev, const kiln_gemm_args *a) {
     const int64_t m = a->m, n = a->n, batch = a->batch;
     if (batch > 1 && a->stride_c < (m - 1) * a->ldc + n) {
@@ -451,15 +505,30 @@ static kiln_status gemm_f16_output(void *dev, const kiln_gemm_args *a) {
         }
         return KILN_OK;
     }
-    const size_t bytes = ((size_t)(batch * m * n) * sizeof(float) + 63) / 64 * 64;
-    float *c32 = aligned_alloc(64, bytes);
-    if (!c32) return kiln_set_error(KILN_ERR_MEMORY, "cpu gemm: out of memory for %zu bytes of f32 output", bytes);
+    int64_t chunk = GEMM_C32_MAX / (batch * m);
+    if (chunk < 64) chunk = 64;
+    if (n > chunk) {
+        for (int64_t j0 = 0; j0 < n; j0 += chunk) {
+            kiln_gemm_args part = *a;
+            part.n = n - j0 < chunk ? n - j0 : chunk;
+            part.b.off += (size_t)(a->trans_b ? j0 * a->ldb : j0) * kiln_dtype_size(a->b_dtype);
+            part.c.off += (size_t)j0 * sizeof(uint16_t);
+            if (part.bias.buf) part.bias.off += (size_t)j0 * sizeof(float);
+            kiln_status s = gemm_f16_output(dev, &part);
+            if (s) return s;
+        }
+        return KILN_OK;
+    }
+    const size_t bytes = (size_t)(batch * m * n) * sizeof(float);
+    gemm_scratch *scratch = scratch_take(&g_scratch_c32, bytes);
+    if (!scratch) return kiln_set_error(KILN_ERR_MEMORY, "cpu gemm: out of memory for %zu bytes of f32 output", bytes);
+    float *c32 = scratch->data;
     uint16_t *c16 = CPU_PTR(a->c, uint16_t);
     if (a->beta != 0.0f)
         for (int64_t b = 0; b < batch; b++)
             for (int64_t i = 0; i < m; i++)
                 kiln_f16_to_f32_n(c16 + b * a->stride_c + i * a->ldc, c32 + (b * m + i) * n, n);
-    struct kiln_buf buf = {c32, bytes};
+    struct kiln_buf buf = {c32, scratch->bytes};
     kiln_gemm_args w = *a;
     w.c = (kiln_ref){&buf, 0};
     w.c_dtype = KILN_F32;
@@ -470,7 +539,7 @@ static kiln_status gemm_f16_output(void *dev, const kiln_gemm_args *a) {
         for (int64_t b = 0; b < batch; b++)
             for (int64_t i = 0; i < m; i++)
                 kiln_f32_to_f16_n(c32 + (b * m + i) * n, c16 + b * a->stride_c + i * a->ldc, n);
-    free(c32);
+    scratch_give(&g_scratch_c32, scratch);
     return s;
 }
 
@@ -521,7 +590,7 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     const size_t apack_floats = (size_t)(round_up(base_plan.mb, kn->mr) * kk);
     const size_t pair = (bpack_floats + apack_floats + 15) / 16 * 16; /* keep 64-byte alignment */
     const size_t bytes = (size_t)n_packs * pair * sizeof(float);
-    gemm_scratch *scratch = scratch_take(bytes);
+    gemm_scratch *scratch = scratch_take(&g_scratch, bytes);
     if (!scratch) return kiln_set_error(KILN_ERR_MEMORY, "cpu gemm: out of memory for %zu bytes of packing buffers", bytes);
     float *buf = scratch->data;
 
@@ -558,6 +627,6 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
         }
         gemm_note_join(atomic_load(&team.last_done_ns));
     }
-    scratch_give(scratch);
+    scratch_give(&g_scratch, scratch);
     return KILN_OK;
 }
