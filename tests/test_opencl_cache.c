@@ -1,5 +1,6 @@
 /* The OpenCL program-binary cache and the build-log path:
- *  - a first run writes binaries under $XDG_CACHE_HOME/kiln/opencl, a second run loads them;
+ *  - a first run writes binaries under $XDG_CACHE_HOME/kiln/opencl, a second run loads them,
+ *    the f16 variant of a program as a file of its own;
  *  - a corrupt cache file is ignored (rebuilt), an unwritable cache is not an error;
  *  - a kernel that does not compile is an error that quotes the build log. */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
@@ -27,17 +28,19 @@ static int count_files(const char *dir, const char *prefix, char *first, size_t 
     return n;
 }
 
-/* Opens opencl, runs a small computation (kernels of the memory and activation programs)
- * and checks its result. */
+/* Opens opencl, runs a small computation (kernels of the memory program and of both
+ * variants, f32 and f16, of the activation program) and checks its result. */
 static void run_something(void) {
     kiln_ctx *ctx;
     ck_assert_msg(kiln_open("opencl", &ctx) == KILN_OK, "%s", kiln_error_message());
     int64_t shape[1] = {3};
     float v[3] = {-1, 0.5f, 4}, expect[3] = {0, 0.5f, 4};
-    kiln_tensor *x = kt_tensor(ctx, KILN_F32, 1, shape, v);
-    kt_expect_values(kiln_relu(x), expect, 3, 0);
-    kiln_step_reset(ctx);
-    kiln_tensor_free(x);
+    for (int f16 = 0; f16 < 2; f16++) {
+        kiln_tensor *x = kt_tensor(ctx, f16 ? KILN_F16 : KILN_F32, 1, shape, v);
+        kt_expect_values(kiln_relu(x), expect, 3, 0);
+        kiln_step_reset(ctx);
+        kiln_tensor_free(x);
+    }
     kiln_close(ctx);
 }
 
@@ -50,9 +53,11 @@ START_TEST(writes_then_reads_binaries) {
     run_something();
     ck_assert_msg(kiln_cl_cache_writes > writes, "no binary was written");
     ck_assert_int_ge(count_files(cache, "memory-", path, sizeof path), 1);
-    ck_assert_int_ge(count_files(cache, "activation-", NULL, 0), 1);
+    ck_assert_int_ge(count_files(cache, "activation-", NULL, 0), 2);
+    ck_assert_int_ge(count_files(cache, "activation-f16-", NULL, 0), 1); /* the f16 variant's own */
+    hits = kiln_cl_cache_hits;
     run_something();
-    ck_assert_msg(kiln_cl_cache_hits >= hits + 2, "binaries were not loaded (%d hits)", kiln_cl_cache_hits - hits);
+    ck_assert_msg(kiln_cl_cache_hits >= hits + 3, "binaries were not loaded (%d hits)", kiln_cl_cache_hits - hits);
 
     /* a damaged file is ignored: the program is compiled again and the file rewritten */
     FILE *f = fopen(path, "r+b");
