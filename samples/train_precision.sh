@@ -35,8 +35,10 @@ for precision in fp32 fp16; do
   [ -n "$only" ] && [ "$only" != "$precision" ] && continue
   dir=$out/${backend}_${precision}_$steps
   start=$(date +%s.%N)
-  val[$precision]=$("$kiln" train --data "$data" --out "$dir" --backend "$backend" \
-    --precision "$precision" "${config[@]}" --log-every 100 | awk '/^val loss/ {print $3}')
+  "$kiln" train --data "$data" --out "$dir" --backend "$backend" --precision "$precision" \
+    "${config[@]}" --log-every 100 >/dev/null
+  # the last metrics row's val_loss: all its digits, where kiln train prints four
+  val[$precision]=$(tail -n 1 "$dir/metrics.jsonl" | sed -n 's/.*"val_loss": \([^,}]*\).*/\1/p')
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
   extra=
   if [ "$precision" = fp16 ]; then
@@ -48,5 +50,5 @@ for precision in fp32 fp16; do
 done
 if [ -z "$only" ]; then
   awk -v a="${val[fp32]}" -v b="${val[fp16]}" \
-    'BEGIN { d = b - a; printf "fp16 - fp32: %+.4f (%s)\n", d, (d < 0.05 && d > -0.05) ? "within 0.05" : "NOT within 0.05" }'
+    'BEGIN { d = b - a; printf "fp16 - fp32: %+.6f (%s)\n", d, (d < 0.05 && d > -0.05) ? "within 0.05" : "NOT within 0.05" }'
 fi
