@@ -87,6 +87,7 @@ typedef struct operand {
     int role;
     int f32; /* always f32 (statistics, scalars, the loss): not widened */
     float center, scale; /* values in [center - scale, center + scale]; count 0: absent */
+    float rel_tol;       /* f32 operands: relative tolerance (0: the same bits) */
 } operand;
 
 /* Runs a kernel on refs (one per operand) with floating dtype dt. */
@@ -137,7 +138,7 @@ static void check_kernel(const char *name, const operand *ops, int n_ops, kernel
             const float expect = o->role == ROLE_IN ? vals[i][e] : want[e];
             if (o->f32) {
                 const float got = CPU_PTR(r16[i], float)[e];
-                if (!same_or_both_nan(got, expect))
+                if (!same_or_both_nan(got, expect) && !(fabsf(got - expect) <= o->rel_tol * fabsf(expect)))
                     ck_abort_msg("%s: f32 operand %d element %lld: %.9g in the f16 run, %.9g in f32", name, i,
                                  (long long)e, got, expect);
             } else {
@@ -251,13 +252,22 @@ static kiln_status run_softmax(kiln_ref *r, kiln_dtype dt, const void *p) {
     return cpu_softmax_bwd(NULL, &a);
 }
 
+typedef struct xent_shape {
+    int backward;
+    int64_t rows, vocab;
+} xent_shape;
+
+/* Targets spread over the vocabulary, every fifth row ignored. */
 static kiln_status run_xent(kiln_ref *r, kiln_dtype dt, const void *p) {
-    static int32_t targets[9] = {3, -100, 0, 200, 199, 7, -100, 51, 2};
+    const xent_shape *x = p;
+    int32_t targets[64];
+    ck_assert(x->rows <= 64);
+    for (int64_t i = 0; i < x->rows; i++) targets[i] = i % 5 == 1 ? -100 : (int32_t)((i * 7919 + 3) % x->vocab);
     kiln_buf tb = {targets, sizeof targets};
     kiln_xent_args a = {0};
     a.logits = r[0], a.targets = (kiln_ref){&tb, 0}, a.lse = r[1], a.count = r[2];
-    a.rows = 9, a.vocab = 201, a.smoothing = 0.1f, a.ignore_index = -100, a.dtype = dt;
-    if (*(const int *)p) {
+    a.rows = x->rows, a.vocab = x->vocab, a.smoothing = 0.1f, a.ignore_index = -100, a.dtype = dt;
+    if (x->backward) {
         a.dloss = r[3], a.dlogits = r[4];
         return cpu_xent_bwd(NULL, &a);
     }
@@ -298,10 +308,19 @@ START_TEST(row_kernels) {
                                             {sm, ROLE_INOUT, 0, 0, 1}, {0, ROLE_IN, 0, 0, 1}), run_softmax, &aliased);
     static const int forward = 0, backward = 1;
     /* targets include ignored rows; lse, count, loss and dloss are f32 */
+    static const xent_shape xf = {0, 9, 201}, xb = {1, 9, 201};
     check_kernel("xent fwd", OPS({9 * 201, ROLE_IN, 0, 0, 4}, {9, ROLE_OUT, 1, 0, 1}, {1, ROLE_OUT, 1, 0, 1},
-                                 {1, ROLE_OUT, 1, 0, 1}), run_xent, &forward);
+                                 {1, ROLE_OUT, 1, 0, 1}), run_xent, &xf);
     check_kernel("xent bwd", OPS({9 * 201, ROLE_IN, 0, 0, 4}, {9, ROLE_IN, 1, 5, 1}, {1, ROLE_IN, 1, 6, 0.5f},
-                                 {1, ROLE_IN, 1, 1, 1}, {9 * 201, ROLE_INOUT, 0, 0, 1}), run_xent, &backward);
+                                 {1, ROLE_IN, 1, 1, 1}, {9 * 201, ROLE_INOUT, 0, 0, 1}), run_xent, &xb);
+    /* a vocabulary large enough that f16 logits are widened in several blocks of rows: the
+     * loss then sums the blocks' totals, grouped differently from one pass (a few ulp) */
+    static const xent_shape xfb = {0, 45, 50001}, xbb = {1, 45, 50001};
+    const int64_t nb = 45 * 50001;
+    check_kernel("xent fwd in blocks", OPS({nb, ROLE_IN, 0, 0, 4}, {45, ROLE_OUT, 1, 0, 1}, {1, ROLE_OUT, 1, 0, 1},
+                                           {1, ROLE_OUT, 1, 0, 1, 1e-6f}), run_xent, &xfb);
+    check_kernel("xent bwd in blocks", OPS({nb, ROLE_IN, 0, 0, 4}, {45, ROLE_IN, 1, 12, 1}, {1, ROLE_IN, 1, 30, 0.5f},
+                                           {1, ROLE_IN, 1, 1, 1}, {nb, ROLE_INOUT, 0, 0, 1e-4f}), run_xent, &xbb);
     const int64_t en = 2 * 3 * 5 * 11;
     check_kernel("entropy fwd", OPS({en, ROLE_IN, 0, 0.5f, 0.5f}, {3, ROLE_OUT, 1, 0, 1}, {0, ROLE_IN, 1, 0, 1},
                                     {0, ROLE_OUT, 0, 0, 1}), run_entropy, &forward);
