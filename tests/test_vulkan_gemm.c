@@ -25,6 +25,7 @@ typedef struct gemm_case {
     float alpha, beta;
     int bias, shared_a, shared_b;
     int64_t a_skip; /* operand A starts this many elements into its buffer */
+    int64_t ld_pad; /* lda and ldb exceed the stored rows' lengths by this much */
 } gemm_case;
 
 static const gemm_case cases[] = {
@@ -47,7 +48,25 @@ static const gemm_case cases[] = {
     /* several blocks of every CPU-device kernel in both directions, a partial last block,
      * and a k that leaves a partial unrolled iteration (gemm_shuffle.comp) */
     {"blocks_tt_batched", 100, 150, 333, 2, 1, 1, KILN_F32, KILN_F32, 1.0f, 0.5f, 1, 0, 0, 0},
+    /* leading dimensions and offsets in whole texels (16 bytes): the CPU-device kernels pack
+     * these through texel fetches (gemm_pack_texel.comp), with partial texels at the ends
+     * of rows (k % 4) and of columns (rows % 4) */
+    {"texel_nn_pad", 70, 37, 101, 2, 0, 0, KILN_F32, KILN_F32, 1.0f, 0.0f, 1, 0, 0, 0, 3},
+    {"texel_tt_pad", 37, 70, 101, 1, 1, 1, KILN_F32, KILN_F32, 0.5f, 1.0f, 0, 0, 0, 0, 3},
+    {"texel_nt_shared_b", 64, 96, 128, 3, 0, 1, KILN_F32, KILN_F32, 1.0f, 0.0f, 1, 0, 1, 0, 0},
+    {"texel_tn_offset", 44, 40, 48, 1, 1, 0, KILN_F32, KILN_F32, 1.0f, 0.0f, 0, 0, 0, 4, 0},
 };
+
+/* Leading dimensions: the stored rows' lengths, plus ld_pad. */
+static int64_t lda(const gemm_case *c) { return (c->ta ? c->m : c->k) + c->ld_pad; }
+static int64_t ldb(const gemm_case *c) { return (c->tb ? c->k : c->n) + c->ld_pad; }
+
+/* NaN in the ld_pad gap at the end of every stored row: no kernel may read it (a texel
+ * read across the gap must drop it, not multiply it by zero). */
+static void poison_gaps(float *v, int64_t count, int64_t ld, int64_t row_len) {
+    for (int64_t i = 0; i < count; i++)
+        if (i % ld >= row_len) v[i] = NAN;
+}
 
 /* A tensor of `count` elements (plus `skip` leading ones) on ctx, filled from vals. */
 static kiln_tensor *make(kiln_ctx *ctx, kiln_dtype dt, int64_t count, const float *vals) {
@@ -81,11 +100,11 @@ static float *run(kiln_ctx *ctx, const gemm_case *c, const float *av, const floa
     g.a_dtype = c->at, g.b_dtype = c->bt, g.c_dtype = KILN_F32;
     g.m = c->m, g.n = c->n, g.k = c->k, g.batch = c->batch;
     g.trans_a = c->ta, g.trans_b = c->tb;
-    g.lda = c->ta ? c->m : c->k;
-    g.ldb = c->tb ? c->k : c->n;
+    g.lda = lda(c);
+    g.ldb = ldb(c);
     g.ldc = c->n;
-    g.stride_a = c->shared_a ? 0 : c->m * c->k;
-    g.stride_b = c->shared_b ? 0 : c->k * c->n;
+    g.stride_a = c->shared_a ? 0 : (c->ta ? c->k : c->m) * lda(c);
+    g.stride_b = c->shared_b ? 0 : (c->tb ? c->n : c->k) * ldb(c);
     g.stride_c = c->m * c->n;
     g.alpha = c->alpha, g.beta = c->beta;
     kiln_status s = ctx->be->gemm(ctx->dev, &g);
@@ -113,11 +132,13 @@ START_TEST(gemm_matches_cpu) {
         kiln_close(cpu);
         return;
     }
-    int64_t a_count = (c->shared_a ? 1 : c->batch) * c->m * c->k;
-    int64_t b_count = (c->shared_b ? 1 : c->batch) * c->k * c->n;
+    int64_t a_count = (c->shared_a ? 1 : c->batch) * (c->ta ? c->k : c->m) * lda(c);
+    int64_t b_count = (c->shared_b ? 1 : c->batch) * (c->tb ? c->n : c->k) * ldb(c);
     int64_t nc = c->batch * c->m * c->n;
     float *av = random_values(a_count + c->a_skip, 1), *bv = random_values(b_count, 2);
     float *cv = random_values(nc, 3), *biasv = random_values(c->n, 4);
+    poison_gaps(av + c->a_skip, a_count, lda(c), lda(c) - c->ld_pad);
+    poison_gaps(bv, b_count, ldb(c), ldb(c) - c->ld_pad);
     float *ref = run(cpu, c, av, bv, cv, biasv, a_count, b_count);
     for (int v = 0; v < N_VARIANTS; v++) {
         setenv("KILN_VK_GEMM", variants[v], 1);
