@@ -156,10 +156,14 @@ static double number_or_nan(const json_value *obj, const char *key) {
     return json_as_double(json_get(obj, key), &v) ? v : NAN;
 }
 
+/* "-": the run has no such figure; "n/a" or "error": it has one that was not measured. */
 static void print_cell(const json_value *f) {
     char cell[64], med[32];
+    int error = 0;
     if (!f) {
         snprintf(cell, sizeof cell, "-");
+    } else if (!isfinite(number_or_nan(f, "median"))) {
+        snprintf(cell, sizeof cell, "%s", json_as_bool(json_get(f, "error"), &error) && error ? "error" : "n/a");
     } else {
         bench_format_value(number_or_nan(f, "median"), med, sizeof med);
         double pct = number_or_nan(f, "pct");
@@ -190,7 +194,8 @@ static void print_section(const column *cols, int n, const char *section) {
             for (int e = 0; e < n; e++) {
                 const json_value *g = figure_of(&cols[e], key);
                 print_cell(g);
-                const char *sh = g ? string_or(g, "shape", "") : NULL;
+                /* sizes matter where there is a number to compare */
+                const char *sh = g && isfinite(number_or_nan(g, "median")) ? string_or(g, "shape", "") : NULL;
                 if (sh && !shape0) shape0 = sh;
                 if (sh && shape0 && strcmp(sh, shape0)) shapes_differ = 1;
             }
@@ -199,7 +204,8 @@ static void print_section(const column *cols, int n, const char *section) {
                 printf("  %-30s %-9s", "  (size)", "");
                 for (int e = 0; e < n; e++) {
                     const json_value *g = figure_of(&cols[e], key);
-                    printf(" %-*.*s", CELL_WIDTH - 1, CELL_WIDTH - 1, g ? string_or(g, "shape", "") : "-");
+                    const int measured = g && isfinite(number_or_nan(g, "median"));
+                    printf(" %-*.*s", CELL_WIDTH - 1, CELL_WIDTH - 1, measured ? string_or(g, "shape", "") : "");
                 }
                 printf("\n");
             }
