@@ -55,6 +55,8 @@ static const gemm_case cases[] = {
     {"texel_tt_pad", 37, 70, 101, 1, 1, 1, KILN_F32, KILN_F32, 0.5f, 1.0f, 0, 0, 0, 0, 3},
     {"texel_nt_shared_b", 64, 96, 128, 3, 0, 1, KILN_F32, KILN_F32, 1.0f, 0.0f, 1, 0, 1, 0, 0},
     {"texel_tn_offset", 44, 40, 48, 1, 1, 0, KILN_F32, KILN_F32, 1.0f, 0.0f, 0, 0, 0, 4, 0},
+    /* row-major op(A) and op(B)^T in whole texels: gemm_shuffle.comp reads them in place */
+    {"in_place_nt_batched", 70, 100, 64, 3, 0, 1, KILN_F32, KILN_F32, 1.0f, 0.5f, 1, 0, 0, 4, 4},
 };
 
 /* Leading dimensions: the stored rows' lengths, plus ld_pad. */
