@@ -21,14 +21,6 @@ static kiln_tensor *make(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_
     return t;
 }
 
-/* 1 when the backend under test stores f16; else prints why the calling test does nothing
- * (Vulkan's minimum-limits mode pretends to lack 16-bit storage). */
-static int f16_here(const char *test) {
-    if (kiln_supports_dtype(kt_ctx(), KILN_F16)) return 1;
-    printf("note: %s skipped: %s (%s) cannot store f16\n", test, kt_backend(), kiln_device_name(kt_ctx()));
-    return 0;
-}
-
 static void expect_dtype_error(const kiln_tensor *result, const char *call, const char *want) {
     ck_assert_msg(result == NULL, "%s accepted mixed dtypes", call);
     ck_assert_int_eq(kiln_error_status(), KILN_ERR_DTYPE);
@@ -38,7 +30,7 @@ static void expect_dtype_error(const kiln_tensor *result, const char *call, cons
 }
 
 START_TEST(mixed_dtypes_are_errors_that_say_what_to_convert) {
-    if (!f16_here("mixed_dtypes_are_errors_that_say_what_to_convert")) return;
+    if (!kt_f16_ok("mixed_dtypes_are_errors_that_say_what_to_convert")) return;
     kiln_ctx *ctx = kt_ctx();
     int64_t s2[2] = {2, 3}, s3[1] = {3}, s4[4] = {1, 1, 2, 3}, s32[2] = {3, 2};
     kiln_tensor *a32 = kiln_tensor_new(ctx, KILN_F32, 2, s2), *a16 = kiln_tensor_new(ctx, KILN_F16, 2, s2);
@@ -74,7 +66,7 @@ END_TEST
 
 /* Outputs take the inputs' dtype; losses, reductions, norms and entropies are f32. */
 START_TEST(outputs_f16_statistics_f32) {
-    if (!f16_here("outputs_f16_statistics_f32")) return;
+    if (!kt_f16_ok("outputs_f16_statistics_f32")) return;
     kiln_ctx *ctx = kt_ctx();
     int64_t sx[2] = {2, 3}, sw[2] = {3, 4}, sp[4] = {1, 2, 2, 3}, st[1] = {2};
     const float xv[] = {1, -2, 0.5f, 3, 0.25f, -1}, wv[] = {1, 0, -1, 2, 0.5f, 1, 1, -1, 2, 2, 0, 1};
@@ -142,7 +134,7 @@ static kiln_tensor *model_loss(model *m) {
 }
 
 START_TEST(gradients_of_f16_tensors_are_f16) {
-    if (!f16_here("gradients_of_f16_tensors_are_f16")) return;
+    if (!kt_f16_ok("gradients_of_f16_tensors_are_f16")) return;
     kiln_ctx *ctx = kt_ctx();
     model m32 = model_new(ctx, KILN_F32), m16 = model_new(ctx, KILN_F16);
     /* one backward per step: the f32 model's, then the f16 model's */
@@ -177,7 +169,7 @@ END_TEST
 
 /* kiln_cast carries gradients both ways, each arriving in its tensor's dtype. */
 START_TEST(cast_is_differentiable_both_ways) {
-    if (!f16_here("cast_is_differentiable_both_ways")) return;
+    if (!kt_f16_ok("cast_is_differentiable_both_ways")) return;
     kiln_ctx *ctx = kt_ctx();
     int64_t s[1] = {4};
     const float v[] = {1.0f, -2.5f, 0.1f, 3.0f}, wv[] = {0.5f, 2.0f, -1.0f, 0.25f};

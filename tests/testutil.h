@@ -69,6 +69,11 @@ kiln_ctx *kt_ctx(void);
 /* A context on the CPU reference. */
 kiln_ctx *kt_cpu(void);
 
+/* 1 when the backend under test can store f16. Otherwise prints a note that `what` (a test,
+ * or the part of one that needs f16) is skipped, and returns 0: Vulkan's minimum-limits
+ * mode, like a device without 16-bit storage, refuses f16 tensors. */
+int kt_f16_ok(const char *what);
+
 /* A persistent tensor with the given values (f32 values converted to the dtype). */
 kiln_tensor *kt_tensor(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const int64_t *shape,
                        const float *values);
