@@ -324,6 +324,9 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
     if (o.resume && resume_state(&t, &paths)) goto done;
+    if (o.resume && t.scaler && cli_find(opts, n, "--loss-scale-init")->seen)
+        fprintf(stderr, "kiln train: --loss-scale-init is not used: the resumed run continues at its saved scale %g\n",
+                (double)kiln_loss_scale_value(t.scaler));
     if (make_dir(o.out)) goto done;
     if (!o.resume && file_exists(paths.model))
         fprintf(stderr, "kiln train: %s will be replaced (--resume continues it instead)\n", paths.model);
