@@ -89,6 +89,17 @@ static void put_run(FILE *f, const bench_run *run) {
     fputs("\n  ]\n}\n", f);
 }
 
+int bench_check_json_path(const char *path) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return host_error("--json: the path is too long");
+    FILE *f = fopen(tmp, "w");
+    if (!f) return host_error("--json: cannot write %s: %s", tmp, strerror(errno));
+    fclose(f);
+    remove(tmp);
+    return 0;
+}
+
 int bench_write_json(const bench_run *run, const char *path) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)

@@ -354,13 +354,13 @@ int kiln_bench_main(int argc, char **argv) {
     bench_options o = {.repeat = 5};
     cli_opt opts[] = {
         {"--backend", CLI_STRING, &backend, "NAME", "cpu, vulkan or opencl: only that backend's devices (default: all)", 0, 0, 0},
-        {"--device", CLI_INT, &device, "N", "only device N of --backend, as listed by kiln info", 0, 1024, 0},
+        {"--device", CLI_INT, &device, "N", "only device N of --backend, as listed by kiln info (-1: all)", -1, 1024, 0},
         {"--json", CLI_STRING, &json, "FILE", "also write every figure, the devices and the build to FILE", 0, 0, 0},
         {"--only", CLI_STRING, &only, "LIST", "sections to run: ceilings, kernels, models", 0, 0, 0},
         {"--models", CLI_STRING, &models, "LIST", "model sizes: tiny, gpt2-small", 0, 0, 0},
         {"--precision", CLI_STRING, &precisions, "LIST", "model precisions: fp32, fp16 (mixed precision)", 0, 0, 0},
         {"--repeat", CLI_INT, &o.repeat, "N", "timed runs per ceiling and kernel (the median is reported)", 1, 1000, 0},
-        {"--quick", CLI_FLAG, &o.quick, NULL, "a smoke run: small sizes, 2 repeats, the tiny model only (figures are not representative)", 0, 0, 0},
+        {"--quick", CLI_FLAG, &o.quick, NULL, "a smoke run: small sizes, few repeats, one sequence of the tiny model (not representative)", 0, 0, 0},
     };
     const int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary =
@@ -394,6 +394,8 @@ int kiln_bench_main(int argc, char **argv) {
         if (!found) return host_error("--backend %s: not a backend of this build (see kiln info)", backend);
     }
 
+    /* a result file that cannot be written is found out now, not after minutes of work */
+    if (json && bench_check_json_path(json)) return 1;
     bench_run run = {0};
     describe_run(&run, argc, argv);
     printf("kiln bench: kiln %s, commit %.12s, host %s, %d CPUs, load average %.1f\n"

@@ -22,7 +22,7 @@ static void usage(FILE *out) {
             "  info         backends and devices of this machine\n"
 #ifdef KILN_HAVE_BENCH
             "  bench        each device's ceilings, kernels and models (kiln bench --help)\n"
-            "  bench compare  the results of several `kiln bench --json` runs side by side\n"
+            "  bench compare  several `kiln bench --json` results side by side\n"
 #endif
             "  bench train  training throughput of kiln and PyTorch on the same model\n"
 #ifdef KILN_HAVE_BENCH

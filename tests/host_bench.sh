@@ -5,7 +5,8 @@
 #   2. `kiln bench compare` prints two runs side by side;
 #   3. compare refuses a malformed file, a foreign one (valid JSON, another schema, or a
 #      kiln-bench file with a mistyped field) and a missing one, each with exactly one line
-#      on stderr, nothing on stdout, and a non-zero exit code.
+#      on stderr, nothing on stdout, and a non-zero exit code;
+#   4. an unwritable --json path is refused before anything is measured.
 # usage: host_bench.sh KILN WORKDIR
 set -u
 kiln=$1
@@ -75,4 +76,10 @@ printf '{"schema": "kiln-bench/9", "devices": []}\n' >"$work/newer.json"
 refuse newer 'has schema "kiln-bench/9"; this kiln reads "kiln-bench/1"' "$work/newer.json"
 refuse missing "cannot read $work/nonexistent.json: No such file or directory" "$work/a.json" "$work/nonexistent.json"
 refuse none "give the result files to compare"
+
+# 4. a result file that cannot be written is refused before any measuring
+"$kiln" bench --backend cpu --json "$work/no/such/dir/r.json" >"$work/nodir.out" 2>"$work/nodir.err" &&
+    fail "kiln bench accepted an unwritable --json path"
+[ ! -s "$work/nodir.out" ] || fail "kiln bench measured before refusing an unwritable --json path"
+grep -q "^kiln: error: --json: cannot write" "$work/nodir.err" || { cat "$work/nodir.err" >&2; fail "no error for an unwritable --json path"; }
 echo "ok"
