@@ -46,7 +46,7 @@ static int cmd_bench(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    return host_error("kiln bench: expected train%s (see kiln --help)",
+    return host_error("kiln bench: expected train, precision%s (see kiln --help)",
 #ifdef KILN_HAVE_BENCH
                       ", gemm, compare or options"
 #else
