@@ -144,14 +144,6 @@ void bench_relate_compute(kiln_ctx *ctx, const bench_options *o, bench_device *d
     kiln_clear_error();
     bench_relate(d, f, ceiling_key);
     if (!(f->pct > 100)) return;
-#ifndef __OPTIMIZE__
-    /* A build without optimization (Debug, the sanitizer build) runs the cpu backend's
-     * ceiling kernels unoptimized, while OpenBLAS stays optimized: no ceiling here. */
-    if (!strcmp(d->backend, "cpu")) {
-        snprintf(f->note, sizeof f->note, "note: above the FMA ceiling of a build without optimization");
-        return;
-    }
-#endif
     /* Only a ceiling that measures the same twice on a quiet machine says its kernel is
      * wrong. One that rose by more than 10% between two measurements was cut short by other
      * processes; and with more runnable threads than CPUs, a ceiling kernel that needs

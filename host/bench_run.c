@@ -404,8 +404,8 @@ int kiln_bench_main(int argc, char **argv) {
            "and model FLOP/s, copy bandwidth for the memory-bound kernels and decoding)\n\n",
            KILN_VERSION_STRING, KILN_GIT_COMMIT, run.host, run.cpus, load_average());
 #ifndef __OPTIMIZE__
-    printf("note: this kiln is built without optimization: the cpu backend's figures (its\n"
-           "ceilings included) measure unoptimized code\n\n");
+    printf("note: this kiln is built without optimization: the cpu backend's kernels and models\n"
+           "measure unoptimized code\n\n");
 #endif
     fflush(stdout);
     rc = 0;
