@@ -187,11 +187,12 @@ static void settle(void) {
 /* sgemm at 1024^3 (512^3 in a --quick run): a square product large enough for OpenBLAS's
  * best rate on every thread. Each timed run is as many products as last SGEMM_RUN_S. */
 static void openblas_check(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
-    const int m = o->quick ? 512 : 1024, k = m, n = m, runs = ceiling_repeats(o);
+    const int m = o->quick ? 512 : 1024, k = m, n = m;
     bench_figure *f = bench_add(d, BENCH_CEILINGS, "sgemm.openblas", "OpenBLAS sgemm on the host", BENCH_GFLOPS);
     if (!f) return;
     snprintf(f->shape, sizeof f->shape, "%dx%dx%d", m, n, k);
 #ifdef KILN_BENCH_OPENBLAS
+    const int runs = ceiling_repeats(o);
     float *a = malloc((size_t)m * k * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
     float *c = malloc((size_t)m * n * sizeof *c);
     double *t = malloc((size_t)runs * sizeof *t);
