@@ -2,11 +2,11 @@
 // AVX-512 hosts), on operands packed by gemm_pack.comp with k along each texel:
 //   A (M x K)  -> [batch][Mp / R][Kp / 4][R]  texels, texel = op(A)[m][k .. k+3]
 //   B (K x N)  -> [batch][Np / CB][Kp / 4][CB] texels, texel = op(B)[k .. k+3][n]
-// One workgroup (= one subgroup) computes an R x CB block of C; lane l owns the columns
-// l, l + 8, l + 16, ... of the block, so it needs B values no other lane needs (one texel
-// fetch per column brings four k) and A values every lane needs: lane l fetches the texel
-// of row l (+ 8, + 16, ...) and subgroupShuffle broadcasts each of its 32 values to the
-// whole vector (one permute, where a texel fetch costs ~50 instructions).
+// One workgroup (= one subgroup) computes an R x CB block of C; lane l owns the CL columns
+// l * CL .. l * CL + CL - 1 of the block, so it needs B values no other lane needs (one
+// texel fetch per column brings four k) and A values every lane needs: lane l fetches the
+// texel of row l (+ 8, + 16, ...) and subgroupShuffle broadcasts each of its 32 values to
+// the whole vector (one permute, where a texel fetch costs ~50 instructions).
 //
 // What bounds this kernel on lavapipe (Mesa 22.3; docs/benchmarks.md, "GEMM, Vulkan"):
 //  - GLSL fma() is lowered to a multiply and an add (NIR lower_ffma32), so the ceiling is
@@ -16,6 +16,11 @@
 //    iteration (vblendvps), so an iteration covers KS * 4 values of k;
 //  - the unrolled loop body must stay within the 32 KiB instruction cache: R x CL x KS
 //    is bounded (32 x 8 x 3 here; 32 x 8 x 4 ran 20% slower).
+//  - every buffer load or store is a loop over the 8 lanes, and lavapipe runs both sides
+//    of every branch (masked), so the epilogue must not even contain a load or store it
+//    does not need: beta and bias are specialization constants, and whole rows of a
+//    lane's CL columns are stored as vec4s where C allows (VEC4_C). Written the obvious
+//    way, the epilogue took 10% of a 1024^3 product (and 40% at k = 96).
 // Per iteration: KS * (R / 8 + CL) fetches, KS * 4 * R shuffles and KS * 4 * R * CL
 // multiply-adds per lane; the R x CL accumulators are mostly stack slots, read and
 // written once per iteration.
@@ -47,10 +52,15 @@ const uint RA = R / SG;   // A texels each lane fetches per k step
 const uint KS = GEMM_KS;  // k steps (of 4) per loop iteration
 
 layout(local_size_x = GEMM_SG) in;
+layout(constant_id = 0) const bool BETA = false;    // C = alpha A B + beta C (beta != 0)
+layout(constant_id = 1) const bool BIAS = false;    // + bias[n]
+layout(constant_id = 2) const bool VEC4_C = false;  // the host checked: N % CB == 0, C, ldc
+                                                    // and batch stride in whole vec4s
 
 layout(binding = 0) uniform samplerBuffer pa;
 layout(binding = 1) uniform samplerBuffer pb;
 layout(std430, binding = 2) buffer Cbuf { float c[]; };
+layout(std430, binding = 2) buffer Cbuf4 { vec4 c4[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 layout(push_constant) uniform Push { GEMM_PACKED_PUSH } pc;
 
@@ -85,36 +95,55 @@ void main() {
 
     uint steps = pc.kp / 4u;
     int abase = int(pc.off[0] + bz * pc.stride_a + bi * steps * R + lane);
-    int bbase = int(pc.off[1] + bz * pc.stride_b + bj * steps * CB + lane);
+    int bbase = int(pc.off[1] + bz * pc.stride_b + bj * steps * CB + lane * CL);
     uint ks = 0u;
     for (; ks + KS <= steps; ks += KS) {
         vec4 a[KS][RA], b[KS][CL];
         [[unroll]] for (uint s = 0; s < KS; s++) {
             [[unroll]] for (uint r = 0; r < RA; r++) a[s][r] = texelFetch(pa, abase + int((ks + s) * R + r * SG));
-            [[unroll]] for (uint q = 0; q < CL; q++) b[s][q] = texelFetch(pb, bbase + int((ks + s) * CB + q * SG));
+            [[unroll]] for (uint q = 0; q < CL; q++) b[s][q] = texelFetch(pb, bbase + int((ks + s) * CB + q));
         }
         ACCUMULATE(KS, a, b)
     }
     for (; ks < steps; ks++) {  // the last steps % KS steps
         vec4 a[1][RA], b[1][CL];
         [[unroll]] for (uint r = 0; r < RA; r++) a[0][r] = texelFetch(pa, abase + int(ks * R + r * SG));
-        [[unroll]] for (uint q = 0; q < CL; q++) b[0][q] = texelFetch(pb, bbase + int(ks * CB + q * SG));
+        [[unroll]] for (uint q = 0; q < CL; q++) b[0][q] = texelFetch(pb, bbase + int(ks * CB + q));
         ACCUMULATE(1, a, b)
     }
 
-    bool has_bias = kiln_has(pc.off[3]);
     uint cbase = pc.off[2] + bz * pc.stride_c;
+    uint n0 = bj * CB + lane * CL;  // this lane's first column
+    uint rows = min(R, pc.m - bi * R);
+    float bv[CL];
     [[unroll]] for (uint q = 0; q < CL; q++) {
-        uint n = bj * CB + q * SG + lane;
-        if (n >= pc.n) break;  // later columns of this lane are further right
+        bv[q] = 0.0;
+        if (BIAS && n0 + q < pc.n) bv[q] = bias[pc.off[3] + n0 + q];
+    }
+    if (VEC4_C) {
         [[unroll]] for (uint i = 0; i < R; i++) {
-            uint m = bi * R + i;
-            if (m >= pc.m) break;
-            uint ci = cbase + m * pc.ldc + n;
-            float v = pc.alpha * acc[i][q];
-            if (pc.beta != 0.0) v += pc.beta * c[ci];
-            if (has_bias) v += bias[pc.off[3] + n];
-            c[ci] = v;
+            if (i >= rows) break;
+            uint c4i = (cbase + (bi * R + i) * pc.ldc + n0) / 4u;
+            [[unroll]] for (uint h = 0; h < CL / 4; h++) {
+                vec4 v = pc.alpha * vec4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+                if (BETA) v += pc.beta * c4[c4i + h];
+                if (BIAS) v += vec4(bv[4 * h], bv[4 * h + 1], bv[4 * h + 2], bv[4 * h + 3]);
+                c4[c4i + h] = v;
+            }
+        }
+    } else {
+        [[unroll]] for (uint i = 0; i < R; i++) {
+            if (i >= rows) break;
+            [[unroll]] for (uint q = 0; q < CL; q++) {
+                uint n = n0 + q;
+                if (n < pc.n) {
+                    uint ci = cbase + (bi * R + i) * pc.ldc + n;
+                    float v = pc.alpha * acc[i][q];
+                    if (BETA) v += pc.beta * c[ci];
+                    if (BIAS) v += bv[q];
+                    c[ci] = v;
+                }
+            }
         }
     }
 }

@@ -55,8 +55,10 @@ static const gemm_case cases[] = {
     {"texel_tt_pad", 37, 70, 101, 1, 1, 1, KILN_F32, KILN_F32, 0.5f, 1.0f, 0, 0, 0, 0, 3},
     {"texel_nt_shared_b", 64, 96, 128, 3, 0, 1, KILN_F32, KILN_F32, 1.0f, 0.0f, 1, 0, 1, 0, 0},
     {"texel_tn_offset", 44, 40, 48, 1, 1, 0, KILN_F32, KILN_F32, 1.0f, 0.0f, 0, 0, 0, 4, 0},
-    /* row-major op(A) and op(B)^T in whole texels: gemm_shuffle.comp reads them in place */
-    {"in_place_nt_batched", 70, 100, 64, 3, 0, 1, KILN_F32, KILN_F32, 1.0f, 0.5f, 1, 0, 0, 4, 4},
+    {"aligned_nt_batched", 70, 100, 64, 3, 0, 1, KILN_F32, KILN_F32, 1.0f, 0.5f, 1, 0, 0, 4, 4},
+    /* N a multiple of 64 and C in whole vec4s: gemm_shuffle.comp stores rows as vec4s */
+    {"vec4_c_beta_bias", 70, 128, 40, 2, 0, 0, KILN_F32, KILN_F32, 0.5f, -1.0f, 1, 0, 0, 0, 0},
+    {"vec4_c_tn", 33, 192, 72, 1, 1, 0, KILN_F32, KILN_F32, 1.0f, 0.0f, 0, 0, 0, 0, 0},
 };
 
 /* Leading dimensions: the stored rows' lengths, plus ld_pad. */

@@ -199,10 +199,11 @@ static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {
 }
 
 /* Packs both operands (A with r-row panels; B n-major with c-column panels, or, when
- * b_like_a, as op(B)^T like A), runs `shader` over the r x c blocks, `per_group` blocks per
- * workgroup (its specialization constant 0 when above 1), and releases the panels. */
+ * b_like_a, as op(B)^T like A), runs `shader` (specialization constants spec[0..n_spec))
+ * over the r x c blocks, `per_group` blocks per workgroup, and releases the panels. */
 static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, const char *shader,
-                                  int64_t r, int64_t c, int64_t kstep, int b_like_a, uint32_t per_group) {
+                                  int64_t r, int64_t c, int64_t kstep, int b_like_a, uint32_t per_group,
+                                  const uint32_t *spec, int n_spec) {
     int64_t kp = round_up(a->k, kstep), mp = round_up(a->m, r), np = round_up(a->n, c);
     int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
     kiln_ref pa = {0, 0}, pb = {0, 0};
@@ -227,8 +228,8 @@ static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t e
                               a->alpha,
                               a->beta,
                               vk_u32(a->batch)};
-        vk_launch l = {.shader = shader, .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = per_group > 1};
-        l.spec[0] = per_group;
+        vk_launch l = {.shader = shader, .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = n_spec};
+        for (int i = 0; i < n_spec; i++) l.spec[i] = spec[i];
         l.ops[0] = vk_texels(pa, ba * mp * kp / 4);
         l.ops[1] = vk_texels(pb, bb * np * kp / 4);
         l.ops[2] = vk_out(a->c, (a->batch - 1) * a->stride_c + extent(a->m, a->n, a->ldc), 4);
@@ -242,6 +243,23 @@ static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t e
     return s;
 }
 
+/* One block per workgroup (= one subgroup). The epilogue is specialized: every load or
+ * store in it costs a loop over the lanes, even where a branch skips it (gemm_shuffle.comp). */
+static kiln_status gemm_shuffle(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
+    uint64_t c_at = a->c.buf->offset + a->c.off;
+    int vec4_c = a->n % SHUFFLE_CB == 0 && c_at % 16 == 0 && a->ldc % 4 == 0 && a->stride_c % 4 == 0;
+    uint32_t spec[3] = {a->beta != 0.0f, vk_has(a->bias), (uint32_t)vec4_c};
+    return gemm_on_panels(d, a, ea, eb, "gemm_shuffle", SHUFFLE_R, SHUFFLE_CB, SHUFFLE_KSTEP, 1, 1, spec, 3);
+}
+
+/* One SIMD vector (lavapipe's 8 lanes) per workgroup: many small workgroups balance the
+ * driver's threads, and the driver compiles the kernel much faster for one vector than for
+ * 16 or more invocations. */
+static kiln_status gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
+    uint32_t per_group = 8; /* specialization constant 0: the workgroup size */
+    return gemm_on_panels(d, a, ea, eb, "gemm_packed", PACKED_R, PACKED_C, PACKED_KSTEP, 0, per_group, &per_group, 1);
+}
+
 kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->c_dtype != KILN_F32) return kiln_set_error(KILN_ERR_DTYPE, "vulkan gemm: output must be f32");
@@ -253,13 +271,9 @@ kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
     if (vk_gemm_coopmat_applies(d, a)) return vk_gemm_coopmat(d, a);
     switch (pick_variant(d, a)) {
     case GEMM_SHUFFLE:
-        /* one workgroup = one subgroup per block */
-        return gemm_on_panels(d, a, ea, eb, "gemm_shuffle", SHUFFLE_R, SHUFFLE_CB, SHUFFLE_KSTEP, 1, 1);
+        return gemm_shuffle(d, a, ea, eb);
     case GEMM_PACKED:
-        /* One SIMD vector (lavapipe's 8 lanes) per workgroup: many small workgroups balance
-         * the driver's threads, and the driver compiles the kernel for one vector in a
-         * fraction of a second, against seconds for 16 or more invocations. */
-        return gemm_on_panels(d, a, ea, eb, "gemm_packed", PACKED_R, PACKED_C, PACKED_KSTEP, 0, 8);
+        return gemm_packed(d, a, ea, eb);
     case GEMM_TILED:
         break;
     }
