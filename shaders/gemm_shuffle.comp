@@ -1,5 +1,6 @@
 // GEMM for CPU devices whose subgroup is one 8-lane SIMD vector (lavapipe on AVX2 and
-// AVX-512 hosts), on operands packed by gemm_pack.comp with k along each texel:
+// AVX-512 hosts), on operands packed by gemm_pack_texel.comp (or gemm_pack.comp for f16
+// and unaligned sources) with k along each texel:
 //   A (M x K)  -> [batch][Mp / R][Kp / 4][R]  texels, texel = op(A)[m][k .. k+3]
 //   B (K x N)  -> [batch][Np / CB][Kp / 4][CB] texels, texel = op(B)[k .. k+3][n]
 // One workgroup (= one subgroup) computes an R x CB block of C; lane l owns the CL columns
@@ -15,7 +16,7 @@
 //  - every accumulator written inside a loop is blended with the loop mask once per
 //    iteration (vblendvps), so an iteration covers KS * 4 values of k;
 //  - the unrolled loop body must stay within the 32 KiB instruction cache: R x CL x KS
-//    is bounded (32 x 8 x 3 here; 32 x 8 x 4 ran 20% slower).
+//    is bounded (32 x 8 x 3 here; 32 x 8 x 4 ran 20% slower);
 //  - every buffer load or store is a loop over the 8 lanes, and lavapipe runs both sides
 //    of every branch (masked), so the epilogue must not even contain a load or store it
 //    does not need: beta and bias are specialization constants, and whole rows of a
@@ -63,8 +64,6 @@ layout(std430, binding = 2) buffer Cbuf { float c[]; };
 layout(std430, binding = 2) buffer Cbuf4 { vec4 c4[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
 layout(push_constant) uniform Push { GEMM_PACKED_PUSH } pc;
-
-
 
 // acc += the NS k steps (of 4) whose texels are a[s][*] and b[s][*]. Each accumulator
 // takes its NS * 4 products in a row, so it is loaded and stored once per call.
