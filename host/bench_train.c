@@ -118,9 +118,8 @@ int cmd_bench_train(int argc, char **argv) {
     bench_options o = {4, 4, 128, 50, 5, 0, "cpu", "/usr/bin/python3",
                        KILN_SOURCE_DIR "/samples/nanogpt_torch.py", -1, 0, {0}};
     train_hparams *hp = &o.hp;
-    *hp = (train_hparams){.batch = 12, .block = 64, .grad_accum = 1, .steps = 1000, .warmup = 100,
-                          .lr = 1e-3f, .min_lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f,
-                          .weight_decay = 0.1f, .clip = 1.0f, .dropout = 0.0f, .seed = 1337};
+    *hp = train_nanogpt_hparams();
+    hp->steps = 1000; /* the lr schedule's length, as before: the timed steps all fall in its warmup */
     cli_opt opts[] = {
         {"--layers", CLI_INT, &o.layers, "N", "transformer blocks", 1, 1024, 0},
         {"--heads", CLI_INT, &o.heads, "N", "attention heads", 1, 1024, 0},

@@ -253,9 +253,7 @@ int cmd_train(int argc, char **argv) {
     o.eval_windows = 200;
     o.log_every = 10;
     train_hparams *hp = &o.hp;
-    *hp = (train_hparams){.batch = 12, .block = 64, .grad_accum = 1, .steps = 2000, .warmup = 100,
-                          .lr = 1e-3f, .min_lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f,
-                          .weight_decay = 0.1f, .clip = 1.0f, .dropout = 0.0f, .seed = 1337};
+    *hp = train_nanogpt_hparams();
     cli_opt opts[] = {
         {"--data", CLI_STRING, &o.data, "FILE", "text file to train on (bytes are the tokens)", 0, 0, 0},
         {"--out", CLI_STRING, &o.out, "DIR", "directory for the checkpoint and metrics", 0, 0, 0},

@@ -6,6 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+train_hparams train_nanogpt_hparams(void) {
+    return (train_hparams){.batch = 12, .block = 64, .grad_accum = 1, .steps = 2000, .warmup = 100,
+                           .lr = 1e-3f, .min_lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f,
+                           .weight_decay = 0.1f, .clip = 1.0f, .dropout = 0.0f, .seed = 1337};
+}
+
 float train_lr_at(const train_hparams *hp, int64_t step) {
     if (step < hp->warmup) return hp->lr * (float)(step + 1) / (float)(hp->warmup + 1);
     if (step >= hp->steps || hp->steps <= hp->warmup) return hp->min_lr;

@@ -26,6 +26,11 @@ typedef struct train_hparams {
     kiln_loss_scale_opts loss_scale;
 } train_hparams;
 
+/* nanoGPT's CPU config (batch 12, context 64, 2000 steps, AdamW with lr 1e-3 warming up over
+ * 100 steps and decaying to 1e-4, beta2 0.99, weight decay 0.1, clip 1.0, no dropout, seed
+ * 1337): the defaults of `kiln train` and of the benchmarks that train, in one place. */
+train_hparams train_nanogpt_hparams(void);
+
 /* The learning rate of optimizer step `step` (0-based), as nanoGPT: a linear warmup
  * lr * (step + 1) / (warmup + 1) for step < warmup, then a cosine from lr down to min_lr at
  * step == steps. */
