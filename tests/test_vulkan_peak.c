@@ -6,17 +6,15 @@
  * and, measured in the same run, kiln's N x N x N GEMM (default 1024) as a fraction of it:
  * wall-clock GFLOP/s, and GFLOP per second of process CPU time, which on a CPU device such
  * as lavapipe does not depend on what else the machine is running. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime, getrusage */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include "testutil.h"
 
 #ifdef KILN_HAVE_VULKAN
+#include "core/internal.h" /* kiln_clock_wall, kiln_clock_cpu */
 #include "vulkan/vk_bench.h"
 
 START_TEST(fma_peak_computes_its_chains) {
@@ -47,18 +45,6 @@ START_TEST(fma_peak_computes_its_chains) {
 }
 END_TEST
 
-static double wall_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static double cpu_now(void) {
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -84,13 +70,13 @@ static int report(int n) {
     enum { RUNS = 7 };
     double walls[RUNS], cpus[RUNS];
     for (int r = -2; r < RUNS; r++) { /* two warm-up runs */
-        double w0 = wall_now(), c0 = cpu_now();
+        double w0 = kiln_clock_wall(), c0 = kiln_clock_cpu();
         kiln_tensor *c = kiln_matmul(a, b, NULL, 0, 0);
         if (!c || kiln_sync(ctx)) {
             fprintf(stderr, "%s\n", kiln_error_message());
             return 1;
         }
-        if (r >= 0) walls[r] = wall_now() - w0, cpus[r] = cpu_now() - c0;
+        if (r >= 0) walls[r] = kiln_clock_wall() - w0, cpus[r] = kiln_clock_cpu() - c0;
         kiln_step_reset(ctx);
     }
     qsort(walls, RUNS, sizeof *walls, cmp_double);

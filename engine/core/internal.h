@@ -133,6 +133,10 @@ kiln_status kiln_check_device_errors(kiln_ctx *ctx);
 /* Ends a timer left running and frees the context's probe state (kiln_close). */
 void kiln_probe_release(kiln_ctx *ctx);
 
+/* Seconds on the monotonic wall clock and of this process's CPU time (core/clock.c). */
+double kiln_clock_wall(void);
+double kiln_clock_cpu(void);
+
 /* Zero-fills a tensor on the device. */
 kiln_status kiln_zero(kiln_tensor *t);
 

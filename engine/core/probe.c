@@ -6,11 +6,9 @@
  * long enough to time, warm-up, repeats, median and spread, and a check of every result
  * after the timed runs: a ceiling computed by a kernel that did not do its work would be
  * worse than no figure at all. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/internal.h"
 #include "kiln/probe.h"
@@ -37,12 +35,6 @@ struct kiln_probe_state {
     int have_driver;
     char driver[256];
 };
-
-static double wall_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static struct kiln_probe_state *state_of(kiln_ctx *ctx) {
     if (!ctx->probe) ctx->probe = calloc(1, sizeof *ctx->probe);
@@ -82,7 +74,7 @@ kiln_status kiln_timer_begin(kiln_ctx *ctx) {
     s = ctx->be->timer_begin(ctx->dev, &st->timer);
     if (s) return s;
     /* after the backend's begin, which may wait for earlier work: that wait is not timed */
-    st->wall0 = wall_now();
+    st->wall0 = kiln_clock_wall();
     st->running = 1;
     return KILN_OK;
 }
@@ -97,7 +89,7 @@ kiln_status kiln_timer_end(kiln_ctx *ctx, double *device_s, double *wall_s) {
     double dev = 0;
     st->running = 0;
     s = ctx->be->timer_end(ctx->dev, st->timer, &dev);
-    double wall = wall_now() - st->wall0;
+    double wall = kiln_clock_wall() - st->wall0;
     st->timer = NULL;
     if (s) return s;
     if (device_s) *device_s = dev;
@@ -145,10 +137,10 @@ static kiln_status timed_run(kiln_ctx *ctx, probe_run_fn run, void *arg, double 
 static kiln_status host_timed_run(kiln_ctx *ctx, probe_run_fn run, void *arg, double *device_s, double *wall_s) {
     kiln_status s = kiln_sync(ctx);
     if (s) return s;
-    double t0 = wall_now();
+    double t0 = kiln_clock_wall();
     s = run(ctx, arg);
     if (!s) s = kiln_sync(ctx);
-    *device_s = *wall_s = wall_now() - t0;
+    *device_s = *wall_s = kiln_clock_wall() - t0;
     return s;
 }
 

@@ -15,12 +15,10 @@
  *
  * The timer is the monotonic clock around the work, which the CPU backend runs synchronously
  * as it is recorded. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -31,12 +29,6 @@
 
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_probe.h"
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static int max_threads(void) {
 #ifdef _OPENMP
@@ -52,14 +44,14 @@ kiln_status cpu_timer_begin(void *dev, void **timer) {
     (void)dev;
     double *t0 = malloc(sizeof *t0);
     if (!t0) return kiln_set_error(KILN_ERR_MEMORY, "cpu: out of host memory");
-    *t0 = now_s();
+    *t0 = kiln_clock_wall();
     *timer = t0;
     return KILN_OK;
 }
 
 kiln_status cpu_timer_end(void *dev, void *timer, double *device_s) {
     (void)dev;
-    *device_s = now_s() - *(double *)timer;
+    *device_s = kiln_clock_wall() - *(double *)timer;
     free(timer);
     return KILN_OK;
 }

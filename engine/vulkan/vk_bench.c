@@ -1,26 +1,11 @@
 /* The FMA-throughput measurement (see vk_bench.h and shaders/fma_peak.comp). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime, getrusage */
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include "push.h"
 #include "vk_bench.h"
 #include "vk_internal.h"
 
 typedef struct { FMA_PEAK_PUSH } fma_peak_push;
-
-static double wall_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static double cpu_now(void) {
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
 
 kiln_status kiln_vulkan_fma_peak(kiln_ctx *ctx, uint32_t invocations, uint32_t iters, int repeat,
                                  double *gflops_wall, double *gflops_cpu, float *out) {
@@ -40,10 +25,10 @@ kiln_status kiln_vulkan_fma_peak(kiln_ctx *ctx, uint32_t invocations, uint32_t i
         l.ops[0] = vk_out(buf, invocations, 4);
         vk_grid_1d(d, (invocations + wg - 1) / wg, l.groups);
         if ((s = vk_flush(d, 1))) break;
-        double w0 = wall_now(), c0 = cpu_now();
+        double w0 = kiln_clock_wall(), c0 = kiln_clock_cpu();
         s = vk_dispatch(d, &l);
         if (!s) s = vk_flush(d, 1);
-        double w = wall_now() - w0, c = cpu_now() - c0;
+        double w = kiln_clock_wall() - w0, c = kiln_clock_cpu() - c0;
         if (r > 0 && w < best_wall) best_wall = w;
         if (r > 0 && c < best_cpu) best_cpu = c;
     }
