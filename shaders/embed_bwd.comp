@@ -1,7 +1,8 @@
 // embed_bwd: dtable[ids[r], :] += dout[r, :] (kiln_embed_args). Positions may repeat an
 // id, so each invocation owns one column and walks every position in order: no two
 // invocations write the same element, and the sum order matches the CPU reference.
-// Ids outside [0, vocab) are skipped (the forward already flagged them).
+// Ids outside [0, vocab) are skipped (the forward already flagged them). The dtable binding
+// holds rows v0 .. v0 + vn - 1 (vk_embed.c splits larger tables); other ids are skipped.
 //
 // f32: each position adds into dtable directly.
 // f16 (the _f16 build): a row of dtable that many positions hit (a common token) must be
@@ -9,7 +10,9 @@
 // would lose the small contributions as the sum grows. The rows are summed in f32 in acc,
 // at the slot of the id's first position (owner[id], from embed_owner.comp), starting from
 // dtable's old value, in position order as on the CPU, then stored once. A dispatch covers
-// columns c0 .. c0 + cols - 1 (the host splits wide tables so that acc fits one binding).
+// columns c0 .. c0 + cols - 1 (the host splits wide tables so that acc fits one binding);
+// the additions run in pieces of positions (store = 0, dout binds only the piece's rows),
+// then one dispatch rounds and stores (store = 1).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -29,8 +32,9 @@ void main() {
     if (c >= pc.dim) return;
     for (uint r = 0u; r < pc.rows; r++) {
         int id = ids[pc.off[0] + r];
-        if (id < 0 || uint(id) >= pc.vocab) continue;
-        dtable[pc.off[2] + uint(id) * pc.dim + c] += dout[pc.off[1] + r * pc.dim + c];
+        uint row = uint(id) - pc.v0; // outside the window (or the vocab): skipped
+        if (id < 0 || row >= pc.vn) continue;
+        dtable[pc.off[2] + row * pc.dim + c] += dout[pc.off[1] + r * pc.dim + c];
     }
 }
 #else
@@ -42,21 +46,27 @@ void main() {
     uint j = kiln_group_id() * WG + gl_LocalInvocationID.x;
     if (j >= pc.cols) return;
     uint c = pc.c0 + j;
-    for (uint r = 0u; r < pc.rows; r++) {
-        int id = ids[pc.off[0] + r];
-        if (id < 0 || uint(id) >= pc.vocab) continue;
-        uint first = uint(owner[pc.off[3] + uint(id)]);
-        uint a = pc.off[4] + first * pc.cols + j;
-        float g = LD(dout[pc.off[1] + r * pc.dim + c]);
-        if (first == r)
-            acc[a] = LD(dtable[pc.off[2] + uint(id) * pc.dim + c]) + g;
-        else
-            acc[a] += g;
+    if (pc.store == 0u) {
+        for (uint q = 0u; q < pc.rn; q++) {
+            uint r = pc.r0 + q;
+            int id = ids[pc.off[0] + r];
+            uint row = uint(id) - pc.v0;
+            if (id < 0 || row >= pc.vn) continue;
+            uint first = uint(owner[pc.off[3] + uint(id)]);
+            uint a = pc.off[4] + first * pc.cols + j;
+            float g = LD(dout[pc.off[1] + q * pc.dim + c]);
+            if (first == r)
+                acc[a] = LD(dtable[pc.off[2] + row * pc.dim + c]) + g;
+            else
+                acc[a] += g;
+        }
+        return;
     }
     for (uint r = 0u; r < pc.rows; r++) {
         int id = ids[pc.off[0] + r];
-        if (id < 0 || uint(id) >= pc.vocab || uint(owner[pc.off[3] + uint(id)]) != r) continue;
-        dtable[pc.off[2] + uint(id) * pc.dim + c] = ST(acc[pc.off[4] + r * pc.cols + j]);
+        uint row = uint(id) - pc.v0;
+        if (id < 0 || row >= pc.vn || uint(owner[pc.off[3] + uint(id)]) != r) continue;
+        dtable[pc.off[2] + row * pc.dim + c] = ST(acc[pc.off[4] + r * pc.cols + j]);
     }
 }
 #endif

@@ -1,6 +1,7 @@
 // embed_fwd: out[r, :] = table[ids[r], :] (kiln_embed_args). A row whose id is outside
 // [0, vocab) is left untouched and sets err_flag[0] = 1, which the engine reports on its
 // next read. table and out are data_t (f32, or f16 in the _f16 build): a plain copy.
+// The table binding holds rows v0 .. v0 + vn - 1 (vk_embed.c splits larger tables).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -23,5 +24,7 @@ void main() {
         if (c == 0u && kiln_has(pc.off[3])) err_flag[pc.off[3]] = 1;
         return;
     }
-    outv[pc.off[2] + i] = table_[pc.off[0] + uint(id) * pc.dim + c];
+    uint row = uint(id) - pc.v0; // wraps around for an id below the window
+    if (row >= pc.vn) return;
+    outv[pc.off[2] + i] = table_[pc.off[0] + row * pc.dim + c];
 }

@@ -42,11 +42,14 @@ typedef float f32;
  * Element (b, s, r) of x is at (b * segs + s) * inner + r; segment s sums over b and r. */
 #define REDUCE_PUSH u32 off[3]; u32 outer; u32 segs; u32 inner; u32 kind; u32 pass; u32 groups; f32 scale; u32 accumulate;
 
-/* embedding: table, ids, out, err_flag (fwd) or ids, dout, dtable (bwd) */
-#define EMBED_PUSH u32 off[4]; u32 rows; u32 vocab; u32 dim;
+/* embedding: table, ids, out, err_flag (fwd) or ids, dout, dtable (bwd). The table
+ * operand holds rows v0 .. v0 + vn - 1 of the vocab rows (a table larger than one binding
+ * is processed in windows); ids outside the window are another dispatch's. */
+#define EMBED_PUSH u32 off[4]; u32 rows; u32 vocab; u32 dim; u32 v0; u32 vn;
 /* embedding backward in f16 (embed_bwd_f16): ids, dout, dtable, owner (i32 [vocab]), acc
- * (f32 [rows][cols] for columns c0 .. c0 + cols - 1) */
-#define EMBED_BWD_F16_PUSH u32 off[5]; u32 rows; u32 vocab; u32 dim; u32 c0; u32 cols;
+ * (f32 [rows][cols] for columns c0 .. c0 + cols - 1). store = 0: add positions r0 .. r0 +
+ * rn - 1 (dout holds their rows) into acc; store = 1: round acc into dtable. */
+#define EMBED_BWD_F16_PUSH u32 off[5]; u32 rows; u32 vocab; u32 dim; u32 c0; u32 cols; u32 v0; u32 vn; u32 r0; u32 rn; u32 store;
 /* embed_owner: ids, owner */
 #define EMBED_OWNER_PUSH u32 off[2]; u32 rows; u32 vocab;
 

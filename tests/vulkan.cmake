@@ -4,7 +4,9 @@
 #                  the pipeline cache); every test_op_*, test_vulkan_gemm and test_vulkan_f16
 #                  again in KILN_VK_MIN_LIMITS=1 mode (Vulkan's minimum limits, no optional
 #                  feature: the fallback kernels, and f16 refused with a clear error);
-#                  the `kiln` program's one-line errors for a missing device or driver.
+#                  the `kiln` program's one-line errors for a missing device or driver;
+#                  the kernels that split tensors larger than one binding, with the binding
+#                  lowered to a few KiB (KILN_VK_MAX_BINDING).
 # Every Vulkan run has the validation layer (with synchronization validation) on and fails
 # on any message (KILN_VK_VALIDATION=fail; see engine/vulkan/vk_instance.c).
 
@@ -68,6 +70,22 @@ if(KILN_VULKAN)
         ENVIRONMENT "KILN_VK_MIN_LIMITS=1;${KILN_VK_VALIDATE}")
     endif()
   endforeach()
+
+  # tensors larger than one binding: the kernels that split their work (vk_split.c,
+  # vk_embed.c, vk_gemm_split.c) with the binding lowered to a few KiB, so that the cases'
+  # tensors span many bindings; and the memory tests with a 256 MiB heap to run out of
+  # (64 KiB for the GEMM, whose 256^3 case would otherwise run as a thousand products)
+  foreach(name test_vulkan_gemm test_op_embedding test_op_optim test_op_activation test_op_reduce test_loss_scale)
+    set(binding 4096)
+    if(name STREQUAL "test_vulkan_gemm")
+      set(binding 65536)
+    endif()
+    add_test(NAME ${name}_vulkan_split COMMAND ${name} --backend vulkan)
+    set_tests_properties(${name}_vulkan_split PROPERTIES LABELS vulkan SKIP_RETURN_CODE 77 TIMEOUT 600
+      ENVIRONMENT "KILN_VK_MAX_BINDING=${binding};${KILN_VK_VALIDATE}")
+  endforeach()
+  set_tests_properties(test_vulkan_memory PROPERTIES
+    ENVIRONMENT "KILN_VK_MAX_BINDING=65536;KILN_VK_HEAP_BUDGET=268435456;${KILN_VK_VALIDATE}")
 
   # no driver at all: the loader finds no ICD (older loaders read VK_ICD_FILENAMES, newer
   # ones VK_DRIVER_FILES)

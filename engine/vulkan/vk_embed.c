@@ -1,5 +1,11 @@
 /* Host side of the embedding gather and its scatter-add backward (kiln_embed_args); the
- * table and the rows are f32 or f16 (the "_f16" variants), ids i32. */
+ * table and the rows are f32 or f16 (the "_f16" variants), ids i32.
+ *
+ * A table larger than one binding (GPT-2's f32 token table is 154 MB, lavapipe binds 128
+ * MiB) is processed in windows of whole rows: each dispatch binds rows v0 .. v0 + vn - 1
+ * and handles the positions whose id falls there. Positions too many for one binding go in
+ * pieces too, except in the f16 backward, whose rows are summed over all positions at once
+ * to be rounded once. */
 #include "push.h"
 #include "vk_internal.h"
 
@@ -7,19 +13,42 @@ typedef struct { EMBED_PUSH } embed_push;
 typedef struct { EMBED_BWD_F16_PUSH } bwd_f16_push;
 typedef struct { EMBED_OWNER_PUSH } owner_push;
 
+/* Rows per piece when each row is `row_bytes`: all `count` when they fit one binding. */
+static kiln_status rows_per_piece(const vk_dev *d, int64_t count, int64_t row_bytes, int64_t *rows) {
+    *rows = count;
+    if (row_bytes == 0 || count * row_bytes <= (int64_t)d->max_operand_bytes) return KILN_OK;
+    *rows = (int64_t)d->max_operand_bytes / row_bytes;
+    if (*rows == 0)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan embedding: one row of %lld bytes exceeds one binding of %s",
+                              (long long)row_bytes, d->name);
+    return KILN_OK;
+}
+
+static int64_t least(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Table windows of whole rows, and pieces of positions (out or dout rows). */
 kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a) {
     vk_dev *d = vk_of(dev);
     char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "embed_fwd", 0, a->dtype, name);
-    if (s) return s;
     uint32_t es = vk_elem(a->dtype);
-    embed_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), vk_u32(a->dim)};
-    vk_launch l = {.shader = name, .n_ops = 4, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->table, a->vocab * a->dim, es);
-    l.ops[1] = vk_in(a->ids, a->rows, 4);
-    l.ops[2] = vk_out(a->out, a->rows * a->dim, es);
-    l.ops[3] = vk_out(a->err_flag, 1, 4);
-    return vk_run_flat(d, &l, (uint64_t)(a->rows * a->dim));
+    int64_t window, piece;
+    kiln_status s = vk_variant(d, "embed_fwd", 0, a->dtype, name);
+    if (!s) s = rows_per_piece(d, a->vocab, a->dim * es, &window);
+    if (!s) s = rows_per_piece(d, a->rows, a->dim * es, &piece);
+    for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece) {
+        int64_t rn = least(a->rows - r0, piece);
+        for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window) {
+            int64_t vn = least(a->vocab - v0, window);
+            embed_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(v0), vk_u32(vn)};
+            vk_launch l = {.shader = name, .n_ops = 4, .push = &p, .push_bytes = sizeof p};
+            l.ops[0] = vk_in(vk_ref_at(a->table, v0 * a->dim * es), vn * a->dim, es);
+            l.ops[1] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
+            l.ops[2] = vk_out(vk_ref_at(a->out, r0 * a->dim * es), rn * a->dim, es);
+            l.ops[3] = vk_out(a->err_flag, 1, 4);
+            s = vk_run_flat(d, &l, (uint64_t)(rn * a->dim));
+        }
+    }
+    return s;
 }
 
 /* f16: each touched row of dtable is summed in f32 and rounded once (embed_bwd.comp):
@@ -28,10 +57,10 @@ kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a) {
 static kiln_status embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, const char *shader) {
     if (a->rows == 0 || a->dim == 0) return KILN_OK;
     uint64_t row_bytes = (uint64_t)a->rows * 4; /* one column of acc */
-    if (row_bytes > d->caps.max_storage_range)
+    if (row_bytes > d->max_operand_bytes)
         return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan embed_bwd: %lld positions exceed %s's largest binding in f16",
                               (long long)a->rows, d->name);
-    int64_t chunk = (int64_t)(d->caps.max_storage_range / row_bytes);
+    int64_t chunk = (int64_t)(d->max_operand_bytes / row_bytes);
     if (chunk > a->dim) chunk = a->dim;
     kiln_ref owner = {0, 0}, acc = {0, 0};
     kiln_status s = vk_scratch(d, (size_t)a->vocab * 4, &owner);
@@ -47,16 +76,32 @@ static kiln_status embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, const char
         l.ops[1] = vk_out(owner, a->vocab, 4);
         s = vk_run_flat(d, &l, (uint64_t)a->rows);
     }
-    for (int64_t c0 = 0; !s && c0 < a->dim; c0 += chunk) {
-        int64_t cols = a->dim - c0 < chunk ? a->dim - c0 : chunk;
-        bwd_f16_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(c0), vk_u32(cols)};
-        vk_launch l = {.shader = shader, .n_ops = 5, .push = &p, .push_bytes = sizeof p};
-        l.ops[0] = vk_in(a->ids, a->rows, 4);
-        l.ops[1] = vk_in(a->dout, a->rows * a->dim, 2);
-        l.ops[2] = vk_out(a->dtable, a->vocab * a->dim, 2);
-        l.ops[3] = vk_in(owner, a->vocab, 4);
-        l.ops[4] = vk_out(acc, a->rows * cols, 4);
-        s = vk_run_flat(d, &l, (uint64_t)cols);
+    int64_t window, piece;
+    if (!s) s = rows_per_piece(d, a->vocab, a->dim * 2, &window);
+    if (!s) s = rows_per_piece(d, a->rows, a->dim * 2, &piece);
+    for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window) {
+        int64_t vn = least(a->vocab - v0, window);
+        for (int64_t c0 = 0; !s && c0 < a->dim; c0 += chunk) {
+            int64_t cols = least(a->dim - c0, chunk);
+            /* the additions, piece by piece in position order; then the one rounding */
+            for (int64_t r0 = 0; !s;) {
+                int store = r0 >= a->rows;
+                int64_t rn = store ? 0 : least(a->rows - r0, piece);
+                bwd_f16_push p = {{0},        vk_u32(a->rows), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(c0),
+                                  vk_u32(cols), vk_u32(v0),    vk_u32(vn),       vk_u32(r0),     vk_u32(rn),
+                                  (u32)store};
+                vk_launch l = {.shader = shader, .n_ops = 5, .push = &p, .push_bytes = sizeof p};
+                l.ops[0] = vk_in(a->ids, a->rows, 4);
+                /* the store pass reads no dout: any valid binding */
+                l.ops[1] = vk_in(vk_ref_at(a->dout, (store ? 0 : r0) * a->dim * 2), (store ? 1 : rn) * a->dim, 2);
+                l.ops[2] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * 2), vn * a->dim, 2);
+                l.ops[3] = vk_in(owner, a->vocab, 4);
+                l.ops[4] = vk_out(acc, a->rows * cols, 4);
+                s = vk_run_flat(d, &l, (uint64_t)cols);
+                if (store) break;
+                r0 += rn;
+            }
+        }
     }
     if (owner.buf) vk_buf_release(d, owner.buf);
     if (acc.buf) vk_buf_release(d, acc.buf);
@@ -69,10 +114,22 @@ kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a) {
     kiln_status s = vk_variant(d, "embed_bwd", 0, a->dtype, name);
     if (s) return s;
     if (a->dtype == KILN_F16) return embed_bwd_f16(d, a, name);
-    embed_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), vk_u32(a->dim)};
-    vk_launch l = {.shader = name, .n_ops = 3, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->ids, a->rows, 4);
-    l.ops[1] = vk_in(a->dout, a->rows * a->dim, 4);
-    l.ops[2] = vk_out(a->dtable, a->vocab * a->dim, 4);
-    return vk_run_flat(d, &l, (uint64_t)a->dim);
+    /* positions in order, piece after piece: each element of dtable adds its positions in
+     * the CPU's order */
+    int64_t window, piece;
+    if ((s = rows_per_piece(d, a->vocab, a->dim * 4, &window))) return s;
+    if ((s = rows_per_piece(d, a->rows, a->dim * 4, &piece))) return s;
+    for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece) {
+        int64_t rn = least(a->rows - r0, piece);
+        for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window) {
+            int64_t vn = least(a->vocab - v0, window);
+            embed_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(v0), vk_u32(vn)};
+            vk_launch l = {.shader = name, .n_ops = 3, .push = &p, .push_bytes = sizeof p};
+            l.ops[0] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
+            l.ops[1] = vk_in(vk_ref_at(a->dout, r0 * a->dim * 4), rn * a->dim, 4);
+            l.ops[2] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * 4), vn * a->dim, 4);
+            s = vk_run_flat(d, &l, (uint64_t)a->dim);
+        }
+    }
+    return s;
 }

@@ -164,7 +164,7 @@ static int packed_fits(const vk_dev *d, const kiln_gemm_args *a, int64_t r, int6
     int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
     int64_t pa = round_up(a->m, r) * kp * ba, pb = round_up(a->n, c) * kp * bb;
     int64_t limit = (int64_t)d->caps.max_texel_elements * 4;
-    if ((int64_t)d->table.max_buffer_bytes / 4 < limit) limit = (int64_t)d->table.max_buffer_bytes / 4;
+    if ((int64_t)d->max_operand_bytes / 4 < limit) limit = (int64_t)d->max_operand_bytes / 4;
     const uint32_t *g = d->caps.max_wg_count;
     int grid_ok = round_up(a->m, r) / r <= g[1] && round_up(a->n, c) / c <= g[1] && ba <= g[2] && bb <= g[2] &&
                   kp * r / 4 / 64 < g[0] && kp * c / 4 / 64 < g[0];
@@ -183,6 +183,16 @@ static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_varian
                d->caps.max_wg_invocations >= SHUFFLE_SG && packed_fits(d, a, SHUFFLE_R, SHUFFLE_CB, SHUFFLE_KSTEP);
     }
     return 0;
+}
+
+int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a) {
+    int64_t bytes[3], limit = (int64_t)d->max_operand_bytes;
+    vk_gemm_spans(a, bytes);
+    if (bytes[0] > limit || bytes[1] > limit || bytes[2] > limit) return 0;
+    if (d->dclass != VK_CLASS_CPU || a->k == 0 || a->m * a->n * a->k * a->batch < PACKED_MIN_WORK) return 1;
+    /* the packed kernels' panels must fit too, or the product would fall to the tiled one,
+     * ten times slower on a CPU device */
+    return variant_applies(d, a, GEMM_SHUFFLE) || variant_applies(d, a, GEMM_PACKED);
 }
 
 static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {

@@ -30,7 +30,7 @@ int vk_gemm_coopmat_applies(const vk_dev *d, const kiln_gemm_args *a) {
     int64_t mp = round16(a->m), np = round16(a->n), kp = round16(a->k);
     int64_t per_batch = mp * kp + kp * np + mp * np;
     return mp / 16 <= g[1] && np / 16 <= g[0] && a->batch <= g[2] && mp <= g[1] && kp <= g[1] &&
-           per_batch * a->batch * 4 <= (int64_t)d->table.max_buffer_bytes;
+           per_batch * a->batch * 4 <= (int64_t)d->max_operand_bytes;
 }
 
 /* op(X) (rows x cols, f16) of every batch, or once when shared, into padded row-major f16. */

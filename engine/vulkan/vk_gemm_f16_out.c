@@ -31,7 +31,7 @@ static kiln_status through_f32(vk_dev *d, const kiln_gemm_args *a, int64_t span)
     /* with beta == 0 and no gaps, C's old contents matter nowhere: skip the widening */
     int gaps = a->ldc != a->n || (a->batch > 1 && a->stride_c != a->m * a->ldc);
     if (a->beta != 0.0f || gaps) s = vk_cast(d, &widen);
-    if (!s) s = vk_gemm(d, &g);
+    if (!s) s = vk_gemm_split(d, &g);
     if (!s) s = vk_cast(d, &narrow);
     vk_buf_release(d, c32.buf);
     return s;
@@ -41,15 +41,15 @@ kiln_status vk_gemm_slot(void *dev, const kiln_gemm_args *a) {
     vk_dev *d = vk_of(dev);
     int f16 = a->a_dtype == KILN_F16 || a->b_dtype == KILN_F16 || a->c_dtype == KILN_F16;
     if (f16 && vk_require_f16(d, "gemm")) return kiln_error_status();
-    if (a->c_dtype != KILN_F16) return vk_gemm(dev, a);
+    if (a->c_dtype != KILN_F16) return vk_gemm_split(d, a);
     if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
-    /* the scratch is twice C's bytes: beyond one buffer, go batch by batch and in row
+    /* the scratch is twice C's bytes: beyond one binding, go batch by batch and in row
      * blocks, each a GEMM of its own */
-    int64_t limit = (int64_t)(d->table.max_buffer_bytes / 4);
+    int64_t limit = (int64_t)(d->max_operand_bytes / 4);
     int64_t span = c_span(a, a->batch, a->m);
     if (span <= limit) return through_f32(d, a, span);
     if (a->n > limit)
-        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan gemm: a row of %lld f16 outputs exceeds %s's largest buffer",
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan gemm: a row of %lld f16 outputs exceeds one binding of %s",
                               (long long)a->n, d->name);
     int64_t rows = (limit - a->n) / a->ldc + 1; /* per block: (rows - 1) * ldc + n <= limit */
     if (rows > a->m) rows = a->m;

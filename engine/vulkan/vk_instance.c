@@ -36,6 +36,22 @@ int vk_min_limits_mode(void) {
     return e && *e && strcmp(e, "0") != 0;
 }
 
+/* KILN_VK_MAX_BINDING=BYTES lowers maxStorageBufferRange (never raises it): the test mode
+ * in which small tensors already exceed one binding, so that the kernels that split their
+ * work over several bindings (vk_split.c) are exercised without gigabytes of data. */
+static void lower_binding_range(vk_caps *c) {
+    const char *e = getenv("KILN_VK_MAX_BINDING");
+    if (!e || !*e) return;
+    char *end;
+    unsigned long long v = strtoull(e, &end, 10);
+    /* at least a few offset alignments, so a binding can still start anywhere */
+    if (*end || v < 4 * c->min_ssbo_align || v < 1024) {
+        fprintf(stderr, "kiln: KILN_VK_MAX_BINDING=%s ignored: give a byte count of at least 1024\n", e);
+        return;
+    }
+    if (v < c->max_storage_range) c->max_storage_range = v;
+}
+
 int vk_layers_requested(void) {
     const char *l = getenv("VK_INSTANCE_LAYERS");
     return g_vk.validation || (l && *l);
@@ -455,6 +471,7 @@ kiln_status vk_enumerate(VkInstance inst, vk_physical **out, uint32_t *count) {
         vkGetPhysicalDeviceProperties(handles[i], &devs[i].props);
         query_caps(inst, &devs[i]);
         if (minimal) lower_to_minimums(&devs[i].caps);
+        lower_binding_range(&devs[i].caps);
     }
     free(handles);
     *out = devs;

@@ -10,12 +10,15 @@
  *   vk_backend.c   the kernel table and kiln_vulkan_open
  *   vk_<family>.c  the host side of each kernel family (push constants, grids, variants)
  *
- * Binding model: every tensor lives in a "block" (one VkDeviceMemory bound to one VkBuffer
- * no larger than maxStorageBufferRange). A kernel binds each operand's byte range starting
- * at an offset aligned down to minStorageBufferOffsetAlignment, and gets the operand's
- * element offset from there in its push constants: any view offset works (a multiple of
- * the element size), and each binding covers exactly what the kernel may touch, which is
- * also what the hazard tracker (and the synchronization validation layer) reason about. */
+ * Binding model: every tensor lives in a "block" (one VkDeviceMemory bound to one VkBuffer).
+ * A kernel binds each operand's byte range starting at an offset aligned down to
+ * minStorageBufferOffsetAlignment, and gets the operand's element offset from there in its
+ * push constants: any view offset works (a multiple of the element size), and each binding
+ * covers exactly what the kernel may touch, which is also what the hazard tracker (and the
+ * synchronization validation layer) reason about. A binding addresses at most
+ * max_operand_bytes (maxStorageBufferRange less alignment); kernels that may meet a larger
+ * tensor split their work (vk_split.c), and vk_dispatch refuses an operand that does not
+ * fit. */
 #ifndef KILN_VK_INTERNAL_H
 #define KILN_VK_INTERNAL_H
 
@@ -187,6 +190,7 @@ typedef struct vk_dev {
     /* memory */
     vk_pool pools[VK_POOLS];
     VkDeviceSize block_size;     /* standard block; larger requests get a dedicated block */
+    VkDeviceSize max_operand_bytes; /* the most one binding addresses, from any offset */
     VkDeviceSize heap_budget;    /* bytes kiln allows itself in the device heap */
     VkDeviceSize bytes_reserved; /* in device blocks */
     uint32_t n_allocations, next_block_id;
@@ -357,8 +361,43 @@ kiln_status vk_check_finite(void *dev, const kiln_finite_args *a);
 kiln_status vk_clip_coef(void *dev, const kiln_clip_args *a);
 kiln_status vk_adam(void *dev, const kiln_adam_args *a);
 
-/* The backend's gemm slot (vk_gemm_f16_out.c): vk_gemm, with an f16 C through an f32 scratch. */
+/* The sum (scale * sum x, overwriting out[0] or adding to it) or the sum of squares of n
+ * elements of x (vk_reduce.c). */
+kiln_status vk_reduce_sum(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t n, int square, float scale,
+                          int accumulate);
+
+/* Tensors larger than one binding (vk_split.c): the table slots of the flat kernels, which
+ * run them in pieces that fit. */
+kiln_status vk_split_fill(void *dev, const kiln_fill_args *a);
+kiln_status vk_split_cast(void *dev, const kiln_cast_args *a);
+kiln_status vk_split_axpby(void *dev, const kiln_axpby_args *a);
+kiln_status vk_split_binary(void *dev, const kiln_binary_args *a);
+kiln_status vk_split_act_fwd(void *dev, const kiln_act_args *a);
+kiln_status vk_split_act_bwd(void *dev, const kiln_act_args *a);
+kiln_status vk_split_reduce(void *dev, const kiln_reduce_args *a);
+kiln_status vk_split_check_finite(void *dev, const kiln_finite_args *a);
+kiln_status vk_split_adam(void *dev, const kiln_adam_args *a);
+/* Elements per piece when the widest operand has `widest` bytes per element: a multiple of
+ * `granule` that fits one binding. */
+int64_t vk_piece_elems(const vk_dev *d, uint32_t widest, int64_t granule);
+/* r moved `bytes` further into its buffer (an absent operand stays absent). */
+static inline kiln_ref vk_ref_at(kiln_ref r, int64_t bytes) {
+    if (r.buf) r.off += (size_t)bytes;
+    return r;
+}
+
+/* The backend's gemm slot (vk_gemm_f16_out.c): vk_gemm_split, with an f16 C through an f32
+ * scratch. */
 kiln_status vk_gemm_slot(void *dev, const kiln_gemm_args *a);
+/* vk_gemm on operands of any size (vk_gemm_split.c): a product whose operands do not fit
+ * one binding, or on a CPU-class device whose packed panels would not, runs as several
+ * products on sub-blocks. */
+kiln_status vk_gemm_split(vk_dev *d, const kiln_gemm_args *a);
+/* The bytes each operand of a product spans: C, A and B (0 for A and B when k is 0). */
+void vk_gemm_spans(const kiln_gemm_args *a, int64_t bytes[3]);
+/* Whether vk_gemm runs this product as one: its operands fit one binding each and, on a
+ * CPU-class device, its packed panels fit too (else the slow tiled kernel would run). */
+int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a);
 
 /* The cooperative-matrix GEMM (vk_gemm_coopmat.c): whether it takes these arguments here. */
 int vk_gemm_coopmat_applies(const vk_dev *d, const kiln_gemm_args *a);

@@ -2,12 +2,17 @@
  * memory used directly on unified-memory devices.
  *
  * Why blocks: devices may allow only 4096 allocations, and one VkBuffer per block lets a
- * kernel bind a whole block and address its operand by an element offset (see
- * vk_internal.h). A block never exceeds maxStorageBufferRange or maxMemoryAllocationSize,
- * so every block can be bound whole; that is also the backend's max_buffer_bytes.
+ * kernel bind its operand's byte range within a block and address it by an element offset
+ * (see vk_internal.h). A block never exceeds maxMemoryAllocationSize, the backend's
+ * max_buffer_bytes. A tensor may be larger than one binding can address
+ * (maxStorageBufferRange: 128 MiB on lavapipe, GPT-2's f32 token table is 154 MB): the
+ * kernels that meet such tensors split their work into pieces that fit (vk_split.c), and
+ * vk_dispatch refuses any other with a clear error.
  * Requests above half the standard block size get a dedicated block of their own. */
+#define _DEFAULT_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vk_internal.h"
 
@@ -74,13 +79,32 @@ kiln_status vk_memory_init(vk_dev *d) {
     set_pool(d, VK_POOL_UPLOAD, up);
     set_pool(d, VK_POOL_READBACK, down);
 
-    /* a binding starts up to minStorageBufferOffsetAlignment - 1 bytes before its tensor */
-    VkDeviceSize max_bind = d->caps.max_storage_range - d->caps.min_ssbo_align;
-    VkDeviceSize max_block = max_bind < d->caps.max_alloc_bytes ? max_bind : d->caps.max_alloc_bytes;
-    max_block = max_block / VK_ALIGN * VK_ALIGN;
+    /* a binding starts up to minStorageBufferOffsetAlignment - 1 bytes before its operand
+     * and ends on a whole texel */
+    d->max_operand_bytes = (d->caps.max_storage_range - d->caps.min_ssbo_align - 16) / 16 * 16;
+    VkDeviceSize max_block = d->caps.max_alloc_bytes / VK_ALIGN * VK_ALIGN;
     d->table.max_buffer_bytes = (size_t)max_block;
     d->block_size = VK_STD_BLOCK < max_block ? VK_STD_BLOCK : max_block;
     d->heap_budget = mp->memoryHeaps[mp->memoryTypes[dev].heapIndex].size;
+    /* A CPU device's memory is the host's. lavapipe (Mesa 22.3) advertises a fixed 2 GiB
+     * heap whatever the host has, and allocates with malloc beyond it; GPT-2 small's weights,
+     * gradients and Adam moments alone take 1.9 GiB. Budget three quarters of the host's
+     * RAM there instead: an allocation the host cannot back still fails with an error. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (d->phys.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && d->unified && pages > 0 && page > 0) {
+        VkDeviceSize host = (VkDeviceSize)pages * (VkDeviceSize)page / 4 * 3;
+        if (host > d->heap_budget) d->heap_budget = host;
+    }
+    /* KILN_VK_HEAP_BUDGET=BYTES: less, to leave a shared device room for other programs
+     * (and for the tests of running out) */
+    const char *cap = getenv("KILN_VK_HEAP_BUDGET");
+    if (cap && *cap) {
+        char *end;
+        unsigned long long v = strtoull(cap, &end, 10);
+        if (*end || v == 0)
+            return kiln_set_error(KILN_ERR_ARGUMENT, "KILN_VK_HEAP_BUDGET=%s: give a positive number of bytes", cap);
+        if (v < d->heap_budget) d->heap_budget = v;
+    }
     return block_create(d, VK_POOL_DEVICE, VK_DUMMY_SLOTS * VK_DUMMY_SLOT_BYTES, 1, &d->dummy_block);
 }
 
@@ -233,7 +257,12 @@ kiln_status vk_buf_alloc(vk_dev *d, vk_pool_kind pool, size_t bytes, kiln_buf **
     }
     if (!b) {
         int dedicated = span > d->block_size / 2;
-        kiln_status s = block_create(d, (vk_pool_kind)pool, dedicated ? span : d->block_size, dedicated, &b);
+        VkDeviceSize size = dedicated ? span : d->block_size;
+        /* near the end of the heap, a smaller block still holds this request */
+        if (!dedicated && pool == VK_POOL_DEVICE && d->bytes_reserved + size > d->heap_budget &&
+            d->bytes_reserved + span <= d->heap_budget)
+            size = (d->heap_budget - d->bytes_reserved) / VK_ALIGN * VK_ALIGN;
+        kiln_status s = block_create(d, (vk_pool_kind)pool, size, dedicated, &b);
         if (s == KILN_ERR_MEMORY && !vk_idle(d)) {
             /* frees may be waiting for recorded work: finish it, then try once more */
             if (vk_flush(d, 1) == KILN_OK) {

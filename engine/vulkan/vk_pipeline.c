@@ -325,6 +325,15 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         VkDeviceSize unit = o->texel ? 16 : 4;
         VkDeviceSize end = (at + (o->bytes ? o->bytes : o->elem) + unit - 1) / unit * unit;
         if (end > blk->size) end = blk->size;
+        /* kernels that may meet tensors larger than one binding split their work first
+         * (vk_split.c); reaching here with one is a kernel that does not */
+        if (o->texel ? (end - base) / 16 > d->caps.max_texel_elements : end - base > d->caps.max_storage_range)
+            return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                                  "vulkan: %s: operand %d spans %.1f KiB, more than one %s binding of %s addresses "
+                                  "(%.1f KiB); this kernel does not split its work: use smaller tensors",
+                                  l->shader, i, (double)(end - base) / 1024.0, o->texel ? "texel" : "storage", d->name,
+                                  (double)(o->texel ? (uint64_t)d->caps.max_texel_elements * 16 : d->caps.max_storage_range) /
+                                      1024.0);
         infos[i].buffer = blk->buffer;
         infos[i].offset = base;
         infos[i].range = end - base;

@@ -49,6 +49,11 @@ static kiln_status segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref o
     return s;
 }
 
+kiln_status vk_reduce_sum(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t n, int square, float scale,
+                          int accumulate) {
+    return segmented(d, x, dtype, out, 1, 1, n, square ? KIND_SQUARES : KIND_SUM, scale, accumulate);
+}
+
 kiln_status vk_reduce(void *dev, const kiln_reduce_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->square) return segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KIND_SQUARES, 1.0f, 1);

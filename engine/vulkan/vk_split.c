@@ -1,0 +1,168 @@
+/* Tensors larger than one binding: the backend-table slots of the flat kernels, which run
+ * their kernel once when every operand fits one binding (the usual case) and otherwise
+ * piece by piece, each piece a contiguous run of elements whose every operand fits.
+ *
+ * Why: a storage-buffer binding addresses at most maxStorageBufferRange bytes (128 MiB on
+ * lavapipe and at Vulkan's minimum), while one tensor may be larger: GPT-2 small's f32 token
+ * table is 154 MB, and so are its gradient and both Adam moments. Each piece is an ordinary
+ * dispatch on sub-views (kiln_ref offsets), so the kernels themselves are unchanged; the
+ * hazard tracker orders pieces that touch the same bytes.
+ *
+ * The embedding (vk_embed.c) and the GEMM (vk_gemm_split.c) split along their own axes.
+ * Every other kernel meets only activations, which a step sizes; vk_dispatch refuses an
+ * operand larger than a binding with a one-line error. KILN_VK_MAX_BINDING lowers the
+ * limit for the tests (vk_instance.c). */
+#include "vk_internal.h"
+
+int64_t vk_piece_elems(const vk_dev *d, uint32_t widest, int64_t granule) {
+    int64_t n = (int64_t)(d->max_operand_bytes / widest);
+    n = n / granule * granule;
+    return n > granule ? n : granule;
+}
+
+/* Runs part(d, args, start, count) over [0, n) in pieces of at most `piece` elements. */
+typedef kiln_status (*part_fn)(vk_dev *d, const void *args, int64_t start, int64_t count);
+
+static kiln_status in_pieces(vk_dev *d, const void *args, int64_t n, int64_t piece, part_fn part) {
+    kiln_status s = KILN_OK;
+    for (int64_t start = 0; !s && start < n; start += piece) s = part(d, args, start, n - start < piece ? n - start : piece);
+    return s;
+}
+
+/* f16 kernels write whole 32-bit words: pieces start on an even element, so no two pieces
+ * write the same word. */
+#define EVEN 2
+
+static kiln_status fill_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    kiln_fill_args a = *(const kiln_fill_args *)args;
+    a.dst = vk_ref_at(a.dst, start * kiln_dtype_size(a.dtype));
+    a.n = count;
+    return vk_fill(d, &a);
+}
+
+kiln_status vk_split_fill(void *dev, const kiln_fill_args *a) {
+    vk_dev *d = vk_of(dev);
+    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), fill_part);
+}
+
+static kiln_status cast_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    kiln_cast_args a = *(const kiln_cast_args *)args;
+    a.src = vk_ref_at(a.src, start * kiln_dtype_size(a.src_dtype));
+    a.dst = vk_ref_at(a.dst, start * kiln_dtype_size(a.dst_dtype));
+    a.n = count;
+    return vk_cast(d, &a);
+}
+
+kiln_status vk_split_cast(void *dev, const kiln_cast_args *a) {
+    vk_dev *d = vk_of(dev);
+    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), cast_part);
+}
+
+static kiln_status axpby_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    kiln_axpby_args a = *(const kiln_axpby_args *)args;
+    size_t es = kiln_dtype_size(a.dtype);
+    a.x = vk_ref_at(a.x, start * es);
+    a.y = vk_ref_at(a.y, start * es);
+    a.n = count; /* num and den are scalars every piece reads */
+    return vk_axpby(d, &a);
+}
+
+kiln_status vk_split_axpby(void *dev, const kiln_axpby_args *a) {
+    vk_dev *d = vk_of(dev);
+    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), axpby_part);
+}
+
+/* b broadcasts with period nb: a piece that starts on a multiple of nb reads b from its
+ * start; without broadcast (nb == n) b moves with a. */
+static kiln_status binary_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    kiln_binary_args a = *(const kiln_binary_args *)args;
+    size_t es = kiln_dtype_size(a.dtype);
+    int broadcast = a.nb < a.n;
+    a.a = vk_ref_at(a.a, start * es);
+    a.out = vk_ref_at(a.out, start * es);
+    if (!broadcast) a.b = vk_ref_at(a.b, start * es);
+    a.n = count;
+    if (!broadcast) a.nb = count;
+    return vk_binary(d, &a);
+}
+
+kiln_status vk_split_binary(void *dev, const kiln_binary_args *a) {
+    vk_dev *d = vk_of(dev);
+    int64_t piece = vk_piece_elems(d, 4, EVEN);
+    if (a->nb < a->n && a->nb > 0) {
+        /* whole periods of b per piece; a b too large for that is left to vk_dispatch */
+        if (a->nb > piece) return vk_binary(d, a);
+        piece = piece / a->nb * a->nb;
+    }
+    return in_pieces(d, a, a->n, piece, binary_part);
+}
+
+static kiln_status act_part(vk_dev *d, const void *args, int64_t start, int64_t count, int backward) {
+    kiln_act_args a = *(const kiln_act_args *)args;
+    size_t es = kiln_dtype_size(a.dtype);
+    a.x = vk_ref_at(a.x, start * es);
+    a.y = vk_ref_at(a.y, start * es);
+    a.dy = vk_ref_at(a.dy, start * es);
+    a.dx = vk_ref_at(a.dx, start * es);
+    a.n = count;
+    return backward ? vk_act_bwd(d, &a) : vk_act_fwd(d, &a);
+}
+static kiln_status act_fwd_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    return act_part(d, args, start, count, 0);
+}
+static kiln_status act_bwd_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    return act_part(d, args, start, count, 1);
+}
+
+kiln_status vk_split_act_fwd(void *dev, const kiln_act_args *a) {
+    vk_dev *d = vk_of(dev);
+    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), act_fwd_part);
+}
+
+kiln_status vk_split_act_bwd(void *dev, const kiln_act_args *a) {
+    vk_dev *d = vk_of(dev);
+    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), act_bwd_part);
+}
+
+/* A sum overwrites out with its first piece and adds the others; a sum of squares always
+ * adds (kiln_reduce_args). */
+static kiln_status reduce_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    const kiln_reduce_args *a = args;
+    kiln_ref x = vk_ref_at(a->x, start * kiln_dtype_size(a->dtype));
+    if (a->square) return vk_reduce_sum(d, x, a->dtype, a->out, count, 1, 1.0f, 1);
+    return vk_reduce_sum(d, x, a->dtype, a->out, count, 0, a->alpha, start > 0);
+}
+
+kiln_status vk_split_reduce(void *dev, const kiln_reduce_args *a) {
+    vk_dev *d = vk_of(dev);
+    if (a->n == 0) return vk_reduce(d, a); /* still writes the empty sum */
+    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), reduce_part);
+}
+
+static kiln_status finite_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    kiln_finite_args a = *(const kiln_finite_args *)args;
+    a.x = vk_ref_at(a.x, start * kiln_dtype_size(a.dtype));
+    a.n = count; /* the flag is only ever set, so pieces compose */
+    return vk_check_finite(d, &a);
+}
+
+kiln_status vk_split_check_finite(void *dev, const kiln_finite_args *a) {
+    vk_dev *d = vk_of(dev);
+    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), finite_part);
+}
+
+static kiln_status adam_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+    kiln_adam_args a = *(const kiln_adam_args *)args;
+    a.param = vk_ref_at(a.param, start * 4);
+    a.grad = vk_ref_at(a.grad, start * kiln_dtype_size(a.grad_dtype));
+    a.m = vk_ref_at(a.m, start * 4);
+    a.v = vk_ref_at(a.v, start * 4);
+    a.half_copy = vk_ref_at(a.half_copy, start * 2);
+    a.n = count; /* coef and skip are scalars every piece reads */
+    return vk_adam(d, &a);
+}
+
+kiln_status vk_split_adam(void *dev, const kiln_adam_args *a) {
+    vk_dev *d = vk_of(dev);
+    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), adam_part);
+}
