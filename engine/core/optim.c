@@ -15,10 +15,6 @@
 
 #include "core/internal.h"
 
-/* f16 gradients are squared-and-summed through an f32 scratch buffer (the reduce kernel
- * reads f32), one chunk at a time so the scratch stays small whatever the model size. */
-#define ADAM_F16_CHUNK ((int64_t)1 << 20)
-
 struct kiln_adam {
     kiln_ctx *ctx;
     kiln_adam_opts opts;
@@ -31,7 +27,6 @@ struct kiln_adam {
     kiln_tensor *sumsq;    /* f32 scalar: sum of squares of the (scaled) gradients */
     kiln_tensor *coef;     /* f32 scalar: the factor every gradient is multiplied by */
     kiln_tensor *norm;     /* f32 scalar: the unscaled global norm, before clipping */
-    kiln_tensor *scratch;  /* f32, ADAM_F16_CHUNK elements at most: f16 grads for the norm */
 };
 
 kiln_adam_opts kiln_adam_defaults(void) {
@@ -109,7 +104,6 @@ void kiln_adam_free(kiln_adam *opt) {
     kiln_tensor_free(opt->sumsq);
     kiln_tensor_free(opt->coef);
     kiln_tensor_free(opt->norm);
-    kiln_tensor_free(opt->scratch);
     free(opt->params);
     free(opt->m);
     free(opt->v);
@@ -128,11 +122,8 @@ kiln_status kiln_adam_set_half_copies(kiln_adam *opt, kiln_tensor *const *copies
     if (!copies) { /* back to plain f32 training */
         free(opt->copies);
         opt->copies = NULL;
-        kiln_tensor_free(opt->scratch);
-        opt->scratch = NULL;
         return KILN_OK;
     }
-    int64_t largest = 0;
     for (int i = 0; i < opt->count; i++) {
         const kiln_tensor *c = copies[i], *p = opt->params[i];
         if (!c) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_adam_set_half_copies: copy %d is NULL", i);
@@ -146,13 +137,6 @@ kiln_status kiln_adam_set_half_copies(kiln_adam *opt, kiln_tensor *const *copies
                                   "(or lives in another context)",
                                   i, kiln_shape_str(c, cs, sizeof cs), kiln_shape_str(p, ps, sizeof ps));
         }
-        if (kiln_numel(c) > largest) largest = kiln_numel(c);
-    }
-    int64_t scratch_n = largest < ADAM_F16_CHUNK ? largest : ADAM_F16_CHUNK;
-    if (!opt->scratch || kiln_numel(opt->scratch) < scratch_n) {
-        kiln_tensor_free(opt->scratch);
-        opt->scratch = kiln_tensor_1d(opt->ctx, KILN_F32, scratch_n);
-        if (!opt->scratch) return kiln_error_status();
     }
     if (!opt->copies) {
         opt->copies = malloc((size_t)opt->count * sizeof *opt->copies);
@@ -167,25 +151,11 @@ static const kiln_tensor *grad_of(const kiln_adam *opt, int i) {
     return opt->copies ? opt->copies[i]->grad : opt->params[i]->grad;
 }
 
-/* sumsq += sum g^2 for one gradient. */
+/* sumsq += sum g^2 for one gradient, f32 or f16 (the reduce kernel reads either and
+ * accumulates in f32). */
 static kiln_status add_squares(kiln_adam *opt, const kiln_tensor *g) {
-    kiln_ctx *ctx = opt->ctx;
-    int64_t n = kiln_numel(g);
-    if (g->dtype == KILN_F32) {
-        kiln_reduce_args r = {kiln_ref_of(g), kiln_ref_of(opt->sumsq), n, 1.0f, 1, KILN_F32};
-        return KILN_CALL(ctx, reduce, &r);
-    }
-    for (int64_t start = 0; start < n; start += ADAM_F16_CHUNK) {
-        int64_t len = n - start < ADAM_F16_CHUNK ? n - start : ADAM_F16_CHUNK;
-        kiln_ref src = kiln_ref_of(g);
-        src.off += (size_t)start * kiln_dtype_size(KILN_F16);
-        kiln_cast_args c = {src, kiln_ref_of(opt->scratch), len, KILN_F16, KILN_F32};
-        kiln_status s = KILN_CALL(ctx, cast, &c);
-        if (s) return s;
-        kiln_reduce_args r = {kiln_ref_of(opt->scratch), kiln_ref_of(opt->sumsq), len, 1.0f, 1, KILN_F32};
-        if ((s = KILN_CALL(ctx, reduce, &r))) return s;
-    }
-    return KILN_OK;
+    kiln_reduce_args r = {kiln_ref_of(g), kiln_ref_of(opt->sumsq), kiln_numel(g), 1.0f, 1, g->dtype};
+    return KILN_CALL(opt->ctx, reduce, &r);
 }
 
 kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step) {
