@@ -35,7 +35,7 @@ kiln_status kiln_vulkan_fma_peak(kiln_ctx *ctx, uint32_t invocations, uint32_t i
     if (!s && out) s = vk_download(d, buf, out, (size_t)invocations * 4);
     vk_buf_release(d, buf.buf);
     if (s) return s;
-    double flops = 2.0 * 96.0 * (double)iters * (double)invocations;
+    double flops = 2.0 * 288.0 * (double)iters * (double)invocations; /* fma_peak.comp's FMAs */
     if (gflops_wall) *gflops_wall = flops / best_wall * 1e-9;
     /* a GPU does not run on the host's CPU: its CPU time is only the waiting */
     if (gflops_cpu) *gflops_cpu = d->dclass == VK_CLASS_CPU && best_cpu > 0 ? flops / best_cpu * 1e-9 : 0.0;

@@ -5,7 +5,7 @@
 
 #include "core/internal.h"
 
-/* Runs fma_peak.comp on a Vulkan context: `invocations` invocations of `iters` x 96 FMAs.
+/* Runs fma_peak.comp on a Vulkan context: `invocations` invocations of `iters` x 288 FMAs.
  * Returns the best of `repeat` runs in GFLOP/s of wall time (and of process CPU time, which
  * is what a CPU device such as lavapipe consumes), and the invocations' results in `out`
  * (NULL: not returned) so that a test can check them. */
