@@ -213,8 +213,8 @@ static kiln_status alloc_buf(kiln_ctx *ctx, size_t bytes, kiln_ref *out) {
     return ctx->be->alloc(ctx->dev, bytes, &out->buf);
 }
 
-/* A buffer size for the bandwidth probes: at most the device's largest buffer (lavapipe and
- * Vulkan's minimum: 128 MiB, still far beyond any cache), a multiple of 256. */
+/* A buffer size for the bandwidth probes: at most the device's largest buffer, a multiple
+ * of 256. */
 static size_t probe_bytes(const kiln_ctx *ctx, size_t bytes) {
     if (ctx->be->max_buffer_bytes && bytes > ctx->be->max_buffer_bytes) bytes = ctx->be->max_buffer_bytes;
     return bytes / 256 * 256;

@@ -144,17 +144,22 @@ kiln_status vk_probe_copy(void *dev, const kiln_probe_copy_args *a) {
     if (a->bytes % 16 || a->src.off % 16 || a->dst.off % 16)
         return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: copy probe of %zu bytes: sizes and offsets must be multiples of 16",
                               a->bytes);
-    if (a->bytes / 16 > UINT32_MAX)
-        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: copy probe of %zu bytes: too large for one dispatch", a->bytes);
     uint32_t wg = 256;
     while (wg > d->caps.max_wg_invocations) wg /= 2;
-    probe_copy_push p = {{0}, (uint32_t)(a->bytes / 16)};
-    vk_launch l = {.shader = "probe_copy", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
-    l.spec[0] = wg;
-    l.ops[0] = vk_in(a->src, (int64_t)(a->bytes / 16), 16);
-    l.ops[1] = vk_out(a->dst, (int64_t)(a->bytes / 16), 16);
-    vk_grid_1d(d, vk_div_up(a->bytes / 16, wg), l.groups);
-    return vk_dispatch(d, &l);
+    /* buffers beyond one binding are copied in pieces that fit, one dispatch each */
+    size_t piece = (size_t)(d->max_operand_bytes / 16 * 16);
+    kiln_status s = KILN_OK;
+    for (size_t at = 0; !s && at < a->bytes; at += piece) {
+        size_t bytes = a->bytes - at < piece ? a->bytes - at : piece;
+        probe_copy_push p = {{0}, (uint32_t)(bytes / 16)};
+        vk_launch l = {.shader = "probe_copy", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        l.spec[0] = wg;
+        l.ops[0] = vk_in(vk_ref_at(a->src, (int64_t)at), (int64_t)(bytes / 16), 16);
+        l.ops[1] = vk_out(vk_ref_at(a->dst, (int64_t)at), (int64_t)(bytes / 16), 16);
+        vk_grid_1d(d, vk_div_up(bytes / 16, wg), l.groups);
+        s = vk_dispatch(d, &l);
+    }
+    return s;
 }
 
 /* ---- dispatch latency ---- */

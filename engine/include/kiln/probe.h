@@ -39,7 +39,7 @@ kiln_status kiln_probe_fma(kiln_ctx *ctx, kiln_dtype dtype, int width, int repea
 
 /* Device memory copy bandwidth in GB/s, counting bytes read plus bytes written, over a
  * buffer of `bytes` (large enough to leave every cache; at least 4096; rounded down to a
- * multiple of 256 and to the device's largest buffer, 128 MiB on lavapipe). */
+ * multiple of 256 and to the device's largest buffer). */
 kiln_status kiln_probe_copy(kiln_ctx *ctx, size_t bytes, int repeats, kiln_measure *out);
 
 /* Host -> device (to_device = 1) or device -> host transfer bandwidth in GB/s, of `bytes`
