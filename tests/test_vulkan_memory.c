@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "kiln/probe.h"
 #include "testutil.h"
 
 #ifdef KILN_HAVE_VULKAN
@@ -64,6 +65,17 @@ START_TEST(largest_buffer) {
     ck_assert(v == 0.0f);
     kiln_step_reset(ctx);
     kiln_tensor_free(big);
+    kiln_close(ctx);
+}
+END_TEST
+
+/* The copy-bandwidth probe over buffers larger than one binding: copied in pieces, and the
+ * probe checks every byte it copied. */
+START_TEST(copy_probe_beyond_one_binding) {
+    kiln_ctx *ctx = open_vulkan();
+    kiln_measure m;
+    ck_assert_msg(kiln_probe_copy(ctx, (size_t)1 << 20, 1, &m) == KILN_OK, "%s", kiln_error_message());
+    ck_assert(m.median > 0);
     kiln_close(ctx);
 }
 END_TEST
@@ -161,6 +173,7 @@ END_TEST
 static void add_tests(TCase *tc) {
     tcase_add_test(tc, many_small_tensors);
     tcase_add_test(tc, largest_buffer);
+    tcase_add_test(tc, copy_probe_beyond_one_binding);
     tcase_add_test(tc, out_of_memory_is_an_error);
     tcase_add_test(tc, views_at_any_element);
     tcase_add_test(tc, upload_after_recorded_work);

@@ -75,8 +75,7 @@ if(KILN_VULKAN)
   # vk_embed.c, vk_gemm_split.c) with the binding lowered to a few KiB, so that the cases'
   # tensors span many bindings; and the memory tests with a 256 MiB heap to run out of
   # (64 KiB for the GEMM, whose 256^3 case would otherwise run as a thousand products)
-  foreach(name test_vulkan_gemm test_op_embedding test_op_optim test_op_activation test_op_reduce test_loss_scale
-               test_probe)
+  foreach(name test_vulkan_gemm test_op_embedding test_op_optim test_op_activation test_op_reduce test_loss_scale)
     set(binding 4096)
     if(name STREQUAL "test_vulkan_gemm")
       set(binding 65536)
