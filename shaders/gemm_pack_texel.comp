@@ -1,4 +1,5 @@
-// Packing for the CPU-device GEMMs, fast path: an f32 source read as RGBA32F texels (the
+// Packing for the CPU-device GEMMs, fast path: an f32 (f16) source read as RGBA32F (RGBA16F)
+// texels, which texelFetch returns as f32 either way (the
 // host uses it when the source offset, leading dimension and batch stride are whole
 // texels), written as the panels of gemm_pack.comp with k along each texel:
 //   X (rows x K) -> [batch][padded rows / PANEL][Kp / 4][PANEL] texels, texel = X[row][k .. k+3]

@@ -59,6 +59,10 @@ static const gemm_case cases[] = {
     /* N a multiple of 64 and C in whole vec4s: gemm_shuffle.comp stores rows as vec4s */
     {"vec4_c_beta_bias", 70, 128, 40, 2, 0, 0, KILN_F32, KILN_F32, 0.5f, -1.0f, 1, 0, 0, 0, 0},
     {"vec4_c_tn", 33, 192, 72, 1, 1, 0, KILN_F32, KILN_F32, 1.0f, 0.0f, 0, 0, 0, 0, 0},
+    /* f16 operands in whole texels of four halves: packed through RGBA16F texel views,
+     * row-major and transposing, with gaps between the rows */
+    {"f16_texel_nn_pad", 64, 40, 96, 2, 0, 0, KILN_F16, KILN_F16, 1.0f, 0.5f, 1, 0, 0, 0, 4},
+    {"f16_texel_tt", 40, 72, 100, 1, 1, 1, KILN_F16, KILN_F16, 1.0f, 0.0f, 0, 0, 0, 0, 0},
 };
 
 /* Leading dimensions: the stored rows' lengths, plus ld_pad. */

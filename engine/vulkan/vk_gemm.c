@@ -111,22 +111,24 @@ static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int tr
     int64_t nb = stride ? batch : 1;
     int64_t one = trans != is_b ? extent(k, rows, ld) : extent(rows, k, ld); /* stored extent */
     gemm_pack_push p = {{0}, vk_u32(rows), vk_u32(k), vk_u32(ld), vk_u32(stride), vk_u32(padded / panel), vk_u32(kp)};
-    /* f32 in whole texels: gemm_pack_texel.comp reads it as texels (the whole last texel
-     * must lie in the buffer's block, or the view would end short of it). Its grid: 4 k
-     * steps per invocation by panels, or 4 rows per invocation by k steps (transposing). */
-    uint64_t at = src.buf->offset + src.off;
+    /* f32 or f16 in whole texels (RGBA32F, or RGBA16F which the fetch widens exactly):
+     * gemm_pack_texel.comp reads it as texels (the whole last texel must lie in the
+     * buffer's block, or the view would end short of it). Its grid: 4 k steps per
+     * invocation by panels, or 4 rows per invocation by k steps (transposing). */
+    uint64_t at = src.buf->offset + src.off, texel_bytes = 4u * elem;
     int64_t texels = ((nb - 1) * stride + one + 3) / 4;
     uint32_t wg = vk_flat_wg(d);
     uint64_t gx = trans ? vk_div_up((uint64_t)(padded / 4), wg) : vk_div_up((uint64_t)(kp / 4 + 3) / 4 * panel, wg);
     uint64_t gy = trans ? (uint64_t)(kp / 4) : (uint64_t)(padded / panel);
-    if (!is_b && elem == 4 && at % 16 == 0 && ld % 4 == 0 && stride % 4 == 0 && panel % 4 == 0 &&
-        texels <= (int64_t)d->caps.max_texel_elements && at + (uint64_t)texels * 16 <= src.buf->block->size &&
-        gx <= d->caps.max_wg_count[0] && gy <= d->caps.max_wg_count[1] && (uint64_t)nb <= d->caps.max_wg_count[2]) {
+    if (!is_b && (elem == 4 || d->caps.texel_f16) && at % texel_bytes == 0 && ld % 4 == 0 && stride % 4 == 0 &&
+        panel % 4 == 0 && texels <= (int64_t)d->caps.max_texel_elements &&
+        at + (uint64_t)texels * texel_bytes <= src.buf->block->size && gx <= d->caps.max_wg_count[0] &&
+        gy <= d->caps.max_wg_count[1] && (uint64_t)nb <= d->caps.max_wg_count[2]) {
         vk_launch l = {.shader = "gemm_pack_texel", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 3};
         l.spec[0] = wg;
         l.spec[1] = panel;
         l.spec[2] = (uint32_t)(trans != 0);
-        l.ops[0] = vk_texels(src, texels);
+        l.ops[0] = elem == 4 ? vk_texels(src, texels) : vk_texels_f16(src, texels);
         l.ops[1] = vk_out(dst, nb * padded * kp / 4, 16);
         l.groups[0] = (uint32_t)gx;
         l.groups[1] = (uint32_t)gy;

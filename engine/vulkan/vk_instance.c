@@ -385,6 +385,9 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && api >= VK_API_VERSION_1_3 &&
                  coopmat_has_shape(inst, pd);
     c->portability_subset = has_device_ext(pd, "VK_KHR_portability_subset");
+    VkFormatProperties half4;
+    vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R16G16B16A16_SFLOAT, &half4);
+    c->texel_f16 = (half4.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
     c->timestamp_period = l->timestampPeriod;
 
     uint32_t nq = 0;
@@ -440,6 +443,7 @@ static void lower_to_minimums(vk_caps *c) {
     c->storage16 = 0;
     c->float16 = 0;
     c->coopmat = 0;
+    c->texel_f16 = 0;
 }
 
 kiln_status vk_enumerate(VkInstance inst, vk_physical **out, uint32_t *count) {

@@ -50,6 +50,7 @@ typedef struct vk_caps {
     int storage16;       /* storageBuffer16BitAccess */
     int float16;         /* shaderFloat16 */
     int coopmat;         /* VK_KHR_cooperative_matrix with an f16 x f16 -> f32 16x16x16 shape */
+    int texel_f16;       /* RGBA16F uniform texel buffers (required by Vulkan; checked anyway) */
     int driver_props;    /* VkPhysicalDeviceDriverProperties available */
     int portability_subset;
     uint32_t timestamp_bits;
@@ -289,7 +290,7 @@ typedef struct vk_operand {
     size_t bytes;   /* extent touched, from ref.off (0 for an operand the kernel skips) */
     uint32_t elem;  /* element size used to express the offset (4, or 2 for f16; 16 for a texel) */
     int write;
-    int texel; /* bound as a uniform texel buffer of RGBA32F texels (read-only) */
+    int texel; /* bound as a uniform texel buffer (read-only): VK_TEXEL_F32 or VK_TEXEL_F16 */
 } vk_operand;
 
 typedef struct vk_launch {
@@ -327,8 +328,11 @@ static inline uint32_t vk_div_up(uint64_t a, uint64_t b) { return (uint32_t)((a 
 /* Operand shorthands: an input or an output of `count` elements of `elem` bytes. */
 vk_operand vk_in(kiln_ref r, int64_t count, uint32_t elem);
 vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem);
-/* A read-only operand of `count` RGBA32F texels, read with texelFetch. */
+/* A read-only operand of `count` RGBA32F texels, read with texelFetch; or of RGBA16F
+ * texels (four halves, 8 bytes), which texelFetch widens to f32 exactly (caps.texel_f16). */
+enum { VK_TEXEL_F32 = 1, VK_TEXEL_F16 = 2 };
 vk_operand vk_texels(kiln_ref r, int64_t count);
+vk_operand vk_texels_f16(kiln_ref r, int64_t count);
 
 /* kernel families */
 kiln_status vk_fill(void *dev, const kiln_fill_args *a);

@@ -262,7 +262,12 @@ vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem) {
 }
 
 vk_operand vk_texels(kiln_ref r, int64_t count) {
-    vk_operand o = {r, (size_t)count * 16, 16, 0, 1};
+    vk_operand o = {r, (size_t)count * 16, 16, 0, VK_TEXEL_F32};
+    return o;
+}
+
+vk_operand vk_texels_f16(kiln_ref r, int64_t count) {
+    vk_operand o = {r, (size_t)count * 8, 8, 0, VK_TEXEL_F16};
     return o;
 }
 
@@ -322,17 +327,17 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
                                   l->shader, i, (unsigned long long)at);
         /* never empty; whole 32-bit words (shaders read f16 as packed words, so an odd
          * count of halves still needs its last word) or texels; never past the block */
-        VkDeviceSize unit = o->texel ? 16 : 4;
+        VkDeviceSize unit = o->texel ? o->elem : 4;
         VkDeviceSize end = (at + (o->bytes ? o->bytes : o->elem) + unit - 1) / unit * unit;
         if (end > blk->size) end = blk->size;
         /* kernels that may meet tensors larger than one binding split their work first
          * (vk_split.c); reaching here with one is a kernel that does not */
-        if (o->texel ? (end - base) / 16 > d->caps.max_texel_elements : end - base > d->caps.max_storage_range)
+        if (o->texel ? (end - base) / unit > d->caps.max_texel_elements : end - base > d->caps.max_storage_range)
             return kiln_set_error(KILN_ERR_UNSUPPORTED,
                                   "vulkan: %s: operand %d spans %.1f KiB, more than one %s binding of %s addresses "
                                   "(%.1f KiB); this kernel does not split its work: use smaller tensors",
                                   l->shader, i, (double)(end - base) / 1024.0, o->texel ? "texel" : "storage", d->name,
-                                  (double)(o->texel ? (uint64_t)d->caps.max_texel_elements * 16 : d->caps.max_storage_range) /
+                                  (double)(o->texel ? (uint64_t)d->caps.max_texel_elements * unit : d->caps.max_storage_range) /
                                       1024.0);
         infos[i].buffer = blk->buffer;
         infos[i].offset = base;
@@ -358,7 +363,7 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         if (l->ops[i].texel) {
             VkBufferViewCreateInfo vci = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
             vci.buffer = infos[i].buffer;
-            vci.format = VK_FORMAT_R32G32B32A32_SFLOAT;
+            vci.format = l->ops[i].texel == VK_TEXEL_F16 ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
             vci.offset = infos[i].offset;
             vci.range = infos[i].range;
             VkResult r = vkCreateBufferView(d->device, &vci, NULL, &views[i]);
