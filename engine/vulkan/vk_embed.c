@@ -26,29 +26,45 @@ static kiln_status rows_per_piece(const vk_dev *d, int64_t count, int64_t row_by
 
 static int64_t least(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Table windows of whole rows, and pieces of positions (out or dout rows). */
+/* One dispatch of embed_fwd, or of the f32 embed_bwd, over positions r0 .. r0 + rn - 1 and
+ * table rows v0 .. v0 + vn - 1. */
+static kiln_status embed_part(vk_dev *d, const kiln_embed_args *a, const char *shader, int backward, int64_t r0,
+                              int64_t rn, int64_t v0, int64_t vn) {
+    uint32_t es = vk_elem(a->dtype);
+    embed_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(v0), vk_u32(vn)};
+    vk_launch l = {.shader = shader, .n_ops = backward ? 3 : 4, .push = &p, .push_bytes = sizeof p};
+    kiln_ref ids = vk_ref_at(a->ids, r0 * 4);
+    if (backward) { /* one invocation per column walks the positions */
+        l.ops[0] = vk_in(ids, rn, 4);
+        l.ops[1] = vk_in(vk_ref_at(a->dout, r0 * a->dim * es), rn * a->dim, es);
+        l.ops[2] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * es), vn * a->dim, es);
+        return vk_run_flat(d, &l, (uint64_t)a->dim);
+    }
+    l.ops[0] = vk_in(vk_ref_at(a->table, v0 * a->dim * es), vn * a->dim, es);
+    l.ops[1] = vk_in(ids, rn, 4);
+    l.ops[2] = vk_out(vk_ref_at(a->out, r0 * a->dim * es), rn * a->dim, es);
+    l.ops[3] = vk_out(a->err_flag, 1, 4);
+    return vk_run_flat(d, &l, (uint64_t)(rn * a->dim));
+}
+
+/* The forward, or the f32 backward, over pieces of positions (out or dout rows) and windows
+ * of table rows. Pieces run in position order, so in the backward each element of dtable
+ * adds its positions in the CPU's order. */
+static kiln_status embed_pieces(vk_dev *d, const kiln_embed_args *a, const char *shader, int backward) {
+    int64_t row_bytes = a->dim * vk_elem(a->dtype), window, piece;
+    kiln_status s = rows_per_piece(d, a->vocab, row_bytes, &window);
+    if (!s) s = rows_per_piece(d, a->rows, row_bytes, &piece);
+    for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece)
+        for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window)
+            s = embed_part(d, a, shader, backward, r0, least(a->rows - r0, piece), v0, least(a->vocab - v0, window));
+    return s;
+}
+
 kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a) {
     vk_dev *d = vk_of(dev);
     char name[VK_SHADER_NAME];
-    uint32_t es = vk_elem(a->dtype);
-    int64_t window, piece;
     kiln_status s = vk_variant(d, "embed_fwd", 0, a->dtype, name);
-    if (!s) s = rows_per_piece(d, a->vocab, a->dim * es, &window);
-    if (!s) s = rows_per_piece(d, a->rows, a->dim * es, &piece);
-    for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece) {
-        int64_t rn = least(a->rows - r0, piece);
-        for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window) {
-            int64_t vn = least(a->vocab - v0, window);
-            embed_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(v0), vk_u32(vn)};
-            vk_launch l = {.shader = name, .n_ops = 4, .push = &p, .push_bytes = sizeof p};
-            l.ops[0] = vk_in(vk_ref_at(a->table, v0 * a->dim * es), vn * a->dim, es);
-            l.ops[1] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
-            l.ops[2] = vk_out(vk_ref_at(a->out, r0 * a->dim * es), rn * a->dim, es);
-            l.ops[3] = vk_out(a->err_flag, 1, 4);
-            s = vk_run_flat(d, &l, (uint64_t)(rn * a->dim));
-        }
-    }
-    return s;
+    return s ? s : embed_pieces(d, a, name, 0);
 }
 
 /* f16: each touched row of dtable is summed in f32 and rounded once (embed_bwd.comp):
@@ -114,22 +130,5 @@ kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a) {
     kiln_status s = vk_variant(d, "embed_bwd", 0, a->dtype, name);
     if (s) return s;
     if (a->dtype == KILN_F16) return embed_bwd_f16(d, a, name);
-    /* positions in order, piece after piece: each element of dtable adds its positions in
-     * the CPU's order */
-    int64_t window, piece;
-    if ((s = rows_per_piece(d, a->vocab, a->dim * 4, &window))) return s;
-    if ((s = rows_per_piece(d, a->rows, a->dim * 4, &piece))) return s;
-    for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece) {
-        int64_t rn = least(a->rows - r0, piece);
-        for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window) {
-            int64_t vn = least(a->vocab - v0, window);
-            embed_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(v0), vk_u32(vn)};
-            vk_launch l = {.shader = name, .n_ops = 3, .push = &p, .push_bytes = sizeof p};
-            l.ops[0] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
-            l.ops[1] = vk_in(vk_ref_at(a->dout, r0 * a->dim * 4), rn * a->dim, 4);
-            l.ops[2] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * 4), vn * a->dim, 4);
-            s = vk_run_flat(d, &l, (uint64_t)a->dim);
-        }
-    }
-    return s;
+    return embed_pieces(d, a, name, 1);
 }

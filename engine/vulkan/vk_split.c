@@ -33,16 +33,19 @@ static kiln_status in_pieces(vk_dev *d, const void *args, int64_t n, int64_t pie
  * write the same word. */
 #define EVEN 2
 
+/* The table slot vk_split_<kernel> of a flat kernel: <kernel>_part over its n elements, in
+ * pieces that fit one binding (4 bytes per element at most). */
+#define FLAT_SLOT(kernel, args_t)                                                    \
+    kiln_status vk_split_##kernel(void *dev, const args_t *a) {                      \
+        vk_dev *d = vk_of(dev);                                                      \
+        return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), kernel##_part);     \
+    }
+
 static kiln_status fill_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
     kiln_fill_args a = *(const kiln_fill_args *)args;
     a.dst = vk_ref_at(a.dst, start * kiln_dtype_size(a.dtype));
     a.n = count;
     return vk_fill(d, &a);
-}
-
-kiln_status vk_split_fill(void *dev, const kiln_fill_args *a) {
-    vk_dev *d = vk_of(dev);
-    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), fill_part);
 }
 
 static kiln_status cast_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
@@ -53,11 +56,6 @@ static kiln_status cast_part(vk_dev *d, const void *args, int64_t start, int64_t
     return vk_cast(d, &a);
 }
 
-kiln_status vk_split_cast(void *dev, const kiln_cast_args *a) {
-    vk_dev *d = vk_of(dev);
-    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), cast_part);
-}
-
 static kiln_status axpby_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
     kiln_axpby_args a = *(const kiln_axpby_args *)args;
     size_t es = kiln_dtype_size(a.dtype);
@@ -65,11 +63,6 @@ static kiln_status axpby_part(vk_dev *d, const void *args, int64_t start, int64_
     a.y = vk_ref_at(a.y, start * es);
     a.n = count; /* num and den are scalars every piece reads */
     return vk_axpby(d, &a);
-}
-
-kiln_status vk_split_axpby(void *dev, const kiln_axpby_args *a) {
-    vk_dev *d = vk_of(dev);
-    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), axpby_part);
 }
 
 /* b broadcasts with period nb: a piece that starts on a multiple of nb reads b from its
@@ -114,16 +107,6 @@ static kiln_status act_bwd_part(vk_dev *d, const void *args, int64_t start, int6
     return act_part(d, args, start, count, 1);
 }
 
-kiln_status vk_split_act_fwd(void *dev, const kiln_act_args *a) {
-    vk_dev *d = vk_of(dev);
-    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), act_fwd_part);
-}
-
-kiln_status vk_split_act_bwd(void *dev, const kiln_act_args *a) {
-    vk_dev *d = vk_of(dev);
-    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), act_bwd_part);
-}
-
 /* A sum overwrites out with its first piece and adds the others; a sum of squares always
  * adds (kiln_reduce_args). */
 static kiln_status reduce_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
@@ -139,16 +122,11 @@ kiln_status vk_split_reduce(void *dev, const kiln_reduce_args *a) {
     return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), reduce_part);
 }
 
-static kiln_status finite_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
+static kiln_status check_finite_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
     kiln_finite_args a = *(const kiln_finite_args *)args;
     a.x = vk_ref_at(a.x, start * kiln_dtype_size(a.dtype));
     a.n = count; /* the flag is only ever set, so pieces compose */
     return vk_check_finite(d, &a);
-}
-
-kiln_status vk_split_check_finite(void *dev, const kiln_finite_args *a) {
-    vk_dev *d = vk_of(dev);
-    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), finite_part);
 }
 
 static kiln_status adam_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
@@ -162,7 +140,10 @@ static kiln_status adam_part(vk_dev *d, const void *args, int64_t start, int64_t
     return vk_adam(d, &a);
 }
 
-kiln_status vk_split_adam(void *dev, const kiln_adam_args *a) {
-    vk_dev *d = vk_of(dev);
-    return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), adam_part);
-}
+FLAT_SLOT(fill, kiln_fill_args)
+FLAT_SLOT(cast, kiln_cast_args)
+FLAT_SLOT(axpby, kiln_axpby_args)
+FLAT_SLOT(act_fwd, kiln_act_args)
+FLAT_SLOT(act_bwd, kiln_act_args)
+FLAT_SLOT(check_finite, kiln_finite_args)
+FLAT_SLOT(adam, kiln_adam_args)
