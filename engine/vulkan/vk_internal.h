@@ -245,6 +245,9 @@ void vk_buf_destroy_now(vk_dev *d, kiln_buf *buf);
 kiln_status vk_alloc(void *dev, size_t bytes, kiln_buf **out);
 void vk_free(void *dev, kiln_buf *buf);
 kiln_status vk_upload(void *dev, kiln_ref dst, const void *src, size_t bytes);
+/* Records vkCmdFillBuffer of `bytes` (a multiple of 4, at a 4-byte aligned offset) with a
+ * repeated 32-bit word. */
+kiln_status vk_fill_words(vk_dev *d, kiln_ref dst, VkDeviceSize bytes, uint32_t word);
 kiln_status vk_download(void *dev, kiln_ref src, void *dst, size_t bytes);
 
 /* commands */

@@ -343,6 +343,20 @@ static kiln_status record_copy(vk_dev *d, vk_block *src, VkDeviceSize src_off, v
     return KILN_OK;
 }
 
+kiln_status vk_fill_words(vk_dev *d, kiln_ref dst, VkDeviceSize bytes, uint32_t word) {
+    VkCommandBuffer cmd;
+    kiln_status s = vk_cmd(d, &cmd);
+    if (s || bytes == 0) return s;
+    vk_hazard_set h = {.n = 0};
+    vk_hazard_add(&h, dst.buf->block, ref_offset(dst), bytes, 1);
+    vk_hazard_commit(d, cmd, &h);
+    vk_batch *b = &d->ring[d->cur];
+    int timed = d->profile && vk_profile_begin(d, b, cmd, "fill_buffer") == KILN_OK; /* KILN_VK_PROFILE */
+    vkCmdFillBuffer(cmd, dst.buf->block->buffer, ref_offset(dst), bytes, word);
+    if (timed) vk_profile_end(d, b, cmd);
+    return vk_command_done(d);
+}
+
 kiln_status vk_upload(void *dev, kiln_ref dst, const void *src, size_t bytes) {
     vk_dev *d = vk_of(dev);
     kiln_status s = vk_health(d);
