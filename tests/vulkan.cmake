@@ -62,6 +62,9 @@ if(KILN_VULKAN AND KILN_SANITIZE)
 endif()
 
 if(KILN_VULKAN)
+  # a whole GPT beyond one binding, against the CPU: it needs the host's GPT library
+  target_link_libraries(test_vulkan_gpt_split PRIVATE kiln_gpt)
+
   foreach(src ${KILN_TEST_SOURCES})
     get_filename_component(name ${src} NAME_WE)
     if(name MATCHES "^test_op_" OR name STREQUAL "test_vulkan_gemm" OR name STREQUAL "test_vulkan_f16")
