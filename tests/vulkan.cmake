@@ -6,7 +6,8 @@
 #                  feature: the fallback kernels, and f16 refused with a clear error);
 #                  the `kiln` program's one-line errors for a missing device or driver;
 #                  the kernels that split tensors larger than one binding, with the binding
-#                  lowered to a few KiB (KILN_VK_MAX_BINDING).
+#                  lowered to a few KiB (KILN_VK_MAX_BINDING), and a whole GPT trained at 1 MiB
+#                  (test_vulkan_gpt_split).
 # Every Vulkan run has the validation layer (with synchronization validation) on and fails
 # on any message (KILN_VK_VALIDATION=fail; see engine/vulkan/vk_instance.c).
 
