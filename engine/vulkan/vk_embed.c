@@ -13,17 +13,6 @@ typedef struct { EMBED_PUSH } embed_push;
 typedef struct { EMBED_BWD_F16_PUSH } bwd_f16_push;
 typedef struct { EMBED_OWNER_PUSH } owner_push;
 
-/* Rows per piece when each row is `row_bytes`: all `count` when they fit one binding. */
-static kiln_status rows_per_piece(const vk_dev *d, int64_t count, int64_t row_bytes, int64_t *rows) {
-    *rows = count;
-    if (row_bytes == 0 || count * row_bytes <= (int64_t)d->max_operand_bytes) return KILN_OK;
-    *rows = (int64_t)d->max_operand_bytes / row_bytes;
-    if (*rows == 0)
-        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan embedding: one row of %lld bytes exceeds one binding of %s",
-                              (long long)row_bytes, d->name);
-    return KILN_OK;
-}
-
 static int64_t least(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* One dispatch of embed_fwd, or of the f32 embed_bwd, over positions r0 .. r0 + rn - 1 and
@@ -52,8 +41,8 @@ static kiln_status embed_part(vk_dev *d, const kiln_embed_args *a, const char *s
  * adds its positions in the CPU's order. */
 static kiln_status embed_pieces(vk_dev *d, const kiln_embed_args *a, const char *shader, int backward) {
     int64_t row_bytes = a->dim * vk_elem(a->dtype), window, piece;
-    kiln_status s = rows_per_piece(d, a->vocab, row_bytes, &window);
-    if (!s) s = rows_per_piece(d, a->rows, row_bytes, &piece);
+    kiln_status s = vk_rows_per_piece(d, a->vocab, row_bytes, &window);
+    if (!s) s = vk_rows_per_piece(d, a->rows, row_bytes, &piece);
     for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece)
         for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window)
             s = embed_part(d, a, shader, backward, r0, least(a->rows - r0, piece), v0, least(a->vocab - v0, window));
@@ -93,8 +82,8 @@ static kiln_status embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, const char
         s = vk_run_flat(d, &l, (uint64_t)a->rows);
     }
     int64_t window, piece;
-    if (!s) s = rows_per_piece(d, a->vocab, a->dim * 2, &window);
-    if (!s) s = rows_per_piece(d, a->rows, a->dim * 2, &piece);
+    if (!s) s = vk_rows_per_piece(d, a->vocab, a->dim * 2, &window);
+    if (!s) s = vk_rows_per_piece(d, a->rows, a->dim * 2, &piece);
     for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window) {
         int64_t vn = least(a->vocab - v0, window);
         for (int64_t c0 = 0; !s && c0 < a->dim; c0 += chunk) {

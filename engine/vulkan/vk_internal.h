@@ -387,6 +387,9 @@ kiln_status vk_split_adam(void *dev, const kiln_adam_args *a);
 /* Elements per piece when the widest operand has `widest` bytes per element: a multiple of
  * `granule` that fits one binding. */
 int64_t vk_piece_elems(const vk_dev *d, uint32_t widest, int64_t granule);
+/* Rows per piece when each row is `row_bytes`: all `count` when they fit one binding;
+ * KILN_ERR_UNSUPPORTED when one row does not. */
+kiln_status vk_rows_per_piece(const vk_dev *d, int64_t count, int64_t row_bytes, int64_t *rows);
 /* r moved `bytes` further into its buffer (an absent operand stays absent). */
 static inline kiln_ref vk_ref_at(kiln_ref r, int64_t bytes) {
     if (r.buf) r.off += (size_t)bytes;

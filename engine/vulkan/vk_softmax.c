@@ -1,16 +1,45 @@
 /* Host side of the masked softmax (kiln_softmax_args): one workgroup per row; f32 or f16
- * data (the "_f16" variants). */
+ * data (the "_f16" variants). Scores larger than one binding (GPT-2's at context 1024 are
+ * 50 MB per sequence) go in pieces of whole (batch, head) slabs of tq x tk: whole
+ * sequences when one fits a binding, else heads of one sequence. */
 #include "push.h"
 #include "vk_internal.h"
 
 typedef struct { SOFTMAX_FWD_PUSH } softmax_fwd_push;
 typedef struct { SOFTMAX_BWD_PUSH } softmax_bwd_push;
 
-kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a) {
-    vk_dev *d = vk_of(dev);
-    char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "softmax_fwd", 1, a->dtype, name);
+typedef kiln_status (*slab_fn)(vk_dev *d, const kiln_softmax_args *a, const char *shader);
+
+/* Runs one() over pieces of whole slabs that fit one binding. */
+static kiln_status in_slabs(vk_dev *d, const kiln_softmax_args *a, const char *shader, slab_fn one) {
+    int64_t slab = a->tq * a->tk, slab_bytes = slab * vk_elem(a->dtype), per_batch;
+    kiln_status s = vk_rows_per_piece(d, a->heads, slab_bytes, &per_batch);
     if (s) return s;
+    int64_t bstep = 1, hstep = per_batch;
+    if (per_batch == a->heads) { /* whole sequences */
+        hstep = a->heads;
+        if ((s = vk_rows_per_piece(d, a->batch, a->heads * slab_bytes, &bstep))) return s;
+    }
+    for (int64_t b = 0; !s && b < a->batch; b += bstep) {
+        for (int64_t h = 0; !s && h < a->heads; h += hstep) {
+            kiln_softmax_args p = *a;
+            int64_t at = (b * a->heads + h) * slab * vk_elem(a->dtype);
+            p.batch = a->batch - b < bstep ? a->batch - b : bstep;
+            p.heads = a->heads - h < hstep ? a->heads - h : hstep;
+            p.x = vk_ref_at(a->x, at);
+            p.add = vk_ref_at(a->add, at);
+            p.y = vk_ref_at(a->y, at);
+            p.dy = vk_ref_at(a->dy, at);
+            p.dx = vk_ref_at(a->dx, at);
+            p.dadd = vk_ref_at(a->dadd, at);
+            p.lengths = vk_ref_at(a->lengths, b * 4);
+            s = one(d, &p, shader);
+        }
+    }
+    return s;
+}
+
+static kiln_status fwd_slabs(vk_dev *d, const kiln_softmax_args *a, const char *name) {
     uint32_t es = vk_elem(a->dtype);
     int64_t rows = a->batch * a->heads * a->tq, n = rows * a->tk;
     softmax_fwd_push p = {{0}, vk_u32(a->batch), vk_u32(a->heads), vk_u32(a->tq), vk_u32(a->tk), a->scale,
@@ -25,12 +54,14 @@ kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a) {
     return vk_dispatch(d, &l);
 }
 
-kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a) {
+kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a) {
     vk_dev *d = vk_of(dev);
-    if (!vk_has(a->dx) && !vk_has(a->dadd)) return KILN_OK;
     char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "softmax_bwd", 1, a->dtype, name);
-    if (s) return s;
+    kiln_status s = vk_variant(d, "softmax_fwd", 1, a->dtype, name);
+    return s ? s : in_slabs(d, a, name, fwd_slabs);
+}
+
+static kiln_status bwd_slabs(vk_dev *d, const kiln_softmax_args *a, const char *name) {
     uint32_t es = vk_elem(a->dtype);
     int64_t rows = a->batch * a->heads * a->tq, n = rows * a->tk;
     float inv_temp = 1.0f / a->temperature;
@@ -43,4 +74,12 @@ kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a) {
     l.ops[3] = vk_out(a->dadd, n, es);
     vk_grid_1d(d, (uint64_t)rows, l.groups);
     return vk_dispatch(d, &l);
+}
+
+kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a) {
+    vk_dev *d = vk_of(dev);
+    if (!vk_has(a->dx) && !vk_has(a->dadd)) return KILN_OK;
+    char name[VK_SHADER_NAME];
+    kiln_status s = vk_variant(d, "softmax_bwd", 1, a->dtype, name);
+    return s ? s : in_slabs(d, a, name, bwd_slabs);
 }

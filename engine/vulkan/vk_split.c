@@ -8,9 +8,10 @@
  * dispatch on sub-views (kiln_ref offsets), so the kernels themselves are unchanged; the
  * hazard tracker orders pieces that touch the same bytes.
  *
- * The embedding (vk_embed.c) and the GEMM (vk_gemm_split.c) split along their own axes.
- * Every other kernel meets only activations, which a step sizes; vk_dispatch refuses an
- * operand larger than a binding with a one-line error. KILN_VK_MAX_BINDING lowers the
+ * The embedding (vk_embed.c), the GEMM (vk_gemm_split.c), the cross-entropy (vk_xent.c,
+ * GPT-2's logits at context 1024 are 206 MB) and the softmax (vk_softmax.c, attention
+ * scores) split along their own axes. vk_dispatch refuses any other operand larger than a
+ * binding with a one-line error. KILN_VK_MAX_BINDING lowers the
  * limit for the tests (vk_instance.c). */
 #include "vk_internal.h"
 
@@ -18,6 +19,16 @@ int64_t vk_piece_elems(const vk_dev *d, uint32_t widest, int64_t granule) {
     int64_t n = (int64_t)(d->max_operand_bytes / widest);
     n = n / granule * granule;
     return n > granule ? n : granule;
+}
+
+kiln_status vk_rows_per_piece(const vk_dev *d, int64_t count, int64_t row_bytes, int64_t *rows) {
+    *rows = count;
+    if (row_bytes == 0 || count * row_bytes <= (int64_t)d->max_operand_bytes) return KILN_OK;
+    *rows = (int64_t)d->max_operand_bytes / row_bytes;
+    if (*rows == 0)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan: one row of %lld bytes exceeds one binding of %s",
+                              (long long)row_bytes, d->name);
+    return KILN_OK;
 }
 
 /* Runs part(d, args, start, count) over [0, n) in pieces of at most `piece` elements. */

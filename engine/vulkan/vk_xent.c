@@ -2,7 +2,9 @@
  * workgroup per row writes lse[r] and the row's loss and validity into a scratch buffer,
  * then one workgroup forms the mean over the valid rows. Out-of-range targets set the
  * err_flag instead of failing (the engine reports them on its next read). logits and
- * dlogits are f32 or f16 (the "_f16" variants); lse, loss, count and dloss are f32. */
+ * dlogits are f32 or f16 (the "_f16" variants); lse, loss, count and dloss are f32.
+ * Logits larger than one binding (GPT-2's at context 1024: 206 MB) go in pieces of whole
+ * rows, each row's loss landing in the scratch the mean is taken over. */
 #include "push.h"
 #include "vk_internal.h"
 
@@ -16,18 +18,24 @@ kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
     kiln_status s = vk_variant(d, "xent_fwd", 1, a->dtype, name);
     if (!s) s = vk_variant(d, "xent_sum", 1, KILN_F32, name2); /* f32 row losses */
     if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
+    int64_t piece;
+    if ((s = vk_rows_per_piece(d, a->rows, a->vocab * es, &piece))) return s;
     kiln_ref rows_ref;
     if ((s = vk_scratch(d, (size_t)a->rows * 8, &rows_ref))) return s;
-    xent_fwd_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), a->smoothing, a->ignore_index};
-    vk_launch l = {.shader = name, .n_ops = 5, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
-    l.spec[0] = vk_row_wg(d, a->vocab);
-    l.ops[0] = vk_in(a->logits, a->rows * a->vocab, vk_elem(a->dtype));
-    l.ops[1] = vk_in(a->targets, a->rows, 4);
-    l.ops[2] = vk_out(a->lse, a->rows, 4);
-    l.ops[3] = vk_out(a->err_flag, 1, 4);
-    l.ops[4] = vk_out(rows_ref, 2 * a->rows, 4);
-    vk_grid_1d(d, (uint64_t)a->rows, l.groups);
-    s = vk_dispatch(d, &l);
+    for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece) {
+        int64_t rn = a->rows - r0 < piece ? a->rows - r0 : piece;
+        xent_fwd_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), a->smoothing, a->ignore_index};
+        vk_launch l = {.shader = name, .n_ops = 5, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        l.spec[0] = vk_row_wg(d, a->vocab);
+        l.ops[0] = vk_in(vk_ref_at(a->logits, r0 * a->vocab * es), rn * a->vocab, es);
+        l.ops[1] = vk_in(vk_ref_at(a->targets, r0 * 4), rn, 4);
+        l.ops[2] = vk_out(vk_ref_at(a->lse, r0 * 4), rn, 4);
+        l.ops[3] = vk_out(a->err_flag, 1, 4);
+        l.ops[4] = vk_out(vk_ref_at(rows_ref, r0 * 8), 2 * rn, 4);
+        vk_grid_1d(d, (uint64_t)rn, l.groups);
+        s = vk_dispatch(d, &l);
+    }
     if (!s) {
         xent_sum_push q = {{0}, vk_u32(a->rows)};
         vk_launch m = {.shader = name2, .n_ops = 3, .push = &q, .push_bytes = sizeof q, .n_spec = 1};
@@ -48,14 +56,19 @@ kiln_status vk_xent_bwd(void *dev, const kiln_xent_args *a) {
     kiln_status s = vk_variant(d, "xent_bwd", 0, a->dtype, name);
     if (s) return s;
     uint32_t es = vk_elem(a->dtype);
-    int64_t n = a->rows * a->vocab;
-    xent_bwd_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab), a->smoothing, a->ignore_index};
-    vk_launch l = {.shader = name, .n_ops = 6, .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->logits, n, es);
-    l.ops[1] = vk_in(a->targets, a->rows, 4);
-    l.ops[2] = vk_in(a->lse, a->rows, 4);
-    l.ops[3] = vk_in(a->count, 1, 4);
-    l.ops[4] = vk_in(a->dloss, 1, 4);
-    l.ops[5] = vk_out(a->dlogits, n, es);
-    return vk_run_flat(d, &l, (uint64_t)n);
+    int64_t piece;
+    if ((s = vk_rows_per_piece(d, a->rows, a->vocab * es, &piece))) return s;
+    for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece) {
+        int64_t rn = a->rows - r0 < piece ? a->rows - r0 : piece, n = rn * a->vocab;
+        xent_bwd_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), a->smoothing, a->ignore_index};
+        vk_launch l = {.shader = name, .n_ops = 6, .push = &p, .push_bytes = sizeof p};
+        l.ops[0] = vk_in(vk_ref_at(a->logits, r0 * a->vocab * es), n, es);
+        l.ops[1] = vk_in(vk_ref_at(a->targets, r0 * 4), rn, 4);
+        l.ops[2] = vk_in(vk_ref_at(a->lse, r0 * 4), rn, 4);
+        l.ops[3] = vk_in(a->count, 1, 4);
+        l.ops[4] = vk_in(a->dloss, 1, 4);
+        l.ops[5] = vk_out(vk_ref_at(a->dlogits, r0 * a->vocab * es), n, es);
+        s = vk_run_flat(d, &l, (uint64_t)n);
+    }
+    return s;
 }
