@@ -533,10 +533,21 @@ kiln_status kiln_vulkan_list(void *out_file) {
         uint32_t api = p->props.apiVersion;
         fprintf(f, "vulkan:%u  %s  [%s%s]%s%s\n", i, p->props.deviceName, type_name(p->props.deviceType),
                 (int)i == best ? ", default" : "", p->unusable ? "  unusable: " : "", p->unusable ? p->unusable : "");
-        fprintf(f, "          driver %s%s%s%s, Vulkan %u.%u.%u, memory %.1f GiB, subgroup size %u\n", p->driver_name,
+        /* memory the host can map in a device-local heap is the host's own (vk_memory.c) */
+        int unified = 0;
+        for (uint32_t t = 0; t < p->mem.memoryTypeCount; t++) {
+            VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+            if ((p->mem.memoryTypes[t].propertyFlags & want) == want) unified = 1;
+        }
+        VkDeviceSize budget = p->device_memory;
+        char used[64] = "";
+        if (vk_memory_budget(p, p->device_memory, unified, &budget) == KILN_OK && budget != p->device_memory)
+            snprintf(used, sizeof used, " (kiln uses up to %.1f GiB)", (double)budget / (1024.0 * 1024.0 * 1024.0));
+        fprintf(f, "          driver %s%s%s%s, Vulkan %u.%u.%u, memory %.1f GiB%s, subgroup size %u\n", p->driver_name,
                 p->driver_info[0] ? " (" : "", p->driver_info, p->driver_info[0] ? ")" : "",
                 VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api), VK_API_VERSION_PATCH(api),
-                (double)p->device_memory / (1024.0 * 1024.0 * 1024.0), c->subgroup_size);
+                (double)p->device_memory / (1024.0 * 1024.0 * 1024.0), used, c->subgroup_size);
         int coop_built = 0;
 #ifdef KILN_VK_HAVE_COOPMAT_SHADER
         coop_built = 1;
@@ -544,9 +555,8 @@ kiln_status kiln_vulkan_list(void *out_file) {
         fprintf(f, "          16-bit storage %s, f16 arithmetic %s, subgroup arithmetic %s, cooperative matrix %s%s\n",
                 yes_no(c->storage16), yes_no(c->float16), yes_no(c->subgroup_arith), yes_no(c->coopmat),
                 c->coopmat && !coop_built ? " (not in this build: glslc lacks GL_KHR_cooperative_matrix)" : "");
-        fprintf(f, "          max buffer %.0f MiB, shared memory %u KiB, workgroup %u invocations%s\n",
-                (double)(c->max_storage_range < c->max_alloc_bytes ? c->max_storage_range : c->max_alloc_bytes) /
-                    (1024.0 * 1024.0),
+        fprintf(f, "          max buffer %.0f MiB (one binding %.0f MiB), shared memory %u KiB, workgroup %u invocations%s\n",
+                (double)c->max_alloc_bytes / (1024.0 * 1024.0), (double)c->max_storage_range / (1024.0 * 1024.0),
                 c->max_shared_bytes / 1024, c->max_wg_invocations,
                 vk_min_limits_mode() ? " (KILN_VK_MIN_LIMITS: Vulkan minimums)" : "");
     }

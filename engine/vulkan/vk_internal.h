@@ -236,6 +236,9 @@ void vk_device_destroy(vk_dev *d);
 
 /* memory */
 kiln_status vk_memory_init(vk_dev *d);
+/* The device memory kiln allows itself: the heap's size, but the host's RAM on a CPU device
+ * whose memory is the host's (`unified`), and at most KILN_VK_HEAP_BUDGET. */
+kiln_status vk_memory_budget(const vk_physical *p, VkDeviceSize heap, int unified, VkDeviceSize *budget);
 void vk_memory_destroy(vk_dev *d);
 kiln_status vk_buf_alloc(vk_dev *d, vk_pool_kind pool, size_t bytes, kiln_buf **out);
 /* Frees at once when no recorded or running work can use the buffer, else when it completes. */

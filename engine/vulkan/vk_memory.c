@@ -85,15 +85,22 @@ kiln_status vk_memory_init(vk_dev *d) {
     VkDeviceSize max_block = d->caps.max_alloc_bytes / VK_ALIGN * VK_ALIGN;
     d->table.max_buffer_bytes = (size_t)max_block;
     d->block_size = VK_STD_BLOCK < max_block ? VK_STD_BLOCK : max_block;
-    d->heap_budget = mp->memoryHeaps[mp->memoryTypes[dev].heapIndex].size;
+    kiln_status s = vk_memory_budget(&d->phys, mp->memoryHeaps[mp->memoryTypes[dev].heapIndex].size, d->unified,
+                                     &d->heap_budget);
+    if (s) return s;
+    return block_create(d, VK_POOL_DEVICE, VK_DUMMY_SLOTS * VK_DUMMY_SLOT_BYTES, 1, &d->dummy_block);
+}
+
+kiln_status vk_memory_budget(const vk_physical *p, VkDeviceSize heap, int unified, VkDeviceSize *budget) {
+    *budget = heap;
     /* A CPU device's memory is the host's. lavapipe (Mesa 22.3) advertises a fixed 2 GiB
      * heap whatever the host has, and allocates with malloc beyond it; GPT-2 small's weights,
      * gradients and Adam moments alone take 1.9 GiB. Budget three quarters of the host's
      * RAM there instead: an allocation the host cannot back still fails with an error. */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (d->phys.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && d->unified && pages > 0 && page > 0) {
+    if (p->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && unified && pages > 0 && page > 0) {
         VkDeviceSize host = (VkDeviceSize)pages * (VkDeviceSize)page / 4 * 3;
-        if (host > d->heap_budget) d->heap_budget = host;
+        if (host > *budget) *budget = host;
     }
     /* KILN_VK_HEAP_BUDGET=BYTES: less, to leave a shared device room for other programs
      * (and for the tests of running out) */
@@ -103,9 +110,9 @@ kiln_status vk_memory_init(vk_dev *d) {
         unsigned long long v = strtoull(cap, &end, 10);
         if (*end || v == 0)
             return kiln_set_error(KILN_ERR_ARGUMENT, "KILN_VK_HEAP_BUDGET=%s: give a positive number of bytes", cap);
-        if (v < d->heap_budget) d->heap_budget = v;
+        if (v < *budget) *budget = v;
     }
-    return block_create(d, VK_POOL_DEVICE, VK_DUMMY_SLOTS * VK_DUMMY_SLOT_BYTES, 1, &d->dummy_block);
+    return KILN_OK;
 }
 
 static kiln_status block_create(vk_dev *d, vk_pool_kind pool, VkDeviceSize size, int dedicated, vk_block **out) {
