@@ -46,8 +46,9 @@ static const gemm_case cases[] = {
     {"batched_shared_a", 20, 50, 300, 3, 1, 0, KILN_F16, KILN_F32, 1.0f, 0.0f, 1, 1, 0, 0},
     {"square_256", 256, 256, 256, 1, 0, 0, KILN_F32, KILN_F32, 1.0f, 0.0f, 0, 0, 0, 0},
     /* several blocks of every CPU-device kernel in both directions, a partial last block,
-     * and a k that leaves a partial unrolled iteration (gemm_shuffle.comp) */
-    {"blocks_tt_batched", 100, 150, 333, 2, 1, 1, KILN_F32, KILN_F32, 1.0f, 0.5f, 1, 0, 0, 0},
+     * and a k that leaves a partial texel and a partial unrolled iteration in both shapes
+     * of gemm_shuffle.comp (83 steps of 4 k: 3 and 2 per iteration) */
+    {"blocks_tt_batched", 100, 150, 329, 2, 1, 1, KILN_F32, KILN_F32, 1.0f, 0.5f, 1, 0, 0, 0},
     /* leading dimensions and offsets in whole texels (16 bytes): the CPU-device kernels pack
      * these through texel fetches (gemm_pack_texel.comp), with partial texels at the ends
      * of rows (k % 4) and of columns (rows % 4) */
@@ -125,7 +126,7 @@ static float *run(kiln_ctx *ctx, const gemm_case *c, const float *av, const floa
 }
 
 /* "" lets vk_gemm.c choose; the others force a kernel (vk_gemm.c, pick_variant) */
-static const char *variants[] = {"", "tiled", "packed", "shuffle"};
+static const char *variants[] = {"", "tiled", "packed", "shuffle", "shuffle16"};
 #define N_VARIANTS (int)(sizeof variants / sizeof variants[0])
 
 START_TEST(gemm_matches_cpu) {

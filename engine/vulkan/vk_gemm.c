@@ -10,7 +10,7 @@
  *    (O(MK + KN)) pays for itself many times over. Then
  *      - gemm_shuffle.comp where a subgroup is 8 lanes with subgroupShuffle (lavapipe):
  *        each lane fetches its own columns of B and one row of A, and shuffles broadcast
- *        A to the other lanes (32 x 64 blocks per subgroup);
+ *        A to the other lanes (32 x 64 or 16 x 64 blocks per subgroup, by host CPU);
  *      - gemm_packed.comp elsewhere (and in the minimum-limits mode): 16 x 24 blocks per
  *        invocation, every operand value fetched by every lane.
  *    docs/benchmarks.md ("GEMM, Vulkan") has the measurements behind these choices.
@@ -94,12 +94,17 @@ static kiln_status gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, u
 
 /* ---- the kernels for CPU devices ---- */
 
-/* gemm_shuffle.comp: 32 x 64 blocks for 8-lane subgroups (the lavapipe case); k padded to
- * whole texels. */
+/* gemm_shuffle.comp for 8-lane subgroups (the lavapipe case), in two block shapes (rows x
+ * columns per subgroup, and k per loop iteration): 32 x 64 with 12 k (gemm_shuffle) and
+ * 16 x 64 with 8 k (gemm_shuffle16, shaders/variants.txt). k is padded to whole texels. */
 #define SHUFFLE_SG 8
-#define SHUFFLE_R 32
 #define SHUFFLE_CB (SHUFFLE_SG * 8)
 #define SHUFFLE_KSTEP 4
+typedef struct shuffle_shape {
+    const char *shader;
+    int64_t rows;
+} shuffle_shape;
+static const shuffle_shape SHUFFLE32 = {"gemm_shuffle", 32}, SHUFFLE16 = {"gemm_shuffle16", 16};
 
 /* Packs op(X) of every batch (or once when shared) into `dst`, `panel` rows or columns per
  * panel. is_b: X is B and its panels are n-major with texels along n (gemm_packed.comp);
@@ -155,9 +160,10 @@ static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int tr
     return vk_dispatch(d, &l);
 }
 
-/* The variants (KILN_VK_GEMM=tiled|packed|shuffle forces one where it applies, for tests
+/* The variants (KILN_VK_GEMM=tiled|packed|shuffle|shuffle16 forces one where it applies, for tests
  * and measurements). */
-typedef enum { GEMM_TILED = 0, GEMM_PACKED, GEMM_SHUFFLE } gemm_variant;
+typedef enum { GEMM_TILED = 0, GEMM_PACKED, GEMM_SHUFFLE, GEMM_SHUFFLE16 } gemm_variant;
+#define N_GEMM_VARIANTS 4
 
 /* Whether packed operands of these shapes fit the device: texel-buffer size, 32-bit
  * texel indices, and the packing grid. r and c are the panel widths of A and B. */
@@ -180,9 +186,12 @@ static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_varian
     case GEMM_PACKED:
         return a->k > 0 && packed_fits(d, a, PACKED_R, PACKED_C, PACKED_KSTEP);
     case GEMM_SHUFFLE:
+    case GEMM_SHUFFLE16: {
         /* the workgroup is one subgroup of exactly SHUFFLE_SG lanes */
+        int64_t rows = v == GEMM_SHUFFLE ? SHUFFLE32.rows : SHUFFLE16.rows;
         return a->k > 0 && d->caps.subgroup_shuffle && d->caps.subgroup_size == SHUFFLE_SG &&
-               d->caps.max_wg_invocations >= SHUFFLE_SG && packed_fits(d, a, SHUFFLE_R, SHUFFLE_CB, SHUFFLE_KSTEP);
+               d->caps.max_wg_invocations >= SHUFFLE_SG && packed_fits(d, a, rows, SHUFFLE_CB, SHUFFLE_KSTEP);
+    }
     }
     return 0;
 }
@@ -194,21 +203,36 @@ int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a) {
     if (d->dclass != VK_CLASS_CPU || a->k == 0 || a->m * a->n * a->k * a->batch < PACKED_MIN_WORK) return 1;
     /* the packed kernels' panels must fit too, or the product would fall to the tiled one,
      * ten times slower on a CPU device */
-    return variant_applies(d, a, GEMM_SHUFFLE) || variant_applies(d, a, GEMM_PACKED);
+    return variant_applies(d, a, GEMM_SHUFFLE) || variant_applies(d, a, GEMM_SHUFFLE16) ||
+           variant_applies(d, a, GEMM_PACKED);
+}
+
+/* Which gemm_shuffle shape suits the CPU that runs the device's shaders (a CPU device is
+ * this host). Measured at 1024^3 (docs/benchmarks.md, "GEMM, Vulkan"): on an AMD Zen 4
+ * the 16-row shape does 44-45 GFLOP per CPU-second against 38-39 for the 32-row one, whose
+ * ~45 KiB loop body overflows Zen's micro-op cache where the 16-row one's (~15 KiB) fits;
+ * on an Intel Xeon (AVX-512) the 32-row shape was the best of seven measured. */
+static gemm_variant host_shuffle_variant(void) {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_is("amd")) return GEMM_SHUFFLE16;
+#endif
+    return GEMM_SHUFFLE;
 }
 
 static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {
     const char *force = getenv("KILN_VK_GEMM");
     if (force && *force) {
-        static const char *names[] = {"tiled", "packed", "shuffle"};
-        for (int v = 0; v < 3; v++)
+        static const char *names[N_GEMM_VARIANTS] = {"tiled", "packed", "shuffle", "shuffle16"};
+        for (int v = 0; v < N_GEMM_VARIANTS; v++)
             if (!strcmp(force, names[v]) && variant_applies(d, a, (gemm_variant)v)) return (gemm_variant)v;
     }
     if (d->dclass != VK_CLASS_CPU) return GEMM_TILED;
     /* gemm_shuffle beats the tiled kernel on lavapipe from 16^3 up (0.16 ms against 0.21,
      * 3.2x at 64^3, 10-20x on thin products like 1 x 1024 x 1024); gemm_packed needs
      * more work to pay for its packing */
-    if (variant_applies(d, a, GEMM_SHUFFLE)) return GEMM_SHUFFLE;
+    gemm_variant shuffle = host_shuffle_variant();
+    if (variant_applies(d, a, shuffle)) return shuffle;
     if (a->m * a->n * a->k * a->batch >= PACKED_MIN_WORK && variant_applies(d, a, GEMM_PACKED)) return GEMM_PACKED;
     return GEMM_TILED;
 }
@@ -260,11 +284,11 @@ static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t e
 
 /* One block per workgroup (= one subgroup). The epilogue is specialized: every load or
  * store in it costs a loop over the lanes, even where a branch skips it (gemm_shuffle.comp). */
-static kiln_status gemm_shuffle(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
+static kiln_status gemm_shuffle(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, shuffle_shape shape) {
     uint64_t c_at = a->c.buf->offset + a->c.off;
     int vec4_c = a->n % SHUFFLE_CB == 0 && c_at % 16 == 0 && a->ldc % 4 == 0 && a->stride_c % 4 == 0;
     uint32_t spec[3] = {a->beta != 0.0f, vk_has(a->bias), (uint32_t)vec4_c};
-    return gemm_on_panels(d, a, ea, eb, "gemm_shuffle", SHUFFLE_R, SHUFFLE_CB, SHUFFLE_KSTEP, 1, 1, spec, 3);
+    return gemm_on_panels(d, a, ea, eb, shape.shader, shape.rows, SHUFFLE_CB, SHUFFLE_KSTEP, 1, 1, spec, 3);
 }
 
 /* One SIMD vector (lavapipe's 8 lanes) per workgroup: many small workgroups balance the
@@ -286,7 +310,9 @@ kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
     if (vk_gemm_coopmat_applies(d, a)) return vk_gemm_coopmat(d, a);
     switch (pick_variant(d, a)) {
     case GEMM_SHUFFLE:
-        return gemm_shuffle(d, a, ea, eb);
+        return gemm_shuffle(d, a, ea, eb, SHUFFLE32);
+    case GEMM_SHUFFLE16:
+        return gemm_shuffle(d, a, ea, eb, SHUFFLE16);
     case GEMM_PACKED:
         return gemm_packed(d, a, ea, eb);
     case GEMM_TILED:
