@@ -100,11 +100,6 @@ static kiln_status gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, u
 #define SHUFFLE_SG 8
 #define SHUFFLE_CB (SHUFFLE_SG * 8)
 #define SHUFFLE_KSTEP 4
-typedef struct shuffle_shape {
-    const char *shader;
-    int64_t rows;
-} shuffle_shape;
-static const shuffle_shape SHUFFLE32 = {"gemm_shuffle", 32}, SHUFFLE16 = {"gemm_shuffle16", 16};
 
 /* Packs op(X) of every batch (or once when shared) into `dst`, `panel` rows or columns per
  * panel. is_b: X is B and its panels are n-major with texels along n (gemm_packed.comp);
@@ -165,6 +160,16 @@ static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int tr
 typedef enum { GEMM_TILED = 0, GEMM_PACKED, GEMM_SHUFFLE, GEMM_SHUFFLE16 } gemm_variant;
 #define N_GEMM_VARIANTS 4
 
+/* The two gemm_shuffle shapes: the shader build and its rows per block. */
+typedef struct shuffle_shape {
+    const char *shader;
+    int64_t rows;
+} shuffle_shape;
+static const shuffle_shape SHUFFLE_SHAPES[N_GEMM_VARIANTS] = {
+    [GEMM_SHUFFLE] = {"gemm_shuffle", 32},
+    [GEMM_SHUFFLE16] = {"gemm_shuffle16", 16},
+};
+
 /* Whether packed operands of these shapes fit the device: texel-buffer size, 32-bit
  * texel indices, and the packing grid. r and c are the panel widths of A and B. */
 static int packed_fits(const vk_dev *d, const kiln_gemm_args *a, int64_t r, int64_t c, int64_t kstep) {
@@ -186,25 +191,13 @@ static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_varian
     case GEMM_PACKED:
         return a->k > 0 && packed_fits(d, a, PACKED_R, PACKED_C, PACKED_KSTEP);
     case GEMM_SHUFFLE:
-    case GEMM_SHUFFLE16: {
+    case GEMM_SHUFFLE16:
         /* the workgroup is one subgroup of exactly SHUFFLE_SG lanes */
-        int64_t rows = v == GEMM_SHUFFLE ? SHUFFLE32.rows : SHUFFLE16.rows;
         return a->k > 0 && d->caps.subgroup_shuffle && d->caps.subgroup_size == SHUFFLE_SG &&
-               d->caps.max_wg_invocations >= SHUFFLE_SG && packed_fits(d, a, rows, SHUFFLE_CB, SHUFFLE_KSTEP);
-    }
+               d->caps.max_wg_invocations >= SHUFFLE_SG &&
+               packed_fits(d, a, SHUFFLE_SHAPES[v].rows, SHUFFLE_CB, SHUFFLE_KSTEP);
     }
     return 0;
-}
-
-int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a) {
-    int64_t bytes[3], limit = (int64_t)d->max_operand_bytes;
-    vk_gemm_spans(a, bytes);
-    if (bytes[0] > limit || bytes[1] > limit || bytes[2] > limit) return 0;
-    if (d->dclass != VK_CLASS_CPU || a->k == 0 || a->m * a->n * a->k * a->batch < PACKED_MIN_WORK) return 1;
-    /* the packed kernels' panels must fit too, or the product would fall to the tiled one,
-     * ten times slower on a CPU device */
-    return variant_applies(d, a, GEMM_SHUFFLE) || variant_applies(d, a, GEMM_SHUFFLE16) ||
-           variant_applies(d, a, GEMM_PACKED);
 }
 
 /* Which gemm_shuffle shape suits the CPU that runs the device's shaders (a CPU device is
@@ -218,6 +211,16 @@ static gemm_variant host_shuffle_variant(void) {
     if (__builtin_cpu_is("amd")) return GEMM_SHUFFLE16;
 #endif
     return GEMM_SHUFFLE;
+}
+
+int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a) {
+    int64_t bytes[3], limit = (int64_t)d->max_operand_bytes;
+    vk_gemm_spans(a, bytes);
+    if (bytes[0] > limit || bytes[1] > limit || bytes[2] > limit) return 0;
+    if (d->dclass != VK_CLASS_CPU || a->k == 0 || a->m * a->n * a->k * a->batch < PACKED_MIN_WORK) return 1;
+    /* the packed kernels' panels must fit too, or the product would fall to the tiled one,
+     * ten times slower on a CPU device */
+    return variant_applies(d, a, host_shuffle_variant()) || variant_applies(d, a, GEMM_PACKED);
 }
 
 static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {
@@ -284,11 +287,12 @@ static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t e
 
 /* One block per workgroup (= one subgroup). The epilogue is specialized: every load or
  * store in it costs a loop over the lanes, even where a branch skips it (gemm_shuffle.comp). */
-static kiln_status gemm_shuffle(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, shuffle_shape shape) {
+static kiln_status gemm_shuffle(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, gemm_variant v) {
     uint64_t c_at = a->c.buf->offset + a->c.off;
     int vec4_c = a->n % SHUFFLE_CB == 0 && c_at % 16 == 0 && a->ldc % 4 == 0 && a->stride_c % 4 == 0;
     uint32_t spec[3] = {a->beta != 0.0f, vk_has(a->bias), (uint32_t)vec4_c};
-    return gemm_on_panels(d, a, ea, eb, shape.shader, shape.rows, SHUFFLE_CB, SHUFFLE_KSTEP, 1, 1, spec, 3);
+    const shuffle_shape *shape = &SHUFFLE_SHAPES[v];
+    return gemm_on_panels(d, a, ea, eb, shape->shader, shape->rows, SHUFFLE_CB, SHUFFLE_KSTEP, 1, 1, spec, 3);
 }
 
 /* One SIMD vector (lavapipe's 8 lanes) per workgroup: many small workgroups balance the
@@ -308,11 +312,11 @@ kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
     if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
     uint32_t ea = a->a_dtype == KILN_F16 ? 2 : 4, eb = a->b_dtype == KILN_F16 ? 2 : 4;
     if (vk_gemm_coopmat_applies(d, a)) return vk_gemm_coopmat(d, a);
-    switch (pick_variant(d, a)) {
+    gemm_variant v = pick_variant(d, a);
+    switch (v) {
     case GEMM_SHUFFLE:
-        return gemm_shuffle(d, a, ea, eb, SHUFFLE32);
     case GEMM_SHUFFLE16:
-        return gemm_shuffle(d, a, ea, eb, SHUFFLE16);
+        return gemm_shuffle(d, a, ea, eb, v);
     case GEMM_PACKED:
         return gemm_packed(d, a, ea, eb);
     case GEMM_TILED:
