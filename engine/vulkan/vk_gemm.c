@@ -202,8 +202,8 @@ static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_varian
 
 /* Which gemm_shuffle shape suits the CPU that runs the device's shaders (a CPU device is
  * this host). Measured at 1024^3 (docs/benchmarks.md, "GEMM, Vulkan"): on an AMD Zen 4
- * the 16-row shape does 44-45 GFLOP per CPU-second against 38-39 for the 32-row one, whose
- * ~45 KiB loop body overflows Zen's micro-op cache where the 16-row one's (~15 KiB) fits;
+ * the 16-row shape does 40-45 GFLOP per CPU-second against 36-39 for the 32-row one, whose
+ * ~45 KiB loop body likely overflows Zen's micro-op cache where the 16-row one's fits;
  * on an Intel Xeon (AVX-512) the 32-row shape was the best of seven measured. */
 static gemm_variant host_shuffle_variant(void) {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
