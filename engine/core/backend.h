@@ -31,6 +31,10 @@ typedef struct kiln_ref {
     size_t off; /* bytes */
 } kiln_ref;
 
+/* v rounded up to a multiple of m (m > 0): tile padding, alignment. One helper for every
+ * backend instead of a copy per file. */
+static inline int64_t kiln_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
 /* ---- argument structs, one per kernel family ---- */
 
 /* C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] (+ bias[n] on every row when present).
