@@ -29,7 +29,7 @@ kiln_loss_scale_opts kiln_loss_scale_defaults(void) {
 #define SCALE_MAX 0x1p126
 static int valid_scale(double s) { return isfinite(s) && s >= SCALE_MIN && s <= SCALE_MAX; }
 
-static kiln_status check_opts(const kiln_loss_scale_opts *o) {
+static kiln_status check_loss_scale_opts(const kiln_loss_scale_opts *o) {
     if (!valid_scale(o->init))
         return kiln_set_error(KILN_ERR_ARGUMENT,
                               "loss scale: the initial scale must lie in [2^-126, 2^126], got %g", o->init);
@@ -47,7 +47,7 @@ static kiln_status check_opts(const kiln_loss_scale_opts *o) {
 kiln_loss_scaler *kiln_loss_scaler_new(kiln_ctx *ctx, const kiln_loss_scale_opts *opts) {
     if (!ctx) return kiln_fail(KILN_ERR_ARGUMENT, "kiln_loss_scaler_new: ctx is NULL");
     kiln_loss_scale_opts o = opts ? *opts : kiln_loss_scale_defaults();
-    if (check_opts(&o)) return NULL;
+    if (check_loss_scale_opts(&o)) return NULL;
     kiln_loss_scaler *ls = calloc(1, sizeof *ls);
     if (!ls) return kiln_fail(KILN_ERR_MEMORY, "out of host memory");
     ls->ctx = ctx;

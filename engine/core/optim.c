@@ -34,7 +34,7 @@ kiln_adam_opts kiln_adam_defaults(void) {
     return o;
 }
 
-static kiln_status check_opts(const kiln_adam_opts *o) {
+static kiln_status check_adam_opts(const kiln_adam_opts *o) {
     if (!(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1))
         return kiln_set_error(KILN_ERR_ARGUMENT,
                               "adam: betas must lie in [0, 1), got beta1 %g and beta2 %g",
@@ -51,7 +51,7 @@ kiln_adam *kiln_adam_new(kiln_ctx *ctx, kiln_tensor *const *params, int count,
     if (!ctx || !params || count <= 0)
         return kiln_fail(KILN_ERR_ARGUMENT, "kiln_adam_new: needs a context and at least one parameter (got %d)", count);
     kiln_adam_opts o = opts ? *opts : kiln_adam_defaults();
-    if (check_opts(&o)) return NULL;
+    if (check_adam_opts(&o)) return NULL;
     for (int i = 0; i < count; i++) {
         if (!params[i]) return kiln_fail(KILN_ERR_ARGUMENT, "kiln_adam_new: parameter %d is NULL", i);
         if (params[i]->dtype != KILN_F32)
@@ -147,7 +147,7 @@ kiln_status kiln_adam_set_half_copies(kiln_adam *opt, kiln_tensor *const *copies
 }
 
 /* The gradient the step reads for parameter i: the f16 copy's in mixed precision. */
-static const kiln_tensor *grad_of(const kiln_adam *opt, int i) {
+static const kiln_tensor *param_grad(const kiln_adam *opt, int i) {
     return opt->copies ? opt->copies[i]->grad : opt->params[i]->grad;
 }
 
@@ -169,7 +169,7 @@ kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step) {
         return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_adam_step: lr must be finite and clip_norm >= 0 (got %g, %g)",
                               (double)step->lr, (double)step->clip_norm);
     for (int i = 0; i < opt->count; i++) {
-        const kiln_tensor *g = grad_of(opt, i);
+        const kiln_tensor *g = param_grad(opt, i);
         if (g && kiln_numel(g) != kiln_numel(opt->params[i]))
             return kiln_set_error(KILN_ERR_SHAPE, "kiln_adam_step: gradient %d has %lld elements, its parameter %lld",
                                   i, (long long)kiln_numel(g), (long long)kiln_numel(opt->params[i]));
@@ -178,7 +178,7 @@ kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step) {
     /* 1-2: the global norm and the coefficient, on the device */
     kiln_status s = kiln_zero(opt->sumsq);
     for (int i = 0; s == KILN_OK && i < opt->count; i++) {
-        const kiln_tensor *g = grad_of(opt, i);
+        const kiln_tensor *g = param_grad(opt, i);
         if (g) s = add_squares(opt, g);
     }
     if (s) return s;
@@ -195,7 +195,7 @@ kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step) {
     float bc1 = (float)(1.0 - pow((double)o->beta1, t));
     float bc2 = (float)(1.0 - pow((double)o->beta2, t));
     for (int i = 0; i < opt->count; i++) {
-        const kiln_tensor *g = grad_of(opt, i);
+        const kiln_tensor *g = param_grad(opt, i);
         if (!g) continue;
         kiln_adam_args a = {
             .param = kiln_ref_of(opt->params[i]),

@@ -105,7 +105,8 @@ static const kiln_backend g_cpu = {
     .probe_dispatch = cpu_probe_dispatch,
 };
 
-static int cpu_threads(void) {
+/* The OpenMP team size the kernels fork (1 without OpenMP). */
+int cpu_max_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
 #else
@@ -118,13 +119,13 @@ kiln_status kiln_cpu_open(int index, const kiln_backend **table, void **dev) {
         return kiln_set_error(KILN_ERR_NO_DEVICE, "cpu:%d does not exist; the cpu backend has one device, cpu:0", index);
     cpu_dev *d = calloc(1, sizeof *d);
     if (!d) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
-    snprintf(d->name, sizeof d->name, "cpu (%d threads)", cpu_threads());
+    snprintf(d->name, sizeof d->name, "cpu (%d threads)", cpu_max_threads());
     *table = &g_cpu;
     *dev = d;
     return KILN_OK;
 }
 
 kiln_status kiln_cpu_list(void *out_file) {
-    fprintf((FILE *)out_file, "cpu:0  reference backend, %d OpenMP threads, f32/f16/i32\n", cpu_threads());
+    fprintf((FILE *)out_file, "cpu:0  reference backend, %d OpenMP threads, f32/f16/i32\n", cpu_max_threads());
     return KILN_OK;
 }

@@ -456,14 +456,6 @@ static void scratch_give(_Atomic(gemm_scratch *) *slot, gemm_scratch *s) {
 
 /* ---- the entry point ---- */
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 static int thread_id(void) {
 #ifdef _OPENMP
     return omp_get_thread_num();
@@ -580,7 +572,7 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
         return KILN_OK;
     }
     const int64_t work = m * n * k;
-    int nt = max_threads();
+    int nt = cpu_max_threads();
     if (work * a->batch < GEMM_PAR_MIN || (nt > 1 && cpu_threads_contended())) nt = 1;
     /* whole GEMMs per thread when there are enough small ones whose outputs do not overlap */
     const int by_batch = nt > 1 && a->batch >= nt && work < GEMM_BATCH_PAR_MAX &&

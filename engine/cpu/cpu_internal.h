@@ -18,6 +18,9 @@ struct kiln_buf {
  * below this a parallel region costs more than it saves. */
 #define CPU_PAR_MIN 32768
 
+/* The OpenMP team size the kernels fork (1 without OpenMP; cpu_backend.c). */
+int cpu_max_threads(void);
+
 /* 1 while the GEMM has recently seen OpenMP joins wait for threads the OS had not
  * scheduled (a loaded machine; defined in cpu_gemm.c). */
 int cpu_threads_contended(void);

@@ -30,14 +30,6 @@
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_probe.h"
 
-static int max_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 /* ---- timer ---- */
 
 kiln_status cpu_timer_begin(void *dev, void **timer) {
@@ -79,7 +71,7 @@ void cpu_driver_info(void *dev, char *buf, size_t size) {
     snprintf(compiler, sizeof compiler, "GCC %d.%d.%d", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
 #endif
 #ifdef _OPENMP
-    snprintf(buf, size, "kiln cpu backend (%s, OpenMP %d, %d threads, %s)", compiler, _OPENMP, max_threads(),
+    snprintf(buf, size, "kiln cpu backend (%s, OpenMP %d, %d threads, %s)", compiler, _OPENMP, cpu_max_threads(),
              isa_name());
 #else
     snprintf(buf, size, "kiln cpu backend (%s, no OpenMP, 1 thread, %s)", compiler, isa_name());
@@ -306,7 +298,7 @@ kiln_status cpu_probe_fma(void *dev, kiln_probe_fma_args *a) {
         return kiln_set_error(KILN_ERR_UNSUPPORTED, "cpu: no %d-lane f32 FMA instruction on this CPU (%s)", a->width,
                               isa_name());
     }
-    if (a->items <= 0) a->items = max_threads();
+    if (a->items <= 0) a->items = cpu_max_threads();
     a->chains = chains;
     int64_t items = a->items, iters = a->iters;
     float mul = a->mul, add = a->add, *out = CPU_HAS(a->out) ? CPU_PTR(a->out, float) : NULL;

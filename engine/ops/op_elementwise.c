@@ -33,12 +33,6 @@ static kiln_status accumulate(kiln_ctx *ctx, kiln_tensor *grad, const kiln_tenso
     return KILN_CALL(ctx, sum_rows, &sr);
 }
 
-/* The gradient of t (NULL when it needs none; an error only when it cannot be made). */
-static kiln_status grad_of(kiln_tensor *t, kiln_tensor **g, int *overwrite) {
-    *g = op_grad_overwrite(t, overwrite);
-    return kiln_requires_grad(t) && !*g ? kiln_error_status() : KILN_OK;
-}
-
 /* da is written before db's gradient is even looked up: when b is a or a view of it, db
  * then accumulates onto a complete da. */
 static kiln_status binary_backward(kiln_tape_rec *rec) {
@@ -49,13 +43,13 @@ static kiln_status binary_backward(kiln_tape_rec *rec) {
     int fresh;
     kiln_status s;
     if (op != KILN_BIN_MUL) {
-        if ((s = grad_of(a, &da, &fresh)) || (da && (s = accumulate(ctx, da, dy, 1.0f, fresh)))) return s;
-        if ((s = grad_of(b, &db, &fresh)) || !db) return s;
+        if ((s = op_grad_to_write(a, &da, &fresh)) || (da && (s = accumulate(ctx, da, dy, 1.0f, fresh)))) return s;
+        if ((s = op_grad_to_write(b, &db, &fresh)) || !db) return s;
         return accumulate(ctx, db, dy, op == KILN_BIN_SUB ? -1.0f : 1.0f, fresh);
     }
     /* da += dy * b: straight into a fresh da (same shape as dy), else through a temporary */
     kiln_tensor *t = NULL;
-    if ((s = grad_of(a, &da, &fresh))) return s;
+    if ((s = op_grad_to_write(a, &da, &fresh))) return s;
     if (da && fresh) {
         if ((s = binary(ctx, KILN_BIN_MUL, dy, b, da))) return s;
     } else if (da) {
@@ -63,7 +57,7 @@ static kiln_status binary_backward(kiln_tape_rec *rec) {
         if ((s = binary(ctx, KILN_BIN_MUL, dy, b, t)) || (s = accumulate(ctx, da, t, 1.0f, 0))) return s;
     }
     /* db += sum over the broadcast of dy * a */
-    if ((s = grad_of(b, &db, &fresh)) || !db) return s;
+    if ((s = op_grad_to_write(b, &db, &fresh)) || !db) return s;
     if (fresh && kiln_numel(db) == kiln_numel(dy)) return binary(ctx, KILN_BIN_MUL, dy, a, db);
     if (!t && !(t = kiln_tensor_temp(ctx, dy->dtype, a->ndim, a->shape))) return kiln_error_status();
     if ((s = binary(ctx, KILN_BIN_MUL, dy, a, t))) return s;

@@ -30,4 +30,20 @@ static inline kiln_tensor *op_grad_overwrite(kiln_tensor *t, int *overwrite) {
     return g;
 }
 
+/* The gradient of t for a rule that may overwrite it (*overwrite as op_grad_overwrite), or
+ * NULL when t needs none. Fails only when t needs a gradient that cannot be allocated. */
+static inline kiln_status op_grad_to_write(kiln_tensor *t, kiln_tensor **g, int *overwrite) {
+    *g = op_grad_overwrite(t, overwrite);
+    return kiln_requires_grad(t) && !*g ? kiln_error_status() : KILN_OK;
+}
+
+/* The gradient of t to accumulate into (zero-filled when new), or NULL when t needs none.
+ * Fails only when t needs a gradient that cannot be allocated. */
+static inline kiln_status op_grad_to_add(kiln_tensor *t, kiln_tensor **g) {
+    *g = NULL;
+    if (!t || !kiln_requires_grad(t)) return KILN_OK;
+    *g = kiln_grad_acc(t);
+    return *g ? KILN_OK : kiln_error_status();
+}
+
 #endif

@@ -6,15 +6,7 @@
 #include <math.h>
 
 #include "core/internal.h"
-
-/* The gradient of t to accumulate into, or NULL when t needs none. Fails only when t needs
- * a gradient and it cannot be allocated. */
-static kiln_status grad_for(kiln_tensor *t, kiln_tensor **g) {
-    *g = NULL;
-    if (!t || !kiln_requires_grad(t)) return KILN_OK;
-    *g = kiln_grad_acc(t);
-    return *g ? KILN_OK : kiln_error_status();
-}
+#include "ops/op_grad.h"
 
 /* Shared checks: x f32 or f16 with at least one dim, weight/bias (optional) [C] of x's
  * dtype, eps >= 0. */
@@ -64,7 +56,7 @@ static kiln_status norm_backward(kiln_tape_rec *rec) {
     kiln_tensor *x = rec->in[0], *weight = rec->in[1], *bias = rec->in[2];
     kiln_tensor *dx, *dweight, *dbias;
     kiln_status s;
-    if ((s = grad_for(x, &dx)) || (s = grad_for(weight, &dweight)) || (s = grad_for(bias, &dbias))) return s;
+    if ((s = op_grad_to_add(x, &dx)) || (s = op_grad_to_add(weight, &dweight)) || (s = op_grad_to_add(bias, &dbias))) return s;
     if (!dx && !dweight && !dbias) return KILN_OK;
     kiln_norm_args a = norm_args(x, weight, bias, rec->saved[0], rec->saved[1], rec->f[0]);
     a.dy = kiln_ref_of(rec->out->grad);

@@ -6,13 +6,6 @@
 #include "core/internal.h"
 #include "ops/op_grad.h"
 
-/* The gradient of t, or NULL when t needs none; *overwrite as op_grad_overwrite. Fails
- * only when t needs a gradient and it cannot be allocated. */
-static kiln_status grad_for(kiln_tensor *t, kiln_tensor **g, int *overwrite) {
-    *g = op_grad_overwrite(t, overwrite);
-    return kiln_requires_grad(t) && !*g ? kiln_error_status() : KILN_OK;
-}
-
 /* ---- split / merge heads ---- */
 
 /* y[a, c, b, d] (+)= x[a, b, c, d] for x viewed as [d0, d1, d2, d3]. */
@@ -111,7 +104,7 @@ static kiln_status concat_backward(kiln_tape_rec *rec) {
     for (int t = 0; t < rec->n_in; t++) {
         kiln_tensor *x = rec->in[t], *dx;
         int fresh;
-        kiln_status s = grad_for(x, &dx, &fresh);
+        kiln_status s = op_grad_to_write(x, &dx, &fresh);
         if (s) return s;
         if (dx && (s = copy_block(rec->out->grad, offset, dx, 0, axis, x->shape[axis], !fresh))) return s;
         offset += x->shape[axis];
