@@ -19,7 +19,7 @@ struct kiln_loss_scaler {
 };
 
 kiln_loss_scale_opts kiln_loss_scale_defaults(void) {
-    kiln_loss_scale_opts o = {65536.0, 2.0, 0.5, 2000};
+    kiln_loss_scale_opts o = {.init = 65536.0, .growth = 2.0, .backoff = 0.5, .interval = 2000};
     return o;
 }
 
@@ -135,7 +135,7 @@ kiln_status kiln_loss_scaled_step(kiln_loss_scaler *ls, kiln_adam *opt,
 }
 
 kiln_loss_scale_state kiln_loss_scaler_state(const kiln_loss_scaler *ls) {
-    kiln_loss_scale_state st = {1.0, 0, 0};
+    kiln_loss_scale_state st = {.scale = 1.0, .clean_steps = 0, .skipped_steps = 0};
     if (ls) {
         st.scale = ls->scale;
         st.clean_steps = ls->clean_steps;

@@ -30,7 +30,7 @@ struct kiln_adam {
 };
 
 kiln_adam_opts kiln_adam_defaults(void) {
-    kiln_adam_opts o = {0.9f, 0.999f, 1e-8f, 0.0f, 1};
+    kiln_adam_opts o = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.0f, .decoupled = 1};
     return o;
 }
 
@@ -154,7 +154,14 @@ static const kiln_tensor *param_grad(const kiln_adam *opt, int i) {
 /* sumsq += sum g^2 for one gradient, f32 or f16 (the reduce kernel reads either and
  * accumulates in f32). */
 static kiln_status add_squares(kiln_adam *opt, const kiln_tensor *g) {
-    kiln_reduce_args r = {kiln_ref_of(g), kiln_ref_of(opt->sumsq), kiln_numel(g), 1.0f, 1, g->dtype};
+    kiln_reduce_args r = {
+        .x = kiln_ref_of(g),
+        .out = kiln_ref_of(opt->sumsq),
+        .n = kiln_numel(g),
+        .alpha = 1.0f,
+        .square = 1,
+        .dtype = g->dtype,
+    };
     return KILN_CALL(opt->ctx, reduce, &r);
 }
 
@@ -183,8 +190,13 @@ kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step) {
     }
     if (s) return s;
     float unscale = step->grad_unscale != 0 ? step->grad_unscale : 1.0f;
-    kiln_clip_args c = {kiln_ref_of(opt->sumsq), kiln_ref_of(opt->coef), kiln_ref_of(opt->norm),
-                        step->clip_norm, unscale};
+    kiln_clip_args c = {
+        .sumsq = kiln_ref_of(opt->sumsq),
+        .coef = kiln_ref_of(opt->coef),
+        .norm = kiln_ref_of(opt->norm),
+        .clip = step->clip_norm,
+        .unscale = unscale,
+    };
     if ((s = KILN_CALL(ctx, clip_coef, &c))) return s;
 
     /* 3: the updates. The counter counts this step even when the skip flag turns out set:

@@ -331,7 +331,7 @@ static kiln_status run_copy(kiln_ctx *ctx, void *arg) {
 static kiln_status check_copy(kiln_ctx *ctx, kiln_ref dst, size_t bytes, float value) {
     for (int i = 0; i < 64; i++) {
         size_t at = (bytes - 16) / 63 * (size_t)i / 16 * 16;
-        kiln_ref r = {dst.buf, dst.off + at};
+        kiln_ref r = {.buf = dst.buf, .off = dst.off + at};
         float got[4];
         kiln_status s = ctx->be->download(ctx->dev, r, got, sizeof got);
         if (s) return s;

@@ -229,7 +229,7 @@ kiln_status kiln_read_scalar(const kiln_tensor *t, float *value) {
 
 kiln_status kiln_fill(kiln_tensor *t, float value) {
     if (!t) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_fill: tensor is NULL");
-    kiln_fill_args a = {kiln_ref_of(t), kiln_numel(t), t->dtype, value};
+    kiln_fill_args a = {.dst = kiln_ref_of(t), .n = kiln_numel(t), .dtype = t->dtype, .value = value};
     return KILN_CALL(t->ctx, fill, &a);
 }
 
@@ -241,7 +241,13 @@ kiln_status kiln_copy(kiln_tensor *dst, const kiln_tensor *src) {
     if (dst->dtype != src->dtype && (dst->dtype == KILN_I32 || src->dtype == KILN_I32))
         return kiln_set_error(KILN_ERR_DTYPE, "kiln_copy: cannot convert %s to %s",
                               kiln_dtype_name(src->dtype), kiln_dtype_name(dst->dtype));
-    kiln_cast_args a = {kiln_ref_of(src), kiln_ref_of(dst), kiln_numel(src), src->dtype, dst->dtype};
+    kiln_cast_args a = {
+        .src = kiln_ref_of(src),
+        .dst = kiln_ref_of(dst),
+        .n = kiln_numel(src),
+        .src_dtype = src->dtype,
+        .dst_dtype = dst->dtype,
+    };
     return KILN_CALL(dst->ctx, cast, &a);
 }
 

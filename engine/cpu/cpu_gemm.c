@@ -293,7 +293,7 @@ static void pack_b_panel(float *dst, const gemm_operand *B, int64_t p0, int64_t 
 
 /* K == 0: C = beta C + bias. */
 static void gemm_empty_k(const gemm_plan *g) {
-    cpu_gemm_epilogue e = {g->alpha, g->beta, g->bias, 1};
+    cpu_gemm_epilogue e = {.alpha = g->alpha, .beta = g->beta, .bias = g->bias, .first = 1};
     const float zero[1] = {0};
     for (int64_t i = 0; i < g->m; i++)
         for (int64_t j = 0; j < g->n; j++) {
@@ -334,7 +334,7 @@ static void gemm_task(const gemm_plan *g, const gemm_chunk *ch, const float *apa
     float *c = g->c + (ch->i0 + r0) * g->ldc;
     for (int64_t pc = 0; pc < k; pc += g->kc) {
         const int64_t kb = k - pc < g->kc ? k - pc : g->kc;
-        cpu_gemm_epilogue e = {g->alpha, g->beta, NULL, pc == 0};
+        cpu_gemm_epilogue e = {.alpha = g->alpha, .beta = g->beta, .bias = NULL, .first = pc == 0};
         for (int64_t q = q0; q < q1; q++) { /* this B slice stays in L1 ... */
             const int64_t j = ch->jc + q * nr;
             const int nv = g->n - j < nr ? (int)(g->n - j) : nr;
@@ -361,7 +361,7 @@ static void gemm_run(const gemm_plan *g, gemm_team *team, int nt, int64_t *base_
         const int64_t n_ic = (rows + g->mc - 1) / g->mc;
         for (int64_t jc = 0; jc < g->n; jc += g->nb) {
             const int64_t cols = g->n - jc < g->nb ? g->n - jc : g->nb;
-            gemm_chunk ch = {i0, rows, jc, (cols + nr - 1) / nr, 1};
+            gemm_chunk ch = {.i0 = i0, .rows = rows, .jc = jc, .b_panels = (cols + nr - 1) / nr, .n_js = 1};
             /* with few row blocks, cut the columns too, so that every thread has work */
             if (nt > 1) ch.n_js = (2 * nt + n_ic - 1) / n_ic;
             if (ch.n_js > ch.b_panels) ch.n_js = ch.b_panels;
@@ -464,7 +464,6 @@ static int thread_id(void) {
 #endif
 }
 
-static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 /* The plan of batch entry b. */
 static gemm_plan plan_of(const gemm_plan *base, const kiln_gemm_args *a, int64_t b) {
@@ -520,7 +519,7 @@ static kiln_status gemm_f16_output(void *dev, const kiln_gemm_args *a) {
         for (int64_t b = 0; b < batch; b++)
             for (int64_t i = 0; i < m; i++)
                 kiln_f16_to_f32_n(c16 + b * a->stride_c + i * a->ldc, c32 + (b * m + i) * n, n);
-    struct kiln_buf buf = {c32, scratch->bytes};
+    struct kiln_buf buf = {.ptr = c32, .size = scratch->bytes};
     kiln_gemm_args w = *a;
     w.c = (kiln_ref){&buf, 0};
     w.c_dtype = KILN_F32;
@@ -547,15 +546,23 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     const cpu_gemm_kernel *kn = cpu_gemm_active_kernel();
     const int64_t m = a->m, n = a->n, k = a->k;
 
-    gemm_plan base_plan = {kn,
-                           {CPU_PTR(a->a, char), a->a_dtype, a->lda, a->trans_a},
-                           {CPU_PTR(a->b, char), a->b_dtype, a->ldb, a->trans_b},
-                           CPU_PTR(a->c, float), a->ldc,
-                           CPU_HAS(a->bias) ? CPU_PTR(a->bias, float) : NULL,
-                           m, n, k, 0, 0, 0, 0, a->alpha, a->beta};
+    gemm_plan base_plan = {
+        .kn = kn,
+        .a = {.base = CPU_PTR(a->a, char), .dtype = a->a_dtype, .ld = a->lda, .trans = a->trans_a},
+        .b = {.base = CPU_PTR(a->b, char), .dtype = a->b_dtype, .ld = a->ldb, .trans = a->trans_b},
+        .c = CPU_PTR(a->c, float),
+        .ldc = a->ldc,
+        .bias = CPU_HAS(a->bias) ? CPU_PTR(a->bias, float) : NULL,
+        .m = m,
+        .n = n,
+        .k = k,
+        /* mb, nb, mc and kc: set below, once the blocking is chosen */
+        .alpha = a->alpha,
+        .beta = a->beta,
+    };
     /* even row blocks of about GEMM_MC rows, whole MR panels */
     const int64_t n_ic = (m + GEMM_MC - 1) / GEMM_MC;
-    base_plan.mc = round_up((m + n_ic - 1) / n_ic, kn->mr);
+    base_plan.mc = kiln_round_up((m + n_ic - 1) / n_ic, kn->mr);
     base_plan.kc = GEMM_KC;
     /* chunks: as much of C as packs of at most GEMM_PACK_MAX floats cover */
     const int64_t kk = k > 0 ? k : 1; /* the packs hold all of K */
@@ -578,8 +585,8 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     const int by_batch = nt > 1 && a->batch >= nt && work < GEMM_BATCH_PAR_MAX &&
                          a->stride_c >= (m - 1) * a->ldc + n;
     const int n_packs = by_batch ? nt : 1; /* one pair of packs per thread, or one shared */
-    const size_t bpack_floats = (size_t)(round_up(base_plan.nb, kn->nr) * kk);
-    const size_t apack_floats = (size_t)(round_up(base_plan.mb, kn->mr) * kk);
+    const size_t bpack_floats = (size_t)(kiln_round_up(base_plan.nb, kn->nr) * kk);
+    const size_t apack_floats = (size_t)(kiln_round_up(base_plan.mb, kn->mr) * kk);
     const size_t pair = (bpack_floats + apack_floats + 15) / 16 * 16; /* keep 64-byte alignment */
     const size_t bytes = (size_t)n_packs * pair * sizeof(float);
     gemm_scratch *scratch = scratch_take(&g_scratch, bytes);

@@ -48,7 +48,16 @@ static void micro_generic(int64_t kc, const float *a, const float *b, float *c, 
     cpu_gemm_store_tile(tile, GENERIC_NR, c, ldc, mv, nv, e);
 }
 
-static const cpu_gemm_kernel k_generic = {"generic", GENERIC_MR, GENERIC_NR, micro_generic, NULL, NULL, NULL, NULL};
+static const cpu_gemm_kernel k_generic = {
+    .name = "generic",
+    .mr = GENERIC_MR,
+    .nr = GENERIC_NR,
+    .run = micro_generic,
+    .pack_a = NULL,
+    .pack_at = NULL,
+    .pack_b = NULL,
+    .pack_bt = NULL,
+};
 
 #ifdef CPU_GEMM_X86
 
@@ -140,8 +149,16 @@ __attribute__((target("avx2,fma"))) static void pack_at_avx2(float *dst, const f
         _mm256_maskstore_ps(dst, six, _mm256_maskload_ps(src, six));
 }
 
-static const cpu_gemm_kernel k_avx2 = {"avx2",      AVX2_MR,      AVX2_NR,     micro_avx2,
-                                       pack_a_avx2, pack_at_avx2, pack_b_avx2, pack_bt_avx2};
+static const cpu_gemm_kernel k_avx2 = {
+    .name = "avx2",
+    .mr = AVX2_MR,
+    .nr = AVX2_NR,
+    .run = micro_avx2,
+    .pack_a = pack_a_avx2,
+    .pack_at = pack_at_avx2,
+    .pack_b = pack_b_avx2,
+    .pack_bt = pack_bt_avx2,
+};
 
 /* ---- AVX-512: 12 x 32 ---- */
 #define AVX512_MR 12
@@ -255,8 +272,16 @@ __attribute__((target("avx512f"))) static void pack_at_avx512(float *dst, const 
         _mm512_mask_storeu_ps(dst, twelve, _mm512_maskz_loadu_ps(twelve, src));
 }
 
-static const cpu_gemm_kernel k_avx512 = {"avx512",      AVX512_MR,      AVX512_NR,     micro_avx512,
-                                         pack_a_avx512, pack_at_avx512, pack_b_avx512, pack_bt_avx512};
+static const cpu_gemm_kernel k_avx512 = {
+    .name = "avx512",
+    .mr = AVX512_MR,
+    .nr = AVX512_NR,
+    .run = micro_avx512,
+    .pack_a = pack_a_avx512,
+    .pack_at = pack_at_avx512,
+    .pack_b = pack_b_avx512,
+    .pack_bt = pack_bt_avx512,
+};
 
 #endif /* CPU_GEMM_X86 */
 

@@ -123,7 +123,7 @@ static kiln_status xent_bwd_f16(void *dev, const kiln_xent_args *a) {
     kiln_status s = z && dz ? KILN_OK : kiln_set_error(KILN_ERR_MEMORY, "cpu xent_bwd: out of memory for f32 logits");
     const uint16_t *logits = CPU_PTR(a->logits, uint16_t);
     uint16_t *dlogits = CPU_PTR(a->dlogits, uint16_t);
-    struct kiln_buf zb = {z, floats * sizeof *z}, dzb = {dz, floats * sizeof *dz};
+    struct kiln_buf zb = {.ptr = z, .size = floats * sizeof *z}, dzb = {dz, floats * sizeof *dz};
     for (int64_t r0 = 0; s == KILN_OK && r0 < rows; r0 += block) {
         const int64_t len = rows - r0 < block ? rows - r0 : block;
         kiln_f16_to_f32_n(logits + r0 * vocab, z, len * vocab);

@@ -2,7 +2,8 @@
  * f16 (y, dy and dx take x's dtype). */
 #include "core/internal.h"
 
-static const char *const g_act_names[] = {"gelu", "relu", "silu", "relu2"};
+static const char *const g_act_names[] = {
+    [KILN_ACT_GELU] = "gelu", [KILN_ACT_RELU] = "relu", [KILN_ACT_SILU] = "silu", [KILN_ACT_RELU2] = "relu2"};
 
 /* dx += dy * f'(x): the kernel recomputes f'(x) from the saved input. */
 static kiln_status activation_backward(kiln_tape_rec *rec) {

@@ -10,7 +10,12 @@ kiln_tensor *kiln_sinusoid_table(kiln_ctx *ctx, int64_t positions, int64_t chann
     int64_t shape[2] = {positions, channels};
     kiln_tensor *out = kiln_op_output(ctx, KILN_F32, 2, shape);
     if (!out) return NULL;
-    kiln_sinusoid_args a = {kiln_ref_of(out), positions, channels, out->dtype};
+    kiln_sinusoid_args a = {
+        .out = kiln_ref_of(out),
+        .positions = positions,
+        .channels = channels,
+        .dtype = out->dtype,
+    };
     if (KILN_CALL(ctx, sinusoid, &a)) return NULL;
     return out;
 }
@@ -33,6 +38,11 @@ kiln_status kiln_check_finite(kiln_tensor *x, kiln_tensor *flag) {
     }
     if (x->ctx != flag->ctx)
         return kiln_set_error(KILN_ERR_ARGUMENT, "check_finite: x and flag belong to different contexts");
-    kiln_finite_args a = {kiln_ref_of(x), kiln_ref_of(flag), kiln_numel(x), x->dtype};
+    kiln_finite_args a = {
+        .x = kiln_ref_of(x),
+        .flag = kiln_ref_of(flag),
+        .n = kiln_numel(x),
+        .dtype = x->dtype,
+    };
     return KILN_CALL(x->ctx, check_finite, &a);
 }

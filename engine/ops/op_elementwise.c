@@ -13,8 +13,15 @@ static int broadcast_ok(const kiln_tensor *a, const kiln_tensor *b) {
 
 static kiln_status binary(kiln_ctx *ctx, kiln_binary_op op, const kiln_tensor *a,
                           const kiln_tensor *b, kiln_tensor *out) {
-    kiln_binary_args args = {kiln_ref_of(a), kiln_ref_of(b), kiln_ref_of(out), kiln_numel(a),
-                             kiln_numel(b), op, out->dtype};
+    kiln_binary_args args = {
+        .a = kiln_ref_of(a),
+        .b = kiln_ref_of(b),
+        .out = kiln_ref_of(out),
+        .n = kiln_numel(a),
+        .nb = kiln_numel(b),
+        .op = op,
+        .dtype = out->dtype,
+    };
     return KILN_CALL(ctx, binary, &args);
 }
 
@@ -24,12 +31,26 @@ static kiln_status binary(kiln_ctx *ctx, kiln_binary_op op, const kiln_tensor *a
 static kiln_status accumulate(kiln_ctx *ctx, kiln_tensor *grad, const kiln_tensor *g, float alpha, int overwrite) {
     int64_t n = kiln_numel(g), nb = kiln_numel(grad);
     if (n == nb) {
-        kiln_axpby_args ax = {kiln_ref_of(g), kiln_ref_of(grad), {0, 0}, {0, 0}, n, alpha, overwrite ? 0.0f : 1.0f, g->dtype};
+        kiln_axpby_args ax = {
+            .x = kiln_ref_of(g),
+            .y = kiln_ref_of(grad),
+            .n = n,
+            .alpha = alpha,
+            .beta = overwrite ? 0.0f : 1.0f,
+            .dtype = g->dtype,
+        };
         return KILN_CALL(ctx, axpby, &ax);
     }
     kiln_status s = overwrite ? kiln_zero(grad) : KILN_OK; /* sum_rows only accumulates */
     if (s) return s;
-    kiln_sum_rows_args sr = {kiln_ref_of(g), kiln_ref_of(grad), n / nb, nb, alpha, g->dtype};
+    kiln_sum_rows_args sr = {
+        .x = kiln_ref_of(g),
+        .out = kiln_ref_of(grad),
+        .rows = n / nb,
+        .cols = nb,
+        .alpha = alpha,
+        .dtype = g->dtype,
+    };
     return KILN_CALL(ctx, sum_rows, &sr);
 }
 
@@ -64,7 +85,7 @@ static kiln_status binary_backward(kiln_tape_rec *rec) {
     return accumulate(ctx, db, t, 1.0f, fresh);
 }
 
-static const char *const g_names[] = {"add", "sub", "mul"};
+static const char *const g_names[] = {[KILN_BIN_ADD] = "add", [KILN_BIN_SUB] = "sub", [KILN_BIN_MUL] = "mul"};
 
 static kiln_tensor *binary_op(kiln_tensor *a, kiln_tensor *b, kiln_binary_op op) {
     if (!kiln_inputs_ok(2, a, b)) return NULL;
@@ -103,7 +124,14 @@ kiln_tensor *kiln_scale(kiln_tensor *x, float alpha) {
     kiln_ctx *ctx = x->ctx;
     kiln_tensor *y = kiln_op_output(ctx, x->dtype, x->ndim, x->shape);
     if (!y) return NULL;
-    kiln_axpby_args ax = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), alpha, 0.0f, x->dtype};
+    kiln_axpby_args ax = {
+        .x = kiln_ref_of(x),
+        .y = kiln_ref_of(y),
+        .n = kiln_numel(x),
+        .alpha = alpha,
+        .beta = 0.0f,
+        .dtype = x->dtype,
+    };
     if (KILN_CALL(ctx, axpby, &ax)) return NULL;
     if (kiln_needs_tape(ctx, 1, &x)) {
         kiln_tape_rec *rec = kiln_tape_push(ctx, scale_backward, y, 1, &x);

@@ -127,7 +127,14 @@ static kiln_status matmul_backward(kiln_tape_rec *rec) {
     }
     kiln_tensor *dbias = kiln_grad_acc(bias);
     if (dbias) {
-        kiln_sum_rows_args sr = {kiln_ref_of(dc), kiln_ref_of(dbias), m * d.batch, n, 1.0f, dc->dtype};
+        kiln_sum_rows_args sr = {
+            .x = kiln_ref_of(dc),
+            .out = kiln_ref_of(dbias),
+            .rows = m * d.batch,
+            .cols = n,
+            .alpha = 1.0f,
+            .dtype = dc->dtype,
+        };
         s = KILN_CALL(ctx, sum_rows, &sr);
     }
     return s;
@@ -155,7 +162,13 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b, kiln_tensor *bias, int 
     const kiln_tensor *bias32 = bias;
     if (bias && bias->dtype != KILN_F32) {
         kiln_tensor *t = kiln_tensor_temp(ctx, KILN_F32, 1, bias->shape);
-        kiln_cast_args cast = {kiln_ref_of(bias), kiln_ref_of(t), d.n, bias->dtype, KILN_F32};
+        kiln_cast_args cast = {
+            .src = kiln_ref_of(bias),
+            .dst = kiln_ref_of(t),
+            .n = d.n,
+            .src_dtype = bias->dtype,
+            .dst_dtype = KILN_F32,
+        };
         if (!t || KILN_CALL(ctx, cast, &cast)) return NULL;
         bias32 = t;
     }

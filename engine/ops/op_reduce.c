@@ -13,7 +13,14 @@ static kiln_status sum_backward(kiln_tape_rec *rec) {
     int fresh;
     kiln_tensor *dx = op_grad_overwrite(x, &fresh);
     if (!dx) return kiln_error_status();
-    kiln_axpby_args a = {{0, 0}, kiln_ref_of(dx), kiln_ref_of(dy), {0, 0}, kiln_numel(x), rec->f[0], fresh ? 0.0f : 1.0f, dx->dtype};
+    kiln_axpby_args a = {
+        .y = kiln_ref_of(dx),
+        .num = kiln_ref_of(dy),
+        .n = kiln_numel(x),
+        .alpha = rec->f[0],
+        .beta = fresh ? 0.0f : 1.0f,
+        .dtype = dx->dtype,
+    };
     return KILN_CALL(x->ctx, axpby, &a);
 }
 
@@ -24,7 +31,14 @@ static kiln_tensor *scaled_sum(kiln_tensor *x, float alpha_per_n, const char *na
     float alpha = alpha_per_n != 0 ? 1.0f / (float)kiln_numel(x) : 1.0f;
     kiln_tensor *y = kiln_op_output(ctx, KILN_F32, 0, NULL);
     if (!y) return NULL;
-    kiln_reduce_args a = {kiln_ref_of(x), kiln_ref_of(y), kiln_numel(x), alpha, 0, x->dtype};
+    kiln_reduce_args a = {
+        .x = kiln_ref_of(x),
+        .out = kiln_ref_of(y),
+        .n = kiln_numel(x),
+        .alpha = alpha,
+        .square = 0,
+        .dtype = x->dtype,
+    };
     if (KILN_CALL(ctx, reduce, &a)) return NULL;
     if (kiln_needs_tape(ctx, 1, &x)) {
         kiln_tape_rec *rec = kiln_tape_push(ctx, sum_backward, y, 1, &x);
@@ -48,8 +62,16 @@ static kiln_status global_norm_backward(kiln_tape_rec *rec) {
         int fresh;
         kiln_tensor *dx = op_grad_overwrite(x, &fresh);
         if (!dx) return kiln_error_status();
-        kiln_axpby_args a = {kiln_ref_of(x), kiln_ref_of(dx), kiln_ref_of(dout), kiln_ref_of(norm),
-                             kiln_numel(x), 1.0f, fresh ? 0.0f : 1.0f, x->dtype};
+        kiln_axpby_args a = {
+            .x = kiln_ref_of(x),
+            .y = kiln_ref_of(dx),
+            .num = kiln_ref_of(dout),
+            .den = kiln_ref_of(norm),
+            .n = kiln_numel(x),
+            .alpha = 1.0f,
+            .beta = fresh ? 0.0f : 1.0f,
+            .dtype = x->dtype,
+        };
         kiln_status s = KILN_CALL(x->ctx, axpby, &a);
         if (s) return s;
     }
@@ -76,7 +98,14 @@ kiln_tensor *kiln_global_norm(kiln_tensor *const *xs, int count) {
     kiln_tensor *norm = kiln_op_output(ctx, KILN_F32, 0, NULL);
     if (!sumsq || !norm || kiln_zero(sumsq)) return NULL;
     for (int t = 0; t < count; t++) {
-        kiln_reduce_args r = {kiln_ref_of(xs[t]), kiln_ref_of(sumsq), kiln_numel(xs[t]), 1.0f, 1, xs[t]->dtype};
+        kiln_reduce_args r = {
+            .x = kiln_ref_of(xs[t]),
+            .out = kiln_ref_of(sumsq),
+            .n = kiln_numel(xs[t]),
+            .alpha = 1.0f,
+            .square = 1,
+            .dtype = xs[t]->dtype,
+        };
         if (KILN_CALL(ctx, reduce, &r)) return NULL;
     }
     kiln_act_args a = {0};

@@ -11,7 +11,16 @@
 /* y[a, c, b, d] (+)= x[a, b, c, d] for x viewed as [d0, d1, d2, d3]. */
 static kiln_status swap_axes(kiln_ctx *ctx, const kiln_tensor *x, kiln_tensor *y, int64_t d0, int64_t d1,
                              int64_t d2, int64_t d3, int accumulate) {
-    kiln_permute_args a = {kiln_ref_of(x), kiln_ref_of(y), d0, d1, d2, d3, accumulate, x->dtype};
+    kiln_permute_args a = {
+        .x = kiln_ref_of(x),
+        .y = kiln_ref_of(y),
+        .d0 = d0,
+        .d1 = d1,
+        .d2 = d2,
+        .d3 = d3,
+        .accumulate = accumulate,
+        .dtype = x->dtype,
+    };
     return KILN_CALL(ctx, permute, &a);
 }
 
@@ -195,13 +204,26 @@ kiln_tensor *kiln_slice(kiln_tensor *x, int axis, int64_t start, int64_t len) {
 /* ---- cast ---- */
 
 static kiln_status cast_into(const kiln_tensor *src, kiln_tensor *dst) {
-    kiln_cast_args a = {kiln_ref_of(src), kiln_ref_of(dst), kiln_numel(src), src->dtype, dst->dtype};
+    kiln_cast_args a = {
+        .src = kiln_ref_of(src),
+        .dst = kiln_ref_of(dst),
+        .n = kiln_numel(src),
+        .src_dtype = src->dtype,
+        .dst_dtype = dst->dtype,
+    };
     return KILN_CALL(dst->ctx, cast, &a);
 }
 
 /* y += x over tensors of one dtype and size (in f16: load, add in f32, round once). */
 static kiln_status add_into(const kiln_tensor *x, kiln_tensor *y) {
-    kiln_axpby_args a = {kiln_ref_of(x), kiln_ref_of(y), {0, 0}, {0, 0}, kiln_numel(x), 1.0f, 1.0f, y->dtype};
+    kiln_axpby_args a = {
+        .x = kiln_ref_of(x),
+        .y = kiln_ref_of(y),
+        .n = kiln_numel(x),
+        .alpha = 1.0f,
+        .beta = 1.0f,
+        .dtype = y->dtype,
+    };
     return KILN_CALL(y->ctx, axpby, &a);
 }
 
