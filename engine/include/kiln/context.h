@@ -1,4 +1,14 @@
-/* Contexts: one opened device, its memory, its tape and its per-step arena. */
+/* Contexts: one opened device, its memory, its tape and its per-step arena.
+ *
+ * Threads. A context and everything made from it (its tensors, tape, arena, optimizers and
+ * loss scalers) belong to one thread at a time: calls on one context must not overlap; a
+ * program that hands a context to another thread orders the hand-over itself (a mutex, a
+ * join). Different contexts may be used from different threads at the same time, on the
+ * same device or on different ones. kiln_open and kiln_close may be called from any thread
+ * at any time (the backends guard their process-wide state: the Vulkan instance and its list
+ * of open devices, the OpenCL program cache). kiln_error_message and kiln_error_status read
+ * the calling thread's last error. The library starts its own threads only inside a call
+ * (the CPU backend's OpenMP team) and none outlives it. */
 #ifndef KILN_CONTEXT_H
 #define KILN_CONTEXT_H
 
