@@ -223,20 +223,20 @@ static kiln_status run_layernorm(kiln_ref *r, kiln_dtype dt, const void *p) {
     a.rows = 13, a.cols = 301, a.eps = 1e-5f, a.dtype = dt;
     if (CPU_HAS(r[5])) {
         a.y = r[5];
-        return cpu_layernorm_fwd(NULL, &a);
+        return cpu_norm_fwd(NULL, &a);
     }
     a.dy = r[6], a.dx = r[7];
     a.dweight = r[1].buf ? r[8] : (kiln_ref){0};
     a.dbias = r[2].buf ? r[8] : (kiln_ref){0};
-    return cpu_layernorm_bwd(NULL, &a);
+    return cpu_norm_bwd(NULL, &a);
 }
 
 static kiln_status run_rmsnorm_bwd(kiln_ref *r, kiln_dtype dt, const void *p) {
     (void)p;
     kiln_norm_args a = {0};
     a.x = r[0], a.weight = r[1], a.rstd = r[2], a.dy = r[3], a.dx = r[4], a.dweight = r[5];
-    a.rows = 17, a.cols = 95, a.eps = 1e-6f, a.dtype = dt;
-    return cpu_rmsnorm_bwd(NULL, &a);
+    a.rows = 17, a.cols = 95, a.eps = 1e-6f, a.dtype = dt, a.rms = KILN_ABI_NORM_RMS;
+    return cpu_norm_bwd(NULL, &a);
 }
 
 static kiln_status run_softmax(kiln_ref *r, kiln_dtype dt, const void *p) {

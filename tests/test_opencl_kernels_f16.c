@@ -246,13 +246,9 @@ START_TEST(norms) {
                                 layer ? kiln_ref_of(mean[h]) : (kiln_ref){0, 0}, kiln_ref_of(rstd[h]),
                                 ref(dy, h), ref(dx, h), ref(dw, h), layer ? ref(db, h) : (kiln_ref){0, 0},
                                 ROWS, COLS, 1e-5f, DT(h)};
-            if (layer) {
-                CALL(layernorm_fwd, &a);
-                CALL(layernorm_bwd, &a);
-            } else {
-                CALL(rmsnorm_fwd, &a);
-                CALL(rmsnorm_bwd, &a);
-            }
+            a.rms = layer ? KILN_ABI_NORM_LAYER : KILN_ABI_NORM_RMS;
+            CALL(norm_fwd, &a);
+            CALL(norm_bwd, &a);
         }
         const char *name = layer ? "layernorm" : "rmsnorm";
         expect_rounded_once(y, name);

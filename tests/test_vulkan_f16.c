@@ -102,14 +102,14 @@ static kiln_status embed_bwd(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) {
 }
 static kiln_status norm_fwd(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt, int rms) {
     kiln_norm_args a = {.x = r[0], .weight = r[1], .bias = rms ? (kiln_ref){0, 0} : r[2], .y = r[3],
-                        .mean = rms ? (kiln_ref){0, 0} : r[4], .rstd = r[5], .rows = 7, .cols = 300, .eps = 1e-5f, .dtype = dt};
-    return rms ? BE(c)->rmsnorm_fwd(DEV(c), &a) : BE(c)->layernorm_fwd(DEV(c), &a);
+                        .mean = rms ? (kiln_ref){0, 0} : r[4], .rstd = r[5], .rows = 7, .cols = 300, .eps = 1e-5f, .dtype = dt, .rms = rms};
+    return BE(c)->norm_fwd(DEV(c), &a);
 }
 static kiln_status norm_bwd(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt, int rms) {
     kiln_norm_args a = {.x = r[0], .weight = r[1], .mean = rms ? (kiln_ref){0, 0} : r[2], .rstd = r[3], .dy = r[4],
                         .dx = r[5], .dweight = r[6], .dbias = rms ? (kiln_ref){0, 0} : r[7], .rows = 7, .cols = 300,
-                        .dtype = dt};
-    return rms ? BE(c)->rmsnorm_bwd(DEV(c), &a) : BE(c)->layernorm_bwd(DEV(c), &a);
+                        .dtype = dt, .rms = rms};
+    return BE(c)->norm_bwd(DEV(c), &a);
 }
 static kiln_status layernorm_fwd(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return norm_fwd(c, r, dt, 0); }
 static kiln_status rmsnorm_fwd(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return norm_fwd(c, r, dt, 1); }

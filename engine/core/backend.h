@@ -22,6 +22,7 @@
 #ifndef KILN_CORE_BACKEND_H
 #define KILN_CORE_BACKEND_H
 
+#include "abi/kernel_abi.h"
 #include "kiln/kiln.h"
 
 typedef struct kiln_buf kiln_buf; /* defined by each backend */
@@ -111,13 +112,15 @@ typedef struct kiln_embed_args {
 
 /* LayerNorm over rows of length cols. fwd: y, mean[rows], rstd[rows] (saved). weight and
  * bias are optional. bwd: dx += ..., dweight += ..., dbias += ... (each optional).
- * RMSNorm uses the same struct: no bias, no mean; rstd = rsqrt(mean(x^2) + eps). */
+ * RMSNorm (rms = KILN_ABI_NORM_RMS) uses the same struct: no bias, no mean; rstd =
+ * rsqrt(mean(x^2) + eps). The flag reaches every backend's kernels with this meaning. */
 typedef struct kiln_norm_args {
     kiln_ref x, weight, bias, y, mean, rstd;
     kiln_ref dy, dx, dweight, dbias;
     int64_t rows, cols;
     float eps;
     kiln_dtype dtype; /* x, weight, bias, y, dy, dx, dweight, dbias; mean and rstd are f32 */
+    int rms; /* KILN_ABI_NORM_RMS (1): RMSNorm; KILN_ABI_NORM_LAYER (0): LayerNorm */
 } kiln_norm_args;
 
 /* Masked softmax over [batch, heads, tq, tk]:
@@ -309,10 +312,8 @@ typedef struct kiln_backend {
     kiln_status (*reduce)(void *dev, const kiln_reduce_args *a);
     kiln_status (*embed_fwd)(void *dev, const kiln_embed_args *a);
     kiln_status (*embed_bwd)(void *dev, const kiln_embed_args *a);
-    kiln_status (*layernorm_fwd)(void *dev, const kiln_norm_args *a);
-    kiln_status (*layernorm_bwd)(void *dev, const kiln_norm_args *a);
-    kiln_status (*rmsnorm_fwd)(void *dev, const kiln_norm_args *a);
-    kiln_status (*rmsnorm_bwd)(void *dev, const kiln_norm_args *a);
+    kiln_status (*norm_fwd)(void *dev, const kiln_norm_args *a);
+    kiln_status (*norm_bwd)(void *dev, const kiln_norm_args *a);
     kiln_status (*softmax_fwd)(void *dev, const kiln_softmax_args *a);
     kiln_status (*softmax_bwd)(void *dev, const kiln_softmax_args *a);
     kiln_status (*entropy_fwd)(void *dev, const kiln_entropy_args *a);

@@ -37,8 +37,8 @@ static kiln_status norm_f16(void *dev, const kiln_norm_args *a, kiln_status (*ke
     return cpu_widen_finish(&s, s.status ? s.status : kernel(dev, &w));
 }
 
-kiln_status cpu_layernorm_fwd(void *dev, const kiln_norm_args *a) {
-    if (a->dtype != KILN_F32) return norm_f16(dev, a, cpu_layernorm_fwd, "layernorm_fwd");
+static kiln_status layernorm_fwd(void *dev, const kiln_norm_args *a) {
+    if (a->dtype != KILN_F32) return norm_f16(dev, a, layernorm_fwd, "layernorm_fwd");
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
     const float *w = CPU_HAS(a->weight) ? CPU_PTR(a->weight, float) : NULL;
@@ -70,8 +70,8 @@ kiln_status cpu_layernorm_fwd(void *dev, const kiln_norm_args *a) {
     return KILN_OK;
 }
 
-kiln_status cpu_rmsnorm_fwd(void *dev, const kiln_norm_args *a) {
-    if (a->dtype != KILN_F32) return norm_f16(dev, a, cpu_rmsnorm_fwd, "rmsnorm_fwd");
+static kiln_status rmsnorm_fwd(void *dev, const kiln_norm_args *a) {
+    if (a->dtype != KILN_F32) return norm_f16(dev, a, rmsnorm_fwd, "rmsnorm_fwd");
     (void)dev;
     const float *x = CPU_PTR(a->x, float);
     const float *w = CPU_HAS(a->weight) ? CPU_PTR(a->weight, float) : NULL;
@@ -173,8 +173,8 @@ static void norm_param_grads(const kiln_norm_args *a, const float *mean) {
     }
 }
 
-kiln_status cpu_layernorm_bwd(void *dev, const kiln_norm_args *a) {
-    if (a->dtype != KILN_F32) return norm_f16(dev, a, cpu_layernorm_bwd, "layernorm_bwd");
+static kiln_status layernorm_bwd(void *dev, const kiln_norm_args *a) {
+    if (a->dtype != KILN_F32) return norm_f16(dev, a, layernorm_bwd, "layernorm_bwd");
     (void)dev;
     const float *mean = CPU_PTR(a->mean, float);
     if (CPU_HAS(a->dx)) norm_input_grad(a, mean);
@@ -182,10 +182,18 @@ kiln_status cpu_layernorm_bwd(void *dev, const kiln_norm_args *a) {
     return KILN_OK;
 }
 
-kiln_status cpu_rmsnorm_bwd(void *dev, const kiln_norm_args *a) {
-    if (a->dtype != KILN_F32) return norm_f16(dev, a, cpu_rmsnorm_bwd, "rmsnorm_bwd");
+static kiln_status rmsnorm_bwd(void *dev, const kiln_norm_args *a) {
+    if (a->dtype != KILN_F32) return norm_f16(dev, a, rmsnorm_bwd, "rmsnorm_bwd");
     (void)dev;
     if (CPU_HAS(a->dx)) norm_input_grad(a, NULL);
     norm_param_grads(a, NULL);
     return KILN_OK;
+}
+
+kiln_status cpu_norm_fwd(void *dev, const kiln_norm_args *a) {
+    return a->rms ? rmsnorm_fwd(dev, a) : layernorm_fwd(dev, a);
+}
+
+kiln_status cpu_norm_bwd(void *dev, const kiln_norm_args *a) {
+    return a->rms ? rmsnorm_bwd(dev, a) : layernorm_bwd(dev, a);
 }

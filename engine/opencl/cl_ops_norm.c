@@ -2,7 +2,7 @@
  * are in the args' dtype (the f16 or f32 variant of the family), mean and rstd in f32. */
 #include "opencl/cl_internal.h"
 
-kiln_status cl_layernorm_fwd(void *dev, const kiln_norm_args *a) {
+static kiln_status cl_layernorm_fwd(void *dev, const kiln_norm_args *a) {
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(dev, "layernorm", "layernorm_fwd", a->dtype);
     cl_arg_ref(&c, a->x, es);
@@ -20,7 +20,7 @@ kiln_status cl_layernorm_fwd(void *dev, const kiln_norm_args *a) {
     return cl_run_rows(&c, (size_t)a->rows);
 }
 
-kiln_status cl_rmsnorm_fwd(void *dev, const kiln_norm_args *a) {
+static kiln_status cl_rmsnorm_fwd(void *dev, const kiln_norm_args *a) {
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(dev, "layernorm", "rmsnorm_fwd", a->dtype);
     cl_arg_ref(&c, a->x, es);
@@ -74,5 +74,12 @@ static kiln_status norm_bwd(cl_dev *d, const kiln_norm_args *a, int layer) {
     return s;
 }
 
-kiln_status cl_layernorm_bwd(void *dev, const kiln_norm_args *a) { return norm_bwd(dev, a, 1); }
-kiln_status cl_rmsnorm_bwd(void *dev, const kiln_norm_args *a) { return norm_bwd(dev, a, 0); }
+static kiln_status cl_layernorm_bwd(void *dev, const kiln_norm_args *a) { return norm_bwd(dev, a, 1); }
+static kiln_status cl_rmsnorm_bwd(void *dev, const kiln_norm_args *a) { return norm_bwd(dev, a, 0); }
+
+kiln_status cl_norm_fwd(void *dev, const kiln_norm_args *a) {
+    return a->rms ? cl_rmsnorm_fwd(dev, a) : cl_layernorm_fwd(dev, a);
+}
+kiln_status cl_norm_bwd(void *dev, const kiln_norm_args *a) {
+    return a->rms ? cl_rmsnorm_bwd(dev, a) : cl_layernorm_bwd(dev, a);
+}

@@ -5,6 +5,7 @@
  * bias, y and the gradients share one dtype (f32 or f16); the statistics are always f32. */
 #include <math.h>
 
+#include "abi/kernel_abi.h"
 #include "core/internal.h"
 #include "ops/op_grad.h"
 
@@ -36,7 +37,7 @@ static kiln_status check_norm(const char *name, const kiln_tensor *x, const kiln
 
 /* Fills the parts of the kernel arguments that forward and backward share. */
 static kiln_norm_args norm_args(const kiln_tensor *x, const kiln_tensor *weight, const kiln_tensor *bias,
-                                const kiln_tensor *mean, const kiln_tensor *rstd, float eps) {
+                                const kiln_tensor *mean, const kiln_tensor *rstd, float eps, int rms) {
     kiln_norm_args a = {0};
     a.x = kiln_ref_of(x);
     a.weight = kiln_ref_of(weight);
@@ -46,6 +47,7 @@ static kiln_norm_args norm_args(const kiln_tensor *x, const kiln_tensor *weight,
     a.cols = x->shape[x->ndim - 1];
     a.rows = kiln_numel(x) / a.cols;
     a.eps = eps;
+    a.rms = rms ? KILN_ABI_NORM_RMS : KILN_ABI_NORM_LAYER;
     a.dtype = x->dtype; /* mean and rstd are f32 whatever it is */
     return a;
 }
@@ -58,12 +60,12 @@ static kiln_status norm_backward(kiln_tape_rec *rec) {
     kiln_status s;
     if ((s = op_grad_to_add(x, &dx)) || (s = op_grad_to_add(weight, &dweight)) || (s = op_grad_to_add(bias, &dbias))) return s;
     if (!dx && !dweight && !dbias) return KILN_OK;
-    kiln_norm_args a = norm_args(x, weight, bias, rec->saved[0], rec->saved[1], rec->f[0]);
+    kiln_norm_args a = norm_args(x, weight, bias, rec->saved[0], rec->saved[1], rec->f[0], rec->i[0]);
     a.dy = kiln_ref_of(rec->out->grad);
     a.dx = kiln_ref_of(dx);
     a.dweight = kiln_ref_of(dweight);
     a.dbias = kiln_ref_of(dbias);
-    return rec->i[0] ? KILN_CALL(x->ctx, rmsnorm_bwd, &a) : KILN_CALL(x->ctx, layernorm_bwd, &a);
+    return KILN_CALL(x->ctx, norm_bwd, &a);
 }
 
 static kiln_tensor *norm_op(kiln_tensor *x, kiln_tensor *weight, kiln_tensor *bias, float eps, int rms) {
@@ -75,9 +77,9 @@ static kiln_tensor *norm_op(kiln_tensor *x, kiln_tensor *weight, kiln_tensor *bi
     kiln_tensor *mean = rms ? NULL : kiln_tensor_temp(ctx, KILN_F32, 1, &rows);
     kiln_tensor *rstd = kiln_tensor_temp(ctx, KILN_F32, 1, &rows);
     if (!y || (!rms && !mean) || !rstd) return NULL;
-    kiln_norm_args a = norm_args(x, weight, bias, mean, rstd, eps);
+    kiln_norm_args a = norm_args(x, weight, bias, mean, rstd, eps, rms);
     a.y = kiln_ref_of(y);
-    if (rms ? KILN_CALL(ctx, rmsnorm_fwd, &a) : KILN_CALL(ctx, layernorm_fwd, &a)) return NULL;
+    if (KILN_CALL(ctx, norm_fwd, &a)) return NULL;
     kiln_tensor *ins[3] = {x, weight, bias};
     if (kiln_needs_tape(ctx, 3, ins)) {
         kiln_tape_rec *rec = kiln_tape_push(ctx, norm_backward, y, 3, ins);

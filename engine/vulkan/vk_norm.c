@@ -64,7 +64,5 @@ static kiln_status norm_bwd(vk_dev *d, const kiln_norm_args *a, int rms) {
     return vk_dispatch(d, &l);
 }
 
-kiln_status vk_layernorm_fwd(void *dev, const kiln_norm_args *a) { return norm_fwd(vk_of(dev), a, 0); }
-kiln_status vk_layernorm_bwd(void *dev, const kiln_norm_args *a) { return norm_bwd(vk_of(dev), a, 0); }
-kiln_status vk_rmsnorm_fwd(void *dev, const kiln_norm_args *a) { return norm_fwd(vk_of(dev), a, 1); }
-kiln_status vk_rmsnorm_bwd(void *dev, const kiln_norm_args *a) { return norm_bwd(vk_of(dev), a, 1); }
+kiln_status vk_norm_fwd(void *dev, const kiln_norm_args *a) { return norm_fwd(vk_of(dev), a, a->rms); }
+kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a) { return norm_bwd(vk_of(dev), a, a->rms); }
