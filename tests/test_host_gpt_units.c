@@ -3,9 +3,9 @@
  * against PyTorch by gpt_parity.py. */
 #include <math.h>
 
-#include "sample.h"
+#include "model/sample.h"
+#include "model/trainer.h"
 #include "testutil.h"
-#include "trainer.h"
 
 /* Frequencies of each token over many draws (draw index i is the counter of the RNG). */
 static void frequencies(const sample_opts *o, const float *logits, int vocab, int draws,

@@ -4,7 +4,7 @@
  *
  * `test_host_safetensors --reference FILE` instead checks a file written by
  * tests/st_write_reference.py, and `--write-for-python FILE` writes one that the script's
- * `check` mode verifies (tests/hostio.cmake registers both directions). */
+ * `check` mode verifies (tests/host_formats.cmake registers both directions). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
@@ -20,9 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "formats/json.h"
+#include "formats/safetensors.h"
 #include "kiln/tensor.h"
-#include "safetensors.h"
 
 static char tmpdir[] = "/tmp/kiln_st_test_XXXXXX";
 

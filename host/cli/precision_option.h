@@ -1,0 +1,17 @@
+/* --precision fp32|fp16 of train, eval and decode (the precisions: model/precision.h). */
+#ifndef KILN_HOST_CLI_PRECISION_OPTION_H
+#define KILN_HOST_CLI_PRECISION_OPTION_H
+
+#include "kiln/kiln.h"
+
+#define HOST_PRECISION_HELP "fp32, or fp16 (f16 weights, activations and gradients; f32 statistics and loss)"
+
+/* "fp32" -> KILN_F32, "fp16" -> KILN_F16. Anything else prints a one-line error and
+ * returns -1. */
+int host_parse_precision(const char *name, kiln_dtype *out);
+
+/* 0 when the context's device can run `dtype`; otherwise prints one line saying that the
+ * device cannot store f16 and to use --precision fp32, and returns -1. */
+int host_check_precision(const kiln_ctx *ctx, kiln_dtype dtype);
+
+#endif
