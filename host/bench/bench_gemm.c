@@ -316,8 +316,7 @@ int kiln_bench_gemm_main(int argc, char **argv) {
     const char *backend = "cpu", *sizes_text = "256,512,1024,2048";
     int device = -1, repeat = 10;
     cli_opt opts[] = {
-        {.name = "--backend", .kind = CLI_STRING, .target = &backend, .meta = "NAME",
-         .help = HOST_BACKEND_HELP},
+        host_backend_option(&backend),
         {.name = "--device", .kind = CLI_INT, .target = &device, .meta = "N",
          .help = HOST_DEVICE_HELP, .min = -1, .max = 1024},
         {.name = "--sizes", .kind = CLI_STRING, .target = &sizes_text, .meta = "LIST",

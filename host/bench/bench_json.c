@@ -14,7 +14,7 @@
  *                                   "note": "", "error": false }, ... ] }, ... ] }
  *
  * A number that was not measured is null. The commit is the one the build was configured
- * at (host/bench.cmake). */
+ * at (bench/CMakeLists.txt). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Whole-model figures of the GPT in host/gpt*.c, trained by host/trainer.c, at named sizes:
+/* Whole-model figures of the GPT in model/gpt*.c, trained by model/trainer.c, at named sizes:
  *
  *   tiny         nanoGPT's CPU config as `kiln train` uses it: 4 layers, 4 heads, 128 wide,
  *                context 64, byte vocabulary (256); batch 12 x 64

@@ -96,10 +96,8 @@ int cmd_bench_precision(int argc, char **argv) {
          .help = "untimed steps of each first", .min = 0, .max = 1 << 20},
         {.name = "--seed", .kind = CLI_U64, .target = &hp->seed, .meta = "N",
          .help = "seed of the init and the batches"},
-        {.name = "--backend", .kind = CLI_STRING, .target = &o.backend, .meta = "NAME",
-         .help = HOST_BACKEND_HELP},
-        {.name = "--device", .kind = CLI_INT, .target = &o.device, .meta = "N",
-         .help = HOST_DEVICE_HELP, .min = -1, .max = 1000},
+        host_backend_option(&o.backend),
+        host_device_option(&o.device),
     };
     cli_opt opts[BENCH_GPT_OPTIONS + sizeof own / sizeof own[0]];
     int n = bench_gpt_options(&o.gpt, own, (int)(sizeof own / sizeof own[0]), opts);

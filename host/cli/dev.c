@@ -128,10 +128,8 @@ static int dev_parity(int argc, char **argv) {
          .help = "AdamW beta2", .min = 0, .max = 0.999999},
         {.name = "--clip", .kind = CLI_FLOAT, .target = &hp.clip, .meta = "X",
          .help = "gradient clipping norm (0: off)", .min = 0, .max = 1e9},
-        {.name = "--backend", .kind = CLI_STRING, .target = &backend, .meta = "NAME",
-         .help = HOST_BACKEND_HELP},
-        {.name = "--device", .kind = CLI_INT, .target = &device, .meta = "N",
-         .help = HOST_DEVICE_HELP, .min = -1, .max = 1000},
+        host_backend_option(&backend),
+        host_device_option(&device),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("dev parity", "Dumps logits, loss, gradients and AdamW losses for tests/gpt_parity.py.",

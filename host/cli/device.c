@@ -5,6 +5,16 @@
 
 #include "cli/cli.h"
 
+cli_opt host_backend_option(const char **backend) {
+    return (cli_opt){.name = "--backend", .kind = CLI_STRING, .target = backend, .meta = "NAME",
+                     .help = "cpu, vulkan, opencl or auto (the best GPU backend, else cpu)"};
+}
+
+cli_opt host_device_option(int *device) {
+    return (cli_opt){.name = "--device", .kind = CLI_INT, .target = device, .meta = "N",
+                     .help = HOST_DEVICE_HELP, .min = -1, .max = 1000};
+}
+
 kiln_ctx *host_open_device(const char *backend, int device) {
     char name[64];
     if (device >= 0)

@@ -2,10 +2,13 @@
 #ifndef KILN_HOST_CLI_DEVICE_H
 #define KILN_HOST_CLI_DEVICE_H
 
+#include "cli/cli.h"
 #include "kiln/kiln.h"
 
-/* The --backend and --device options every command shares. */
-#define HOST_BACKEND_HELP "cpu, vulkan, opencl or auto (the best GPU backend, else cpu)"
+/* The --backend and --device options every command shares, as entries of its option table
+ * (--device N within [-1, 1000]; a command with another range uses HOST_DEVICE_HELP). */
+cli_opt host_backend_option(const char **backend);
+cli_opt host_device_option(int *device);
 #define HOST_DEVICE_HELP "device index of that backend, as listed by kiln info (-1: the best)"
 
 /* Opens `backend` ("cpu", "vulkan", "opencl", "auto") on device `device` (-1: the best one).

@@ -18,12 +18,9 @@ int cmd_eval(int argc, char **argv) {
          .help = "a text file; its bytes are the tokens"},
         {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N",
          .help = "windows per forward pass", .min = 1, .max = 65536},
-        {.name = "--precision", .kind = CLI_STRING, .target = &precision, .meta = "P",
-         .help = HOST_PRECISION_HELP},
-        {.name = "--backend", .kind = CLI_STRING, .target = &backend, .meta = "NAME",
-         .help = HOST_BACKEND_HELP},
-        {.name = "--device", .kind = CLI_INT, .target = &device, .meta = "N",
-         .help = HOST_DEVICE_HELP, .min = -1, .max = 1000},
+        host_precision_option(&precision),
+        host_backend_option(&backend),
+        host_device_option(&device),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary =

@@ -4,6 +4,11 @@
 #include "cli/cli.h"
 #include "model/precision.h"
 
+cli_opt host_precision_option(const char **precision) {
+    return (cli_opt){.name = "--precision", .kind = CLI_STRING, .target = precision, .meta = "P",
+                     .help = "fp32, or fp16 (f16 weights, activations and gradients; f32 statistics and loss)"};
+}
+
 int host_parse_precision(const char *name, kiln_dtype *out) {
     if (precision_from_name(name, out) == 0) return 0;
     host_error("--precision %s: expected fp32 or fp16", name);

@@ -2,9 +2,11 @@
 #ifndef KILN_HOST_CLI_PRECISION_OPTION_H
 #define KILN_HOST_CLI_PRECISION_OPTION_H
 
+#include "cli/cli.h"
 #include "kiln/kiln.h"
 
-#define HOST_PRECISION_HELP "fp32, or fp16 (f16 weights, activations and gradients; f32 statistics and loss)"
+/* The --precision entry of an option table. */
+cli_opt host_precision_option(const char **precision);
 
 /* "fp32" -> KILN_F32, "fp16" -> KILN_F16. Anything else prints a one-line error and
  * returns -1. */

@@ -6,7 +6,7 @@
  * batches are drawn for (seed, step) and the dropout RNG stream is saved, so 10 steps plus a
  * resumed 10 equal 20 uninterrupted steps bit for bit.
  *
- * --precision fp16 trains in mixed precision (trainer.h): f16 weight copies, activations
+ * --precision fp16 trains in mixed precision (model/trainer.h): f16 weight copies, activations
  * and gradients, f32 master weights and Adam moments, and dynamic loss scaling whose state
  * is saved with the optimizer state. Checkpoints hold the f32 master weights either way. */
 #define _POSIX_C_SOURCE 200809L
@@ -300,8 +300,7 @@ int cmd_train(int argc, char **argv) {
          .help = "start from these weights (GPT-2 layout safetensors)"},
         {.name = "--resume", .kind = CLI_FLAG, .target = &o.resume,
          .help = "continue the run in --out exactly where it stopped"},
-        {.name = "--precision", .kind = CLI_STRING, .target = &o.precision, .meta = "P",
-         .help = HOST_PRECISION_HELP},
+        host_precision_option(&o.precision),
         {.name = "--loss-scale-init", .kind = CLI_FLOAT, .target = &o.ls_init, .meta = "S",
          .help = "fp16: the first loss scale", .min = 0x1p-126, .max = 0x1p126},
         {.name = "--loss-scale-growth", .kind = CLI_FLOAT, .target = &o.ls_growth, .meta = "X",
@@ -310,10 +309,8 @@ int cmd_train(int argc, char **argv) {
          .help = "fp16: the scale's factor after an overflow (the step is skipped)", .min = 1e-6, .max = 1},
         {.name = "--loss-scale-interval", .kind = CLI_INT, .target = &o.ls_interval, .meta = "N",
          .help = "fp16: clean steps in a row before the scale grows", .min = 1, .max = 1 << 30},
-        {.name = "--backend", .kind = CLI_STRING, .target = &o.backend, .meta = "NAME",
-         .help = HOST_BACKEND_HELP},
-        {.name = "--device", .kind = CLI_INT, .target = &o.device, .meta = "N",
-         .help = HOST_DEVICE_HELP, .min = -1, .max = 1000},
+        host_backend_option(&o.backend),
+        host_device_option(&o.device),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary =

@@ -4,7 +4,6 @@
 
 #include "formats/data.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "formats/error_printf.h"
+#include "formats/file_open.h"
 #include "kiln/rng.h"
 
 
@@ -79,7 +79,7 @@ int data_from_tokens(const int32_t *tokens, int64_t n, int32_t vocab_size, data_
     for (int64_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= vocab_size) {
             error_printf(err, errlen, "token %" PRId64 " has id %" PRId32 ", outside the vocabulary "
-                    "[0, %" PRId32 ")", i, tokens[i], vocab_size);
+                         "[0, %" PRId32 ")", i, tokens[i], vocab_size);
             return -1;
         }
     }
@@ -99,17 +99,9 @@ int data_load_bytes(const char *path, data_set **out, char *err, size_t errlen) 
         error_printf(err, errlen, "data_load_bytes: NULL path");
         return -1;
     }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        error_printf(err, errlen, "%s: cannot open the training data: %s", path, strerror(errno));
-        return -1;
-    }
     struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0) {
-        error_printf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-        fclose(fp);
-        return -1;
-    }
+    FILE *fp = file_open_read(path, "the training data", &sb, err, errlen);
+    if (!fp) return -1;
     if (S_ISDIR(sb.st_mode)) {
         error_printf(err, errlen, "%s is a directory; give a text file as the training data", path);
         fclose(fp);
@@ -184,8 +176,8 @@ int data_check_block(const data_set *ds, int split, int64_t block, char *err, si
     }
     if (n < block || n - block < 1) {
         error_printf(err, errlen, "the %s split has %" PRId64 " tokens but a block of %" PRId64
-                " needs at least %" PRId64 " (use a smaller block or more data)",
-                split_name(split), n, block, block + 1);
+                     " needs at least %" PRId64 " (use a smaller block or more data)",
+                     split_name(split), n, block, block + 1);
         return -1;
     }
     return 0;
@@ -234,7 +226,7 @@ int data_window(const data_set *ds, int split, int64_t n, int64_t i, int32_t *x,
     }
     if (i < 0 || i >= count) {
         error_printf(err, errlen, "window %" PRId64 " is out of range: the %s split has %" PRId64
-                " full windows of %" PRId64, i, split_name(split), count, n);
+                     " full windows of %" PRId64, i, split_name(split), count, n);
         return -1;
     }
     if (!x || !y) {

@@ -4,7 +4,6 @@
 
 #include "formats/safetensors.h"
 
-#include <errno.h>
 #include <float.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "formats/error_printf.h"
+#include "formats/file_open.h"
 #include "formats/json.h"
 #include "kiln/tensor.h" /* kiln_f16_to_f32 */
 
@@ -92,7 +92,7 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
     }
     if (v->type != JSON_OBJECT) {
         error_printf(err, errlen, "%s: tensor \"%s\" is described by a JSON %s, expected an object "
-                "with dtype, shape and data_offsets", fname, name, json_type_name(v->type));
+                     "with dtype, shape and data_offsets", fname, name, json_type_name(v->type));
         return -1;
     }
     t->name = name;
@@ -104,8 +104,8 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
     int dtype = st_dtype_from_name(dt);
     if (dtype < 0) {
         error_printf(err, errlen, "%s: tensor \"%s\" has unknown dtype \"%.20s\" (known: F64, F32, "
-                "F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL, F8_E4M3, F8_E5M2)",
-                fname, name, dt);
+                     "F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL, F8_E4M3, F8_E5M2)",
+                     fname, name, dt);
         return -1;
     }
     t->dtype = (st_dtype)dtype;
@@ -119,7 +119,7 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
     size_t ndim = json_count(shape);
     if (ndim > ST_MAX_DIMS) {
         error_printf(err, errlen, "%s: tensor \"%s\" has %zu dimensions, more than the %d supported",
-                fname, name, ndim, ST_MAX_DIMS);
+                     fname, name, ndim, ST_MAX_DIMS);
         return -1;
     }
     t->ndim = (int)ndim;
@@ -128,7 +128,7 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
         int64_t dim;
         if (!json_as_int64(json_at(shape, d), &dim) || dim < 0) {
             error_printf(err, errlen, "%s: tensor \"%s\": shape entry %zu is not a non-negative "
-                    "integer", fname, name, d);
+                         "integer", fname, name, d);
             return -1;
         }
         t->shape[d] = dim;
@@ -151,30 +151,30 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
         !json_as_int64(json_at(off, 0), &begin) || !json_as_int64(json_at(off, 1), &end) ||
         begin < 0 || end < 0) {
         error_printf(err, errlen, "%s: tensor \"%s\": \"data_offsets\" must be an array of two "
-                "non-negative integers [begin, end]", fname, name);
+                     "non-negative integers [begin, end]", fname, name);
         return -1;
     }
     char sbuf[200];
     format_shape(t, sbuf, sizeof sbuf);
     if (begin > end) {
         error_printf(err, errlen, "%s: tensor \"%s\": data_offsets [%" PRId64 ", %" PRId64 "] end "
-                "before they begin", fname, name, begin, end);
+                     "before they begin", fname, name, begin, end);
         return -1;
     }
     if ((uint64_t)end > data_len) {
         error_printf(err, errlen, "%s: tensor \"%s\": data_offsets [%" PRId64 ", %" PRId64 "] run "
-                "past the end of the data section (%" PRIu64 " bytes; file truncated?)",
-                fname, name, begin, end, data_len);
+                     "past the end of the data section (%" PRIu64 " bytes; file truncated?)",
+                     fname, name, begin, end, data_len);
         return -1;
     }
     if (too_big || numel * item != (uint64_t)(end - begin)) {
         if (too_big)
             error_printf(err, errlen, "%s: tensor \"%s\": shape %s of %s needs more than 2^64 bytes",
-                    fname, name, sbuf, dt);
+                         fname, name, sbuf, dt);
         else
             error_printf(err, errlen, "%s: tensor \"%s\": shape %s of %s needs %" PRIu64 " bytes but "
-                    "data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64, fname, name, sbuf,
-                    dt, numel * item, begin, end, end - begin);
+                         "data_offsets [%" PRId64 ", %" PRId64 "] span %" PRId64, fname, name, sbuf,
+                         dt, numel * item, begin, end, end - begin);
         return -1;
     }
     t->numel = (int64_t)numel;
@@ -187,8 +187,8 @@ static int parse_metadata(st_file *f, const char *fname, const json_value *m, ch
                           size_t errlen) {
     if (m->type != JSON_OBJECT) {
         error_printf(err, errlen, "%s: \"__metadata__\" must be an object of strings, not %s %s",
-                fname, m->type == JSON_ARRAY || m->type == JSON_OBJECT ? "an" : "a",
-                json_type_name(m->type));
+                     fname, m->type == JSON_ARRAY || m->type == JSON_OBJECT ? "an" : "a",
+                     json_type_name(m->type));
         return -1;
     }
     size_t n = json_count(m);
@@ -204,7 +204,7 @@ static int parse_metadata(st_file *f, const char *fname, const json_value *m, ch
         const char *key = json_key_at(m, i), *value = json_as_string(v);
         if (v->type != JSON_STRING) {
             error_printf(err, errlen, "%s: metadata \"%.60s\" is a JSON %s; safetensors metadata "
-                    "values must be strings", fname, key, json_type_name(v->type));
+                         "values must be strings", fname, key, json_type_name(v->type));
             return -1;
         }
         if (strlen(key) != json_key_len_at(m, i) || strlen(value) != json_string_len(v)) {
@@ -233,7 +233,7 @@ static int check_tiling(const st_file *f, const char *fname, uint64_t data_len, 
     if (f->count == 0) {
         if (data_len != 0) {
             error_printf(err, errlen, "%s: the header lists no tensors but %" PRIu64 " bytes of data "
-                    "follow it", fname, data_len);
+                         "follow it", fname, data_len);
             return -1;
         }
         return 0;
@@ -252,20 +252,20 @@ static int check_tiling(const st_file *f, const char *fname, uint64_t data_len, 
         if (t->offset != expect) {
             if (i == 0)
                 error_printf(err, errlen, "%s: the first tensor's data (\"%s\") starts at byte %" PRIu64
-                        " of the data section, not 0", fname, t->name, t->offset);
+                             " of the data section, not 0", fname, t->name, t->offset);
             else if (t->offset < expect)
                 error_printf(err, errlen, "%s: the data of tensors \"%s\" and \"%s\" overlap", fname,
-                        order[i - 1]->name, t->name);
+                             order[i - 1]->name, t->name);
             else
                 error_printf(err, errlen, "%s: %" PRIu64 " unused bytes between the data of tensors "
-                        "\"%s\" and \"%s\"", fname, t->offset - expect, order[i - 1]->name, t->name);
+                             "\"%s\" and \"%s\"", fname, t->offset - expect, order[i - 1]->name, t->name);
             rc = -1;
         }
         expect = t->offset + t->nbytes;
     }
     if (rc == 0 && expect != data_len) {
         error_printf(err, errlen, "%s: the tensors cover %" PRIu64 " bytes but the data section has %"
-                PRIu64 " (trailing bytes after the last tensor)", fname, expect, data_len);
+                     PRIu64 " (trailing bytes after the last tensor)", fname, expect, data_len);
         rc = -1;
     }
     free(order);
@@ -283,20 +283,20 @@ static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file 
     }
     if (size < 8) {
         error_printf(err, errlen, "%s: file is only %zu bytes; a safetensors file starts with an "
-                "8-byte header length", fname, size);
+                     "8-byte header length", fname, size);
         free(buf);
         return -1;
     }
     uint64_t hlen = load_le(buf, 8);
     if (hlen > ST_MAX_HEADER) {
         error_printf(err, errlen, "%s: header length %" PRIu64 " is larger than the %" PRIu64 " MiB "
-                "limit (not a safetensors file, or corrupted)", fname, hlen, ST_MAX_HEADER >> 20);
+                     "limit (not a safetensors file, or corrupted)", fname, hlen, ST_MAX_HEADER >> 20);
         free(buf);
         return -1;
     }
     if (hlen > size - 8) {
         error_printf(err, errlen, "%s: header length %" PRIu64 " runs past the end of the %zu-byte "
-                "file (truncated?)", fname, hlen, size);
+                     "file (truncated?)", fname, hlen, size);
         free(buf);
         return -1;
     }
@@ -307,7 +307,7 @@ static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file 
     }
     if (buf[8] != '{') {
         error_printf(err, errlen, "%s: the header does not start with '{' (not a safetensors file)",
-                fname);
+                     fname);
         free(buf);
         return -1;
     }
@@ -331,7 +331,7 @@ static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file 
     const json_value *root = f->header;
     if (root->type != JSON_OBJECT) {
         error_printf(err, errlen, "%s: the header is a JSON %s, expected an object", fname,
-                json_type_name(root->type));
+                     json_type_name(root->type));
         st_close(f);
         return -1;
     }
@@ -375,20 +375,12 @@ static int read_regular_file(const char *path, unsigned char **buf, size_t *size
                              size_t errlen) {
     *buf = NULL;
     *size = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        error_printf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
     struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0) {
-        error_printf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-        fclose(fp);
-        return -1;
-    }
+    FILE *fp = file_open_read(path, "", &sb, err, errlen);
+    if (!fp) return -1;
     if (!S_ISREG(sb.st_mode)) {
         error_printf(err, errlen, "%s: not a regular file%s", path,
-                S_ISDIR(sb.st_mode) ? " (it is a directory)" : "");
+                     S_ISDIR(sb.st_mode) ? " (it is a directory)" : "");
         fclose(fp);
         return -1;
     }
@@ -409,7 +401,7 @@ static int read_regular_file(const char *path, unsigned char **buf, size_t *size
     fclose(fp);
     if (got != n) {
         error_printf(err, errlen, "%s: %s after %zu of %zu bytes", path,
-                read_error ? "read error" : "file shrank while reading", got, n);
+                     read_error ? "read error" : "file shrank while reading", got, n);
         free(b);
         return -1;
     }

@@ -307,7 +307,7 @@ static int prepare_header(const st_writer *w, const char *what, sbuf *header, ch
     if ((uint64_t)header->n > ST_MAX_HEADER) {
         free(header->p);
         error_printf(err, errlen, "%s: not written: the header would be %zu bytes, more than the %"
-                PRIu64 " MiB readers accept", what, header->n, ST_MAX_HEADER >> 20);
+                     PRIu64 " MiB readers accept", what, header->n, ST_MAX_HEADER >> 20);
         return -1;
     }
     return 0;
@@ -373,7 +373,7 @@ int st_writer_save(st_writer *w, const char *path, char *err, size_t errlen) {
     if (!fp) {
         saved_errno = errno;
         error_printf(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp,
-                strerror(saved_errno));
+                     strerror(saved_errno));
         free(tmp);
         free(header.p);
         return -1;
@@ -401,7 +401,7 @@ int st_writer_save(st_writer *w, const char *path, char *err, size_t errlen) {
     if (step) {
         remove(tmp);
         error_printf(err, errlen, "%s: not saved (%s of %s failed: %s); any previous file is unchanged",
-                path, step, tmp, strerror(saved_errno));
+                     path, step, tmp, strerror(saved_errno));
         free(tmp);
         return -1;
     }

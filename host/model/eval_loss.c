@@ -1,4 +1,4 @@
-/* The evaluation loop shared by `kiln eval` and training's val loss (see eval.h). */
+/* The evaluation loop shared by `kiln eval` and training's val loss (see eval_loss.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
