@@ -158,9 +158,7 @@ typedef struct kernel_work {
 
 static int softmax_run(void *arg) {
     kernel_work *k = arg;
-    kiln_softmax_opts so = {0};
-    so.scale = 0.125f; /* 1/sqrt(64): GPT-2's head width */
-    so.causal = 1;
+    kiln_softmax_opts so = {.scale = 0.125f /* 1/sqrt(64): GPT-2's head width */, .causal = 1};
     k->out = kiln_softmax(k->x, &so);
     return k->out ? 0 : -1;
 }

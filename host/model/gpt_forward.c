@@ -42,9 +42,7 @@ static kiln_tensor *attention(gpt_model *m, int layer, kiln_tensor *x_ln, int64_
     kiln_tensor *vh = kiln_split_heads(v, (int)H);
     kiln_tensor *scores = kiln_matmul(qh, kh, NULL, 0, 1); /* [B, H, T, Tk] */
     /* The causal mask is offset by Tk - T = pos0: the new queries see every cached key. */
-    kiln_softmax_opts opts = {0};
-    opts.scale = 1.0f / sqrtf((float)(C / H));
-    opts.causal = 1;
+    kiln_softmax_opts opts = {.scale = 1.0f / sqrtf((float)(C / H)), .causal = 1};
     kiln_tensor *probs = maybe_dropout(m, kiln_softmax(scores, &opts), p);
     kiln_tensor *y = kiln_merge_heads(kiln_matmul(probs, vh, NULL, 0, 0)); /* [B, T, C] */
     return kiln_matmul(y, b->attn_proj_w, b->attn_proj_b, 0, 0);
