@@ -568,7 +568,7 @@ START_TEST(atomic_save) {
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         signal(SIGXFSZ, SIG_IGN); /* make write() fail with EFBIG instead of killing us */
-        struct rlimit rl = {4096, 4096};
+        struct rlimit rl = {.rlim_cur = 4096, .rlim_max = 4096};
         setrlimit(RLIMIT_FSIZE, &rl);
         size_t n = 1 << 16;
         float *big = calloc(n, sizeof *big);

@@ -7,7 +7,8 @@
  *
  * Weights use Hugging Face GPT-2's names, shapes and Conv1D layout (y = x W + b with W
  * [in, out]), so a checkpoint maps one to one onto HF's GPT2Model. Nothing here knows which
- * backend runs it. */
+ * backend runs it, and nothing prints: a failing call returns NULL or a status with the
+ * engine's last error set (kiln_error_message()), or -1 with a message in `err`. */
 #ifndef KILN_HOST_MODEL_GPT_H
 #define KILN_HOST_MODEL_GPT_H
 
@@ -87,7 +88,8 @@ kiln_status gpt_init(gpt_model *m, uint64_t seed);
  *   keep_masters = 0 (eval, decode): the f32 weights are replaced by f16 ones, halving
  *     their memory.
  * KILN_F32 is a no-op on an f32 model. Fails with KILN_ERR_UNSUPPORTED (engine message) on
- * a device that cannot store f16, leaving the model in f32. */
+ * a device that cannot store f16, leaving the model in f32, and with KILN_ERR_ARGUMENT (the
+ * engine's last error set, as for every failure here) for any change but f32 -> f16. */
 kiln_status gpt_set_precision(gpt_model *m, kiln_dtype dtype, int keep_masters);
 
 /* The tensor that gradients reach for parameter i: the f16 copy in mixed-precision
@@ -102,7 +104,7 @@ gpt_param *gpt_find_param(gpt_model *m, const char *name);
 
 /* Logits [B, T, V] for token ids [B, T] (i32, values in [0, vocab)), T <= n_positions.
  * `dropout` is the probability used in training mode (kiln_set_training); pass 0 for
- * none. Returns NULL on error. */
+ * none. Returns NULL on error, with the engine's last error set (kiln_error_message()). */
 kiln_tensor *gpt_forward(gpt_model *m, kiln_tensor *ids, float dropout);
 
 /* Mean cross-entropy of gpt_forward's logits against targets [B, T] (a scalar). When
