@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "data.h"
+#include "formats/data.h"
 #include "fuzz_check.h"
 
 /* Does row x (n tokens) followed by y's last token appear at some start of the split? */

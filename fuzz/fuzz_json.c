@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "formats/json.h"
 #include "fuzz_check.h"
-#include "json.h"
 
 static void check_string_round_trip(const char *s, size_t len) {
     if (strlen(s) != len) return; /* an embedded \u0000 cannot pass through a C string */

@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "formats/safetensors.h"
 #include "fuzz_check.h"
-#include "safetensors.h"
 
 static void rewrite_and_compare(const st_file *f) {
     st_writer *w = st_writer_new();

@@ -187,7 +187,7 @@ def adamw(model, lr, beta1, beta2, weight_decay):
 
 
 def lr_at(step, args):
-    """kiln's schedule (host/trainer.c): linear warmup, then cosine down to min_lr."""
+    """kiln's schedule (host/model/trainer.c): linear warmup, then cosine down to min_lr."""
     if step < args.warmup:
         return args.lr * (step + 1) / (args.warmup + 1)
     if step >= args.steps or args.steps <= args.warmup:

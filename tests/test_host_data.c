@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "data.h"
+#include "formats/data.h"
 #include "kiln/rng.h"
 
 static char tmpdir[] = "/tmp/kiln_data_test_XXXXXX";

@@ -1,11 +1,13 @@
 /* Host-side pieces of the GPT program that have exact answers: token sampling (greedy,
- * temperature, top-k, top-p) and the learning-rate schedule. The model itself is checked
- * against PyTorch by gpt_parity.py. */
+ * temperature, top-k, top-p), the learning-rate schedule, and how the model reports a
+ * refused call (through the engine's last error: models never print). The model itself is
+ * checked against PyTorch by gpt_parity.py. */
 #include <math.h>
 
-#include "sample.h"
+#include "model/gpt.h"
+#include "model/sample.h"
+#include "model/trainer.h"
 #include "testutil.h"
-#include "trainer.h"
 
 /* Frequencies of each token over many draws (draw index i is the counter of the RNG). */
 static void frequencies(const sample_opts *o, const float *logits, int vocab, int draws,
@@ -24,12 +26,12 @@ static void frequencies(const sample_opts *o, const float *logits, int vocab, in
 
 START_TEST(greedy_takes_the_first_maximum) {
     const float logits[5] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};
-    sample_opts o = {1, 1.0f, 0, 1.0f, 7};
+    sample_opts o = {.greedy = 1, .temperature = 1.0f, .top_p = 1.0f, .seed = 7};
     sampler *s = sampler_new(5, &o);
     for (int i = 0; i < 10; i++) ck_assert_int_eq(sampler_next(s, logits, (uint64_t)i), 1);
     sampler_free(s);
     /* temperature 0 means greedy too */
-    sample_opts cold = {0, 0.0f, 0, 1.0f, 7};
+    sample_opts cold = {.temperature = 0.0f, .top_p = 1.0f, .seed = 7};
     s = sampler_new(5, &cold);
     ck_assert_int_eq(sampler_next(s, logits, 3), 1);
     sampler_free(s);
@@ -40,7 +42,7 @@ START_TEST(sampling_follows_the_softmax) {
     /* probabilities 0.5, 0.3, 0.2 at temperature 1; at temperature 2 they flatten */
     const float logits[3] = {logf(0.5f), logf(0.3f), logf(0.2f)};
     double f[3];
-    sample_opts o = {0, 1.0f, 0, 1.0f, 11};
+    sample_opts o = {.temperature = 1.0f, .top_p = 1.0f, .seed = 11};
     frequencies(&o, logits, 3, 20000, f);
     ck_assert_double_eq_tol(f[0], 0.5, 0.015);
     ck_assert_double_eq_tol(f[1], 0.3, 0.015);
@@ -57,18 +59,18 @@ START_TEST(top_k_and_top_p_cut_the_tail) {
     const float logits[4] = {logf(0.1f), logf(0.4f), logf(0.2f), logf(0.3f)};
     double f[4];
     /* top-k 2 keeps tokens 1 and 3, renormalized: 0.4/0.7 and 0.3/0.7 */
-    sample_opts o = {0, 1.0f, 2, 1.0f, 5};
+    sample_opts o = {.temperature = 1.0f, .top_k = 2, .top_p = 1.0f, .seed = 5};
     frequencies(&o, logits, 4, 20000, f);
     ck_assert_double_eq(f[0], 0.0);
     ck_assert_double_eq(f[2], 0.0);
     ck_assert_double_eq_tol(f[1], 0.4 / 0.7, 0.015);
     /* top-p 0.75: 0.4 + 0.3 = 0.7 < 0.75, so 0.2 joins; 0.1 stays out */
-    sample_opts p = {0, 1.0f, 0, 0.75f, 5};
+    sample_opts p = {.temperature = 1.0f, .top_p = 0.75f, .seed = 5};
     frequencies(&p, logits, 4, 20000, f);
     ck_assert_double_eq(f[0], 0.0);
     ck_assert_double_eq_tol(f[2], 0.2 / 0.9, 0.015);
     /* a tiny top-p keeps only the most likely token */
-    sample_opts q = {0, 1.0f, 0, 0.01f, 5};
+    sample_opts q = {.temperature = 1.0f, .top_p = 0.01f, .seed = 5};
     frequencies(&q, logits, 4, 200, f);
     ck_assert_double_eq_tol(f[1], 1.0, 1e-9);
 }
@@ -77,7 +79,7 @@ END_TEST
 START_TEST(a_seed_reproduces_a_sample) {
     float logits[256];
     for (int v = 0; v < 256; v++) logits[v] = sinf((float)v);
-    sample_opts o = {0, 0.8f, 40, 0.9f, 123};
+    sample_opts o = {.temperature = 0.8f, .top_k = 40, .top_p = 0.9f, .seed = 123};
     sampler *a = sampler_new(256, &o), *b = sampler_new(256, &o);
     int differs_from_next = 0;
     for (int i = 0; i < 50; i++) {
@@ -92,11 +94,7 @@ START_TEST(a_seed_reproduces_a_sample) {
 END_TEST
 
 START_TEST(schedule_warms_up_then_decays) {
-    train_hparams hp = {0};
-    hp.lr = 1e-3f;
-    hp.min_lr = 1e-4f;
-    hp.warmup = 100;
-    hp.steps = 2000;
+    train_hparams hp = {.lr = 1e-3f, .min_lr = 1e-4f, .warmup = 100, .steps = 2000};
     ck_assert_float_eq_tol(train_lr_at(&hp, 0), 1e-3f / 101, 1e-9f);
     ck_assert_float_eq_tol(train_lr_at(&hp, 99), 1e-3f * 100 / 101, 1e-9f);
     ck_assert_float_eq_tol(train_lr_at(&hp, 100), 1e-3f, 1e-9f);
@@ -110,6 +108,31 @@ START_TEST(schedule_warms_up_then_decays) {
 }
 END_TEST
 
+/* A caller's mistake (positions past the context, a precision change the model does not
+ * make) fails with the engine's last error saying what, for the command to print. */
+START_TEST(refusals_read_back_as_the_engine_error) {
+    const gpt_config cfg = {.n_layer = 1, .n_head = 1, .n_embd = 4, .n_positions = 4, .vocab_size = 8,
+                            .ln_eps = GPT_DEFAULT_LN_EPS};
+    gpt_model *m = gpt_new(kt_ctx(), &cfg);
+    ck_assert_msg(m != NULL, "%s", kiln_error_message());
+    ck_assert_int_eq(gpt_init(m, 1), KILN_OK);
+    gpt_kv_cache *cache = gpt_kv_new(m);
+    ck_assert_ptr_nonnull(cache);
+    const int32_t ids[5] = {1, 2, 3, 4, 5};
+    kiln_clear_error();
+    ck_assert_ptr_null(gpt_forward_cached(m, cache, ids, 5));
+    ck_assert_str_eq(kiln_error_message(), "gpt: positions up to 5 exceed the context of 4");
+    ck_assert_int_eq(cache->len, 0);
+    kiln_clear_error();
+    ck_assert_int_eq(gpt_set_precision(m, KILN_I32, 0), KILN_ERR_ARGUMENT);
+    ck_assert_str_eq(kiln_error_message(), "gpt_set_precision: unsupported change f32 -> i32");
+    ck_assert_int_eq(m->dtype, KILN_F32);
+    kiln_step_reset(m->ctx);
+    gpt_kv_free(cache);
+    gpt_free(m);
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, greedy_takes_the_first_maximum);
@@ -117,6 +140,7 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, top_k_and_top_p_cut_the_tail);
     tcase_add_test(tc, a_seed_reproduces_a_sample);
     tcase_add_test(tc, schedule_warms_up_then_decays);
+    tcase_add_test(tc, refusals_read_back_as_the_engine_error);
 }
 
 int main(int argc, char **argv) {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "formats/json.h"
 
 /* Parses exactly len bytes from a heap copy of just that size, so ASan catches any read
  * past the end (the parser must not rely on a terminator). */

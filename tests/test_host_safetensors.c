@@ -4,7 +4,7 @@
  *
  * `test_host_safetensors --reference FILE` instead checks a file written by
  * tests/st_write_reference.py, and `--write-for-python FILE` writes one that the script's
- * `check` mode verifies (tests/hostio.cmake registers both directions). */
+ * `check` mode verifies (tests/host_formats.cmake registers both directions). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
@@ -20,9 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "formats/json.h"
+#include "formats/safetensors.h"
 #include "kiln/tensor.h"
-#include "safetensors.h"
 
 static char tmpdir[] = "/tmp/kiln_st_test_XXXXXX";
 
@@ -568,7 +568,7 @@ START_TEST(atomic_save) {
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         signal(SIGXFSZ, SIG_IGN); /* make write() fail with EFBIG instead of killing us */
-        struct rlimit rl = {4096, 4096};
+        struct rlimit rl = {.rlim_cur = 4096, .rlim_max = 4096};
         setrlimit(RLIMIT_FSIZE, &rl);
         size_t n = 1 << 16;
         float *big = calloc(n, sizeof *big);

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt.h"
+#include "model/gpt.h"
+#include "model/trainer.h"
 #include "testutil.h"
-#include "trainer.h"
 
 #ifdef KILN_HAVE_VULKAN
 

@@ -64,7 +64,7 @@ endif()
 
 if(KILN_VULKAN)
   # a whole GPT beyond one binding, against the CPU: it needs the host's GPT library
-  target_link_libraries(test_vulkan_gpt_split PRIVATE kiln_gpt)
+  target_link_libraries(test_vulkan_gpt_split PRIVATE kiln_model)
 
   foreach(src ${KILN_TEST_SOURCES})
     get_filename_component(name ${src} NAME_WE)

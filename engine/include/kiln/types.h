@@ -45,6 +45,14 @@ const char *kiln_status_name(kiln_status status);
 const char *kiln_error_message(void);
 kiln_status kiln_error_status(void);
 void kiln_clear_error(void);
+/* Sets this thread's error as a failing kiln call does and returns `status`: for code built
+ * on the engine (the host's models) whose own refusals read back through
+ * kiln_error_message() like the engine's. */
+kiln_status kiln_set_error(kiln_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 #ifdef __cplusplus
 }

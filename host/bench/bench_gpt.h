@@ -1,0 +1,39 @@
+/* The GPT that `kiln bench train` and `kiln bench precision` train: its shape and batch as
+ * options (nanoGPT's CPU config by default), random byte data, and the model with its
+ * trainer on a device. */
+#ifndef KILN_HOST_BENCH_BENCH_GPT_H
+#define KILN_HOST_BENCH_BENCH_GPT_H
+
+#include "cli/cli.h"
+#include "model/trainer.h"
+
+typedef struct bench_gpt {
+    int layers, heads, dim;
+    train_hparams hp; /* block, batch, seed, ... */
+} bench_gpt;
+
+/* 4 layers, 4 heads, dim 128 and train_nanogpt_hparams(), with a 1000-step LR schedule. */
+bench_gpt bench_gpt_defaults(void);
+
+/* The options of the model and batch shape: --layers, --heads, --dim, --block, --batch. */
+enum { BENCH_GPT_OPTIONS = 5 };
+
+/* A command's option table into opts (room for BENCH_GPT_OPTIONS + n_own): the shape
+ * options, then a copy of `own`. Returns the number of options. */
+int bench_gpt_options(bench_gpt *g, const cli_opt *own, int n_own, cli_opt *opts);
+
+/* After parsing: --heads must divide --dim. Returns 0, or 1 after printing the error. */
+int bench_gpt_check(const bench_gpt *g);
+
+/* 1 MiB of random bytes drawn from hp.seed, as a data set: enough windows that batches do
+ * not repeat (the throughput does not depend on the text). Returns 0, or 1 after printing
+ * an error. */
+int bench_gpt_data(const bench_gpt *g, data_set **out);
+
+/* The model, initialised from hp.seed, and its trainer in `precision`, on ctx. Returns 0, or
+ * 1 after printing an error; *m and *t are then as far as they got (gpt_free and
+ * trainer_free them either way). */
+int bench_gpt_build(const bench_gpt *g, kiln_ctx *ctx, const data_set *ds, kiln_dtype precision,
+                    gpt_model **m, trainer *t);
+
+#endif

@@ -1,0 +1,14 @@
+/* The kiln subcommands, one file each in cli/ (the `kiln bench` commands: bench/bench.h).
+ * Each takes main's argc/argv (its options start at argv[2]) and returns the process exit
+ * code; errors are printed as one line "kiln: error: ...". */
+#ifndef KILN_HOST_CLI_COMMANDS_H
+#define KILN_HOST_CLI_COMMANDS_H
+
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_decode(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+/* Developer tools (not in --help): the PyTorch parity dump. */
+int cmd_dev(int argc, char **argv);
+
+#endif

@@ -1,0 +1,79 @@
+/* `kiln eval`: a checkpoint's mean cross-entropy on a text file. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/device.h"
+#include "cli/precision_option.h"
+#include "model/eval_loss.h"
+#include "model/gpt_checkpoint.h"
+
+int cmd_eval(int argc, char **argv) {
+    const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
+    int device = -1, batch = 8;
+    cli_opt opts[] = {
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
+         .help = "the model (safetensors, GPT-2 layout)"},
+        {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE",
+         .help = "a text file; its bytes are the tokens"},
+        {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N",
+         .help = "windows per forward pass", .min = 1, .max = 65536},
+        host_precision_option(&precision),
+        host_backend_option(&backend),
+        host_device_option(&device),
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    const char *summary =
+        "Prints `loss X`: the model's mean cross-entropy over the file's byte tokens, cut into\n"
+        "consecutive non-overlapping windows of n_positions inputs (only full windows).";
+    int rc = cli_parse("eval", summary, argc, argv, 2, opts, n);
+    if (rc) return rc < 0 ? 1 : 0;
+    if (!ckpt) return host_error("kiln eval needs --ckpt FILE");
+    if (!data) return host_error("kiln eval needs --data FILE");
+    kiln_dtype dtype;
+    if (host_parse_precision(precision, &dtype)) return 1;
+
+    char err[1024];
+    data_set *ds = NULL;
+    if (data_load_bytes(data, &ds, err, sizeof err)) return host_error("%s", err);
+    /* The whole file is evaluated, not a held-out tenth: the same tokens seen as one
+     * training split that covers all of them. */
+    data_set whole = *ds;
+    whole.n_train = whole.n_tokens;
+    kiln_ctx *ctx = host_open_device(backend, device);
+    gpt_model *m = NULL;
+    rc = 1;
+    if (!ctx || host_check_precision(ctx, dtype)) goto done;
+    if (gpt_checkpoint_load(ctx, ckpt, &m, err, sizeof err)) {
+        host_error("%s", err);
+        goto done;
+    }
+    /* fp16: the f32 weights are replaced by f16 ones (no masters: nothing trains) */
+    if (gpt_set_precision(m, dtype, 0)) {
+        host_engine_error("--precision fp16");
+        goto done;
+    }
+    if (m->cfg.vocab_size != GPT_BYTE_VOCAB) {
+        host_error("%s has vocab_size %d; kiln eval reads byte tokens and needs vocab_size %d",
+                   ckpt, m->cfg.vocab_size, GPT_BYTE_VOCAB);
+        goto done;
+    }
+    if (data_windows(&whole, DATA_TRAIN, m->cfg.n_positions) <= 0) {
+        host_error("%s has %lld bytes; evaluating needs at least n_positions + 1 = %d", data,
+                   (long long)whole.n_tokens, m->cfg.n_positions + 1);
+        goto done;
+    }
+    host_say_device("eval", ctx);
+    double loss;
+    if (eval_loss(m, &whole, DATA_TRAIN, m->cfg.n_positions, batch, 0, &loss, err, sizeof err)) {
+        host_error("%s: %s", data, err);
+        goto done;
+    }
+    printf("loss %.6f\n", loss);
+    rc = 0;
+done:
+    gpt_free(m);
+    kiln_close(ctx);
+    data_free(ds);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/* kiln: train, evaluate and decode GPT models on Vulkan, OpenCL or the CPU.
+ *
+ * main dispatches to one file per subcommand (the bench suite's are in bench/); each parses
+ * its own options (cli/cli.h) and prints errors as one line "kiln: error: ..." with a
+ * non-zero exit code. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: kiln <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  train        train a byte-level GPT on a text file\n"
+            "  eval         mean cross-entropy of a checkpoint on a text file\n"
+            "  decode       continue a prompt with a checkpoint\n"
+            "  info         backends and devices of this machine\n"
+            "  bench        each device's ceilings, kernels and models (kiln bench --help)\n"
+            "  bench compare  several `kiln bench --json` results side by side\n"
+            "  bench train  training throughput of kiln and PyTorch on the same model\n"
+            "  bench gemm   GEMM throughput of the backends and their peers\n"
+            "\n"
+            "`kiln <command> --help` describes a command's options.\n");
+}
+
+static int cmd_bench(int argc, char **argv) {
+    const char *what = argc >= 3 ? argv[2] : "";
+    if (!strcmp(what, "train")) return cmd_bench_train(argc, argv);
+    if (!strcmp(what, "precision")) return cmd_bench_precision(argc, argv);
+    if (!strcmp(what, "gemm")) return kiln_bench_gemm_main(argc - 2, argv + 2);
+    if (!strcmp(what, "compare")) return kiln_bench_compare_main(argc - 2, argv + 2);
+    /* no subcommand: `kiln bench [options]` measures the devices */
+    if (!*what || what[0] == '-') return kiln_bench_main(argc, argv);
+    if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    return host_error("kiln bench: expected train, precision, gemm, compare or options (see kiln --help)");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } commands[] = {
+        {.name = "train", .run = cmd_train}, {.name = "eval", .run = cmd_eval},
+        {.name = "decode", .run = cmd_decode}, {.name = "info", .run = cmd_info},
+        {.name = "bench", .run = cmd_bench}, {.name = "dev", .run = cmd_dev},
+    };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc, argv);
+    return host_error("unknown command '%s' (try kiln --help)", cmd);
+}

@@ -1,0 +1,20 @@
+/* Evaluation: the mean cross-entropy of a model over consecutive, non-overlapping windows
+ * of a data split (only full windows). Used by `kiln eval` and by training's val loss. */
+#ifndef KILN_HOST_MODEL_EVAL_LOSS_H
+#define KILN_HOST_MODEL_EVAL_LOSS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/data.h"
+#include "model/gpt.h"
+
+/* Windows of `block` inputs, `batch` windows per forward pass. max_windows > 0 evaluates
+ * that many windows spread evenly over the split (a quick estimate during training);
+ * 0 evaluates them all. Runs without grad and without dropout, leaves the context's grad
+ * and training modes and its RNG stream as it found them, and frees the activations.
+ * Returns 0 and *loss, or -1 with a message. */
+int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
+              int64_t max_windows, double *loss, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,384 @@
+/* GPT checkpoints: Hugging Face GPT-2's safetensors layout (see gpt_checkpoint.h). Every
+ * check happens before the model is allocated, so a lying file (a config asking for a
+ * billion layers, shapes that disagree with the config) costs nothing but a message. */
+#include "model/gpt_checkpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/json.h"
+#include "formats/safetensors.h"
+#include "formats/text_number.h"
+
+#define CONFIG_JSON_MAX (1 << 20)
+
+/* ---- config ---- */
+
+/* GPT2Config's integer keys, all required, and where each goes. */
+#define N_CONFIG_INTS 5
+static const char *const config_int_names[N_CONFIG_INTS] = {"n_layer", "n_head", "n_embd",
+                                                            "n_positions", "vocab_size"};
+static int *config_int_slot(gpt_config *cfg, int i) {
+    int *slots[N_CONFIG_INTS] = {&cfg->n_layer, &cfg->n_head, &cfg->n_embd, &cfg->n_positions,
+                                 &cfg->vocab_size};
+    return slots[i];
+}
+
+static int set_config_int(const char *src, const char *key, int64_t v, int *target, char *err,
+                          size_t errlen) {
+    if (v < 1 || v > INT32_MAX) {
+        snprintf(err, errlen, "%s: %s = %lld is out of range", src, key, (long long)v);
+        return -1;
+    }
+    *target = (int)v;
+    return 0;
+}
+
+/* From the safetensors metadata (strings). Returns 1 when the metadata holds a config, 0
+ * when it holds none of the keys, -1 on an error. */
+static int config_from_meta(const st_file *f, const char *path, gpt_config *cfg, char *err,
+                            size_t errlen) {
+    int found = 0;
+    for (int i = 0; i < N_CONFIG_INTS; i++)
+        if (st_meta(f, config_int_names[i])) found++;
+    if (!found) return 0;
+    for (int i = 0; i < N_CONFIG_INTS; i++) {
+        const char *key = config_int_names[i], *s = st_meta(f, key);
+        int64_t v;
+        if (!s) {
+            snprintf(err, errlen, "%s: the metadata has a GPT-2 config but no %s", path, key);
+            return -1;
+        }
+        if (text_to_int64(s, &v)) {
+            snprintf(err, errlen, "%s: metadata %s = \"%s\" is not a whole number", path, key, s);
+            return -1;
+        }
+        if (set_config_int(path, key, v, config_int_slot(cfg, i), err, errlen)) return -1;
+    }
+    const char *eps = st_meta(f, "layer_norm_epsilon");
+    if (eps) {
+        double v;
+        if (text_to_double(eps, &v)) {
+            snprintf(err, errlen, "%s: metadata layer_norm_epsilon = \"%s\" is not a number", path, eps);
+            return -1;
+        }
+        cfg->ln_eps = (float)v;
+    }
+    return 1;
+}
+
+static char *read_small_file(const char *path, size_t *len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = malloc(CONFIG_JSON_MAX + 1);
+    size_t n = buf ? fread(buf, 1, CONFIG_JSON_MAX + 1, f) : 0;
+    int bad = !buf || ferror(f) || n > CONFIG_JSON_MAX;
+    fclose(f);
+    if (bad) {
+        snprintf(err, errlen, "%s: %s", path, !buf ? "out of memory" : n > CONFIG_JSON_MAX ? "larger than 1 MiB" : "read error");
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+/* GPT-2 variants this model does not implement are refused rather than run wrongly. */
+static int check_config_json_variant(const json_value *root, const char *path, char *err,
+                                     size_t errlen) {
+    const char *act = json_as_string(json_get(root, "activation_function"));
+    if (act && strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh") && strcmp(act, "gelu_fast")) {
+        snprintf(err, errlen, "%s: activation_function \"%s\" is not supported (kiln's GPT uses "
+                 "GPT-2's tanh GELU, \"gelu_new\")", path, act);
+        return -1;
+    }
+    int inv = 0;
+    if (json_as_bool(json_get(root, "scale_attn_by_inverse_layer_idx"), &inv) && inv) {
+        snprintf(err, errlen, "%s: scale_attn_by_inverse_layer_idx = true is not supported", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* From config.json in the checkpoint's directory (Hugging Face's GPT2Config). */
+static int config_from_json(const char *ckpt_path, gpt_config *cfg, char *err, size_t errlen) {
+    char path[4096];
+    const char *slash = strrchr(ckpt_path, '/');
+    int dir_len = slash ? (int)(slash - ckpt_path) : 1;
+    snprintf(path, sizeof path, "%.*s/config.json", dir_len, slash ? ckpt_path : ".");
+    FILE *probe = fopen(path, "rb");
+    if (!probe) {
+        snprintf(err, errlen, "%s: no GPT-2 config in the metadata (n_layer, n_head, n_embd, "
+                 "n_positions, vocab_size) and no %s beside it", ckpt_path, path);
+        return -1;
+    }
+    fclose(probe);
+    size_t len;
+    char *text = read_small_file(path, &len, err, errlen);
+    if (!text) return -1;
+    json_value *root;
+    char jerr[256];
+    int rc = json_parse(text, len, &root, jerr, sizeof jerr);
+    free(text);
+    if (rc) {
+        snprintf(err, errlen, "%s: %s", path, jerr);
+        return -1;
+    }
+    rc = -1;
+    if (root->type != JSON_OBJECT) {
+        snprintf(err, errlen, "%s: expected a JSON object", path);
+        goto done;
+    }
+    for (int i = 0; i < N_CONFIG_INTS; i++) {
+        const char *key = config_int_names[i];
+        const json_value *v = json_get(root, key);
+        if (!v && !strcmp(key, "n_positions")) v = json_get(root, "n_ctx"); /* old configs */
+        int64_t x;
+        if (!v) {
+            snprintf(err, errlen, "%s: no \"%s\"", path, key);
+            goto done;
+        }
+        if (!json_as_int64(v, &x)) {
+            snprintf(err, errlen, "%s: \"%s\" must be a whole number", path, key);
+            goto done;
+        }
+        if (set_config_int(path, key, x, config_int_slot(cfg, i), err, errlen)) goto done;
+    }
+    const json_value *eps = json_get(root, "layer_norm_epsilon");
+    if (eps) {
+        double x;
+        if (!json_as_double(eps, &x)) {
+            snprintf(err, errlen, "%s: \"layer_norm_epsilon\" must be a number", path);
+            goto done;
+        }
+        cfg->ln_eps = (float)x;
+    }
+    rc = check_config_json_variant(root, path, err, errlen);
+done:
+    json_free(root);
+    return rc;
+}
+
+static int read_config(const st_file *f, const char *path, gpt_config *cfg, char *err,
+                       size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->ln_eps = GPT_DEFAULT_LN_EPS;
+    int rc = config_from_meta(f, path, cfg, err, errlen);
+    if (rc < 0) return -1;
+    if (rc == 0 && config_from_json(path, cfg, err, errlen)) return -1;
+    char why[256];
+    if (gpt_config_check(cfg, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- names ---- */
+
+/* HF GPT-2 buffers that are not weights: the causal mask, its fill value, and the output
+ * head tied to wte. */
+static int is_ignored_buffer(const char *name) {
+    if (!strcmp(name, "lm_head.weight")) return 1;
+    int layer, end = 0;
+    if (sscanf(name, "h.%d.attn.bias%n", &layer, &end) == 1 && end && !name[end]) return 1;
+    end = 0;
+    if (sscanf(name, "h.%d.attn.masked_bias%n", &layer, &end) == 1 && end && !name[end]) return 1;
+    return 0;
+}
+
+static const char *strip_prefix(const char *name) {
+    static const char prefix[] = "transformer.";
+    return strncmp(name, prefix, sizeof prefix - 1) ? name : name + sizeof prefix - 1;
+}
+
+/* Appends `name` to a comma-separated list in buf, up to a few names and a count. */
+static void list_add(char *buf, size_t size, int *count, const char *name) {
+    (*count)++;
+    size_t len = strlen(buf);
+    if (*count <= 4)
+        snprintf(buf + len, size - len, "%s%s", *count > 1 ? ", " : "", name);
+}
+
+static void list_finish(char *buf, size_t size, int count) {
+    size_t len = strlen(buf);
+    if (count > 4) snprintf(buf + len, size - len, " (and %d more)", count - 4);
+}
+
+static void shape_str(char *buf, size_t size, int ndim, const int64_t *shape) {
+    size_t at = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < ndim && at < size; i++)
+        at += (size_t)snprintf(buf + at, size - at, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (at < size) snprintf(buf + at, size - at, "]");
+}
+
+/* Matches every file tensor to a parameter spec: names, shapes and dtypes. match[i]
+ * receives the file tensor of parameter i. */
+static int match_tensors(const st_file *f, const char *path, const gpt_config *cfg,
+                         const gpt_param_spec *specs, int n_specs, const st_tensor **match,
+                         char *err, size_t errlen) {
+    char unknown[512] = "", missing[512] = "";
+    int n_unknown = 0, n_missing = 0;
+    for (size_t i = 0; i < st_count(f); i++) {
+        const st_tensor *t = st_tensor_at(f, i);
+        const char *name = strip_prefix(t->name);
+        if (is_ignored_buffer(name)) continue;
+        int idx = 0;
+        while (idx < n_specs && strcmp(specs[idx].name, name)) idx++;
+        if (idx == n_specs) {
+            list_add(unknown, sizeof unknown, &n_unknown, t->name);
+            continue;
+        }
+        const gpt_param_spec *p = &specs[idx];
+        if (match[idx]) {
+            snprintf(err, errlen, "%s: tensor %s appears twice (as %s and %s)", path, name,
+                     match[idx]->name, t->name);
+            return -1;
+        }
+        int same = t->ndim == p->ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == p->shape[d];
+        if (!same) {
+            char got[96], want[96];
+            shape_str(got, sizeof got, t->ndim, t->shape);
+            shape_str(want, sizeof want, p->ndim, p->shape);
+            snprintf(err, errlen, "%s: tensor %s has shape %s but the config (n_layer %d, n_embd %d, "
+                     "n_positions %d, vocab_size %d) needs %s", path, t->name, got, cfg->n_layer,
+                     cfg->n_embd, cfg->n_positions, cfg->vocab_size, want);
+            return -1;
+        }
+        if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16 && t->dtype != ST_F64) {
+            snprintf(err, errlen, "%s: tensor %s is %s; weights must be F32, F16, BF16 or F64",
+                     path, t->name, t->dtype_name);
+            return -1;
+        }
+        match[idx] = t;
+    }
+    if (n_unknown) {
+        list_finish(unknown, sizeof unknown, n_unknown);
+        snprintf(err, errlen, "%s: unknown tensor%s %s (not part of a GPT-2 model with n_layer = %d)",
+                 path, n_unknown > 1 ? "s" : "", unknown, cfg->n_layer);
+        return -1;
+    }
+    for (int i = 0; i < n_specs; i++)
+        if (!match[i]) list_add(missing, sizeof missing, &n_missing, specs[i].name);
+    if (n_missing) {
+        list_finish(missing, sizeof missing, n_missing);
+        snprintf(err, errlen, "%s: missing tensor%s %s", path, n_missing > 1 ? "s" : "", missing);
+        return -1;
+    }
+    return 0;
+}
+
+int gpt_checkpoint_load(kiln_ctx *ctx, const char *path, gpt_model **out, char *err,
+                        size_t errlen) {
+    *out = NULL;
+    st_file *f;
+    if (st_open(path, &f, err, errlen)) return -1;
+    int rc = -1, n = 0;
+    gpt_config cfg;
+    gpt_model *m = NULL;
+    gpt_param_spec *specs = NULL;
+    const st_tensor **match = NULL;
+    float *host = NULL;
+    if (read_config(f, path, &cfg, err, errlen)) goto done;
+    n = gpt_param_specs(&cfg, NULL);
+    specs = calloc((size_t)n, sizeof *specs);
+    match = calloc((size_t)n, sizeof *match);
+    if (!specs || !match) {
+        snprintf(err, errlen, "out of host memory");
+        goto done;
+    }
+    gpt_param_specs(&cfg, specs);
+    if (match_tensors(f, path, &cfg, specs, n, match, err, errlen)) goto done;
+
+    m = gpt_new(ctx, &cfg);
+    if (!m) {
+        snprintf(err, errlen, "%s: cannot allocate the model: %s", path, kiln_error_message());
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const st_tensor *t = match[i];
+        float *buf = realloc(host, (size_t)t->numel * sizeof *buf);
+        if (!buf) {
+            snprintf(err, errlen, "out of host memory reading %s", t->name);
+            goto done;
+        }
+        host = buf;
+        if (st_read_f32(t, host, (size_t)t->numel) ||
+            kiln_upload_f32(m->params[i].t, host, t->numel)) {
+            snprintf(err, errlen, "%s: cannot load %s: %s", path, t->name, kiln_error_message());
+            goto done;
+        }
+    }
+    *out = m;
+    m = NULL;
+    rc = 0;
+done:
+    gpt_free(m);
+    free(host);
+    free(match);
+    free(specs);
+    st_close(f);
+    return rc;
+}
+
+int gpt_checkpoint_meta(const char *path, const char *key, char *value, size_t size, char *err,
+                        size_t errlen) {
+    st_file *f;
+    if (st_open(path, &f, err, errlen)) return -1;
+    const char *v = st_meta(f, key);
+    if (v) snprintf(value, size, "%s", v);
+    st_close(f);
+    return v ? 1 : 0;
+}
+
+int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *extra,
+                        int n_extra, char *err, size_t errlen) {
+    st_writer *w = st_writer_new();
+    float **host = calloc((size_t)m->n_params, sizeof *host);
+    int rc = -1;
+    if (!w || !host) {
+        snprintf(err, errlen, "%s: out of host memory", path);
+        goto done;
+    }
+    for (int i = 0; i < m->n_params; i++) {
+        const kiln_tensor *t = m->params[i].t;
+        int64_t n = kiln_numel(t);
+        host[i] = malloc((size_t)n * sizeof(float));
+        if (!host[i]) {
+            snprintf(err, errlen, "%s: out of host memory", path);
+            goto done;
+        }
+        if (kiln_download_f32(t, host[i], n)) {
+            snprintf(err, errlen, "%s: reading %s from the device: %s", path, m->params[i].spec.name,
+                     kiln_error_message());
+            goto done;
+        }
+        st_writer_add_ref(w, m->params[i].spec.name, "F32", t->ndim, t->shape, host[i],
+                          (size_t)n * sizeof(float));
+    }
+    char value[32], eps[32];
+    gpt_config cfg = m->cfg;
+    /* "format": "pt" is what Hugging Face's loaders expect of a PyTorch-layout file. */
+    st_writer_meta(w, "format", "pt");
+    st_writer_meta(w, "model_type", "gpt2");
+    for (int i = 0; i < N_CONFIG_INTS; i++) {
+        snprintf(value, sizeof value, "%d", *config_int_slot(&cfg, i));
+        st_writer_meta(w, config_int_names[i], value);
+    }
+    snprintf(eps, sizeof eps, "%.9g", (double)cfg.ln_eps);
+    st_writer_meta(w, "layer_norm_epsilon", eps);
+    for (int i = 0; i < n_extra; i++) st_writer_meta(w, extra[i].key, extra[i].value);
+    rc = st_writer_save(w, path, err, errlen);
+done:
+    if (host)
+        for (int i = 0; i < m->n_params; i++) free(host[i]);
+    free(host);
+    st_writer_free(w);
+    return rc;
+}

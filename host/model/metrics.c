@@ -1,0 +1,99 @@
+/* metrics.jsonl writer (see metrics.h). */
+#include "model/metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/json.h"
+
+/* Rewrites the file with only the rows whose step is <= keep_step. Lines that are not JSON
+ * objects with a step (a torn last line after a crash) are dropped too. */
+static int truncate_rows(const char *path, int64_t keep_step, char *err, size_t errlen) {
+    FILE *in = fopen(path, "rb");
+    if (!in) {
+        if (errno == ENOENT) return 0; /* nothing was logged yet */
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = fopen(tmp, "wb");
+    if (!out) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        fclose(in);
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int ok = 1;
+    while (ok) {
+        /* getline is POSIX, not C11: read by hand, growing the buffer */
+        size_t len = 0;
+        int c;
+        while ((c = fgetc(in)) != EOF && c != '\n') {
+            if (len + 1 >= cap) {
+                size_t ncap = cap ? 2 * cap : 256;
+                char *grown = realloc(line, ncap);
+                if (!grown) {
+                    ok = 0;
+                    break;
+                }
+                line = grown;
+                cap = ncap;
+            }
+            line[len++] = (char)c;
+        }
+        if (!ok || (c == EOF && len == 0)) break;
+        json_value *row;
+        int64_t step;
+        if (json_parse(line, len, &row, NULL, 0) == 0) {
+            if (json_as_int64(json_get(row, "step"), &step) && step <= keep_step) {
+                fwrite(line, 1, len, out);
+                fputc('\n', out);
+            }
+            json_free(row);
+        }
+        if (c == EOF) break;
+    }
+    free(line);
+    fclose(in);
+    if (fclose(out) || !ok || rename(tmp, path)) {
+        snprintf(err, errlen, "%s: cannot rewrite: %s", path, ok ? strerror(errno) : "out of memory");
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+FILE *metrics_open(const char *dir, int64_t resume_step, char *err, size_t errlen) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    if (resume_step >= 0 && truncate_rows(path, resume_step, err, errlen)) return NULL;
+    FILE *f = fopen(path, resume_step >= 0 ? "ab" : "wb");
+    if (!f) snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return f;
+}
+
+/* JSON has no NaN or infinity: such a value is written as null. */
+static void number(FILE *f, const char *key, double v) {
+    if (isfinite(v))
+        fprintf(f, ", \"%s\": %.9g", key, v);
+    else
+        fprintf(f, ", \"%s\": null", key);
+}
+
+int metrics_write(FILE *f, const metrics_row *r) {
+    fprintf(f, "{\"step\": %lld", (long long)r->step);
+    number(f, "loss", r->loss);
+    if (!isnan(r->val_loss)) number(f, "val_loss", r->val_loss);
+    number(f, "lr", r->lr);
+    number(f, "grad_norm", r->grad_norm);
+    number(f, "tokens_per_s", r->tokens_per_s);
+    /* exactly: a scale such as 2^39 has more digits than %.9g keeps */
+    if (isfinite(r->loss_scale)) fprintf(f, ", \"loss_scale\": %.17g", r->loss_scale);
+    if (r->skipped_steps >= 0) fprintf(f, ", \"skipped_steps\": %lld", (long long)r->skipped_steps);
+    fputs("}\n", f);
+    return fflush(f) || ferror(f) ? -1 : 0;
+}

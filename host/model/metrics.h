@@ -1,0 +1,31 @@
+/* DIR/metrics.jsonl: one JSON object per logged training step, e.g.
+ *   {"step": 250, "loss": 2.0812, "val_loss": 2.0953, "lr": 0.00093, "grad_norm": 0.41,
+ *    "tokens_per_s": 18342}
+ * val_loss appears only on the steps that evaluated. Mixed-precision (fp16) runs add
+ * "loss_scale" (S after the step's update) and "skipped_steps" (overflowing steps skipped
+ * so far, cumulative); a skipped step's grad_norm is null. */
+#ifndef KILN_HOST_MODEL_METRICS_H
+#define KILN_HOST_MODEL_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct metrics_row {
+    int64_t step;
+    double loss, val_loss; /* val_loss NaN: not evaluated at this step */
+    double lr, grad_norm, tokens_per_s;
+    double loss_scale;     /* NaN: not written (fp32) */
+    int64_t skipped_steps; /* < 0: not written (fp32) */
+} metrics_row;
+
+/* Opens DIR/metrics.jsonl. A fresh run (resume_step < 0) starts an empty file; a resumed
+ * run keeps the rows up to resume_step and drops any later ones (steps the interrupted run
+ * logged after its last checkpoint, which the resumed run will log again). Returns NULL
+ * with a message in err. */
+FILE *metrics_open(const char *dir, int64_t resume_step, char *err, size_t errlen);
+
+/* Appends one row and flushes (a crash loses nothing logged). Returns 0 or -1. */
+int metrics_write(FILE *f, const metrics_row *row);
+
+#endif

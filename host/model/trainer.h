@@ -1,0 +1,99 @@
+/* Training a GPT: the hyperparameters, the learning-rate schedule, one optimizer step
+ * (forward, backward over --grad-accum micro-batches, clipped AdamW), and the optimizer
+ * state that lets a run resume exactly where it stopped. Used by `kiln train`,
+ * `kiln bench train` and the PyTorch parity dump. */
+#ifndef KILN_HOST_MODEL_TRAINER_H
+#define KILN_HOST_MODEL_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/data.h"
+#include "kiln/loss_scale.h"
+#include "model/gpt.h"
+
+typedef struct train_hparams {
+    int batch, block, grad_accum;
+    int steps, warmup;
+    float lr, min_lr;
+    float beta1, beta2, weight_decay, clip;
+    float dropout;
+    uint64_t seed;
+    /* KILN_F32 (0), or KILN_F16: mixed precision (f16 working copies of the weights, f16
+     * activations and gradients, f32 master weights and Adam moments) with dynamic loss
+     * scaling by `loss_scale` (init 0: kiln_loss_scale_defaults) */
+    kiln_dtype precision;
+    kiln_loss_scale_opts loss_scale;
+} train_hparams;
+
+/* nanoGPT's CPU config (batch 12, context 64, 2000 steps, AdamW with lr 1e-3 warming up over
+ * 100 steps and decaying to 1e-4, beta2 0.99, weight decay 0.1, clip 1.0, no dropout, seed
+ * 1337): the defaults of `kiln train` and of the benchmarks that train, in one place. */
+train_hparams train_nanogpt_hparams(void);
+
+/* The learning rate of optimizer step `step` (0-based), as nanoGPT: a linear warmup
+ * lr * (step + 1) / (warmup + 1) for step < warmup, then a cosine from lr down to min_lr at
+ * step == steps. */
+float train_lr_at(const train_hparams *hp, int64_t step);
+
+typedef struct trainer {
+    gpt_model *m;
+    const data_set *ds; /* NULL when the caller feeds batches itself */
+    train_hparams hp;
+    kiln_adam *opt;
+    kiln_tensor **params; /* the model's (master) weights, for the optimizer */
+    kiln_tensor **leaves; /* where backward's gradients land: the weights in fp32, their f16
+                             copies in fp16 (gpt_grad_leaf), for kiln_zero_grad */
+    kiln_loss_scaler *scaler; /* fp16 only, else NULL */
+    int32_t *x, *y;       /* one micro-batch of inputs and targets, [batch * block] */
+    int64_t step;         /* optimizer steps done */
+} trainer;
+
+/* Sets up AdamW over every weight of m (decay on 2-D weights only, as GPT-2/nanoGPT) and
+ * zeroes the gradients. With hp->precision KILN_F16 it first turns m to mixed precision
+ * (gpt_set_precision, keeping the f32 masters) and creates the loss scaler. Returns 0, or
+ * -1 with a message. */
+int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hparams *hp,
+                 char *err, size_t errlen);
+void trainer_free(trainer *t);
+
+/* Forward and backward of one micro-batch x, y ([rows, block] token ids), gradients
+ * scaled by `scale` (1 / grad_accum) and, in fp16, by the loss scale S, and accumulated;
+ * frees the step's activations. *loss receives the micro-batch's mean (unscaled) loss. */
+int trainer_accumulate(trainer *t, const int32_t *x, const int32_t *y, int rows, float scale,
+                       double *loss, char *err, size_t errlen);
+
+/* The AdamW update at learning rate lr with the accumulated gradients (clipped to the
+ * global norm hp.clip when > 0), then zeroes them. *grad_norm receives the norm before
+ * clipping. In fp16 the gradients are unscaled inside the update and an inf/NaN among them
+ * skips it (weights and moments untouched, *grad_norm NaN, *skipped 1; skipped may be
+ * NULL); the step still counts in t->step, which draws the batches and sets the LR. */
+int trainer_update_scaled(trainer *t, float lr, double *grad_norm, int *skipped, char *err,
+                          size_t errlen);
+/* trainer_update_scaled without the skipped report. */
+int trainer_update(trainer *t, float lr, double *grad_norm, char *err, size_t errlen);
+
+typedef struct train_step_stats {
+    double loss, lr, grad_norm;
+    /* fp16: the loss scale after this step's update, whether this step overflowed and was
+     * skipped, and the skipped steps so far; fp32: 1, 0, 0 */
+    double loss_scale;
+    int skipped;
+    int64_t skipped_steps;
+} train_step_stats;
+
+/* One optimizer step on training batches drawn for (seed, step): grad_accum micro-batches,
+ * micro-batch i of step s being data_sample_batch(..., seed, s * grad_accum + i). */
+int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
+
+/* ---- the optimizer state file (DIR/optimizer.safetensors) ----
+ * Adam's moments as m.<weight name> and v.<weight name>, and in the metadata the step, the
+ * dropout RNG stream, the seed and the batch geometry a resume must share, and the
+ * precision with, in fp16, the loss scaler's state (loss_scale, loss_scale_clean_steps,
+ * skipped_steps). */
+int trainer_save_state(const trainer *t, const char *path, char *err, size_t errlen);
+/* Restores a state saved by a run with the same model, seed and batch geometry (a
+ * mismatch is an error naming the option). */
+int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen);
+
+#endif
