@@ -106,7 +106,7 @@ END_TEST
 static kiln_ref ref_of(kiln_buf *b, float *p, size_t n) {
     b->ptr = p;
     b->size = n * sizeof(float);
-    kiln_ref r = {b, 0};
+    kiln_ref r = {.buf = b};
     return r;
 }
 

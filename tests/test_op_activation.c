@@ -95,17 +95,25 @@ static kiln_tensor *build_relu(kiln_tensor **in, const void *p) { (void)p; retur
 static kiln_tensor *build_silu(kiln_tensor **in, const void *p) { (void)p; return kiln_silu(in[0]); }
 static kiln_tensor *build_relu2(kiln_tensor **in, const void *p) { (void)p; return kiln_relu2(in[0]); }
 
-#define F32(...) {KILN_F32, __VA_ARGS__}
 /* ReLU-type cases draw inputs away from 0 so no finite difference straddles the kink.
  * The smooth ones use a tight FD tolerance (1e-6): their FD truncation error is ~1e-8, and
  * the default 1e-4 would let a wrong cubic coefficient in GELU's derivative through. */
 static const kt_case cases[] = {
-    {"gelu", build_gelu, NULL, 1, {F32(3, {3, 7, 5}, KT_NORMAL, 0, 2, 1)}, 1e-10, 1e-6, 0, 0, 0, 0},
-    {"gelu_wide", build_gelu, NULL, 1, {F32(2, {13, 37}, KT_UNIFORM, -6, 6, 1)}, 1e-10, 1e-6, 0, 0, 0, 0},
-    {"relu", build_relu, NULL, 1, {F32(2, {9, 11}, KT_AWAY0, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"silu", build_silu, NULL, 1, {F32(4, {2, 3, 5, 7}, KT_NORMAL, 0, 3, 1)}, 1e-10, 1e-6, 0, 0, 0, 0},
-    {"relu2", build_relu2, NULL, 1, {F32(2, {7, 13}, KT_AWAY0, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"gelu_large", build_gelu, NULL, 1, {F32(2, {259, 131}, KT_NORMAL, 0, 0, 1)}, 1e-10, 1e-6, 0, 0, 0, 0},
+    {.name = "gelu", .build = build_gelu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 7, 5}, .init = KT_NORMAL, .hi = 2, .grad = 1}},
+     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
+    {.name = "gelu_wide", .build = build_gelu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {13, 37}, .init = KT_UNIFORM, .lo = -6, .hi = 6, .grad = 1}},
+     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
+    {.name = "relu", .build = build_relu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {9, 11}, .init = KT_AWAY0, .grad = 1}}},
+    {.name = "silu", .build = build_silu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 7}, .init = KT_NORMAL, .hi = 3, .grad = 1}},
+     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
+    {.name = "relu2", .build = build_relu2, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 13}, .init = KT_AWAY0, .grad = 1}}},
+    {.name = "gelu_large", .build = build_gelu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {259, 131}, .grad = 1}}, .fwd_tol = 1e-10, .bwd_tol = 1e-6},
 };
 
 static void add_tests(Suite *s, TCase *tc) {
