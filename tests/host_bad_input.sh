@@ -4,10 +4,9 @@
 # never left half-written (a run killed while it checkpoints leaves a loadable file).
 #   host_bad_input.sh KILN WORKDIR
 set -u
+. "$(dirname "$0")/host_common.sh"
 kiln=$1
-work=$2
-rm -rf "$work" && mkdir -p "$work" || exit 1
-cd "$work" || exit 1
+host_workdir "$2" || exit 1
 failures=0
 
 # expect_error DESCRIPTION COMMAND...: runs `kiln COMMAND...`
@@ -40,7 +39,7 @@ expect_ok() {
 }
 
 # ---- inputs ----
-for i in $(seq 1 200); do echo "line $i: the quick brown fox jumps over the lazy dog"; done >text.txt
+numbered_lines 200 "line %d: the quick brown fox jumps over the lazy dog" >text.txt
 : >empty.txt
 printf 'tiny' >tiny.txt
 tiny_model=(--layers 1 --heads 2 --dim 8 --block 16 --eval-every 0 --backend cpu)
@@ -48,9 +47,6 @@ tiny_model=(--layers 1 --heads 2 --dim 8 --block 16 --eval-every 0 --backend cpu
   { echo "FAIL: could not train the small checkpoint the cases start from"; exit 1; }
 good=good/model.safetensors
 
-# A python that can write bytes (any python3 will do: struct and json only).
-py=python3
-command -v "$py" >/dev/null || py=/usr/bin/python3
 # mutate SRC DST PYTHON-CODE: the code edits `header` (a dict) and/or `data` (bytes) and
 # may set `raw_header` (bytes) to write the header verbatim or `length` (8 bytes) to lie
 # about its length.
@@ -70,6 +66,18 @@ if length is None:
     length = struct.pack("<Q", len(text))
 open(dst, "wb").write(length + text + data)
 EOF
+}
+
+# expect_refused DESCRIPTION CHECKPOINT: `kiln eval` must refuse the checkpoint.
+expect_refused() {
+  expect_error "$1" eval --ckpt "$2" --data text.txt --backend cpu
+}
+
+# expect_mutation_refused DESCRIPTION FILE PYTHON-CODE: the good checkpoint mutated by the
+# code (see mutate) into FILE, which `kiln eval` must refuse.
+expect_mutation_refused() {
+  mutate "$good" "$2" "$3"
+  expect_refused "$1" "$2"
 }
 
 # ---- options ----
@@ -125,41 +133,29 @@ expect_error "decode --precision half" decode --ckpt "$good" --prompt "the" --ba
 
 # ---- checkpoints: truncated, corrupt, lying ----
 head -c 5 "$good" >short.safetensors
-expect_error "checkpoint shorter than its length field" eval --ckpt short.safetensors --data text.txt --backend cpu
+expect_refused "checkpoint shorter than its length field" short.safetensors
 head -c 2000 "$good" >truncated.safetensors
-expect_error "truncated checkpoint" eval --ckpt truncated.safetensors --data text.txt --backend cpu
+expect_refused "truncated checkpoint" truncated.safetensors
 head -c 4096 /dev/urandom >garbage.safetensors
-expect_error "random bytes as a checkpoint" eval --ckpt garbage.safetensors --data text.txt --backend cpu
-mutate "$good" huge_header.safetensors 'length = struct.pack("<Q", 1 << 62)'
-expect_error "huge header length" eval --ckpt huge_header.safetensors --data text.txt --backend cpu
-mutate "$good" bad_json.safetensors 'raw_header = b"{\"wte.weight\": {" + b" " * 6'
-expect_error "header that is not JSON" eval --ckpt bad_json.safetensors --data text.txt --backend cpu
-mutate "$good" past_end.safetensors 'header["ln_f.bias"]["data_offsets"][1] += 1000'
-expect_error "data offsets past the end" eval --ckpt past_end.safetensors --data text.txt --backend cpu
-mutate "$good" negative.safetensors 'header["ln_f.bias"]["shape"] = [-8]'
-expect_error "negative shape" eval --ckpt negative.safetensors --data text.txt --backend cpu
-mutate "$good" lying_shape.safetensors '
+expect_refused "random bytes as a checkpoint" garbage.safetensors
+expect_mutation_refused "huge header length" huge_header.safetensors 'length = struct.pack("<Q", 1 << 62)'
+expect_mutation_refused "header that is not JSON" bad_json.safetensors 'raw_header = b"{\"wte.weight\": {" + b" " * 6'
+expect_mutation_refused "data offsets past the end" past_end.safetensors 'header["ln_f.bias"]["data_offsets"][1] += 1000'
+expect_mutation_refused "negative shape" negative.safetensors 'header["ln_f.bias"]["shape"] = [-8]'
+expect_mutation_refused "shape that disagrees with the config" lying_shape.safetensors '
 w = header["wpe.weight"]; w["shape"] = [8, 16]'
-expect_error "shape that disagrees with the config" eval --ckpt lying_shape.safetensors --data text.txt --backend cpu
-mutate "$good" lying_config.safetensors 'header["__metadata__"]["n_layer"] = "1000"'
-expect_error "config with more layers than tensors" eval --ckpt lying_config.safetensors --data text.txt --backend cpu
-mutate "$good" bad_config.safetensors 'header["__metadata__"]["n_embd"] = "eight"'
-expect_error "config value that is not a number" eval --ckpt bad_config.safetensors --data text.txt --backend cpu
-mutate "$good" heads_config.safetensors 'header["__metadata__"]["n_head"] = "3"'
-expect_error "config whose n_head does not divide n_embd" eval --ckpt heads_config.safetensors --data text.txt --backend cpu
-mutate "$good" unknown_key.safetensors '
+expect_mutation_refused "config with more layers than tensors" lying_config.safetensors 'header["__metadata__"]["n_layer"] = "1000"'
+expect_mutation_refused "config value that is not a number" bad_config.safetensors 'header["__metadata__"]["n_embd"] = "eight"'
+expect_mutation_refused "config whose n_head does not divide n_embd" heads_config.safetensors 'header["__metadata__"]["n_head"] = "3"'
+expect_mutation_refused "unknown tensor names" unknown_key.safetensors '
 header["h.0.attn.extra"] = dict(header["ln_f.bias"])
 header["zzz"] = dict(header["ln_f.weight"])
 header.pop("ln_f.bias"); header.pop("ln_f.weight")'
-expect_error "unknown tensor names" eval --ckpt unknown_key.safetensors --data text.txt --backend cpu
-mutate "$good" missing_tensor.safetensors '
+expect_mutation_refused "missing tensor" missing_tensor.safetensors '
 header["h.0.attn.bias"] = header.pop("h.0.ln_2.bias")'
-expect_error "missing tensor" eval --ckpt missing_tensor.safetensors --data text.txt --backend cpu
-mutate "$good" no_config.safetensors 'header["__metadata__"] = {"format": "pt"}'
-expect_error "no config anywhere" eval --ckpt no_config.safetensors --data text.txt --backend cpu
-mutate "$good" int_weights.safetensors '
+expect_mutation_refused "no config anywhere" no_config.safetensors 'header["__metadata__"] = {"format": "pt"}'
+expect_mutation_refused "integer weights" int_weights.safetensors '
 header["ln_f.bias"]["dtype"] = "I32"'
-expect_error "integer weights" eval --ckpt int_weights.safetensors --data text.txt --backend cpu
 expect_error "--init with a corrupt checkpoint" train --data text.txt --out o --init truncated.safetensors --backend cpu
 expect_error "decode with a corrupt checkpoint" decode --ckpt garbage.safetensors --prompt "the" --backend cpu
 

@@ -4,13 +4,9 @@
 # the context (where both slide their window the same way).
 #   host_decode_cache.sh KILN WORKDIR [BACKEND]
 set -eu
-kiln=$1
-work=$2
-backend=${3:-cpu}
-# skipped (77) when this machine has no device of that backend (`kiln info` lists "NAME:N")
-"$kiln" info 2>/dev/null | grep -q "^$backend:[0-9]" || { echo "skipped: no $backend device"; exit 77; }
-rm -rf "$work" && mkdir -p "$work" && cd "$work"
-for i in $(seq 1 300); do echo "verse $i: twinkle twinkle little star, how I wonder what you are"; done >text.txt
+. "$(dirname "$0")/host_common.sh"
+host_setup "$@"
+numbered_lines 300 "verse %d: twinkle twinkle little star, how I wonder what you are" >text.txt
 # the model trains on the cpu (checkpoints are the same on every backend); BACKEND decodes
 "$kiln" train --data text.txt --out model --backend cpu --layers 1 --heads 2 --dim 32 \
   --block 32 --batch 8 --steps 150 --lr 1e-2 --warmup 10 --eval-every 0 --seed 3 >/dev/null 2>&1

@@ -13,14 +13,9 @@
 #  4. on Vulkan, a device without 16-bit storage (minimum-limits mode) is refused in one line.
 #   host_precision.sh KILN WORKDIR [BACKEND]
 set -eu
-kiln=$1
-work=$2
-backend=${3:-cpu}
-"$kiln" info 2>/dev/null | grep -q "^$backend:[0-9]" || { echo "skipped: no $backend device"; exit 77; }
-rm -rf "$work" && mkdir -p "$work" && cd "$work"
-for i in $(seq 1 400); do echo "row $i: sing a song of sixpence, a pocket full of rye"; done >text.txt
-py=python3
-command -v "$py" >/dev/null || py=/usr/bin/python3
+. "$(dirname "$0")/host_common.sh"
+host_setup "$@"
+numbered_lines 400 "row %d: sing a song of sixpence, a pocket full of rye" >text.txt
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 

@@ -5,13 +5,9 @@
 # --steps).
 #   host_resume.sh KILN WORKDIR [BACKEND]
 set -eu
-kiln=$1
-work=$2
-backend=${3:-cpu}
-# skipped (77) when this machine has no device of that backend (`kiln info` lists "NAME:N")
-"$kiln" info 2>/dev/null | grep -q "^$backend:[0-9]" || { echo "skipped: no $backend device"; exit 77; }
-rm -rf "$work" && mkdir -p "$work" && cd "$work"
-for i in $(seq 1 400); do echo "row $i: sing a song of sixpence, a pocket full of rye"; done >text.txt
+. "$(dirname "$0")/host_common.sh"
+host_setup "$@"
+numbered_lines 400 "row %d: sing a song of sixpence, a pocket full of rye" >text.txt
 run=(--data text.txt --backend "$backend" --layers 2 --heads 2 --dim 16 --block 16 --batch 3
      --lr 2e-3 --min-lr 2e-3 --warmup 4 --dropout 0.1 --grad-accum 2 --eval-every 5
      --eval-windows 8 --seed 11)

@@ -48,18 +48,21 @@ static kiln_tensor *build_attention_block(kiln_tensor **in, const void *param) {
     return kiln_add(x, linear_packed(heads, in[3]));
 }
 
-#define F32(...) {KILN_F32, __VA_ARGS__}
-#define I32(...) {KILN_I32, __VA_ARGS__}
 static const kt_case cases[] = {
-    {"mlp_gelu_cross_entropy", build_mlp, NULL, 6,
-     {F32(2, {5, 7}, KT_NORMAL, 0, 0, 1), F32(2, {7, 9}, KT_NORMAL, 0, 0.5f, 1), F32(1, {9}, KT_NORMAL, 0, 0.5f, 1),
-      F32(2, {9, 6}, KT_NORMAL, 0, 0.5f, 1), F32(1, {6}, KT_NORMAL, 0, 0.5f, 1), I32(1, {5}, KT_INT, -1, 5, 0)},
-     0, 0, 0, 0},
+    {.name = "mlp_gelu_cross_entropy", .build = build_mlp, .n_in = 6,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 7}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 2, .shape = {7, 9}, .init = KT_NORMAL, .hi = 0.5f, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {9}, .init = KT_NORMAL, .hi = 0.5f, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 2, .shape = {9, 6}, .init = KT_NORMAL, .hi = 0.5f, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {6}, .init = KT_NORMAL, .hi = 0.5f, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 1, .shape = {5}, .init = KT_INT, .lo = -1, .hi = 5}}},
     /* B = 2, T = 5, C = 8, 2 heads; key lengths in [2, 4] < T: both sequences padded */
-    {"attention_block_causal_padded", build_attention_block, NULL, 5,
-     {F32(3, {2, 5, 8}, KT_NORMAL, 0, 0, 1), F32(2, {2, 8}, KT_NORMAL, 0.5f, 0.5f, 1),
-      F32(2, {9, 24}, KT_NORMAL, 0, 0.4f, 1), F32(2, {9, 8}, KT_NORMAL, 0, 0.4f, 1), I32(1, {2}, KT_INT, 2, 4, 0)},
-     0, 0, 0, 0},
+    {.name = "attention_block_causal_padded", .build = build_attention_block, .n_in = 5,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 8}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 2, .shape = {2, 8}, .init = KT_NORMAL, .lo = 0.5f, .hi = 0.5f, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 2, .shape = {9, 24}, .init = KT_NORMAL, .hi = 0.4f, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 2, .shape = {9, 8}, .init = KT_NORMAL, .hi = 0.4f, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 1, .shape = {2}, .init = KT_INT, .lo = 2, .hi = 4}}},
 };
 
 /* ---- tape mechanics ---- */

@@ -107,7 +107,7 @@ static void check_kernel(const char *name, const operand *ops, int n_ops, kernel
     for (int i = 0; i < n_ops; i++) {
         const operand *o = &ops[i];
         vals[i] = NULL, b16[i].buf.ptr = b32[i].buf.ptr = NULL;
-        r16[i] = r32[i] = (kiln_ref){NULL, 0};
+        r16[i] = r32[i] = (kiln_ref){0};
         if (o->count == 0) continue;
         vals[i] = malloc((size_t)o->count * sizeof(float));
         for (int64_t e = 0; e < o->count; e++) vals[i][e] = kiln_f16_to_f32(kiln_f32_to_f16(o->center + rnd16(o->scale)));
@@ -115,14 +115,14 @@ static void check_kernel(const char *name, const operand *ops, int n_ops, kernel
         b32[i].buf.size = (size_t)o->count * 4;
         b32[i].buf.ptr = malloc(b32[i].buf.size);
         memcpy(b32[i].buf.ptr, vals[i], b32[i].buf.size);
-        r32[i] = (kiln_ref){&b32[i].buf, 0};
+        r32[i] = (kiln_ref){.buf = &b32[i].buf};
         /* the f16 run: statistics stay f32 (still at an offset); the rest is f16 */
         const size_t es = o->f32 ? 4 : 2;
         b16[i].buf.size = (size_t)(o->count + 2 * GUARD) * es;
         b16[i].buf.ptr = malloc(b16[i].buf.size);
         uint16_t *h = b16[i].buf.ptr;
         for (size_t k = 0; k < b16[i].buf.size / 2; k++) h[k] = GUARD_BITS;
-        r16[i] = (kiln_ref){&b16[i].buf, GUARD * es};
+        r16[i] = (kiln_ref){.buf = &b16[i].buf, .off = GUARD * es};
         if (o->f32)
             memcpy(CPU_PTR(r16[i], float), vals[i], (size_t)o->count * 4);
         else
@@ -163,54 +163,80 @@ static void check_kernel(const char *name, const operand *ops, int n_ops, kernel
 
 static kiln_status run_axpby(kiln_ref *r, kiln_dtype dt, const void *p) {
     const float beta = *(const float *)p;
-    kiln_axpby_args a = {r[0], r[1], r[2], r[3], 3001, 0.75f, beta, dt};
+    kiln_axpby_args a = {.x = r[0], .y = r[1], .num = r[2], .den = r[3], .n = 3001, .alpha = 0.75f, .beta = beta,
+                         .dtype = dt};
     return cpu_axpby(NULL, &a);
 }
 static kiln_status run_binary(kiln_ref *r, kiln_dtype dt, const void *p) {
-    kiln_binary_args a = {r[0], r[1], r[2], 37 * 41, 41, *(const kiln_binary_op *)p, dt};
+    kiln_binary_args a = {.a = r[0], .b = r[1], .out = r[2], .n = 37 * 41, .nb = 41, .op = *(const kiln_binary_op *)p,
+                          .dtype = dt};
     return cpu_binary(NULL, &a);
 }
 static kiln_status run_sum_rows(kiln_ref *r, kiln_dtype dt, const void *p) {
     (void)p;
-    kiln_sum_rows_args a = {r[0], r[1], 67, 131, -0.5f, dt};
+    kiln_sum_rows_args a = {.x = r[0], .out = r[1], .rows = 67, .cols = 131, .alpha = -0.5f, .dtype = dt};
     return cpu_sum_rows(NULL, &a);
 }
 static kiln_status run_act(kiln_ref *r, kiln_dtype dt, const void *p) {
-    kiln_act_args a = {r[0], r[1], r[2], r[3], 5003, *(const int *)p, dt};
+    kiln_act_args a = {.x = r[0], .y = r[1], .dy = r[2], .dx = r[3], .n = 5003, .kind = *(const int *)p, .dtype = dt};
     return CPU_HAS(a.y) ? cpu_act_fwd(NULL, &a) : cpu_act_bwd(NULL, &a);
 }
 static kiln_status run_reduce(kiln_ref *r, kiln_dtype dt, const void *p) {
-    kiln_reduce_args a = {r[0], r[1], 40009, 0.25f, *(const int *)p, dt};
+    kiln_reduce_args a = {.x = r[0], .out = r[1], .n = 40009, .alpha = 0.25f, .square = *(const int *)p, .dtype = dt};
     return cpu_reduce(NULL, &a);
 }
 static kiln_status run_dropout_bwd(kiln_ref *r, kiln_dtype dt, const void *p) {
     (void)p;
-    kiln_dropout_args a = {{0}, {0}, r[0], r[1], 999, 0.3f, 7, 3, dt};
+    kiln_dropout_args a = {.dy = r[0], .dx = r[1], .n = 999, .prob = 0.3f, .seed = 7, .stream = 3, .dtype = dt};
     return cpu_dropout_bwd(NULL, &a);
 }
 
 START_TEST(elementwise_kernels) {
     static const float beta1 = 1.0f, beta0 = 0.0f;
     /* x, y (+=), num and den (f32 scalars) */
-    check_kernel("axpby +=", OPS({3001, ROLE_IN, 0, 0, 1}, {3001, ROLE_INOUT, 0, 0, 1}, {1, ROLE_IN, 1, 0.5f, 1},
-                                 {1, ROLE_IN, 1, 1, 1}), run_axpby, &beta1);
-    check_kernel("axpby =", OPS({3001, ROLE_IN, 0, 0, 1}, {3001, ROLE_OUT, 0, 0, 1}, {0, ROLE_IN, 1, 0, 1},
-                                {0, ROLE_IN, 1, 0, 1}), run_axpby, &beta0);
+    check_kernel("axpby +=",
+                 OPS({.count = 3001, .role = ROLE_IN, .scale = 1}, {.count = 3001, .role = ROLE_INOUT, .scale = 1},
+                     {.count = 1, .role = ROLE_IN, .f32 = 1, .center = 0.5f, .scale = 1},
+                     {.count = 1, .role = ROLE_IN, .f32 = 1, .center = 1, .scale = 1}),
+                 run_axpby, &beta1);
+    check_kernel("axpby =",
+                 OPS({.count = 3001, .role = ROLE_IN, .scale = 1}, {.count = 3001, .role = ROLE_OUT, .scale = 1},
+                     {.count = 0, .role = ROLE_IN, .f32 = 1, .scale = 1},
+                     {.count = 0, .role = ROLE_IN, .f32 = 1, .scale = 1}),
+                 run_axpby, &beta0);
     static const kiln_binary_op mul = KILN_BIN_MUL, sub = KILN_BIN_SUB;
-    check_kernel("binary mul", OPS({37 * 41, ROLE_IN, 0, 0, 2}, {41, ROLE_IN, 0, 0, 2}, {37 * 41, ROLE_OUT, 0, 0, 1}),
+    check_kernel("binary mul",
+                 OPS({.count = 37 * 41, .role = ROLE_IN, .scale = 2}, {.count = 41, .role = ROLE_IN, .scale = 2},
+                     {.count = 37 * 41, .role = ROLE_OUT, .scale = 1}),
                  run_binary, &mul);
-    check_kernel("binary sub", OPS({37 * 41, ROLE_IN, 0, 0, 2}, {41, ROLE_IN, 0, 0, 2}, {37 * 41, ROLE_OUT, 0, 0, 1}),
+    check_kernel("binary sub",
+                 OPS({.count = 37 * 41, .role = ROLE_IN, .scale = 2}, {.count = 41, .role = ROLE_IN, .scale = 2},
+                     {.count = 37 * 41, .role = ROLE_OUT, .scale = 1}),
                  run_binary, &sub);
-    check_kernel("sum_rows", OPS({67 * 131, ROLE_IN, 0, 0, 1}, {131, ROLE_INOUT, 0, 0, 4}), run_sum_rows, NULL);
+    check_kernel("sum_rows",
+                 OPS({.count = 67 * 131, .role = ROLE_IN, .scale = 1}, {.count = 131, .role = ROLE_INOUT, .scale = 4}),
+                 run_sum_rows, NULL);
     static const int gelu = KILN_ACT_GELU, silu = KILN_ACT_SILU;
-    check_kernel("gelu fwd", OPS({5003, ROLE_IN, 0, 0, 4}, {5003, ROLE_OUT, 0, 0, 1}, {0, ROLE_IN, 0, 0, 1},
-                                 {0, ROLE_IN, 0, 0, 1}), run_act, &gelu);
-    check_kernel("silu bwd", OPS({5003, ROLE_IN, 0, 0, 4}, {0, ROLE_OUT, 0, 0, 1}, {5003, ROLE_IN, 0, 0, 1},
-                                 {5003, ROLE_INOUT, 0, 0, 1}), run_act, &silu);
+    check_kernel("gelu fwd",
+                 OPS({.count = 5003, .role = ROLE_IN, .scale = 4}, {.count = 5003, .role = ROLE_OUT, .scale = 1},
+                     {.count = 0, .role = ROLE_IN, .scale = 1}, {.count = 0, .role = ROLE_IN, .scale = 1}),
+                 run_act, &gelu);
+    check_kernel("silu bwd",
+                 OPS({.count = 5003, .role = ROLE_IN, .scale = 4}, {.count = 0, .role = ROLE_OUT, .scale = 1},
+                     {.count = 5003, .role = ROLE_IN, .scale = 1}, {.count = 5003, .role = ROLE_INOUT, .scale = 1}),
+                 run_act, &silu);
     static const int sum = 0, squares = 1;
-    check_kernel("reduce sum", OPS({40009, ROLE_IN, 0, 0, 1}, {1, ROLE_OUT, 1, 0, 1}), run_reduce, &sum);
-    check_kernel("reduce squares +=", OPS({40009, ROLE_IN, 0, 0, 1}, {1, ROLE_INOUT, 1, 0, 1}), run_reduce, &squares);
-    check_kernel("dropout bwd", OPS({999, ROLE_IN, 0, 0, 1}, {999, ROLE_INOUT, 0, 0, 1}), run_dropout_bwd, NULL);
+    check_kernel(
+        "reduce sum",
+        OPS({.count = 40009, .role = ROLE_IN, .scale = 1}, {.count = 1, .role = ROLE_OUT, .f32 = 1, .scale = 1}),
+        run_reduce, &sum);
+    check_kernel(
+        "reduce squares +=",
+        OPS({.count = 40009, .role = ROLE_IN, .scale = 1}, {.count = 1, .role = ROLE_INOUT, .f32 = 1, .scale = 1}),
+        run_reduce, &squares);
+    check_kernel("dropout bwd",
+                 OPS({.count = 999, .role = ROLE_IN, .scale = 1}, {.count = 999, .role = ROLE_INOUT, .scale = 1}),
+                 run_dropout_bwd, NULL);
 }
 END_TEST
 
@@ -263,9 +289,9 @@ static kiln_status run_xent(kiln_ref *r, kiln_dtype dt, const void *p) {
     int32_t targets[64];
     ck_assert(x->rows <= 64);
     for (int64_t i = 0; i < x->rows; i++) targets[i] = i % 5 == 1 ? -100 : (int32_t)((i * 7919 + 3) % x->vocab);
-    kiln_buf tb = {targets, sizeof targets};
+    kiln_buf tb = {.ptr = targets, .size = sizeof targets};
     kiln_xent_args a = {0};
-    a.logits = r[0], a.targets = (kiln_ref){&tb, 0}, a.lse = r[1], a.count = r[2];
+    a.logits = r[0], a.targets = (kiln_ref){.buf = &tb}, a.lse = r[1], a.count = r[2];
     a.rows = x->rows, a.vocab = x->vocab, a.smoothing = 0.1f, a.ignore_index = -100, a.dtype = dt;
     if (x->backward) {
         a.dloss = r[3], a.dlogits = r[4];
@@ -276,74 +302,122 @@ static kiln_status run_xent(kiln_ref *r, kiln_dtype dt, const void *p) {
 }
 
 static kiln_status run_entropy(kiln_ref *r, kiln_dtype dt, const void *p) {
-    kiln_entropy_args a = {r[0], r[1], r[2], r[3], 2, 3, 5, 11, dt};
+    kiln_entropy_args a = {.p = r[0], .out = r[1], .dout = r[2], .dp = r[3], .batch = 2, .heads = 3, .tq = 5, .tk = 11,
+                           .dtype = dt};
     return *(const int *)p ? cpu_entropy_bwd(NULL, &a) : cpu_entropy_fwd(NULL, &a);
 }
 
 START_TEST(row_kernels) {
     const int64_t n = 13 * 301, c = 301;
     /* x, weight, bias, mean (f32), rstd (f32), y | dy, dx (+=), dweight or dbias (+=) */
-    check_kernel("layernorm fwd", OPS({n, ROLE_IN, 0, 0.5f, 2}, {c, ROLE_IN, 0, 0, 1}, {c, ROLE_IN, 0, 0, 1},
-                                      {13, ROLE_OUT, 1, 0, 1}, {13, ROLE_OUT, 1, 0, 1}, {n, ROLE_OUT, 0, 0, 1}),
+    check_kernel("layernorm fwd",
+                 OPS({.count = n, .role = ROLE_IN, .center = 0.5f, .scale = 2},
+                     {.count = c, .role = ROLE_IN, .scale = 1}, {.count = c, .role = ROLE_IN, .scale = 1},
+                     {.count = 13, .role = ROLE_OUT, .f32 = 1, .scale = 1},
+                     {.count = 13, .role = ROLE_OUT, .f32 = 1, .scale = 1}, {.count = n, .role = ROLE_OUT, .scale = 1}),
                  run_layernorm, NULL);
-    check_kernel("layernorm bwd dweight", OPS({n, ROLE_IN, 0, 0.5f, 2}, {c, ROLE_IN, 0, 0, 1}, {0, ROLE_IN, 0, 0, 1},
-                                              {13, ROLE_IN, 1, 0, 1}, {13, ROLE_IN, 1, 0.5f, 1}, {0, ROLE_OUT, 0, 0, 1},
-                                              {n, ROLE_IN, 0, 0, 1}, {n, ROLE_INOUT, 0, 0, 1}, {c, ROLE_INOUT, 0, 0, 3}),
+    check_kernel("layernorm bwd dweight",
+                 OPS({.count = n, .role = ROLE_IN, .center = 0.5f, .scale = 2},
+                     {.count = c, .role = ROLE_IN, .scale = 1}, {.count = 0, .role = ROLE_IN, .scale = 1},
+                     {.count = 13, .role = ROLE_IN, .f32 = 1, .scale = 1},
+                     {.count = 13, .role = ROLE_IN, .f32 = 1, .center = 0.5f, .scale = 1},
+                     {.count = 0, .role = ROLE_OUT, .scale = 1}, {.count = n, .role = ROLE_IN, .scale = 1},
+                     {.count = n, .role = ROLE_INOUT, .scale = 1}, {.count = c, .role = ROLE_INOUT, .scale = 3}),
                  run_layernorm, NULL);
-    check_kernel("layernorm bwd dbias", OPS({n, ROLE_IN, 0, 0.5f, 2}, {0, ROLE_IN, 0, 0, 1}, {c, ROLE_IN, 0, 0, 1},
-                                            {13, ROLE_IN, 1, 0, 1}, {13, ROLE_IN, 1, 0.5f, 1}, {0, ROLE_OUT, 0, 0, 1},
-                                            {n, ROLE_IN, 0, 0, 1}, {n, ROLE_INOUT, 0, 0, 1}, {c, ROLE_INOUT, 0, 0, 3}),
+    check_kernel("layernorm bwd dbias",
+                 OPS({.count = n, .role = ROLE_IN, .center = 0.5f, .scale = 2},
+                     {.count = 0, .role = ROLE_IN, .scale = 1}, {.count = c, .role = ROLE_IN, .scale = 1},
+                     {.count = 13, .role = ROLE_IN, .f32 = 1, .scale = 1},
+                     {.count = 13, .role = ROLE_IN, .f32 = 1, .center = 0.5f, .scale = 1},
+                     {.count = 0, .role = ROLE_OUT, .scale = 1}, {.count = n, .role = ROLE_IN, .scale = 1},
+                     {.count = n, .role = ROLE_INOUT, .scale = 1}, {.count = c, .role = ROLE_INOUT, .scale = 3}),
                  run_layernorm, NULL);
-    check_kernel("rmsnorm bwd", OPS({17 * 95, ROLE_IN, 0, 0, 2}, {95, ROLE_IN, 0, 0, 1}, {17, ROLE_IN, 1, 0.5f, 1},
-                                    {17 * 95, ROLE_IN, 0, 0, 1}, {17 * 95, ROLE_INOUT, 0, 0, 1}, {95, ROLE_INOUT, 0, 0, 1}),
+    check_kernel("rmsnorm bwd",
+                 OPS({.count = 17 * 95, .role = ROLE_IN, .scale = 2}, {.count = 95, .role = ROLE_IN, .scale = 1},
+                     {.count = 17, .role = ROLE_IN, .f32 = 1, .center = 0.5f, .scale = 1},
+                     {.count = 17 * 95, .role = ROLE_IN, .scale = 1},
+                     {.count = 17 * 95, .role = ROLE_INOUT, .scale = 1}, {.count = 95, .role = ROLE_INOUT, .scale = 1}),
                  run_rmsnorm_bwd, NULL);
     const int64_t sm = 2 * 3 * 7 * 9;
     static const int fwd = -1, separate = 0, aliased = 1;
-    check_kernel("softmax fwd", OPS({sm, ROLE_IN, 0, 0, 3}, {sm, ROLE_IN, 0, 0, 1}, {sm, ROLE_OUT, 0, 0, 1}), run_softmax,
-                 &fwd);
-    check_kernel("softmax bwd", OPS({sm, ROLE_IN, 0, 0.5f, 0.5f}, {sm, ROLE_IN, 0, 0, 1}, {sm, ROLE_INOUT, 0, 0, 1},
-                                    {sm, ROLE_INOUT, 0, 0, 1}), run_softmax, &separate);
+    check_kernel("softmax fwd",
+                 OPS({.count = sm, .role = ROLE_IN, .scale = 3}, {.count = sm, .role = ROLE_IN, .scale = 1},
+                     {.count = sm, .role = ROLE_OUT, .scale = 1}),
+                 run_softmax, &fwd);
+    check_kernel("softmax bwd",
+                 OPS({.count = sm, .role = ROLE_IN, .center = 0.5f, .scale = 0.5f},
+                     {.count = sm, .role = ROLE_IN, .scale = 1}, {.count = sm, .role = ROLE_INOUT, .scale = 1},
+                     {.count = sm, .role = ROLE_INOUT, .scale = 1}),
+                 run_softmax, &separate);
     /* dx and dadd one tensor: both accumulations must land, as in f32 */
-    check_kernel("softmax bwd aliased", OPS({sm, ROLE_IN, 0, 0.5f, 0.5f}, {sm, ROLE_IN, 0, 0, 1},
-                                            {sm, ROLE_INOUT, 0, 0, 1}, {0, ROLE_IN, 0, 0, 1}), run_softmax, &aliased);
+    check_kernel("softmax bwd aliased",
+                 OPS({.count = sm, .role = ROLE_IN, .center = 0.5f, .scale = 0.5f},
+                     {.count = sm, .role = ROLE_IN, .scale = 1}, {.count = sm, .role = ROLE_INOUT, .scale = 1},
+                     {.count = 0, .role = ROLE_IN, .scale = 1}),
+                 run_softmax, &aliased);
     static const int forward = 0, backward = 1;
     /* targets include ignored rows; lse, count, loss and dloss are f32 */
-    static const xent_shape xf = {0, 9, 201}, xb = {1, 9, 201};
-    check_kernel("xent fwd", OPS({9 * 201, ROLE_IN, 0, 0, 4}, {9, ROLE_OUT, 1, 0, 1}, {1, ROLE_OUT, 1, 0, 1},
-                                 {1, ROLE_OUT, 1, 0, 1}), run_xent, &xf);
-    check_kernel("xent bwd", OPS({9 * 201, ROLE_IN, 0, 0, 4}, {9, ROLE_IN, 1, 5, 1}, {1, ROLE_IN, 1, 6, 0.5f},
-                                 {1, ROLE_IN, 1, 1, 1}, {9 * 201, ROLE_INOUT, 0, 0, 1}), run_xent, &xb);
+    static const xent_shape xf = {.rows = 9, .vocab = 201}, xb = {.backward = 1, .rows = 9, .vocab = 201};
+    check_kernel(
+        "xent fwd",
+        OPS({.count = 9 * 201, .role = ROLE_IN, .scale = 4}, {.count = 9, .role = ROLE_OUT, .f32 = 1, .scale = 1},
+            {.count = 1, .role = ROLE_OUT, .f32 = 1, .scale = 1}, {.count = 1, .role = ROLE_OUT, .f32 = 1, .scale = 1}),
+        run_xent, &xf);
+    check_kernel("xent bwd",
+                 OPS({.count = 9 * 201, .role = ROLE_IN, .scale = 4},
+                     {.count = 9, .role = ROLE_IN, .f32 = 1, .center = 5, .scale = 1},
+                     {.count = 1, .role = ROLE_IN, .f32 = 1, .center = 6, .scale = 0.5f},
+                     {.count = 1, .role = ROLE_IN, .f32 = 1, .center = 1, .scale = 1},
+                     {.count = 9 * 201, .role = ROLE_INOUT, .scale = 1}),
+                 run_xent, &xb);
     /* a vocabulary large enough that f16 logits are widened in several blocks of rows: the
      * loss then sums the blocks' totals, grouped differently from one pass (a few ulp) */
-    static const xent_shape xfb = {0, 45, 50001}, xbb = {1, 45, 50001};
+    static const xent_shape xfb = {.rows = 45, .vocab = 50001}, xbb = {.backward = 1, .rows = 45, .vocab = 50001};
     const int64_t nb = 45 * 50001;
-    check_kernel("xent fwd in blocks", OPS({nb, ROLE_IN, 0, 0, 4}, {45, ROLE_OUT, 1, 0, 1}, {1, ROLE_OUT, 1, 0, 1},
-                                           {1, ROLE_OUT, 1, 0, 1, 1e-6f}), run_xent, &xfb);
-    check_kernel("xent bwd in blocks", OPS({nb, ROLE_IN, 0, 0, 4}, {45, ROLE_IN, 1, 12, 1}, {1, ROLE_IN, 1, 30, 0.5f},
-                                           {1, ROLE_IN, 1, 1, 1}, {nb, ROLE_INOUT, 0, 0, 1e-4f}), run_xent, &xbb);
+    check_kernel("xent fwd in blocks",
+                 OPS({.count = nb, .role = ROLE_IN, .scale = 4}, {.count = 45, .role = ROLE_OUT, .f32 = 1, .scale = 1},
+                     {.count = 1, .role = ROLE_OUT, .f32 = 1, .scale = 1},
+                     {.count = 1, .role = ROLE_OUT, .f32 = 1, .scale = 1, .rel_tol = 1e-6f}),
+                 run_xent, &xfb);
+    check_kernel("xent bwd in blocks",
+                 OPS({.count = nb, .role = ROLE_IN, .scale = 4},
+                     {.count = 45, .role = ROLE_IN, .f32 = 1, .center = 12, .scale = 1},
+                     {.count = 1, .role = ROLE_IN, .f32 = 1, .center = 30, .scale = 0.5f},
+                     {.count = 1, .role = ROLE_IN, .f32 = 1, .center = 1, .scale = 1},
+                     {.count = nb, .role = ROLE_INOUT, .scale = 1e-4f}),
+                 run_xent, &xbb);
     const int64_t en = 2 * 3 * 5 * 11;
-    check_kernel("entropy fwd", OPS({en, ROLE_IN, 0, 0.5f, 0.5f}, {3, ROLE_OUT, 1, 0, 1}, {0, ROLE_IN, 1, 0, 1},
-                                    {0, ROLE_OUT, 0, 0, 1}), run_entropy, &forward);
-    check_kernel("entropy bwd", OPS({en, ROLE_IN, 0, 0.5f, 0.5f}, {0, ROLE_OUT, 1, 0, 1}, {3, ROLE_IN, 1, 0, 1},
-                                    {en, ROLE_INOUT, 0, 0, 1}), run_entropy, &backward);
+    check_kernel("entropy fwd",
+                 OPS({.count = en, .role = ROLE_IN, .center = 0.5f, .scale = 0.5f},
+                     {.count = 3, .role = ROLE_OUT, .f32 = 1, .scale = 1},
+                     {.count = 0, .role = ROLE_IN, .f32 = 1, .scale = 1}, {.count = 0, .role = ROLE_OUT, .scale = 1}),
+                 run_entropy, &forward);
+    check_kernel("entropy bwd",
+                 OPS({.count = en, .role = ROLE_IN, .center = 0.5f, .scale = 0.5f},
+                     {.count = 0, .role = ROLE_OUT, .f32 = 1, .scale = 1},
+                     {.count = 3, .role = ROLE_IN, .f32 = 1, .scale = 1},
+                     {.count = en, .role = ROLE_INOUT, .scale = 1}),
+                 run_entropy, &backward);
 }
 END_TEST
 
 /* -- moves: permute, copy_block, embedding; the GEMM's f16 output -- */
 
 static kiln_status run_permute(kiln_ref *r, kiln_dtype dt, const void *p) {
-    kiln_permute_args a = {r[0], r[1], 3, 5, 7, 65, *(const int *)p, dt};
+    kiln_permute_args a = {.x = r[0], .y = r[1], .d0 = 3, .d1 = 5, .d2 = 7, .d3 = 65, .accumulate = *(const int *)p,
+                           .dtype = dt};
     return cpu_permute(NULL, &a);
 }
 static kiln_status run_copy_block(kiln_ref *r, kiln_dtype dt, const void *p) {
-    kiln_copy_block_args a = {r[0], r[1], 4, 1029, 9, 13, 2, 5, 6, *(const int *)p, dt};
+    kiln_copy_block_args a = {.src = r[0], .dst = r[1], .outer = 4, .inner = 1029, .src_axis = 9, .dst_axis = 13,
+                              .src_start = 2, .dst_start = 5, .len = 6, .accumulate = *(const int *)p, .dtype = dt};
     return cpu_copy_block(NULL, &a);
 }
 static kiln_status run_embed(kiln_ref *r, kiln_dtype dt, const void *p) {
     static int32_t ids[10] = {3, 0, 3, 16, 7, 3, 0, 16, 12, 3}; /* repeats: the scatter-add sums them */
-    kiln_buf ib = {ids, sizeof ids};
+    kiln_buf ib = {.ptr = ids, .size = sizeof ids};
     kiln_embed_args a = {0};
-    a.ids = (kiln_ref){&ib, 0}, a.rows = 10, a.vocab = 17, a.dim = 77, a.dtype = dt;
+    a.ids = (kiln_ref){.buf = &ib}, a.rows = 10, a.vocab = 17, a.dim = 77, a.dtype = dt;
     if (*(const int *)p) {
         a.dout = r[0], a.dtable = r[1];
         return cpu_embed_bwd(NULL, &a);
@@ -353,7 +427,7 @@ static kiln_status run_embed(kiln_ref *r, kiln_dtype dt, const void *p) {
 }
 static kiln_status run_sinusoid(kiln_ref *r, kiln_dtype dt, const void *p) {
     (void)p;
-    kiln_sinusoid_args a = {r[0], 37, 21, dt};
+    kiln_sinusoid_args a = {.out = r[0], .positions = 37, .channels = 21, .dtype = dt};
     return cpu_sinusoid(NULL, &a);
 }
 /* The GEMM with C f16 (A and B f16 too, packed directly), beta != 0: C += A B^T. */
@@ -369,28 +443,52 @@ static kiln_status run_gemm(kiln_ref *r, kiln_dtype dt, const void *p) {
 START_TEST(move_kernels) {
     static const int plain = 0, accumulate = 1;
     const int64_t pn = 3 * 5 * 7 * 65;
-    check_kernel("permute", OPS({pn, ROLE_IN, 0, 0, 1}, {pn, ROLE_OUT, 0, 0, 1}), run_permute, &plain);
-    check_kernel("permute +=", OPS({pn, ROLE_IN, 0, 0, 1}, {pn, ROLE_INOUT, 0, 0, 1}), run_permute, &accumulate);
-    check_kernel("copy_block", OPS({4 * 9 * 1029, ROLE_IN, 0, 0, 1}, {4 * 13 * 1029, ROLE_INOUT, 0, 0, 1}),
+    check_kernel("permute",
+                 OPS({.count = pn, .role = ROLE_IN, .scale = 1}, {.count = pn, .role = ROLE_OUT, .scale = 1}),
+                 run_permute, &plain);
+    check_kernel(
+        "permute +=", OPS({.count = pn, .role = ROLE_IN, .scale = 1}, {.count = pn, .role = ROLE_INOUT, .scale = 1}),
+        run_permute, &accumulate);
+    check_kernel("copy_block",
+                 OPS({.count = 4 * 9 * 1029, .role = ROLE_IN, .scale = 1},
+                     {.count = 4 * 13 * 1029, .role = ROLE_INOUT, .scale = 1}),
                  run_copy_block, &plain);
-    check_kernel("copy_block +=", OPS({4 * 9 * 1029, ROLE_IN, 0, 0, 1}, {4 * 13 * 1029, ROLE_INOUT, 0, 0, 1}),
+    check_kernel("copy_block +=",
+                 OPS({.count = 4 * 9 * 1029, .role = ROLE_IN, .scale = 1},
+                     {.count = 4 * 13 * 1029, .role = ROLE_INOUT, .scale = 1}),
                  run_copy_block, &accumulate);
-    check_kernel("embed fwd", OPS({17 * 77, ROLE_IN, 0, 0, 1}, {10 * 77, ROLE_OUT, 0, 0, 1}), run_embed, &plain);
-    check_kernel("embed bwd", OPS({10 * 77, ROLE_IN, 0, 0, 1}, {17 * 77, ROLE_INOUT, 0, 0, 1}), run_embed, &accumulate);
-    check_kernel("sinusoid", OPS({37 * 21, ROLE_OUT, 0, 0, 1}), run_sinusoid, NULL);
-    check_kernel("gemm f16 C +=", OPS({2 * 37 * 53, ROLE_IN, 0, 0, 1}, {2 * 29 * 53, ROLE_IN, 0, 0, 1},
-                                      {2 * 37 * 29, ROLE_INOUT, 0, 0, 4}), run_gemm, NULL);
+    check_kernel("embed fwd",
+                 OPS({.count = 17 * 77, .role = ROLE_IN, .scale = 1}, {.count = 10 * 77, .role = ROLE_OUT, .scale = 1}),
+                 run_embed, &plain);
+    check_kernel(
+        "embed bwd",
+        OPS({.count = 10 * 77, .role = ROLE_IN, .scale = 1}, {.count = 17 * 77, .role = ROLE_INOUT, .scale = 1}),
+        run_embed, &accumulate);
+    check_kernel("sinusoid", OPS({.count = 37 * 21, .role = ROLE_OUT, .scale = 1}), run_sinusoid, NULL);
+    check_kernel("gemm f16 C +=",
+                 OPS({.count = 2 * 37 * 53, .role = ROLE_IN, .scale = 1},
+                     {.count = 2 * 29 * 53, .role = ROLE_IN, .scale = 1},
+                     {.count = 2 * 37 * 29, .role = ROLE_INOUT, .scale = 4}),
+                 run_gemm, NULL);
 }
 END_TEST
 
 START_TEST(other_dtypes_are_refused) {
     float x[4] = {0};
-    kiln_buf b = {x, sizeof x};
-    kiln_ref r = {&b, 0};
-    kiln_act_args act = {r, r, {0}, {0}, 4, KILN_ACT_RELU, KILN_I32};
+    kiln_buf b = {.ptr = x, .size = sizeof x};
+    kiln_ref r = {.buf = &b};
+    kiln_act_args act = {.x = r, .y = r, .n = 4, .kind = KILN_ACT_RELU, .dtype = KILN_I32};
     ck_assert_int_eq(cpu_act_fwd(NULL, &act), KILN_ERR_DTYPE);
     ck_assert_ptr_nonnull(strstr(kiln_error_message(), "i32"));
-    kiln_copy_block_args cb = {r, r, 1, 1, 4, 4, 0, 0, 2, 1, KILN_I32}; /* i32 moves, but does not add */
+    kiln_copy_block_args cb = {.src = r,
+                               .dst = r,
+                               .outer = 1,
+                               .inner = 1,
+                               .src_axis = 4,
+                               .dst_axis = 4,
+                               .len = 2,
+                               .accumulate = 1,
+                               .dtype = KILN_I32}; /* i32 moves, but does not add */
     ck_assert_int_eq(cpu_copy_block(NULL, &cb), KILN_ERR_DTYPE);
     cb.accumulate = 0, cb.dst_start = 2;
     ck_assert_int_eq(cpu_copy_block(NULL, &cb), KILN_OK);

@@ -43,7 +43,7 @@ static kiln_ref fill_buf(kiln_buf *h, kiln_dtype dt, int64_t count, int nan_fill
         else
             ((float *)h->ptr)[i] = v;
     }
-    kiln_ref r = {h, 0};
+    kiln_ref r = {.buf = h};
     return r;
 }
 
@@ -136,16 +136,18 @@ static void check_all_kernels(const shape *shapes, int n_shapes, const variant *
 #define F16 KILN_F16
 
 START_TEST(odd_sizes_all_transposes) {
-    static const shape shapes[] = {{1, 1, 1, 1}, {5, 3, 7, 1}, {13, 17, 9, 1}, {31, 33, 1, 1},
-                                   {35, 47, 29, 1}, {67, 45, 131, 1}};
+    static const shape shapes[] = {{.m = 1, .n = 1, .k = 1, .batch = 1},    {.m = 5, .n = 3, .k = 7, .batch = 1},
+                                   {.m = 13, .n = 17, .k = 9, .batch = 1},  {.m = 31, .n = 33, .k = 1, .batch = 1},
+                                   {.m = 35, .n = 47, .k = 29, .batch = 1}, {.m = 67, .n = 45, .k = 131, .batch = 1}};
     variant vars[16];
     int nv = 0;
     for (int ta = 0; ta < 2; ta++)
         for (int tb = 0; tb < 2; tb++) {
-            vars[nv++] = (variant){ta, tb, F32, F32, 1.0f, 0.0f, 0, 0, 0};
-            vars[nv++] = (variant){ta, tb, F32, F32, -0.5f, 0.75f, 1, 3, 0};
-            vars[nv++] = (variant){ta, tb, F16, F16, 2.0f, 0.0f, 1, 0, 0};
-            vars[nv++] = (variant){ta, tb, F32, F16, 1.0f, 1.0f, 0, 1, 0};
+            vars[nv++] = (variant){.ta = ta, .tb = tb, .adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.0f};
+            vars[nv++] = (variant){.ta = ta, .tb = tb, .adt = F32, .bdt = F32, .alpha = -0.5f, .beta = 0.75f, .bias = 1,
+                                   .pad = 3};
+            vars[nv++] = (variant){.ta = ta, .tb = tb, .adt = F16, .bdt = F16, .alpha = 2.0f, .beta = 0.0f, .bias = 1};
+            vars[nv++] = (variant){.ta = ta, .tb = tb, .adt = F32, .bdt = F16, .alpha = 1.0f, .beta = 1.0f, .pad = 1};
         }
     check_all_kernels(shapes, (int)(sizeof shapes / sizeof shapes[0]), vars, nv);
 }
@@ -154,12 +156,15 @@ END_TEST
 START_TEST(blocks_along_k_and_n) {
     /* K beyond one K block (beta and bias only on the first), N beyond one N block, M with
      * a number of row blocks that two threads cannot split evenly (columns split too) */
-    static const shape shapes[] = {{37, 29, 517, 1}, {3, 2100, 19, 1}, {301, 97, 65, 1}, {150, 130, 257, 1}};
+    static const shape shapes[] = {{.m = 37, .n = 29, .k = 517, .batch = 1},
+                                   {.m = 3, .n = 2100, .k = 19, .batch = 1},
+                                   {.m = 301, .n = 97, .k = 65, .batch = 1},
+                                   {.m = 150, .n = 130, .k = 257, .batch = 1}};
     static const variant vars[] = {
-        {0, 0, F32, F32, 1.0f, 0.0f, 1, 0, 0},
-        {1, 1, F32, F32, 0.5f, -1.25f, 1, 2, 0},
-        {0, 1, F16, F32, 1.0f, 1.0f, 0, 0, 0},
-        {1, 0, F32, F16, 1.0f, 0.0f, 0, 0, 0},
+        {.adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.0f, .bias = 1},
+        {.ta = 1, .tb = 1, .adt = F32, .bdt = F32, .alpha = 0.5f, .beta = -1.25f, .bias = 1, .pad = 2},
+        {.tb = 1, .adt = F16, .bdt = F32, .alpha = 1.0f, .beta = 1.0f},
+        {.ta = 1, .adt = F32, .bdt = F16, .alpha = 1.0f, .beta = 0.0f},
     };
     check_all_kernels(shapes, (int)(sizeof shapes / sizeof shapes[0]), vars, (int)(sizeof vars / sizeof vars[0]));
 }
@@ -168,8 +173,9 @@ END_TEST
 START_TEST(chunks_when_k_is_huge) {
     /* packs hold at most 2^22 floats, so with K = 20000 C is done in chunks of rows (first
      * shape) or of columns (second) */
-    static const shape shapes[] = {{250, 3, 20000, 1}, {3, 250, 20000, 1}};
-    static const variant vars[] = {{0, 1, F32, F32, 1.0f, 0.5f, 1, 0, 0}};
+    static const shape shapes[] = {{.m = 250, .n = 3, .k = 20000, .batch = 1},
+                                   {.m = 3, .n = 250, .k = 20000, .batch = 1}};
+    static const variant vars[] = {{.tb = 1, .adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.5f, .bias = 1}};
     check_all_kernels(shapes, 2, vars, 1);
 }
 END_TEST
@@ -178,12 +184,16 @@ START_TEST(batches) {
     /* small GEMMs (one thread), middling ones (whole GEMMs per thread), large ones (threads
      * share each GEMM, numbering their work across the batch), shared B, and K = 0
      * (C = beta C + bias) */
-    static const shape shapes[] = {{7, 9, 5, 5}, {33, 17, 23, 4}, {130, 70, 90, 2}, {150, 130, 257, 2}, {5, 7, 0, 2}};
+    static const shape shapes[] = {{.m = 7, .n = 9, .k = 5, .batch = 5},
+                                   {.m = 33, .n = 17, .k = 23, .batch = 4},
+                                   {.m = 130, .n = 70, .k = 90, .batch = 2},
+                                   {.m = 150, .n = 130, .k = 257, .batch = 2},
+                                   {.m = 5, .n = 7, .k = 0, .batch = 2}};
     static const variant vars[] = {
-        {0, 0, F32, F32, 1.0f, 0.0f, 1, 0, 0},
-        {0, 1, F32, F32, 1.0f, 0.5f, 0, 1, 1},
-        {1, 0, F16, F16, -1.0f, 0.0f, 0, 0, 1},
-        {1, 1, F32, F32, 1.0f, 1.0f, 1, 0, 0},
+        {.adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.0f, .bias = 1},
+        {.tb = 1, .adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.5f, .pad = 1, .shared_b = 1},
+        {.ta = 1, .adt = F16, .bdt = F16, .alpha = -1.0f, .beta = 0.0f, .shared_b = 1},
+        {.ta = 1, .tb = 1, .adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 1.0f, .bias = 1},
     };
     check_all_kernels(shapes, (int)(sizeof shapes / sizeof shapes[0]), vars, (int)(sizeof vars / sizeof vars[0]));
 }
@@ -192,12 +202,16 @@ END_TEST
 START_TEST(f16_output) {
     /* C in f16: beta == 0 over NaN, "+=" (beta != 0), padded rows (the gaps stay as they
      * were), batches including a shared B, and both threading modes */
-    static const shape shapes[] = {{1, 1, 1, 1}, {13, 17, 9, 1}, {67, 45, 131, 1}, {33, 17, 23, 4}, {90, 70, 140, 2}};
+    static const shape shapes[] = {{.m = 1, .n = 1, .k = 1, .batch = 1},
+                                   {.m = 13, .n = 17, .k = 9, .batch = 1},
+                                   {.m = 67, .n = 45, .k = 131, .batch = 1},
+                                   {.m = 33, .n = 17, .k = 23, .batch = 4},
+                                   {.m = 90, .n = 70, .k = 140, .batch = 2}};
     static const variant vars[] = {
-        {0, 0, F16, F16, 1.0f, 0.0f, 1, 0, 0},
-        {1, 0, F16, F16, -0.5f, 1.0f, 0, 3, 0},
-        {0, 1, F16, F16, 1.0f, 0.5f, 1, 1, 1},
-        {1, 1, F32, F32, 1.0f, 0.0f, 0, 2, 0},
+        {.adt = F16, .bdt = F16, .alpha = 1.0f, .beta = 0.0f, .bias = 1},
+        {.ta = 1, .adt = F16, .bdt = F16, .alpha = -0.5f, .beta = 1.0f, .pad = 3},
+        {.tb = 1, .adt = F16, .bdt = F16, .alpha = 1.0f, .beta = 0.5f, .bias = 1, .pad = 1, .shared_b = 1},
+        {.ta = 1, .tb = 1, .adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.0f, .pad = 2},
     };
     check_all_kernels_c(shapes, (int)(sizeof shapes / sizeof shapes[0]), vars, (int)(sizeof vars / sizeof vars[0]), F16);
 }
@@ -206,10 +220,10 @@ END_TEST
 START_TEST(f16_output_wide) {
     /* an f16 C wider than the f32 copy may be (2^23 floats): done in column chunks, B and
      * the bias offset per chunk, transposed or not */
-    static const shape shapes[] = {{3, 2800001, 2, 1}};
+    static const shape shapes[] = {{.m = 3, .n = 2800001, .k = 2, .batch = 1}};
     static const variant vars[] = {
-        {0, 1, F16, F16, 1.0f, 0.5f, 1, 0, 0},
-        {1, 0, F16, F16, 1.0f, 0.0f, 1, 0, 0},
+        {.tb = 1, .adt = F16, .bdt = F16, .alpha = 1.0f, .beta = 0.5f, .bias = 1},
+        {.ta = 1, .adt = F16, .bdt = F16, .alpha = 1.0f, .beta = 0.0f, .bias = 1},
     };
     check_all_kernels_c(shapes, 1, vars, 2, F16);
 }
@@ -219,9 +233,11 @@ START_TEST(reference_by_hand) {
     /* the oracle itself: [1 2 3; 4 5 6] [7 8; 9 10; 11 12] = [58 64; 139 154], times
      * alpha 2, plus beta 0.5 times C = 10, plus bias (1, -1) */
     float A[] = {1, 2, 3, 4, 5, 6}, B[] = {7, 8, 9, 10, 11, 12}, C[] = {10, 10, 10, 10}, bias[] = {1, -1};
-    kiln_buf ba = {A, sizeof A}, bb = {B, sizeof B}, bc = {C, sizeof C}, bbias = {bias, sizeof bias};
-    kiln_gemm_args g = {{&ba, 0}, {&bb, 0}, {&bc, 0}, {&bbias, 0}, F32, F32, F32, 2, 2, 3, 1, 0, 0,
-                        3, 2, 2, 0, 0, 0, 2.0f, 0.5f};
+    kiln_buf ba = {.ptr = A, .size = sizeof A}, bb = {.ptr = B, .size = sizeof B}, bc = {.ptr = C, .size = sizeof C},
+             bbias = {.ptr = bias, .size = sizeof bias};
+    kiln_gemm_args g = {.a = {.buf = &ba}, .b = {.buf = &bb}, .c = {.buf = &bc}, .bias = {.buf = &bbias},
+                        .a_dtype = F32, .b_dtype = F32, .c_dtype = F32, .m = 2, .n = 2, .k = 3, .batch = 1, .lda = 3,
+                        .ldb = 2, .ldc = 2, .alpha = 2.0f, .beta = 0.5f};
     ck_assert(cpu_gemm_reference(NULL, &g) == KILN_OK);
     const float want[] = {2 * 58 + 5 + 1, 2 * 64 + 5 - 1, 2 * 139 + 5 + 1, 2 * 154 + 5 - 1};
     for (int i = 0; i < 4; i++) ck_assert_float_eq(C[i], want[i]);

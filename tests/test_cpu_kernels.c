@@ -52,7 +52,7 @@ static void arr_free(host_arr *a) {
 }
 
 static kiln_ref ref(host_arr *a) {
-    kiln_ref r = {a ? &a->buf : NULL, 0};
+    kiln_ref r = {.buf = a ? &a->buf : NULL};
     return r;
 }
 
@@ -84,7 +84,9 @@ static void check_copy_block(int64_t outer, int64_t src_axis, int64_t dst_axis, 
                 float *d = &want[(o * dst_axis + dst_start + i) * inner + k];
                 *d = accumulate ? *d + s : s;
             }
-    kiln_copy_block_args a = {ref(src), ref(dst), outer, inner, src_axis, dst_axis, src_start, dst_start, len, accumulate, KILN_F32};
+    kiln_copy_block_args a = {.src = ref(src), .dst = ref(dst), .outer = outer, .inner = inner, .src_axis = src_axis,
+                              .dst_axis = dst_axis, .src_start = src_start, .dst_start = dst_start, .len = len,
+                              .accumulate = accumulate, .dtype = KILN_F32};
     ck_assert_int_eq(cpu_copy_block(NULL, &a), KILN_OK);
     expect_same_bits(dst->p, want, outer * dst_axis * inner, "copy_block");
     arr_free(src), arr_free(dst), free(want);
@@ -113,7 +115,8 @@ static void check_permute(int64_t d0, int64_t d1, int64_t d2, int64_t d3, int ac
                     float *w = &want[((a * d2 + c) * d1 + b) * d3 + d];
                     *w = accumulate ? *w + v : v;
                 }
-    kiln_permute_args args = {ref(x), ref(y), d0, d1, d2, d3, accumulate, KILN_F32};
+    kiln_permute_args args = {.x = ref(x), .y = ref(y), .d0 = d0, .d1 = d1, .d2 = d2, .d3 = d3,
+                              .accumulate = accumulate, .dtype = KILN_F32};
     ck_assert_int_eq(cpu_permute(NULL, &args), KILN_OK);
     expect_same_bits(y->p, want, n, "permute");
     arr_free(x), arr_free(y), free(want);
@@ -142,7 +145,8 @@ START_TEST(binary_matches_loops) {
                 float x = a->p[i], y = b->p[i % nb];
                 want[i] = op == KILN_BIN_ADD ? x + y : op == KILN_BIN_SUB ? x - y : x * y;
             }
-            kiln_binary_args args = {ref(a), ref(b), ref(out), n, nb, (kiln_binary_op)op, KILN_F32};
+            kiln_binary_args args = {.a = ref(a), .b = ref(b), .out = ref(out), .n = n, .nb = nb,
+                                     .op = (kiln_binary_op)op, .dtype = KILN_F32};
             ck_assert_int_eq(cpu_binary(NULL, &args), KILN_OK);
             expect_same_bits(out->p, want, n, "binary");
             arr_free(a), arr_free(b), arr_free(out), free(want);
@@ -165,7 +169,8 @@ START_TEST(axpby_matches_loops) {
                 float xv = with_x ? x->p[i] : 1.0f;
                 want[i] = zero_beta ? alpha * xv : alpha * xv + beta * want[i];
             }
-            kiln_axpby_args a = {with_x ? ref(x) : ref(NULL), ref(y), ref(num), ref(den), n, 0.37f, beta, KILN_F32};
+            kiln_axpby_args a = {.x = with_x ? ref(x) : ref(NULL), .y = ref(y), .num = ref(num), .den = ref(den),
+                                 .n = n, .alpha = 0.37f, .beta = beta, .dtype = KILN_F32};
             ck_assert_int_eq(cpu_axpby(NULL, &a), KILN_OK);
             expect_same_bits(y->p, want, n, "axpby");
             arr_free(x), arr_free(y), arr_free(num), arr_free(den), free(want);
@@ -184,7 +189,8 @@ START_TEST(sum_rows_matches_column_loops) {
             for (int64_t i = 0; i < rows; i++) acc += x->p[i * cols + j];
             want[j] += 0.5f * (float)acc;
         }
-        kiln_sum_rows_args a = {ref(x), ref(out), rows, cols, 0.5f, KILN_F32};
+        kiln_sum_rows_args a = {.x = ref(x), .out = ref(out), .rows = rows, .cols = cols, .alpha = 0.5f,
+                                .dtype = KILN_F32};
         ck_assert_int_eq(cpu_sum_rows(NULL, &a), KILN_OK);
         expect_same_bits(out->p, want, cols, "sum_rows");
         arr_free(x), arr_free(out), free(want);
@@ -194,7 +200,7 @@ END_TEST
 
 START_TEST(fill_zero_and_values) {
     host_arr *p = arr_new(1000, 1);
-    kiln_fill_args f = {ref(p), 1000, KILN_F32, 0.0f};
+    kiln_fill_args f = {.dst = ref(p), .n = 1000, .dtype = KILN_F32, .value = 0.0f};
     ck_assert_int_eq(cpu_fill(NULL, &f), KILN_OK);
     for (int i = 0; i < 1000; i++) ck_assert(p->p[i] == 0.0f && !signbit(p->p[i]));
     f.value = -0.0f; /* not all-zero bits: filled as a value */
@@ -223,10 +229,11 @@ START_TEST(reduce_is_thread_count_independent) {
 #ifdef _OPENMP
             omp_set_num_threads(threads);
 #endif
-            kiln_reduce_args r = {ref(x), ref(out), n, 0.25f, 0, KILN_F32};
+            kiln_reduce_args r = {.x = ref(x), .out = ref(out), .n = n, .alpha = 0.25f, .dtype = KILN_F32};
             ck_assert_int_eq(cpu_reduce(NULL, &r), KILN_OK);
             out->p[1] = 1.0f;
-            kiln_reduce_args q = {ref(x), {&out->buf, sizeof(float)}, n, 1.0f, 1, KILN_F32};
+            kiln_reduce_args q = {.x = ref(x), .out = {.buf = &out->buf, .off = sizeof(float)}, .n = n, .alpha = 1.0f,
+                                  .square = 1, .dtype = KILN_F32};
             ck_assert_int_eq(cpu_reduce(NULL, &q), KILN_OK);
             got[threads - 1][0] = out->p[0], got[threads - 1][1] = out->p[1];
         }

@@ -70,7 +70,7 @@ static void set_grads(rig *r, float scale, int at, float poison) {
 
 /* One loss-scaled step; returns whether it was skipped. */
 static int step(rig *r) {
-    kiln_adam_step_opts s = {0.01f, 0.0f, 0.0f, NULL};
+    kiln_adam_step_opts s = {.lr = 0.01f, .clip_norm = 0.0f, .grad_unscale = 0.0f};
     int skipped = -1;
     ck_assert_msg(kiln_loss_scaled_step(r->ls, r->opt, &s, &skipped) == KILN_OK, "%s", kiln_error_message());
     ck_assert(skipped == 0 || skipped == 1);
@@ -99,8 +99,8 @@ typedef struct snapshot {
 } snapshot;
 
 static snapshot take(rig *r) {
-    snapshot s = {raw_of(r->p), r->copy ? raw_of(r->copy) : NULL, raw_of(kiln_adam_m(r->opt, 0)),
-                  raw_of(kiln_adam_v(r->opt, 0)), kiln_adam_steps(r->opt)};
+    snapshot s = {.p = raw_of(r->p), .copy = r->copy ? raw_of(r->copy) : NULL, .m = raw_of(kiln_adam_m(r->opt, 0)),
+                  .v = raw_of(kiln_adam_v(r->opt, 0)), .steps = kiln_adam_steps(r->opt)};
     return s;
 }
 
@@ -118,12 +118,19 @@ START_TEST(defaults_and_bad_options) {
     kiln_loss_scale_opts d = kiln_loss_scale_defaults();
     ck_assert(d.init == 65536.0 && d.growth == 2.0 && d.backoff == 0.5 && d.interval == 2000);
     kiln_ctx *ctx = kt_ctx();
-    struct { kiln_loss_scale_opts o; const char *word; } bad[] = {
-        {{0.0, 2, 0.5, 10}, "initial scale"},   {{NAN, 2, 0.5, 10}, "initial scale"},
-        {{1e38, 2, 0.5, 10}, "initial scale"},  {{-4.0, 2, 0.5, 10}, "initial scale"},
-        {{8, 0.5, 0.5, 10}, "growth"},          {{8, INFINITY, 0.5, 10}, "growth"},
-        {{8, 2, 0.0, 10}, "backoff"},           {{8, 2, 1.5, 10}, "backoff"},
-        {{8, 2, 0.5, 0}, "interval"},
+    struct {
+        kiln_loss_scale_opts o;
+        const char *word;
+    } bad[] = {
+        {.o = {.init = 0.0, .growth = 2, .backoff = 0.5, .interval = 10}, .word = "initial scale"},
+        {.o = {.init = NAN, .growth = 2, .backoff = 0.5, .interval = 10}, .word = "initial scale"},
+        {.o = {.init = 1e38, .growth = 2, .backoff = 0.5, .interval = 10}, .word = "initial scale"},
+        {.o = {.init = -4.0, .growth = 2, .backoff = 0.5, .interval = 10}, .word = "initial scale"},
+        {.o = {.init = 8, .growth = 0.5, .backoff = 0.5, .interval = 10}, .word = "growth"},
+        {.o = {.init = 8, .growth = INFINITY, .backoff = 0.5, .interval = 10}, .word = "growth"},
+        {.o = {.init = 8, .growth = 2, .backoff = 0.0, .interval = 10}, .word = "backoff"},
+        {.o = {.init = 8, .growth = 2, .backoff = 1.5, .interval = 10}, .word = "backoff"},
+        {.o = {.init = 8, .growth = 2, .backoff = 0.5, .interval = 0}, .word = "interval"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_ptr_null(kiln_loss_scaler_new(ctx, &bad[i].o));
@@ -137,10 +144,14 @@ START_TEST(defaults_and_bad_options) {
     kiln_loss_scale_state st = kiln_loss_scaler_state(ls);
     ck_assert(st.scale == 65536.0 && st.clean_steps == 0 && st.skipped_steps == 0);
     /* set_state refuses what could not have been saved */
-    kiln_loss_scale_state bad_states[] = {{0.0, 0, 0}, {INFINITY, 0, 0}, {0.1, 0, 0}, {8.0, -1, 0}, {8.0, 0, -3}};
+    kiln_loss_scale_state bad_states[] = {{.scale = 0.0},
+                                          {.scale = INFINITY},
+                                          {.scale = 0.1},
+                                          {.scale = 8.0, .clean_steps = -1},
+                                          {.scale = 8.0, .skipped_steps = -3}};
     for (size_t i = 0; i < sizeof bad_states / sizeof bad_states[0]; i++)
         ck_assert_int_eq(kiln_loss_scaler_set_state(ls, &bad_states[i]), KILN_ERR_ARGUMENT);
-    kiln_loss_scale_state good = {1024.0, 17, 3};
+    kiln_loss_scale_state good = {.scale = 1024.0, .clean_steps = 17, .skipped_steps = 3};
     ck_assert(kiln_loss_scaler_set_state(ls, &good) == KILN_OK);
     st = kiln_loss_scaler_state(ls);
     ck_assert(st.scale == 1024.0 && st.clean_steps == 17 && st.skipped_steps == 3);
@@ -152,7 +163,7 @@ END_TEST
 /* ---- the state machine ---- */
 
 START_TEST(growth_backoff_and_counter_reset) {
-    kiln_loss_scale_opts lo = {8.0, 2.0, 0.5, 3};
+    kiln_loss_scale_opts lo = {.init = 8.0, .growth = 2.0, .backoff = 0.5, .interval = 3};
     rig r;
     rig_init(&r, 1, &lo);
     /* two clean steps: S stays, the counter counts */
@@ -198,7 +209,7 @@ END_TEST
 
 START_TEST(scale_stays_within_f32) {
     /* growth at the top of the range (2^126, where 1/S is still a normal f32) keeps S */
-    kiln_loss_scale_opts top = {ldexp(1.0, 126), 2.0, 0.5, 1};
+    kiln_loss_scale_opts top = {.init = ldexp(1.0, 126), .growth = 2.0, .backoff = 0.5, .interval = 1};
     rig r;
     rig_init(&r, 0, &top);
     set_grads(&r, 1.0f, -1, 0);
@@ -206,10 +217,10 @@ START_TEST(scale_stays_within_f32) {
     expect_state(&r, ldexp(1.0, 126), 0, 0);
     rig_free(&r);
     /* backoff below 2^-126 is an error that says why */
-    kiln_loss_scale_opts bottom = {ldexp(1.0, -126), 2.0, 0.5, 100};
+    kiln_loss_scale_opts bottom = {.init = ldexp(1.0, -126), .growth = 2.0, .backoff = 0.5, .interval = 100};
     rig_init(&r, 0, &bottom);
     set_grads(&r, 1.0f, 2, INFINITY);
-    kiln_adam_step_opts s = {0.01f, 0.0f, 0.0f, NULL};
+    kiln_adam_step_opts s = {.lr = 0.01f, .clip_norm = 0.0f, .grad_unscale = 0.0f};
     ck_assert_int_eq(kiln_loss_scaled_step(r.ls, r.opt, &s, NULL), KILN_ERR_STATE);
     ck_assert_ptr_nonnull(strstr(kiln_error_message(), "overflows"));
     rig_free(&r);
@@ -221,7 +232,7 @@ START_TEST(check_by_hand_covers_every_gradient) {
      * skipped, an inf in the last of several gradients is found, the flag is what Adam's
      * skip reads, and update() clears it */
     kiln_ctx *ctx = kt_ctx();
-    kiln_loss_scale_opts lo = {16.0, 2.0, 0.25, 5};
+    kiln_loss_scale_opts lo = {.init = 16.0, .growth = 2.0, .backoff = 0.25, .interval = 5};
     kiln_loss_scaler *ls = kiln_loss_scaler_new(ctx, &lo);
     ck_assert(ls != NULL);
     int64_t n1 = 1000, n2 = 3;
@@ -263,7 +274,7 @@ END_TEST
 /* ---- skip on overflow ---- */
 
 static void skipped_step_changes_nothing(int half, float poison) {
-    kiln_loss_scale_opts lo = {1024.0, 2.0, 0.5, 2000};
+    kiln_loss_scale_opts lo = {.init = 1024.0, .growth = 2.0, .backoff = 0.5, .interval = 2000};
     rig r;
     rig_init(&r, half, &lo);
     set_grads(&r, 1024.0f, -1, 0);
@@ -295,7 +306,7 @@ START_TEST(skipped_step_leaves_no_trace) {
     /* clean, overflow, clean == clean, clean: the skipped step is as if it never happened
      * (bias corrections included, since Adam's counter was not advanced). Power-of-two
      * scales make the scaled gradients times 1/S exactly the unscaled ones. */
-    kiln_loss_scale_opts lo = {256.0, 2.0, 0.5, 2000};
+    kiln_loss_scale_opts lo = {.init = 256.0, .growth = 2.0, .backoff = 0.5, .interval = 2000};
     rig a, b;
     rig_init(&a, 1, &lo);
     rig_init(&b, 1, &lo);
@@ -307,7 +318,7 @@ START_TEST(skipped_step_leaves_no_trace) {
     ck_assert_int_eq(step(&a), 0);
     set_grads(&b, 256.0f, -1, 0);
     ck_assert_int_eq(step(&b), 0);
-    kiln_loss_scale_state half = {128.0, 0, 0};
+    kiln_loss_scale_state half = {.scale = 128.0};
     ck_assert(kiln_loss_scaler_set_state(b.ls, &half) == KILN_OK);
     set_grads(&b, 128.0f, -1, 0);
     ck_assert_int_eq(step(&b), 0);
@@ -321,7 +332,8 @@ END_TEST
 START_TEST(unscale_is_fused_into_the_step) {
     /* gradients scaled by S with grad_unscale 1/S step exactly as the unscaled gradients
      * with no scaling (power-of-two S: every product is exact) */
-    kiln_loss_scale_opts scaled = {4096.0, 2.0, 0.5, 2000}, plain = {1.0, 2.0, 0.5, 2000};
+    kiln_loss_scale_opts scaled = {.init = 4096.0, .growth = 2.0, .backoff = 0.5, .interval = 2000},
+                         plain = {.init = 1.0, .growth = 2.0, .backoff = 0.5, .interval = 2000};
     rig a, b;
     rig_init(&a, 1, &scaled);
     rig_init(&b, 1, &plain);

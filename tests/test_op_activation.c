@@ -6,51 +6,43 @@
 
 static const float g_x[6] = {-2.0f, -0.5f, 0.0f, 0.7f, 1.5f, 3.0f};
 
-/* Forward values and d(sum f(x))/dx for one activation on g_x. */
-static void expect_act(kiln_tensor *(*fn)(kiln_tensor *), const float *value, const float *slope) {
+/* An activation's forward values and d(sum f(x))/dx on g_x, computed by hand. */
+typedef struct by_hand {
+    kiln_tensor *(*fn)(kiln_tensor *);
+    float value[6], slope[6];
+} by_hand;
+
+static const by_hand g_by_hand[] = {
+    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); e.g. x = 1.5: u = 1.317226,
+     * tanh u = 0.866095, 0.75 * 1.866095 = 1.399572 */
+    {.fn = kiln_gelu,
+     .value = {-0.045402306f, -0.15428599f, 0.0f, 0.53057013f, 1.3995716f, 2.9963626f},
+     .slope = {-0.086099257f, 0.1326301f, 0.5f, 0.97635722f, 1.1277108f, 1.0115842f}},
+    /* the kink at 0 takes slope 0, as PyTorch */
+    {.fn = kiln_relu, .value = {0, 0, 0, 0.7f, 1.5f, 3.0f}, .slope = {0, 0, 0, 1, 1, 1}},
+    /* x sigmoid(x); slope s (1 + x (1 - s)); e.g. x = -2: s = 0.1192029, value -0.2384058 */
+    {.fn = kiln_silu,
+     .value = {-0.23840584f, -0.18877033f, 0.0f, 0.46773144f, 1.2263617f, 2.8577224f},
+     .slope = {-0.090784249f, 0.26003881f, 0.5f, 0.82338678f, 1.0412942f, 1.0881041f}},
+    {.fn = kiln_relu2, .value = {0, 0, 0, 0.49f, 2.25f, 9.0f}, .slope = {0, 0, 0, 1.4f, 3.0f, 6.0f}},
+};
+
+/* gelu, relu, silu and relu2 (by _i) against their values and slopes by hand */
+START_TEST(activation_by_hand) {
+    const by_hand *h = &g_by_hand[_i];
     kiln_ctx *ctx = kt_ctx();
     int64_t shape[2] = {2, 3};
     kiln_tensor *x = kt_tensor(ctx, KILN_F32, 2, shape, g_x);
     kiln_set_requires_grad(x, 1);
-    kiln_tensor *y = fn(x);
-    kt_expect_values(y, value, 6, 1e-5);
+    kiln_tensor *y = h->fn(x);
+    kt_expect_values(y, h->value, 6, 1e-5);
     ck_assert_int_eq(y->ndim, 2);
     ck_assert_int_eq(y->shape[0], 2);
     ck_assert_int_eq(y->shape[1], 3);
     ck_assert_int_eq(kiln_backward(kiln_sum(y), 1.0f), KILN_OK);
-    kt_expect_values(kiln_grad(x), slope, 6, 1e-5);
+    kt_expect_values(kiln_grad(x), h->slope, 6, 1e-5);
     kiln_step_reset(ctx);
     kiln_tensor_free(x);
-}
-
-START_TEST(gelu_by_hand) {
-    /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); e.g. x = 1.5: u = 1.317226,
-     * tanh u = 0.866095, 0.75 * 1.866095 = 1.399572 */
-    const float value[6] = {-0.045402306f, -0.15428599f, 0.0f, 0.53057013f, 1.3995716f, 2.9963626f};
-    const float slope[6] = {-0.086099257f, 0.1326301f, 0.5f, 0.97635722f, 1.1277108f, 1.0115842f};
-    expect_act(kiln_gelu, value, slope);
-}
-END_TEST
-
-START_TEST(relu_by_hand) {
-    const float value[6] = {0, 0, 0, 0.7f, 1.5f, 3.0f};
-    const float slope[6] = {0, 0, 0, 1, 1, 1}; /* the kink at 0 takes slope 0, as PyTorch */
-    expect_act(kiln_relu, value, slope);
-}
-END_TEST
-
-START_TEST(silu_by_hand) {
-    /* x sigmoid(x); slope s (1 + x (1 - s)); e.g. x = -2: s = 0.1192029, value -0.2384058 */
-    const float value[6] = {-0.23840584f, -0.18877033f, 0.0f, 0.46773144f, 1.2263617f, 2.8577224f};
-    const float slope[6] = {-0.090784249f, 0.26003881f, 0.5f, 0.82338678f, 1.0412942f, 1.0881041f};
-    expect_act(kiln_silu, value, slope);
-}
-END_TEST
-
-START_TEST(relu2_by_hand) {
-    const float value[6] = {0, 0, 0, 0.49f, 2.25f, 9.0f};
-    const float slope[6] = {0, 0, 0, 1.4f, 3.0f, 6.0f};
-    expect_act(kiln_relu2, value, slope);
 }
 END_TEST
 
@@ -95,25 +87,30 @@ static kiln_tensor *build_relu(kiln_tensor **in, const void *p) { (void)p; retur
 static kiln_tensor *build_silu(kiln_tensor **in, const void *p) { (void)p; return kiln_silu(in[0]); }
 static kiln_tensor *build_relu2(kiln_tensor **in, const void *p) { (void)p; return kiln_relu2(in[0]); }
 
-#define F32(...) {KILN_F32, __VA_ARGS__}
 /* ReLU-type cases draw inputs away from 0 so no finite difference straddles the kink.
  * The smooth ones use a tight FD tolerance (1e-6): their FD truncation error is ~1e-8, and
  * the default 1e-4 would let a wrong cubic coefficient in GELU's derivative through. */
 static const kt_case cases[] = {
-    {"gelu", build_gelu, NULL, 1, {F32(3, {3, 7, 5}, KT_NORMAL, 0, 2, 1)}, 1e-10, 1e-6, 0, 0, 0, 0},
-    {"gelu_wide", build_gelu, NULL, 1, {F32(2, {13, 37}, KT_UNIFORM, -6, 6, 1)}, 1e-10, 1e-6, 0, 0, 0, 0},
-    {"relu", build_relu, NULL, 1, {F32(2, {9, 11}, KT_AWAY0, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"silu", build_silu, NULL, 1, {F32(4, {2, 3, 5, 7}, KT_NORMAL, 0, 3, 1)}, 1e-10, 1e-6, 0, 0, 0, 0},
-    {"relu2", build_relu2, NULL, 1, {F32(2, {7, 13}, KT_AWAY0, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"gelu_large", build_gelu, NULL, 1, {F32(2, {259, 131}, KT_NORMAL, 0, 0, 1)}, 1e-10, 1e-6, 0, 0, 0, 0},
+    {.name = "gelu", .build = build_gelu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 7, 5}, .init = KT_NORMAL, .hi = 2, .grad = 1}},
+     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
+    {.name = "gelu_wide", .build = build_gelu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {13, 37}, .init = KT_UNIFORM, .lo = -6, .hi = 6, .grad = 1}},
+     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
+    {.name = "relu", .build = build_relu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {9, 11}, .init = KT_AWAY0, .grad = 1}}},
+    {.name = "silu", .build = build_silu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 7}, .init = KT_NORMAL, .hi = 3, .grad = 1}},
+     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
+    {.name = "relu2", .build = build_relu2, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 13}, .init = KT_AWAY0, .grad = 1}}},
+    {.name = "gelu_large", .build = build_gelu, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {259, 131}, .grad = 1}}, .fwd_tol = 1e-10, .bwd_tol = 1e-6},
 };
 
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
-    tcase_add_test(tc, gelu_by_hand);
-    tcase_add_test(tc, relu_by_hand);
-    tcase_add_test(tc, silu_by_hand);
-    tcase_add_test(tc, relu2_by_hand);
+    tcase_add_loop_test(tc, activation_by_hand, 0, (int)(sizeof g_by_hand / sizeof g_by_hand[0]));
     tcase_add_test(tc, activation_generic_matches_named);
     tcase_add_test(tc, activation_errors);
 }

@@ -168,17 +168,20 @@ static kiln_tensor *build_check(kiln_tensor **in, const void *p) {
     return flag;
 }
 
-static const table_param T97x33 = {97, 33}, T1024x64 = {1024, 64};
-#define F32(...) {KILN_F32, __VA_ARGS__}
-#define F16(...) {KILN_F16, __VA_ARGS__}
+static const table_param T97x33 = {.positions = 97, .channels = 33}, T1024x64 = {.positions = 1024, .channels = 64};
 /* Not differentiable: forward comparison only. The sinusoid tolerance leaves room for a
  * device that computes the angle in f32 (the reference uses double). The sinusoid cases do
  * not run in f16: their input only supplies the context, and the table is f32 anyway. */
 static const kt_case cases[] = {
-    {"sinusoid_odd", build_sinusoid, &T97x33, 1, {F32(1, {1}, KT_NORMAL, 0, 0, 0)}, 1e-8, 0, 0, 1, 0, 1},
-    {"sinusoid_large", build_sinusoid, &T1024x64, 1, {F32(1, {1}, KT_NORMAL, 0, 0, 0)}, 1e-8, 0, 0, 1, 0, 1},
-    {"check_finite_f32", build_check, NULL, 1, {F32(2, {37, 1001}, KT_NORMAL, 0, 100, 0)}, 0, 0, 0, 1, 0, 0},
-    {"check_finite_f16", build_check, NULL, 1, {F16(2, {13, 7}, KT_UNIFORM, -60000, 60000, 0)}, 0, 0, 0, 1, 0, 0},
+    {.name = "sinusoid_odd", .build = build_sinusoid, .param = &T97x33, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {1}}}, .fwd_tol = 1e-8, .no_grad = 1, .no_f16 = 1},
+    {.name = "sinusoid_large", .build = build_sinusoid, .param = &T1024x64, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {1}}}, .fwd_tol = 1e-8, .no_grad = 1, .no_f16 = 1},
+    {.name = "check_finite_f32", .build = build_check, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {37, 1001}, .init = KT_NORMAL, .hi = 100}}, .no_grad = 1},
+    {.name = "check_finite_f16", .build = build_check, .n_in = 1,
+     .in = {{.dtype = KILN_F16, .ndim = 2, .shape = {13, 7}, .init = KT_UNIFORM, .lo = -60000, .hi = 60000}},
+     .no_grad = 1},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

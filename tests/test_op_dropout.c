@@ -143,11 +143,13 @@ static kiln_tensor *build_dropout(kiln_tensor **in, const void *param) {
 }
 
 static const float P01 = 0.1f, P03 = 0.3f, P05 = 0.5f;
-#define F32(...) {KILN_F32, __VA_ARGS__}
 static const kt_case cases[] = {
-    {"dropout_p03", build_dropout, &P03, 1, {F32(2, {7, 13}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"dropout_p05_3d", build_dropout, &P05, 1, {F32(3, {3, 5, 11}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"dropout_p01_large_odd", build_dropout, &P01, 1, {F32(2, {37, 129}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {.name = "dropout_p03", .build = build_dropout, .param = &P03, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 13}, .grad = 1}}},
+    {.name = "dropout_p05_3d", .build = build_dropout, .param = &P05, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 11}, .grad = 1}}},
+    {.name = "dropout_p01_large_odd", .build = build_dropout, .param = &P01, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {37, 129}, .grad = 1}}},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

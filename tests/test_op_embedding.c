@@ -123,14 +123,20 @@ static kiln_tensor *build_embedding(kiln_tensor **in, const void *p) {
     return kiln_embedding(in[0], in[1]);
 }
 
-#define F32(...) {KILN_F32, __VA_ARGS__}
-#define IDS(...) {KILN_I32, __VA_ARGS__}
 /* More ids than rows in every case, so ids repeat and the scatter-add must sum them. */
 static const kt_case cases[] = {
-    {"embedding_2d_ids", build_embedding, NULL, 2, {F32(2, {11, 7}, KT_NORMAL, 0, 0, 1), IDS(2, {3, 5}, KT_INT, 0, 10, 0)}, 0, 0, 0, 0, 0, 0},
-    {"embedding_1d_ids", build_embedding, NULL, 2, {F32(2, {5, 13}, KT_NORMAL, 0, 0, 1), IDS(1, {9}, KT_INT, 0, 4, 0)}, 0, 0, 0, 0, 0, 0},
-    {"embedding_3d_ids", build_embedding, NULL, 2, {F32(2, {6, 3}, KT_NORMAL, 0, 0, 1), IDS(3, {2, 3, 5}, KT_INT, 0, 5, 0)}, 0, 0, 0, 0, 0, 0},
-    {"embedding_large", build_embedding, NULL, 2, {F32(2, {53, 389}, KT_NORMAL, 0, 0, 1), IDS(2, {2, 173}, KT_INT, 0, 52, 0)}, 0, 0, 0, 0, 0, 0},
+    {.name = "embedding_2d_ids", .build = build_embedding, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {11, 7}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 2, .shape = {3, 5}, .init = KT_INT, .lo = 0, .hi = 10}}},
+    {.name = "embedding_1d_ids", .build = build_embedding, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 13}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 1, .shape = {9}, .init = KT_INT, .lo = 0, .hi = 4}}},
+    {.name = "embedding_3d_ids", .build = build_embedding, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {6, 3}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 3, .shape = {2, 3, 5}, .init = KT_INT, .lo = 0, .hi = 5}}},
+    {.name = "embedding_large", .build = build_embedding, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {53, 389}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 2, .shape = {2, 173}, .init = KT_INT, .lo = 0, .hi = 52}}},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

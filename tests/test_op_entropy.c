@@ -70,12 +70,16 @@ static kiln_tensor *build_entropy_of_softmax(kiln_tensor **in, const void *p) {
     return kiln_attention_entropy(kiln_softmax(in[0], &o));
 }
 
-#define F32(...) {KILN_F32, __VA_ARGS__}
 static const kt_case cases[] = {
     /* p away from 0, where d/dp (p log p) = log p + 1 is steep */
-    {"entropy_positive_p", build_entropy, NULL, 1, {F32(4, {2, 3, 5, 7}, KT_UNIFORM, 0.05f, 1, 1)}, 0, 0, 0, 0, 0, 0},
-    {"entropy_of_causal_softmax", build_entropy_of_softmax, NULL, 1, {F32(4, {2, 3, 4, 6}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"entropy_large_odd", build_entropy, NULL, 1, {F32(4, {3, 5, 17, 33}, KT_UNIFORM, 0.05f, 1, 1)}, 0, 0, 0, 0, 0, 0},
+    {.name = "entropy_positive_p", .build = build_entropy, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 7}, .init = KT_UNIFORM, .lo = 0.05f, .hi = 1,
+             .grad = 1}}},
+    {.name = "entropy_of_causal_softmax", .build = build_entropy_of_softmax, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 4, 6}, .grad = 1}}},
+    {.name = "entropy_large_odd", .build = build_entropy, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {3, 5, 17, 33}, .init = KT_UNIFORM, .lo = 0.05f, .hi = 1,
+             .grad = 1}}},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

@@ -113,9 +113,9 @@ static model model_new(kiln_ctx *ctx, kiln_dtype dt) {
     for (int i = 0; i < 8; i++) bv[i] = 0.125f * (float)(i - 4), lnv[i] = 1.0f + 0.0625f * (float)i;
     for (int i = 0; i < 88; i++) tabv[i] = kiln_f16_to_f32(kiln_f32_to_f16(kiln_rng_normal(3, 2, (uint64_t)i)));
     const int32_t idv[] = {1, 4, 4, 10, 0, 4}, tv[] = {2, 7, 0, 5, 5, 1};
-    model m = {make(ctx, dt, 3, sx, xv, 1),      make(ctx, dt, 2, sw, wv, 1), make(ctx, dt, 1, s8, bv, 1),
-               make(ctx, dt, 1, s8, lnv, 1),     make(ctx, dt, 2, stab, tabv, 1),
-               kt_tensor_i32(ctx, 2, sid, idv), kt_tensor_i32(ctx, 2, sid, tv)};
+    model m = {.x = make(ctx, dt, 3, sx, xv, 1), .w = make(ctx, dt, 2, sw, wv, 1), .b = make(ctx, dt, 1, s8, bv, 1),
+               .ln_w = make(ctx, dt, 1, s8, lnv, 1), .table = make(ctx, dt, 2, stab, tabv, 1),
+               .ids = kt_tensor_i32(ctx, 2, sid, idv), .targets = kt_tensor_i32(ctx, 2, sid, tv)};
     return m;
 }
 

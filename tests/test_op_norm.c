@@ -142,19 +142,46 @@ static kiln_tensor *build_norm(kiln_tensor **in, const void *param) {
     return kiln_layernorm(in[0], w, p->bias ? in[p->weight ? 2 : 1] : NULL, p->eps);
 }
 
-static const norm_param LN_WB = {1, 1, 0, 1e-5f}, LN_PLAIN = {0, 0, 0, 1e-5f}, LN_W = {1, 0, 0, 1e-5f},
-                        LN_B = {0, 1, 0, 0.1f}, RMS_W = {1, 0, 1, 1e-6f}, RMS_PLAIN = {0, 0, 1, 0.2f};
-#define F32(...) {KILN_F32, __VA_ARGS__}
+static const norm_param LN_WB = {.weight = 1, .bias = 1, .eps = 1e-5f}, LN_PLAIN = {.eps = 1e-5f},
+                        LN_W = {.weight = 1, .eps = 1e-5f}, LN_B = {.bias = 1, .eps = 0.1f},
+                        RMS_W = {.weight = 1, .rms = 1, .eps = 1e-6f}, RMS_PLAIN = {.rms = 1, .eps = 0.2f};
 static const kt_case cases[] = {
-    {"layernorm_wb", build_norm, &LN_WB, 3, {F32(3, {2, 5, 13}, KT_NORMAL, 0, 0, 1), F32(1, {13}, KT_NORMAL, 1, 0.5f, 1), F32(1, {13}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"layernorm_offset", build_norm, &LN_WB, 3, {F32(2, {7, 9}, KT_NORMAL, 3, 2, 1), F32(1, {9}, KT_NORMAL, 1, 0.5f, 1), F32(1, {9}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"layernorm_plain", build_norm, &LN_PLAIN, 1, {F32(2, {11, 7}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"layernorm_weight_only", build_norm, &LN_W, 2, {F32(3, {3, 3, 5}, KT_NORMAL, 0, 0, 1), F32(1, {5}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"layernorm_bias_only", build_norm, &LN_B, 2, {F32(1, {17}, KT_NORMAL, 0, 0, 1), F32(1, {17}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"layernorm_large", build_norm, &LN_WB, 3, {F32(2, {67, 771}, KT_NORMAL, 0, 0, 1), F32(1, {771}, KT_NORMAL, 1, 0.5f, 1), F32(1, {771}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"rmsnorm_w", build_norm, &RMS_W, 2, {F32(3, {2, 7, 11}, KT_NORMAL, 0, 0, 1), F32(1, {11}, KT_NORMAL, 1, 0.5f, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"rmsnorm_plain", build_norm, &RMS_PLAIN, 1, {F32(2, {5, 19}, KT_NORMAL, 0.5f, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"rmsnorm_large", build_norm, &RMS_W, 2, {F32(2, {53, 683}, KT_NORMAL, 0, 0, 1), F32(1, {683}, KT_NORMAL, 1, 0.5f, 1)}, 1e-10, 0, 0, 0, 0, 0},
+    {.name = "layernorm_wb", .build = build_norm, .param = &LN_WB, .n_in = 3,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 13}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {13}, .init = KT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {13}, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "layernorm_offset", .build = build_norm, .param = &LN_WB, .n_in = 3,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 9}, .init = KT_NORMAL, .lo = 3, .hi = 2, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {9}, .init = KT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {9}, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "layernorm_plain", .build = build_norm, .param = &LN_PLAIN, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {11, 7}, .grad = 1}}, .fwd_tol = 1e-10},
+    {.name = "layernorm_weight_only", .build = build_norm, .param = &LN_W, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 3, 5}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {5}, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "layernorm_bias_only", .build = build_norm, .param = &LN_B, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {17}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {17}, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "layernorm_large", .build = build_norm, .param = &LN_WB, .n_in = 3,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {67, 771}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {771}, .init = KT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {771}, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "rmsnorm_w", .build = build_norm, .param = &RMS_W, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 7, 11}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {11}, .init = KT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "rmsnorm_plain", .build = build_norm, .param = &RMS_PLAIN, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 19}, .init = KT_NORMAL, .lo = 0.5f, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "rmsnorm_large", .build = build_norm, .param = &RMS_W, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {53, 683}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {683}, .init = KT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1}},
+     .fwd_tol = 1e-10},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

@@ -44,12 +44,12 @@ static float read_scalar(const kiln_tensor *t) {
 }
 
 static kiln_adam_opts make_opts(float b1, float b2, float eps, float wd, int decoupled) {
-    kiln_adam_opts o = {b1, b2, eps, wd, decoupled};
+    kiln_adam_opts o = {.beta1 = b1, .beta2 = b2, .eps = eps, .weight_decay = wd, .decoupled = decoupled};
     return o;
 }
 
 static kiln_adam_step_opts step_lr(float lr) {
-    kiln_adam_step_opts s = {lr, 0.0f, 0.0f, NULL};
+    kiln_adam_step_opts s = {.lr = lr, .clip_norm = 0.0f, .grad_unscale = 0.0f};
     return s;
 }
 
@@ -180,7 +180,7 @@ static void run_against_reference(int decoupled, float clip) {
         double norm = sqrt(sumsq), coef = 1.0;
         if (clip > 0 && clip / (norm + 1e-6) < 1) coef = clip / (norm + 1e-6);
         double lr = 0.01 * (double)t; /* a warm-up schedule: lr changes every step */
-        kiln_adam_step_opts s = {(float)lr, clip, 0.0f, NULL};
+        kiln_adam_step_opts s = {.lr = (float)lr, .clip_norm = clip, .grad_unscale = 0.0f};
         ck_assert_msg(kiln_adam_step(opt, &s) == KILN_OK, "%s", kiln_error_message());
         for (int j = 0; j < NP; j++) ref_step(&ref[j], g[j], coef, t, (float)lr, &o, j != 2), free(g[j]);
         ck_assert_msg(fabs(read_scalar(kiln_adam_grad_norm(opt)) - norm) <= 1e-5 * norm,
@@ -216,7 +216,7 @@ static void clip_case(float clip, float unscale, double expect_coef) {
     kiln_adam_opts o = make_opts(0.9f, 0.999f, 1.0f, 0.0f, 1);
     kiln_adam *opt = kiln_adam_new(ctx, params, 2, &o);
     ck_assert(opt != NULL);
-    kiln_adam_step_opts s = {0.1f, clip, unscale, NULL};
+    kiln_adam_step_opts s = {.lr = 0.1f, .clip_norm = clip, .grad_unscale = unscale};
     ck_assert_msg(kiln_adam_step(opt, &s) == KILN_OK, "%s", kiln_error_message());
     ck_assert_msg(fabs(read_scalar(kiln_adam_grad_norm(opt)) - 13.0) < 1e-5 * 13,
                   "reported norm %g, expected 13", read_scalar(kiln_adam_grad_norm(opt)));
@@ -266,7 +266,7 @@ START_TEST(skip_flag_leaves_state_bit_identical) {
     kiln_adam *opt = kiln_adam_new(ctx, &p, 1, &o);
     ck_assert(opt != NULL);
     ck_assert(kiln_adam_set_half_copies(opt, &copy) == KILN_OK);
-    kiln_adam_step_opts s = {0.05f, 1.0f, 0.5f, flag};
+    kiln_adam_step_opts s = {.lr = 0.05f, .clip_norm = 1.0f, .grad_unscale = 0.5f, .skip_flag = flag};
     ck_assert(kiln_adam_step(opt, &s) == KILN_OK); /* flag 0: a real step, moments nonzero */
     void *p1 = raw_of(p), *m1 = raw_of(kiln_adam_m(opt, 0)), *v1 = raw_of(kiln_adam_v(opt, 0)), *c1 = raw_of(copy);
     ck_assert_msg(memcmp(p1, p0, sizeof p0) != 0, "the unskipped step changed nothing");
@@ -315,12 +315,12 @@ START_TEST(half_copies_read_f16_grads_and_receive_weights) {
     ck_assert(opt != NULL);
     ck_assert_msg(kiln_adam_set_half_copies(opt, &copy) == KILN_OK, "%s", kiln_error_message());
     const float unscale = 0.5f; /* the gradients carry a loss scale of 2 */
-    kiln_adam_step_opts s = {0.01f, 0.0f, unscale, NULL};
+    kiln_adam_step_opts s = {.lr = 0.01f, .clip_norm = 0.0f, .grad_unscale = unscale};
     ck_assert_msg(kiln_adam_step(opt, &s) == KILN_OK, "%s", kiln_error_message());
 
     double sumsq = 0;
-    ref_state r = {malloc((size_t)n * sizeof(double)), calloc((size_t)n, sizeof(double)),
-                   calloc((size_t)n, sizeof(double)), n};
+    ref_state r = {.p = malloc((size_t)n * sizeof(double)), .m = calloc((size_t)n, sizeof(double)),
+                   .v = calloc((size_t)n, sizeof(double)), .n = n};
     double *g = malloc((size_t)n * sizeof *g);
     for (int64_t i = 0; i < n; i++) r.p[i] = p0[i], g[i] = g0[i], sumsq += g[i] * g[i];
     ref_step(&r, g, unscale, 1, 0.01f, &o, 1);
@@ -409,7 +409,7 @@ START_TEST(optimizer_errors) {
     ck_assert(opt != NULL);
     if (f16) ck_assert_int_eq(kiln_adam_set_half_copies(opt, &h5), KILN_ERR_SHAPE);
     ck_assert_int_eq(kiln_adam_set_half_copies(opt, &f), KILN_ERR_DTYPE);
-    kiln_adam_step_opts s = {0.1f, 0, 0, bad_flag};
+    kiln_adam_step_opts s = {.lr = 0.1f, .skip_flag = bad_flag};
     ck_assert_int_eq(kiln_adam_step(opt, &s), KILN_ERR_ARGUMENT);
     ck_assert_int_eq(kiln_adam_steps(opt), 0);
     ck_assert_ptr_null(kiln_adam_m(opt, 1));
@@ -479,7 +479,7 @@ static int replay_scenario(FILE *f) {
             ck_assert(kiln_upload_f32(kiln_grad(params[j]), g, sizes[j]) == KILN_OK);
             free(g);
         }
-        kiln_adam_step_opts s = {lr, clip, 0.0f, NULL};
+        kiln_adam_step_opts s = {.lr = lr, .clip_norm = clip, .grad_unscale = 0.0f};
         ck_assert_msg(kiln_adam_step(opt, &s) == KILN_OK, "%s", kiln_error_message());
         double norm = next_num(f);
         float got_norm = read_scalar(kiln_adam_grad_norm(opt));

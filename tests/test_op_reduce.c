@@ -109,16 +109,25 @@ static kiln_tensor *build_mean(kiln_tensor **in, const void *p) { (void)p; retur
 static kiln_tensor *build_norm(kiln_tensor **in, const void *p) { return kiln_global_norm(in, *(const int *)p); }
 
 static const int ONE = 1, THREE = 3;
-#define F32(...) {KILN_F32, __VA_ARGS__}
 /* The large norm takes an FD step of 1: one element moves a norm of ~190 by only
  * step * x / 190, which a small step would drown in the f32 rounding of the norm. */
 static const kt_case cases[] = {
-    {"sum", build_sum, NULL, 1, {F32(2, {7, 13}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"mean", build_mean, NULL, 1, {F32(3, {3, 5, 7}, KT_NORMAL, 0.5f, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"sum_large", build_sum, NULL, 1, {F32(2, {181, 199}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"global_norm_one", build_norm, &ONE, 1, {F32(2, {5, 11}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"global_norm_three", build_norm, &THREE, 3, {F32(2, {3, 7}, KT_NORMAL, 0, 0, 1), F32(1, {13}, KT_NORMAL, 1, 0, 0), F32(3, {2, 3, 5}, KT_NORMAL, 0, 2, 1)}, 1e-10, 0, 0, 0, 0, 0},
-    {"global_norm_large", build_norm, &ONE, 1, {F32(2, {181, 199}, KT_NORMAL, 0, 0, 1)}, 1e-10, 0, 1.0, 0, 0, 0},
+    {.name = "sum", .build = build_sum, .n_in = 1, .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 13}, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "mean", .build = build_mean, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 7}, .init = KT_NORMAL, .lo = 0.5f, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "sum_large", .build = build_sum, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {181, 199}, .grad = 1}}, .fwd_tol = 1e-10},
+    {.name = "global_norm_one", .build = build_norm, .param = &ONE, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 11}, .grad = 1}}, .fwd_tol = 1e-10},
+    {.name = "global_norm_three", .build = build_norm, .param = &THREE, .n_in = 3,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {3, 7}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {13}, .init = KT_NORMAL, .lo = 1},
+            {.dtype = KILN_F32, .ndim = 3, .shape = {2, 3, 5}, .init = KT_NORMAL, .hi = 2, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "global_norm_large", .build = build_norm, .param = &ONE, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {181, 199}, .grad = 1}}, .fwd_tol = 1e-10, .fd_eps = 1.0},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

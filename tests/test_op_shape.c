@@ -252,27 +252,48 @@ static kiln_tensor *build_cast_roundtrip(kiln_tensor **in, const void *p) {
 static kiln_tensor *build_cast_up(kiln_tensor **in, const void *p) { (void)p; return kiln_cast(in[0], KILN_F32); }
 
 static const int H3 = 3, H5 = 5;
-static const concat_param CAT3_0 = {3, 0}, CAT3_1 = {3, 1}, CAT2_LAST = {2, -1}, CAT2_MID = {2, -2};
-static const slice_param SL_MID = {1, 2, 5}, SL_LAST = {-1, 0, 4}, SL_ROWS = {0, 3, 2}, SL_BIG = {1, 17, 60};
-#define F32(...) {KILN_F32, __VA_ARGS__}
-#define F16(...) {KILN_F16, __VA_ARGS__}
+static const concat_param CAT3_0 = {.count = 3, .axis = 0}, CAT3_1 = {.count = 3, .axis = 1},
+                          CAT2_LAST = {.count = 2, .axis = -1}, CAT2_MID = {.count = 2, .axis = -2};
+static const slice_param SL_MID = {.axis = 1, .start = 2, .len = 5}, SL_LAST = {.axis = -1, .start = 0, .len = 4},
+                         SL_ROWS = {.axis = 0, .start = 3, .len = 2}, SL_BIG = {.axis = 1, .start = 17, .len = 60};
 /* Casts are linear up to f16 rounding: a large FD step keeps that rounding small next to it. */
 static const kt_case cases[] = {
-    {"split_heads", build_split, &H3, 1, {F32(3, {2, 5, 21}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"split_heads_large", build_split, &H5, 1, {F32(3, {3, 101, 115}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"merge_heads", build_merge, NULL, 1, {F32(4, {2, 3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"merge_heads_large", build_merge, NULL, 1, {F32(4, {3, 7, 67, 29}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"concat_axis0", build_concat, &CAT3_0, 3, {F32(2, {3, 5}, KT_NORMAL, 0, 0, 1), F32(2, {1, 5}, KT_NORMAL, 0, 0, 1), F32(2, {4, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"concat_axis1_3d", build_concat, &CAT3_1, 3, {F32(3, {2, 3, 7}, KT_NORMAL, 0, 0, 1), F32(3, {2, 5, 7}, KT_NORMAL, 0, 0, 0), F32(3, {2, 1, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"concat_last", build_concat, &CAT2_LAST, 2, {F32(3, {3, 2, 5}, KT_NORMAL, 0, 0, 1), F32(3, {3, 2, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"concat_large", build_concat, &CAT2_MID, 2, {F32(3, {5, 41, 97}, KT_NORMAL, 0, 0, 1), F32(3, {5, 29, 97}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"slice_mid", build_slice, &SL_MID, 1, {F32(3, {3, 11, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"slice_last", build_slice, &SL_LAST, 1, {F32(2, {5, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"slice_rows", build_slice, &SL_ROWS, 1, {F32(3, {7, 3, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"slice_large", build_slice, &SL_BIG, 1, {F32(3, {3, 97, 211}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"cast_f16_roundtrip", build_cast_roundtrip, NULL, 1, {F32(2, {7, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0, 0, 0},
-    {"cast_f16_to_f32", build_cast_up, NULL, 1, {F16(3, {3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0, 0, 0},
-    {"cast_f16_copy", build_cast_roundtrip, NULL, 1, {F16(2, {11, 3}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0.25, 0, 0, 0},
+    {.name = "split_heads", .build = build_split, .param = &H3, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 21}, .grad = 1}}},
+    {.name = "split_heads_large", .build = build_split, .param = &H5, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 101, 115}, .grad = 1}}},
+    {.name = "merge_heads", .build = build_merge, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 7}, .grad = 1}}},
+    {.name = "merge_heads_large", .build = build_merge, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {3, 7, 67, 29}, .grad = 1}}},
+    {.name = "concat_axis0", .build = build_concat, .param = &CAT3_0, .n_in = 3,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {3, 5}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 2, .shape = {1, 5}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 2, .shape = {4, 5}, .grad = 1}}},
+    {.name = "concat_axis1_3d", .build = build_concat, .param = &CAT3_1, .n_in = 3,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 3, 7}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 7}},
+            {.dtype = KILN_F32, .ndim = 3, .shape = {2, 1, 7}, .grad = 1}}},
+    {.name = "concat_last", .build = build_concat, .param = &CAT2_LAST, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 2, 5}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 3, .shape = {3, 2, 9}, .grad = 1}}},
+    {.name = "concat_large", .build = build_concat, .param = &CAT2_MID, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {5, 41, 97}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 3, .shape = {5, 29, 97}, .grad = 1}}},
+    {.name = "slice_mid", .build = build_slice, .param = &SL_MID, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 11, 7}, .grad = 1}}},
+    {.name = "slice_last", .build = build_slice, .param = &SL_LAST, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 9}, .grad = 1}}},
+    {.name = "slice_rows", .build = build_slice, .param = &SL_ROWS, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {7, 3, 5}, .grad = 1}}},
+    {.name = "slice_large", .build = build_slice, .param = &SL_BIG, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 97, 211}, .grad = 1}}},
+    {.name = "cast_f16_roundtrip", .build = build_cast_roundtrip, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 9}, .grad = 1}}, .fd_eps = 0.25},
+    {.name = "cast_f16_to_f32", .build = build_cast_up, .n_in = 1,
+     .in = {{.dtype = KILN_F16, .ndim = 3, .shape = {3, 5, 7}, .grad = 1}}, .fd_eps = 0.25},
+    {.name = "cast_f16_copy", .build = build_cast_roundtrip, .n_in = 1,
+     .in = {{.dtype = KILN_F16, .ndim = 2, .shape = {11, 3}, .grad = 1}}, .fd_eps = 0.25},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

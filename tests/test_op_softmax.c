@@ -128,27 +128,39 @@ typedef struct sm_param {
 
 static kiln_tensor *build_softmax(kiln_tensor **in, const void *param) {
     const sm_param *p = param;
-    kiln_softmax_opts o = {p->scale, p->temperature, p->causal,
-                           p->lengths_in ? in[p->lengths_in] : NULL, p->add_in ? in[p->add_in] : NULL};
+    kiln_softmax_opts o = {.scale = p->scale, .temperature = p->temperature, .causal = p->causal,
+                           .key_lengths = p->lengths_in ? in[p->lengths_in] : NULL,
+                           .add = p->add_in ? in[p->add_in] : NULL};
     return kiln_softmax(in[0], &o);
 }
 
-static const sm_param PLAIN = {0.5f, 0, 0, 0, 0}, CAUSAL = {0, 0, 1, 0, 0},
-                      LENGTHS = {1.3f, 0, 0, 1, 0}, ALL = {0.3f, 0.7f, 1, 1, 2},
-                      LARGE = {0.125f, 0, 1, 1, 0}, ADD_ONLY = {0, 1.5f, 0, 0, 1};
+static const sm_param PLAIN = {.scale = 0.5f}, CAUSAL = {.causal = 1}, LENGTHS = {.scale = 1.3f, .lengths_in = 1},
+                      ALL = {.scale = 0.3f, .temperature = 0.7f, .causal = 1, .lengths_in = 1, .add_in = 2},
+                      LARGE = {.scale = 0.125f, .causal = 1, .lengths_in = 1},
+                      ADD_ONLY = {.temperature = 1.5f, .add_in = 1};
 
-#define F32(...) {KILN_F32, __VA_ARGS__}
-#define I32(...) {KILN_I32, __VA_ARGS__}
 static const kt_case cases[] = {
-    {"softmax_plain", build_softmax, &PLAIN, 1, {F32(4, {2, 3, 5, 7}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"softmax_causal_tq_lt_tk", build_softmax, &CAUSAL, 1, {F32(4, {2, 2, 3, 6}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {.name = "softmax_plain", .build = build_softmax, .param = &PLAIN, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 7}, .grad = 1}}},
+    {.name = "softmax_causal_tq_lt_tk", .build = build_softmax, .param = &CAUSAL, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 2, 3, 6}, .grad = 1}}},
     /* Tq > Tk: the first two queries of every head see no key */
-    {"softmax_causal_tq_gt_tk", build_softmax, &CAUSAL, 1, {F32(4, {1, 3, 5, 3}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
+    {.name = "softmax_causal_tq_gt_tk", .build = build_softmax, .param = &CAUSAL, .n_in = 1,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {1, 3, 5, 3}, .grad = 1}}},
     /* lengths drawn from [0, 5]: some sequences fully masked */
-    {"softmax_lengths", build_softmax, &LENGTHS, 2, {F32(4, {3, 2, 4, 5}, KT_NORMAL, 0, 0, 1), I32(1, {3}, KT_INT, 0, 5, 0)}, 0, 0, 0, 0, 0, 0},
-    {"softmax_all_options", build_softmax, &ALL, 3, {F32(4, {2, 3, 5, 5}, KT_NORMAL, 0, 0, 1), I32(1, {2}, KT_INT, 1, 5, 0), F32(4, {2, 3, 5, 5}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"softmax_add_only", build_softmax, &ADD_ONLY, 2, {F32(4, {1, 2, 7, 9}, KT_NORMAL, 0, 0, 1), F32(4, {1, 2, 7, 9}, KT_NORMAL, 0, 0, 1)}, 0, 0, 0, 0, 0, 0},
-    {"softmax_large_odd", build_softmax, &LARGE, 2, {F32(4, {2, 4, 33, 65}, KT_NORMAL, 0, 3, 1), I32(1, {2}, KT_INT, 1, 65, 0)}, 0, 0, 0, 0, 0, 0},
+    {.name = "softmax_lengths", .build = build_softmax, .param = &LENGTHS, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {3, 2, 4, 5}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 1, .shape = {3}, .init = KT_INT, .lo = 0, .hi = 5}}},
+    {.name = "softmax_all_options", .build = build_softmax, .param = &ALL, .n_in = 3,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 5}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 1, .shape = {2}, .init = KT_INT, .lo = 1, .hi = 5},
+            {.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 5}, .grad = 1}}},
+    {.name = "softmax_add_only", .build = build_softmax, .param = &ADD_ONLY, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {1, 2, 7, 9}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 4, .shape = {1, 2, 7, 9}, .grad = 1}}},
+    {.name = "softmax_large_odd", .build = build_softmax, .param = &LARGE, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 4, 33, 65}, .init = KT_NORMAL, .hi = 3, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 1, .shape = {2}, .init = KT_INT, .lo = 1, .hi = 65}}},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

@@ -135,16 +135,25 @@ static kiln_tensor *build_xent(kiln_tensor **in, const void *param) {
     return kiln_cross_entropy(in[0], in[1], p->smoothing, p->ignore_index);
 }
 
-static const xent_param PLAIN = {0.0f, IGNORE}, SMOOTH_IGNORE = {0.1f, -1}, SMOOTH = {0.05f, -1};
-#define F32(...) {KILN_F32, __VA_ARGS__}
-#define I32(...) {KILN_I32, __VA_ARGS__}
+static const xent_param PLAIN = {.smoothing = 0.0f, .ignore_index = IGNORE},
+                        SMOOTH_IGNORE = {.smoothing = 0.1f, .ignore_index = -1},
+                        SMOOTH = {.smoothing = 0.05f, .ignore_index = -1};
 static const kt_case cases[] = {
-    {"xent_plain", build_xent, &PLAIN, 2, {F32(2, {7, 11}, KT_NORMAL, 0, 0, 1), I32(1, {7}, KT_INT, 0, 10, 0)}, 0, 0, 0, 0, 0, 0},
+    {.name = "xent_plain", .build = build_xent, .param = &PLAIN, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 11}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 1, .shape = {7}, .init = KT_INT, .lo = 0, .hi = 10}}},
     /* targets drawn from [-1, 12]: some rows are ignored */
-    {"xent_smoothing_ignore_3d", build_xent, &SMOOTH_IGNORE, 2, {F32(3, {3, 5, 13}, KT_NORMAL, 0, 0, 1), I32(2, {3, 5}, KT_INT, -1, 12, 0)}, 0, 0, 0, 0, 0, 0},
-    {"xent_single_row", build_xent, &SMOOTH, 2, {F32(1, {9}, KT_NORMAL, 0, 0, 1), I32(0, {0}, KT_INT, 0, 8, 0)}, 0, 0, 0, 0, 0, 0},
+    {.name = "xent_smoothing_ignore_3d", .build = build_xent, .param = &SMOOTH_IGNORE, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 13}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 2, .shape = {3, 5}, .init = KT_INT, .lo = -1, .hi = 12}}},
+    {.name = "xent_single_row", .build = build_xent, .param = &SMOOTH, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {9}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 0, .init = KT_INT, .lo = 0, .hi = 8}}},
     /* few rows, so that each logit's gradient stands well above the f32 noise of the FD loss */
-    {"xent_large_odd_vocab", build_xent, &SMOOTH, 2, {F32(2, {5, 257}, KT_NORMAL, 0, 0, 1), I32(1, {5}, KT_INT, 0, 256, 0)}, 0, 0, 0.05, 0, 0, 0},
+    {.name = "xent_large_odd_vocab", .build = build_xent, .param = &SMOOTH, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 257}, .grad = 1},
+            {.dtype = KILN_I32, .ndim = 1, .shape = {5}, .init = KT_INT, .lo = 0, .hi = 256}},
+     .fd_eps = 0.05},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

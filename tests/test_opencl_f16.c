@@ -189,13 +189,14 @@ static kiln_tensor *build_matmul_tn(kiln_tensor **in, const void *p) {
     (void)p;
     return kiln_matmul(in[0], in[1], NULL, 1, 0);
 }
-#define F16(...) {KILN_F16, __VA_ARGS__}
 static const kt_case cases[] = {
-    {"f16_matmul_nt_bias", build_matmul_nt, NULL, 3,
-     {F16(2, {37, 29}, KT_NORMAL, 0, 0, 0), F16(2, {23, 29}, KT_NORMAL, 0, 0, 0), F16(1, {23}, KT_NORMAL, 0, 0, 1)},
-     1e-10, 0, 0, 0},
-    {"f16_matmul_tn_large", build_matmul_tn, NULL, 2,
-     {F16(2, {70, 90}, KT_NORMAL, 0, 0, 0), F16(2, {70, 65}, KT_NORMAL, 0, 0, 0)}, 1e-10, 0, 0, 1},
+    {.name = "f16_matmul_nt_bias", .build = build_matmul_nt, .n_in = 3,
+     .in = {{.dtype = KILN_F16, .ndim = 2, .shape = {37, 29}}, {.dtype = KILN_F16, .ndim = 2, .shape = {23, 29}},
+            {.dtype = KILN_F16, .ndim = 1, .shape = {23}, .grad = 1}},
+     .fwd_tol = 1e-10},
+    {.name = "f16_matmul_tn_large", .build = build_matmul_tn, .n_in = 2,
+     .in = {{.dtype = KILN_F16, .ndim = 2, .shape = {70, 90}}, {.dtype = KILN_F16, .ndim = 2, .shape = {70, 65}}},
+     .fwd_tol = 1e-10, .no_grad = 1},
 };
 
 static void add_tests(Suite *s, TCase *tc) {

@@ -48,7 +48,7 @@ typedef struct pair {
 } pair;
 
 static pair pair_of(const float *v, int64_t n) {
-    pair p = {{kt_tensor(g_ctx, KILN_F32, 1, &n, v), kt_tensor(g_ctx, KILN_F16, 1, &n, v)}, n};
+    pair p = {.t = {kt_tensor(g_ctx, KILN_F32, 1, &n, v), kt_tensor(g_ctx, KILN_F16, 1, &n, v)}, .n = n};
     ck_assert(p.t[0] && p.t[1]);
     return p;
 }
@@ -134,8 +134,9 @@ START_TEST(elementwise) {
             pair out = pair_normal(N * 3, 4, 1, 0); /* N * 3: divisible by NB */
             pair a = pair_normal(N * 3, 5, 1, 0), full = pair_normal(N * 3, 6, 1, 0);
             for (int h = 0; h < 2; h++) {
-                kiln_binary_args args = {ref(a, h), ref(broadcast ? bb : full, h), ref(out, h), N * 3,
-                                         broadcast ? NB : N * 3, (kiln_binary_op)op, DT(h)};
+                kiln_binary_args args = {.a = ref(a, h), .b = ref(broadcast ? bb : full, h), .out = ref(out, h),
+                                         .n = N * 3, .nb = broadcast ? NB : N * 3, .op = (kiln_binary_op)op,
+                                         .dtype = DT(h)};
                 CALL(binary, &args);
             }
             expect_rounded_once(out, "binary");
@@ -145,8 +146,8 @@ START_TEST(elementwise) {
     for (int form = 0; form < 4; form++) {
         pair y = pair_normal(N, 7, 1, 0);
         for (int h = 0; h < 2; h++) {
-            kiln_axpby_args args = {form == 3 ? (kiln_ref){0, 0} : ref(x, h), ref(y, h), {0, 0}, {0, 0}, N,
-                                    0.37f, form == 0 ? 0.0f : 0.8f, DT(h)};
+            kiln_axpby_args args = {.x = form == 3 ? (kiln_ref){0} : ref(x, h), .y = ref(y, h), .n = N, .alpha = 0.37f,
+                                    .beta = form == 0 ? 0.0f : 0.8f, .dtype = DT(h)};
             if (form >= 2) args.num = kiln_ref_of(num), args.den = kiln_ref_of(den);
             CALL(axpby, &args);
         }
@@ -165,7 +166,8 @@ START_TEST(activations) {
         pair x = k == KILN_ACT_SQRT ? pair_normal(N, 8, 1, 4) : pair_normal(N, 8, 2, 0);
         pair y = pair_normal(N, 9, 1, 0), dy = pair_normal(N, 10, 1, 0), dx = pair_normal(N, 11, 1, 0);
         for (int h = 0; h < 2; h++) {
-            kiln_act_args a = {ref(x, h), ref(y, h), ref(dy, h), ref(dx, h), N, k, DT(h)};
+            kiln_act_args a = {.x = ref(x, h), .y = ref(y, h), .dy = ref(dy, h), .dx = ref(dx, h), .n = N, .kind = k,
+                               .dtype = DT(h)};
             CALL(act_fwd, &a);
             if (k != KILN_ACT_SQRT) CALL(act_bwd, &a);
         }
@@ -180,7 +182,8 @@ START_TEST(dropout) {
     enum { N = 1500 };
     pair x = pair_normal(N, 12, 1, 0), y = pair_normal(N, 13, 1, 0), dx = pair_normal(N, 14, 1, 0);
     for (int h = 0; h < 2; h++) {
-        kiln_dropout_args a = {ref(x, h), ref(y, h), ref(x, h), ref(dx, h), N, 0.3f, 5, 9, DT(h)};
+        kiln_dropout_args a = {.x = ref(x, h), .y = ref(y, h), .dy = ref(x, h), .dx = ref(dx, h), .n = N, .prob = 0.3f,
+                               .seed = 5, .stream = 9, .dtype = DT(h)};
         CALL(dropout_fwd, &a);
         CALL(dropout_bwd, &a);
     }
@@ -195,15 +198,18 @@ START_TEST(reductions) {
     pair x = pair_normal(N, 15, 1, 0.5f);
     kiln_tensor *out[2] = {f32_tensor(2, NULL), f32_tensor(2, NULL)};
     for (int h = 0; h < 2; h++) {
-        kiln_reduce_args sum = {ref(x, h), kiln_ref_of(out[h]), N, 0.5f, 0, DT(h)};
+        kiln_reduce_args sum = {.x = ref(x, h), .out = kiln_ref_of(out[h]), .n = N, .alpha = 0.5f, .dtype = DT(h)};
         CALL(reduce, &sum);
-        kiln_reduce_args sq = {ref(x, h), {kiln_ref_of(out[h]).buf, kiln_ref_of(out[h]).off + 4}, N, 1, 1, DT(h)};
+        kiln_reduce_args sq = {.x = ref(x, h),
+                               .out = {.buf = kiln_ref_of(out[h]).buf, .off = kiln_ref_of(out[h]).off + 4}, .n = N,
+                               .alpha = 1, .square = 1, .dtype = DT(h)};
         CALL(reduce, &sq);
     }
     expect_same_f32(out[0], out[1], "reduce");
     pair m = pair_normal(ROWS * COLS, 16, 1, 0), col = pair_normal(COLS, 17, 1, 0);
     for (int h = 0; h < 2; h++) {
-        kiln_sum_rows_args a = {ref(m, h), ref(col, h), ROWS, COLS, -0.5f, DT(h)};
+        kiln_sum_rows_args a = {.x = ref(m, h), .out = ref(col, h), .rows = ROWS, .cols = COLS, .alpha = -0.5f,
+                                .dtype = DT(h)};
         CALL(sum_rows, &a);
     }
     expect_rounded_once(col, "sum_rows");
@@ -220,8 +226,8 @@ START_TEST(embedding) {
     pair table = pair_normal(VOCAB * DIM, 18, 1, 0), out = pair_normal(ROWS * DIM, 19, 1, 0);
     pair dout = pair_normal(ROWS * DIM, 20, 1, 0), dtable = pair_normal(VOCAB * DIM, 21, 1, 0);
     for (int h = 0; h < 2; h++) {
-        kiln_embed_args a = {ref(table, h), kiln_ref_of(id), ref(out, h), ref(dout, h), ref(dtable, h),
-                             {0, 0}, ROWS, VOCAB, DIM, DT(h)};
+        kiln_embed_args a = {.table = ref(table, h), .ids = kiln_ref_of(id), .out = ref(out, h), .dout = ref(dout, h),
+                             .dtable = ref(dtable, h), .rows = ROWS, .vocab = VOCAB, .dim = DIM, .dtype = DT(h)};
         CALL(embed_fwd, &a);
         CALL(embed_bwd, &a);
     }
@@ -242,11 +248,11 @@ START_TEST(norms) {
         kiln_tensor *mean[2] = {f32_tensor(ROWS, NULL), f32_tensor(ROWS, NULL)};
         kiln_tensor *rstd[2] = {f32_tensor(ROWS, NULL), f32_tensor(ROWS, NULL)};
         for (int h = 0; h < 2; h++) {
-            kiln_norm_args a = {ref(x, h), ref(w, h), layer ? ref(b, h) : (kiln_ref){0, 0}, ref(y, h),
-                                layer ? kiln_ref_of(mean[h]) : (kiln_ref){0, 0}, kiln_ref_of(rstd[h]),
-                                ref(dy, h), ref(dx, h), ref(dw, h), layer ? ref(db, h) : (kiln_ref){0, 0},
-                                ROWS, COLS, 1e-5f, DT(h)};
-            a.rms = layer ? KILN_ABI_NORM_LAYER : KILN_ABI_NORM_RMS;
+            kiln_norm_args a = {.x = ref(x, h), .weight = ref(w, h), .bias = layer ? ref(b, h) : (kiln_ref){0},
+                                .y = ref(y, h), .mean = layer ? kiln_ref_of(mean[h]) : (kiln_ref){0},
+                                .rstd = kiln_ref_of(rstd[h]), .dy = ref(dy, h), .dx = ref(dx, h), .dweight = ref(dw, h),
+                                .dbias = layer ? ref(db, h) : (kiln_ref){0}, .rows = ROWS, .cols = COLS, .eps = 1e-5f,
+                                .dtype = DT(h), .rms = layer ? KILN_ABI_NORM_LAYER : KILN_ABI_NORM_RMS};
             CALL(norm_fwd, &a);
             CALL(norm_bwd, &a);
         }
@@ -272,10 +278,11 @@ START_TEST(softmax) {
         pair dy = pair_normal(N, 33, 1, 0), dx = pair_normal(N, 34, 1, 0), dadd = pair_normal(N, 35, 1, 0);
         kiln_softmax_args a[2];
         for (int h = 0; h < 2; h++) {
-            a[h] = (kiln_softmax_args){ref(x, h), form ? ref(add, h) : (kiln_ref){0, 0},
-                                       form ? kiln_ref_of(len) : (kiln_ref){0, 0}, ref(y, h), ref(dy, h),
-                                       ref(dx, h), form ? ref(dadd, h) : (kiln_ref){0, 0}, B, H, TQ, TK,
-                                       form ? 0.125f : 1.0f, form ? 0.7f : 1.0f, !form, DT(h)};
+            a[h] = (kiln_softmax_args){.x = ref(x, h), .add = form ? ref(add, h) : (kiln_ref){0},
+                                       .lengths = form ? kiln_ref_of(len) : (kiln_ref){0}, .y = ref(y, h),
+                                       .dy = ref(dy, h), .dx = ref(dx, h), .dadd = form ? ref(dadd, h) : (kiln_ref){0},
+                                       .batch = B, .heads = H, .tq = TQ, .tk = TK, .scale = form ? 0.125f : 1.0f,
+                                       .temperature = form ? 0.7f : 1.0f, .causal = !form, .dtype = DT(h)};
             CALL(softmax_fwd, &a[h]);
         }
         expect_rounded_once(y, "softmax_fwd");
@@ -305,7 +312,8 @@ START_TEST(entropy) {
     float douts[H] = {0.5f, -1.0f, 2.0f};
     kiln_tensor *dout = f32_tensor(H, douts), *out[2] = {f32_tensor(H, NULL), f32_tensor(H, NULL)};
     for (int h = 0; h < 2; h++) {
-        kiln_entropy_args a = {ref(pp, h), kiln_ref_of(out[h]), kiln_ref_of(dout), ref(dp, h), B, H, TQ, TK, DT(h)};
+        kiln_entropy_args a = {.p = ref(pp, h), .out = kiln_ref_of(out[h]), .dout = kiln_ref_of(dout), .dp = ref(dp, h),
+                               .batch = B, .heads = H, .tq = TQ, .tk = TK, .dtype = DT(h)};
         CALL(entropy_fwd, &a);
         CALL(entropy_bwd, &a);
     }
@@ -326,9 +334,10 @@ START_TEST(cross_entropy) {
     kiln_tensor *dloss = f32_tensor(1, &one), *loss[2], *count[2], *lse[2];
     for (int h = 0; h < 2; h++) loss[h] = f32_tensor(1, NULL), count[h] = f32_tensor(1, NULL), lse[h] = f32_tensor(ROWS, NULL);
     for (int h = 0; h < 2; h++) {
-        kiln_xent_args a = {ref(logits, h), kiln_ref_of(targets), kiln_ref_of(loss[h]), kiln_ref_of(count[h]),
-                            kiln_ref_of(lse[h]), {0, 0}, kiln_ref_of(dloss), ref(dlogits, h), ROWS, VOCAB,
-                            0.1f, -100, DT(h)};
+        kiln_xent_args a = {.logits = ref(logits, h), .targets = kiln_ref_of(targets), .loss = kiln_ref_of(loss[h]),
+                            .count = kiln_ref_of(count[h]), .lse = kiln_ref_of(lse[h]), .dloss = kiln_ref_of(dloss),
+                            .dlogits = ref(dlogits, h), .rows = ROWS, .vocab = VOCAB, .smoothing = 0.1f,
+                            .ignore_index = -100, .dtype = DT(h)};
         CALL(xent_fwd, &a);
         CALL(xent_bwd, &a);
     }
@@ -348,7 +357,8 @@ START_TEST(copies) {
     for (int acc = 0; acc < 2; acc++) {
         pair x = pair_normal(N, 40, 1, 0), y = pair_normal(N, 41, 1, 0);
         for (int h = 0; h < 2; h++) {
-            kiln_permute_args a = {ref(x, h), ref(y, h), D0, D1, D2, D3, acc, DT(h)};
+            kiln_permute_args a = {.x = ref(x, h), .y = ref(y, h), .d0 = D0, .d1 = D1, .d2 = D2, .d3 = D3,
+                                   .accumulate = acc, .dtype = DT(h)};
             CALL(permute, &a);
         }
         expect_rounded_once(y, "permute");
@@ -358,7 +368,9 @@ START_TEST(copies) {
     for (int acc = 0; acc < 2; acc++) {
         pair src = pair_normal(OUTER * SRC * INNER, 42, 1, 0), dst = pair_normal(OUTER * DST * INNER, 43, 1, 0);
         for (int h = 0; h < 2; h++) {
-            kiln_copy_block_args a = {ref(src, h), ref(dst, h), OUTER, INNER, SRC, DST, 2, 5, LEN, acc, DT(h)};
+            kiln_copy_block_args a = {.src = ref(src, h), .dst = ref(dst, h), .outer = OUTER, .inner = INNER,
+                                      .src_axis = SRC, .dst_axis = DST, .src_start = 2, .dst_start = 5, .len = LEN,
+                                      .accumulate = acc, .dtype = DT(h)};
             CALL(copy_block, &a);
         }
         expect_rounded_once(dst, "copy_block");
@@ -369,7 +381,8 @@ START_TEST(copies) {
     int64_t four = 4;
     kiln_tensor *s = kiln_tensor_new(g_ctx, KILN_F16, 1, &four), *d = kiln_tensor_new(g_ctx, KILN_F16, 1, &four);
     ck_assert(kiln_upload(s, odd, sizeof odd) == KILN_OK);
-    kiln_permute_args a = {kiln_ref_of(s), kiln_ref_of(d), 1, 1, 1, 4, 0, KILN_F16};
+    kiln_permute_args a = {.x = kiln_ref_of(s), .y = kiln_ref_of(d), .d0 = 1, .d1 = 1, .d2 = 1, .d3 = 4,
+                           .dtype = KILN_F16};
     CALL(permute, &a);
     ck_assert(kiln_download(d, back, sizeof back) == KILN_OK);
     ck_assert_msg(!memcmp(odd, back, sizeof odd), "permute changed f16 bits: %04x %04x %04x %04x", back[0],
@@ -382,7 +395,7 @@ START_TEST(sinusoid) {
     enum { T = 50, C = 33 };
     pair out = pair_normal(T * C, 44, 1, 0);
     for (int h = 0; h < 2; h++) {
-        kiln_sinusoid_args a = {ref(out, h), T, C, DT(h)};
+        kiln_sinusoid_args a = {.out = ref(out, h), .positions = T, .channels = C, .dtype = DT(h)};
         CALL(sinusoid, &a);
     }
     expect_rounded_once(out, "sinusoid");
@@ -400,8 +413,9 @@ START_TEST(gemm_all_f16) {
         d->gemm_force = variants[v];
         pair a = pair_normal(M * K, 45, 1, 0), b = pair_normal(K * N, 46, 1, 0), c = pair_normal(M * N, 47, 1, 0);
         for (int h = 0; h < 2; h++) {
-            kiln_gemm_args g = {ref(a, h), ref(b, h), ref(c, h), {0, 0}, DT(h), DT(h), DT(h), M, N, K, 1,
-                                0, 1, K, K, N, 0, 0, 0, 0.5f, 1.0f};
+            kiln_gemm_args g = {.a = ref(a, h), .b = ref(b, h), .c = ref(c, h), .a_dtype = DT(h), .b_dtype = DT(h),
+                                .c_dtype = DT(h), .m = M, .n = N, .k = K, .batch = 1, .trans_b = 1, .lda = K, .ldb = K,
+                                .ldc = N, .alpha = 0.5f, .beta = 1.0f};
             CALL(gemm, &g);
         }
         expect_rounded_once(c, variants[v]);

@@ -101,13 +101,22 @@ static kiln_status embed_bwd(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) {
     return BE(c)->embed_bwd(DEV(c), &a);
 }
 static kiln_status norm_fwd(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt, int rms) {
-    kiln_norm_args a = {.x = r[0], .weight = r[1], .bias = rms ? (kiln_ref){0, 0} : r[2], .y = r[3],
-                        .mean = rms ? (kiln_ref){0, 0} : r[4], .rstd = r[5], .rows = 7, .cols = 300, .eps = 1e-5f, .dtype = dt, .rms = rms};
+    kiln_norm_args a = {.x = r[0],
+                        .weight = r[1],
+                        .bias = rms ? (kiln_ref){0} : r[2],
+                        .y = r[3],
+                        .mean = rms ? (kiln_ref){0} : r[4],
+                        .rstd = r[5],
+                        .rows = 7,
+                        .cols = 300,
+                        .eps = 1e-5f,
+                        .dtype = dt,
+                        .rms = rms};
     return BE(c)->norm_fwd(DEV(c), &a);
 }
 static kiln_status norm_bwd(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt, int rms) {
-    kiln_norm_args a = {.x = r[0], .weight = r[1], .mean = rms ? (kiln_ref){0, 0} : r[2], .rstd = r[3], .dy = r[4],
-                        .dx = r[5], .dweight = r[6], .dbias = rms ? (kiln_ref){0, 0} : r[7], .rows = 7, .cols = 300,
+    kiln_norm_args a = {.x = r[0], .weight = r[1], .mean = rms ? (kiln_ref){0} : r[2], .rstd = r[3], .dy = r[4],
+                        .dx = r[5], .dweight = r[6], .dbias = rms ? (kiln_ref){0} : r[7], .rows = 7, .cols = 300,
                         .dtype = dt, .rms = rms};
     return BE(c)->norm_bwd(DEV(c), &a);
 }
@@ -186,60 +195,67 @@ static kiln_status gemm_f16_c(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt, flo
 static kiln_status gemm_beta(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return gemm_f16_c(c, r, dt, 0.5f); }
 static kiln_status gemm_beta0(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return gemm_f16_c(c, r, dt, 0.0f); }
 
-#define D(n, lo, hi) {'d', n, lo, hi, 0}
-#define DOUT(n, lo, hi) {'d', n, lo, hi, 1}
-#define F(n, lo, hi) {'f', n, lo, hi, 0}
-#define FOUT(n, lo, hi) {'f', n, lo, hi, 1}
-#define I(n, lo, hi) {'i', n, lo, hi, 0}
-#define IOUT(n) {'i', n, 0, 0, 1}
+#define D(count, low, high) {.kind = 'd', .n = (count), .lo = (low), .hi = (high)}
+#define DOUT(count, low, high) {.kind = 'd', .n = (count), .lo = (low), .hi = (high), .out = 1}
+#define F(count, low, high) {.kind = 'f', .n = (count), .lo = (low), .hi = (high)}
+#define FOUT(count, low, high) {.kind = 'f', .n = (count), .lo = (low), .hi = (high), .out = 1}
+#define I(count, low, high) {.kind = 'i', .n = (count), .lo = (low), .hi = (high)}
+#define IOUT(count) {.kind = 'i', .n = (count), .out = 1}
 
 static const f16_case cases[] = {
-    {"axpby_beta0", axpby_beta0, 4, {D(1001, -2, 2), DOUT(1001, -1, 1), F(1, 0.5f, 2), F(1, 1, 3)}},
-    {"axpby_beta", axpby_beta, 4, {D(1001, -2, 2), DOUT(1001, -1, 1), F(1, 0.5f, 2), F(1, 1, 3)}},
-    {"axpby_no_x", axpby_no_x, 4, {D(1, 0, 0), DOUT(1001, -1, 1), F(1, 0.5f, 2), F(1, 1, 3)}},
-    {"add_broadcast", add_bcast, 3, {D(222, -3, 3), D(37, -3, 3), DOUT(222, 0, 0)}},
-    {"sub", sub_full, 3, {D(222, -3, 3), D(222, -3, 3), DOUT(222, 0, 0)}},
-    {"mul_broadcast", mul_bcast, 3, {D(222, -3, 3), D(37, -3, 3), DOUT(222, 0, 0)}},
-    {"sum_rows", sum_rows, 2, {D(45 * 37, -2, 2), DOUT(37, -1, 1)}},
-    {"gelu_fwd", gelu_fwd, 2, {D(999, -4, 4), DOUT(999, 0, 0)}},
-    {"silu_fwd", silu_fwd, 2, {D(999, -4, 4), DOUT(999, 0, 0)}},
-    {"sqrt_fwd", sqrt_fwd, 2, {D(999, 0, 9), DOUT(999, 0, 0)}},
-    {"gelu_bwd", gelu_bwd, 3, {D(999, -4, 4), D(999, -1, 1), DOUT(999, -1, 1)}},
-    {"relu2_bwd", relu2_bwd, 3, {D(999, -4, 4), D(999, -1, 1), DOUT(999, -1, 1)}},
-    {"reduce_sum", reduce_sum, 2, {D(5001, -1, 1), FOUT(1, 0, 0)}},
-    {"reduce_squares", reduce_squares, 2, {D(5001, -1, 1), FOUT(1, 3, 3)}},
-    {"embed_fwd", embed_fwd, 4, {D(11 * 37, -1, 1), I(13, 0, 10), DOUT(13 * 37, 0, 0), IOUT(1)}},
-    {"embed_bwd", embed_bwd, 3, {I(13, 0, 4), D(13 * 37, -1, 1), DOUT(11 * 37, -1, 1)}},
-    {"embed_bwd_bad_ids", embed_bwd, 3, {I(13, -2, 12), D(13 * 37, -1, 1), DOUT(11 * 37, -1, 1)}},
-    {"layernorm_fwd", layernorm_fwd, 6,
-     {D(2100, -3, 5), D(300, 0.5f, 1.5f), D(300, -1, 1), DOUT(2100, 0, 0), FOUT(7, 0, 0), FOUT(7, 0, 0)}},
-    {"rmsnorm_fwd", rmsnorm_fwd, 6,
-     {D(2100, -3, 5), D(300, 0.5f, 1.5f), D(1, 0, 0), DOUT(2100, 0, 0), F(1, 0, 0), FOUT(7, 0, 0)}},
-    {"layernorm_bwd", layernorm_bwd, 8,
-     {D(2100, -3, 3), D(300, 0.5f, 1.5f), F(7, -0.5f, 0.5f), F(7, 0.5f, 2), D(2100, -1, 1), DOUT(2100, -1, 1),
-      DOUT(300, -1, 1), DOUT(300, -1, 1)}},
-    {"rmsnorm_bwd", rmsnorm_bwd, 8,
-     {D(2100, -3, 3), D(300, 0.5f, 1.5f), F(1, 0, 0), F(7, 0.5f, 2), D(2100, -1, 1), DOUT(2100, -1, 1),
-      DOUT(300, -1, 1), D(1, 0, 0)}},
-    {"softmax_fwd", softmax_fwd, 4, {D(270, -4, 4), D(270, -1, 1), I(2, 3, 9), DOUT(270, 0, 0)}},
-    {"softmax_bwd", softmax_bwd, 4, {D(270, 0, 0.5f), D(270, -1, 1), DOUT(270, -1, 1), DOUT(270, -1, 1)}},
-    {"entropy_fwd", entropy_fwd, 2, {D(270, 0, 0.5f), FOUT(3, 0, 0)}},
-    {"entropy_bwd", entropy_bwd, 3, {D(270, 0, 0.5f), F(3, -1, 1), DOUT(270, -1, 1)}},
-    {"dropout_fwd", dropout_fwd, 2, {D(1003, -2, 2), DOUT(1003, 0, 0)}},
-    {"dropout_bwd", dropout_bwd, 2, {D(1003, -2, 2), DOUT(1003, -1, 1)}},
-    {"xent_fwd", xent_fwd, 6,
-     {D(909, -5, 5), I(9, -1, 100), FOUT(1, 0, 0), FOUT(1, 0, 0), FOUT(9, 0, 0), IOUT(1)}},
-    {"xent_bwd", xent_bwd, 6,
-     {D(909, -5, 5), I(9, -1, 100), F(9, 5, 6), F(1, 5, 9), F(1, 0.5f, 2), DOUT(909, -0.01f, 0.01f)}},
-    {"permute_copy", permute_copy, 2, {D(210, -2, 2), DOUT(210, 0, 0)}},
-    {"permute_acc", permute_acc, 2, {D(210, -2, 2), DOUT(210, -2, 2)}},
-    {"copy_block_copy", copy_block_copy, 2, {D(210, -2, 2), DOUT(252, -1, 1)}},
-    {"copy_block_acc", copy_block_acc, 2, {D(210, -2, 2), DOUT(252, -1, 1)}},
-    {"sinusoid", sinusoid, 1, {DOUT(17 * 36, 0, 0)}},
-    {"gemm_beta_gaps", gemm_beta, 4,
-     {D(2 * GEMM_M * GEMM_K, -1, 1), D(2 * GEMM_N * GEMM_K, -1, 1), DOUT(2 * GEMM_SC, -1, 1), F(GEMM_N, -1, 1)}},
-    {"gemm_beta0_gaps", gemm_beta0, 4,
-     {D(2 * GEMM_M * GEMM_K, -1, 1), D(2 * GEMM_N * GEMM_K, -1, 1), DOUT(2 * GEMM_SC, -1, 1), F(GEMM_N, -1, 1)}},
+    {.name = "axpby_beta0", .call = axpby_beta0, .n_ops = 4,
+     .ops = {D(1001, -2, 2), DOUT(1001, -1, 1), F(1, 0.5f, 2), F(1, 1, 3)}},
+    {.name = "axpby_beta", .call = axpby_beta, .n_ops = 4,
+     .ops = {D(1001, -2, 2), DOUT(1001, -1, 1), F(1, 0.5f, 2), F(1, 1, 3)}},
+    {.name = "axpby_no_x", .call = axpby_no_x, .n_ops = 4,
+     .ops = {D(1, 0, 0), DOUT(1001, -1, 1), F(1, 0.5f, 2), F(1, 1, 3)}},
+    {.name = "add_broadcast", .call = add_bcast, .n_ops = 3, .ops = {D(222, -3, 3), D(37, -3, 3), DOUT(222, 0, 0)}},
+    {.name = "sub", .call = sub_full, .n_ops = 3, .ops = {D(222, -3, 3), D(222, -3, 3), DOUT(222, 0, 0)}},
+    {.name = "mul_broadcast", .call = mul_bcast, .n_ops = 3, .ops = {D(222, -3, 3), D(37, -3, 3), DOUT(222, 0, 0)}},
+    {.name = "sum_rows", .call = sum_rows, .n_ops = 2, .ops = {D(45 * 37, -2, 2), DOUT(37, -1, 1)}},
+    {.name = "gelu_fwd", .call = gelu_fwd, .n_ops = 2, .ops = {D(999, -4, 4), DOUT(999, 0, 0)}},
+    {.name = "silu_fwd", .call = silu_fwd, .n_ops = 2, .ops = {D(999, -4, 4), DOUT(999, 0, 0)}},
+    {.name = "sqrt_fwd", .call = sqrt_fwd, .n_ops = 2, .ops = {D(999, 0, 9), DOUT(999, 0, 0)}},
+    {.name = "gelu_bwd", .call = gelu_bwd, .n_ops = 3, .ops = {D(999, -4, 4), D(999, -1, 1), DOUT(999, -1, 1)}},
+    {.name = "relu2_bwd", .call = relu2_bwd, .n_ops = 3, .ops = {D(999, -4, 4), D(999, -1, 1), DOUT(999, -1, 1)}},
+    {.name = "reduce_sum", .call = reduce_sum, .n_ops = 2, .ops = {D(5001, -1, 1), FOUT(1, 0, 0)}},
+    {.name = "reduce_squares", .call = reduce_squares, .n_ops = 2, .ops = {D(5001, -1, 1), FOUT(1, 3, 3)}},
+    {.name = "embed_fwd", .call = embed_fwd, .n_ops = 4,
+     .ops = {D(11 * 37, -1, 1), I(13, 0, 10), DOUT(13 * 37, 0, 0), IOUT(1)}},
+    {.name = "embed_bwd", .call = embed_bwd, .n_ops = 3, .ops = {I(13, 0, 4), D(13 * 37, -1, 1), DOUT(11 * 37, -1, 1)}},
+    {.name = "embed_bwd_bad_ids", .call = embed_bwd, .n_ops = 3,
+     .ops = {I(13, -2, 12), D(13 * 37, -1, 1), DOUT(11 * 37, -1, 1)}},
+    {.name = "layernorm_fwd", .call = layernorm_fwd, .n_ops = 6,
+     .ops = {D(2100, -3, 5), D(300, 0.5f, 1.5f), D(300, -1, 1), DOUT(2100, 0, 0), FOUT(7, 0, 0), FOUT(7, 0, 0)}},
+    {.name = "rmsnorm_fwd", .call = rmsnorm_fwd, .n_ops = 6,
+     .ops = {D(2100, -3, 5), D(300, 0.5f, 1.5f), D(1, 0, 0), DOUT(2100, 0, 0), F(1, 0, 0), FOUT(7, 0, 0)}},
+    {.name = "layernorm_bwd", .call = layernorm_bwd, .n_ops = 8,
+     .ops = {D(2100, -3, 3), D(300, 0.5f, 1.5f), F(7, -0.5f, 0.5f), F(7, 0.5f, 2), D(2100, -1, 1), DOUT(2100, -1, 1),
+             DOUT(300, -1, 1), DOUT(300, -1, 1)}},
+    {.name = "rmsnorm_bwd", .call = rmsnorm_bwd, .n_ops = 8,
+     .ops = {D(2100, -3, 3), D(300, 0.5f, 1.5f), F(1, 0, 0), F(7, 0.5f, 2), D(2100, -1, 1), DOUT(2100, -1, 1),
+             DOUT(300, -1, 1), D(1, 0, 0)}},
+    {.name = "softmax_fwd", .call = softmax_fwd, .n_ops = 4,
+     .ops = {D(270, -4, 4), D(270, -1, 1), I(2, 3, 9), DOUT(270, 0, 0)}},
+    {.name = "softmax_bwd", .call = softmax_bwd, .n_ops = 4,
+     .ops = {D(270, 0, 0.5f), D(270, -1, 1), DOUT(270, -1, 1), DOUT(270, -1, 1)}},
+    {.name = "entropy_fwd", .call = entropy_fwd, .n_ops = 2, .ops = {D(270, 0, 0.5f), FOUT(3, 0, 0)}},
+    {.name = "entropy_bwd", .call = entropy_bwd, .n_ops = 3, .ops = {D(270, 0, 0.5f), F(3, -1, 1), DOUT(270, -1, 1)}},
+    {.name = "dropout_fwd", .call = dropout_fwd, .n_ops = 2, .ops = {D(1003, -2, 2), DOUT(1003, 0, 0)}},
+    {.name = "dropout_bwd", .call = dropout_bwd, .n_ops = 2, .ops = {D(1003, -2, 2), DOUT(1003, -1, 1)}},
+    {.name = "xent_fwd", .call = xent_fwd, .n_ops = 6,
+     .ops = {D(909, -5, 5), I(9, -1, 100), FOUT(1, 0, 0), FOUT(1, 0, 0), FOUT(9, 0, 0), IOUT(1)}},
+    {.name = "xent_bwd", .call = xent_bwd, .n_ops = 6,
+     .ops = {D(909, -5, 5), I(9, -1, 100), F(9, 5, 6), F(1, 5, 9), F(1, 0.5f, 2), DOUT(909, -0.01f, 0.01f)}},
+    {.name = "permute_copy", .call = permute_copy, .n_ops = 2, .ops = {D(210, -2, 2), DOUT(210, 0, 0)}},
+    {.name = "permute_acc", .call = permute_acc, .n_ops = 2, .ops = {D(210, -2, 2), DOUT(210, -2, 2)}},
+    {.name = "copy_block_copy", .call = copy_block_copy, .n_ops = 2, .ops = {D(210, -2, 2), DOUT(252, -1, 1)}},
+    {.name = "copy_block_acc", .call = copy_block_acc, .n_ops = 2, .ops = {D(210, -2, 2), DOUT(252, -1, 1)}},
+    {.name = "sinusoid", .call = sinusoid, .n_ops = 1, .ops = {DOUT(17 * 36, 0, 0)}},
+    {.name = "gemm_beta_gaps", .call = gemm_beta, .n_ops = 4,
+     .ops = {D(2 * GEMM_M * GEMM_K, -1, 1), D(2 * GEMM_N * GEMM_K, -1, 1), DOUT(2 * GEMM_SC, -1, 1), F(GEMM_N, -1, 1)}},
+    {.name = "gemm_beta0_gaps", .call = gemm_beta0, .n_ops = 4,
+     .ops = {D(2 * GEMM_M * GEMM_K, -1, 1), D(2 * GEMM_N * GEMM_K, -1, 1), DOUT(2 * GEMM_SC, -1, 1), F(GEMM_N, -1, 1)}},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 

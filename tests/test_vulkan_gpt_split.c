@@ -22,7 +22,8 @@
 
 enum { BATCH = 2, BLOCK = 16, STEPS = 3 };
 
-static const gpt_config cfg = {2, 2, 256, BLOCK, 3000, GPT_DEFAULT_LN_EPS};
+static const gpt_config cfg = {
+    .n_layer = 2, .n_head = 2, .n_embd = 256, .n_positions = BLOCK, .vocab_size = 3000, .ln_eps = GPT_DEFAULT_LN_EPS};
 
 static gpt_model *model_on(kiln_ctx *ctx) {
     gpt_model *m = gpt_new(ctx, &cfg);

@@ -359,11 +359,16 @@ END_TEST
 START_TEST(test_case_table_f16) { kt_run_case_f16(&g_cases[_i]); }
 END_TEST
 
-int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Suite *s, TCase *tc),
-            const kt_case *cases, int n_cases) {
+const char *kt_parse_backend(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) g_backend = argv[++i];
     }
+    return g_backend;
+}
+
+int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Suite *s, TCase *tc),
+            const kt_case *cases, int n_cases) {
+    kt_parse_backend(argc, argv);
     atexit(close_contexts);
     if (strcmp(g_backend, "cpu")) {
         kiln_ctx *probe;

@@ -29,6 +29,8 @@ typedef enum kt_init {
     KT_INT         /* i32 uniform in [lo, hi] (ids, targets, lengths) */
 } kt_init;
 
+/* Case tables use designated initializers; a field left out is zero, so an input written
+ * {.dtype = KILN_F32, .ndim = 2, .shape = {7, 5}, .grad = 1} is drawn from N(0, 1). */
 typedef struct kt_input {
     kiln_dtype dtype;
     int ndim;
@@ -92,6 +94,10 @@ void kt_run_case(const kt_case *c);
 /* Runs one case in f16 on the process's backend against the CPU in f32 (see above); does
  * nothing for a case without floating inputs or with no_f16. */
 void kt_run_case_f16(const kt_case *c);
+
+/* The NAME of --backend NAME in argv ("cpu" without one), which kt_backend() returns from
+ * then on. kt_main calls it; a program that looks at the backend before kt_main may too. */
+const char *kt_parse_backend(int argc, char **argv);
 
 /* main() for a test program: parses --backend NAME, exits 77 (CTest "skipped") when that
  * backend is not available, builds a suite from `add_tests` (hand-written tests) plus one
