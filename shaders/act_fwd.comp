@@ -9,7 +9,7 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { data_t x[]; };
 layout(std430, binding = 1) writeonly buffer Y { data_t y[]; };
-layout(push_constant) uniform Push { ACT_PUSH } pc;
+layout(push_constant) uniform Push { ACT_FWD_PUSH } pc;
 
 void main() {
     uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;

@@ -1,4 +1,5 @@
-// binary: out[i] = a[i] op b[i % nb], op add / sub / mul (kiln_binary_args); f32 or f16.
+// binary: out[i] = a[i] op b[i % nb], op KILN_ABI_BIN_ADD / SUB / MUL (kiln_binary_args);
+// f32 or f16.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -16,6 +17,6 @@ void main() {
     if (i >= pc.n) return;
     float av = LD(a[pc.off[0] + i]);
     float bv = LD(b[pc.off[1] + (pc.nb == pc.n ? i : i % pc.nb)]);
-    float r = pc.op == 0u ? av + bv : pc.op == 1u ? av - bv : av * bv;
+    float r = pc.op == KILN_ABI_BIN_ADD ? av + bv : pc.op == KILN_ABI_BIN_SUB ? av - bv : av * bv;
     outv[pc.off[2] + i] = ST(r);
 }

@@ -14,9 +14,9 @@ layout(push_constant) uniform Push { CAST_PUSH } pc;
 void main() {
     uint t = kiln_group_id() * WG + gl_LocalInvocationID.x;
     uint so = pc.off[0], d0 = pc.off[1], n = pc.n;
-    if (pc.mode == 0u) {  // 32-bit copy
+    if (pc.mode == KILN_ABI_VK_CAST_COPY32) {
         if (t < n) dst[d0 + t] = src[so + t];
-    } else if (pc.mode == 3u) {  // f16 -> f32
+    } else if (pc.mode == KILN_ABI_VK_CAST_F16_TO_F32) {
         if (t < n) dst[d0 + t] = floatBitsToUint(kiln_f16_to_f32(KILN_HALF(src, so + t)));
     } else {  // f16 outputs: one destination word per invocation
         uint w = (d0 >> 1) + t;
@@ -25,10 +25,10 @@ void main() {
         bool lo = 2u * w >= d0 && e_lo < n;
         bool hi = e_hi < n;
         uint hl = 0u, hh = 0u;
-        if (pc.mode == 1u) {  // f16 copy
+        if (pc.mode == KILN_ABI_VK_CAST_COPY16) {
             if (lo) hl = KILN_HALF(src, so + e_lo);
             if (hi) hh = KILN_HALF(src, so + e_hi);
-        } else {  // f32 -> f16
+        } else {  // KILN_ABI_VK_CAST_F32_TO_F16
             if (lo) hl = kiln_f32_to_f16(uintBitsToFloat(src[so + e_lo]));
             if (hi) hh = kiln_f32_to_f16(uintBitsToFloat(src[so + e_hi]));
         }

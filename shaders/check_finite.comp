@@ -9,7 +9,7 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) buffer Flag { int flag[]; };
-layout(push_constant) uniform Push { FINITE_PUSH } pc;
+layout(push_constant) uniform Push { CHECK_FINITE_PUSH } pc;
 
 void main() {
     uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;

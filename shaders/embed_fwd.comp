@@ -13,7 +13,7 @@ layout(std430, binding = 0) readonly buffer Table { data_t table_[]; };
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 2) writeonly buffer Out { data_t outv[]; };
 layout(std430, binding = 3) buffer Err { int err_flag[]; };
-layout(push_constant) uniform Push { EMBED_PUSH } pc;
+layout(push_constant) uniform Push { EMBED_FWD_PUSH } pc;
 
 void main() {
     uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;

@@ -11,7 +11,7 @@ layout(push_constant) uniform Push { FILL_PUSH } pc;
 
 void main() {
     uint t = kiln_group_id() * WG + gl_LocalInvocationID.x;
-    if (pc.dtype != 1u) {  // f32 or i32: the host passes the 32-bit pattern
+    if (pc.f16 == 0u) {  // f32 or i32: the host passes the 32-bit pattern
         if (t < pc.n) dst[pc.off[0] + t] = pc.bits;
         return;
     }

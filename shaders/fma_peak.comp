@@ -14,6 +14,11 @@ layout(local_size_x_id = 0) in;
 layout(std430, binding = 0) writeonly buffer Out { float outv[]; };
 layout(push_constant) uniform Push { FMA_PEAK_PUSH } pc;
 
+// the host counts the FMAs by engine/abi/kernel_abi.h: the loop below must do that many
+#if KILN_ABI_VK_FMA_PEAK_CHAINS != 12 || KILN_ABI_VK_FMA_PEAK_ROUNDS != 24
+#error "fma_peak.comp runs 12 chains of 24 rounds per iteration"
+#endif
+
 void main() {
     uint id = kiln_group_id() * WG + gl_LocalInvocationID.x;
     float x = float(gl_LocalInvocationID.x) * 1e-3;

@@ -30,7 +30,7 @@
 #ifndef WIDTH
 #define WIDTH 1
 #endif
-#define CHAINS (12 / WIDTH)
+#define CHAINS (KILN_ABI_VK_PROBE_FMA_ACCUMULATORS / WIDTH)  // the host reports it
 // rounds per loop iteration: on lavapipe every value carried round a loop costs a masked
 // blend per iteration, so the loop must be long for the arithmetic to dominate: 12 chains x
 // 8 rounds measured 14% below 12 x 24 or 12 x 32, which agree (the ceiling). Its emulated
