@@ -29,7 +29,7 @@ void main() {
     if (r >= pc.rows) return;
     uint l = gl_LocalInvocationID.x, cols = pc.cols;
     uint xo = pc.off[0] + r * cols, dyo = pc.off[4] + r * cols, dxo = pc.off[5] + r * cols;
-    float m = pc.rms == KILN_ABI_NORM_RMS ? 0.0 : mean_in[pc.off[2] + r];
+    float m = pc.rms != KILN_ABI_NORM_LAYER ? 0.0 : mean_in[pc.off[2] + r];
     float rs = rstd_in[pc.off[3] + r];
     bool hw = kiln_has(pc.off[1]);
     float sg = 0.0, sgx = 0.0;
@@ -38,7 +38,7 @@ void main() {
         sg += g;
         sgx += g * ((LD(x[xo + j]) - m) * rs);
     }
-    float mean_g = pc.rms == KILN_ABI_NORM_RMS ? 0.0 : kiln_wg_sum(sg) / float(cols);
+    float mean_g = pc.rms != KILN_ABI_NORM_LAYER ? 0.0 : kiln_wg_sum(sg) / float(cols);
     float mean_gx = kiln_wg_sum(sgx) / float(cols);
     for (uint j = l; j < cols; j += WG) {
         float g = hw ? LD(dy[dyo + j]) * LD(w[pc.off[1] + j]) : LD(dy[dyo + j]);

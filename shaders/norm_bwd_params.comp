@@ -28,7 +28,7 @@ void main() {
     float aw = 0.0, ab = 0.0;
     if (j < pc.cols) {
         for (uint r = ly; r < pc.rows; r += WY) {
-            float m = pc.rms == KILN_ABI_NORM_RMS ? 0.0 : mean_in[pc.off[1] + r];
+            float m = pc.rms != KILN_ABI_NORM_LAYER ? 0.0 : mean_in[pc.off[1] + r];
             float rs = rstd_in[pc.off[2] + r];
             float g = LD(dy[pc.off[3] + r * pc.cols + j]);
             aw += g * ((LD(x[pc.off[0] + r * pc.cols + j]) - m) * rs);
