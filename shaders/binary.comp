@@ -2,10 +2,7 @@
 // f32 or f16.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer A { data_t a[]; };
 layout(std430, binding = 1) readonly buffer B { data_t b[]; };
@@ -13,7 +10,7 @@ layout(std430, binding = 2) writeonly buffer Out { data_t outv[]; };
 layout(push_constant) uniform Push { BINARY_PUSH } pc;
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.n) return;
     float av = LD(a[pc.off[0] + i]);
     float bv = LD(b[pc.off[1] + (pc.nb == pc.n ? i : i % pc.nb)]);

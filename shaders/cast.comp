@@ -2,17 +2,14 @@
 // a plain copy (kiln_cast_args). f16 outputs are produced a 32-bit word per invocation.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer Src { uint src[]; };
 layout(std430, binding = 1) buffer Dst { uint dst[]; };
 layout(push_constant) uniform Push { CAST_PUSH } pc;
 
 void main() {
-    uint t = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint t = kiln_flat_id();
     uint so = pc.off[0], d0 = pc.off[1], n = pc.n;
     if (pc.mode == KILN_ABI_VK_CAST_COPY32) {
         if (t < n) dst[d0 + t] = src[so + t];

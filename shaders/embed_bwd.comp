@@ -15,10 +15,7 @@
 // the piece's rows), then one dispatch rounds and stores (KILN_ABI_VK_EMBED_BWD_STORE).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 1) readonly buffer DOut { data_t dout[]; };
@@ -28,7 +25,7 @@ layout(std430, binding = 2) buffer DTable { data_t dtable[]; };
 layout(push_constant) uniform Push { EMBED_BWD_PUSH } pc;
 
 void main() {
-    uint c = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint c = kiln_flat_id();
     if (c >= pc.dim) return;
     for (uint r = 0u; r < pc.rows; r++) {
         int id = ids[pc.off[0] + r];
@@ -43,7 +40,7 @@ layout(std430, binding = 4) buffer Acc { float acc[]; };
 layout(push_constant) uniform Push { EMBED_BWD_F16_PUSH } pc;
 
 void main() {
-    uint j = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint j = kiln_flat_id();
     if (j >= pc.cols) return;
     uint c = pc.c0 + j;
     if (pc.phase == KILN_ABI_VK_EMBED_BWD_ADD) {
