@@ -5,6 +5,13 @@
 # files at run time. A shader can also be built in variants: shaders/variants.txt lists
 # "<variant name> <source.comp> <glslc -D flags...>" for the builds that need different
 # capabilities (e.g. a shared-memory-only reduction for devices without subgroup ops).
+# Shaders include shaders/ and engine/ (for abi/kernel_abi.h, the values the host shares).
+#
+# The host names each module by an id of the enum vk_shader_id (VK_SHADER_<name>), which
+# is generated here at configure time (vk_gen/vk_shader_ids.h); the modules themselves and
+# the table of each kernel's f16 and no-subgroup builds are generated at build time
+# (cmake/vulkan_embed_spirv.cmake). The backend checks each module's bindings against its
+# push block when it starts (engine/vulkan/vk_shaders.c).
 # volk (Debian's libvulkan-volk-dev ships volk.c) is compiled into libkiln: the Vulkan
 # loader is opened at run time, so kiln starts, and says so, on a machine without Vulkan.
 
