@@ -8,8 +8,8 @@
  * The operand count of each kernel, <KERNEL>_OPS, is declared here once: it sizes off[] on
  * both sides, the host passes it as vk_launch.n_ops (VK_OPS), and the shader binds exactly
  * that many buffers, 0 .. <KERNEL>_OPS - 1. The backend checks the last part when it starts
- * (vk_shaders.c reflects every embedded module), and vk_dispatch refuses a launch whose
- * n_ops differs from what its shader binds. */
+ * (vk_shaders.c reflects every embedded module); vk_dispatch refuses each launch of a
+ * module that failed, and a launch whose n_ops differs from what its shader binds. */
 #ifndef KILN_PUSH_H
 #define KILN_PUSH_H
 

@@ -124,13 +124,14 @@ static const kiln_backend g_vulkan = {
 };
 
 kiln_status kiln_vulkan_open(int index, const kiln_backend **table, void **dev) {
-    /* the embedded shaders agree with the host, or no device opens (vk_shaders.c) */
-    kiln_status s = vk_shaders_check();
-    if (s) return s;
+    /* every embedded module checked against push.h once, up front; one that disagrees fails
+     * its launches (vk_shaders.c) */
+    vk_shaders_reflect();
     VkInstance inst;
     vk_physical *devs;
     uint32_t n;
-    if ((s = vk_instance_open(&inst, &devs, &n))) return s;
+    kiln_status s = vk_instance_open(&inst, &devs, &n);
+    if (s) return s;
     int pick = index < 0 ? vk_pick_best(devs, n) : index;
     if (index >= 0 && (uint32_t)index >= n) {
         if (n == 1)

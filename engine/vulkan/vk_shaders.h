@@ -44,15 +44,17 @@ kiln_status vk_spirv_reflect(const char *name, const uint32_t *code, size_t word
 kiln_status vk_spirv_check(const char *name, const uint32_t *code, size_t words, int max_operands,
                            vk_spirv_interface *out);
 
-/* Checks every module of this build once per process (the first Vulkan device open calls
- * it) and keeps their interfaces; returns the first failure, every time, after that. */
+/* Reflects and checks (vk_spirv_check) every module of this build, once per process: the
+ * first Vulkan device open calls it. */
+void vk_shaders_reflect(void);
+/* KILN_OK when every module of this build passed that check, else the first failure. */
 kiln_status vk_shaders_check(void);
-/* The interface of a module of this build (vk_shaders_check must have succeeded). */
+/* The interface of a module of this build that passed its check. */
 const vk_spirv_interface *vk_shader_interface(vk_shader_id id);
 /* KILN_OK when a launch of `id` with `n_ops` operands, the texel buffers among them in
  * `texel_mask`, matches what the module binds; else KILN_ERR_ARGUMENT naming the shader
- * (a host bug, like a push block of the wrong size). KILN_ERR_UNSUPPORTED when this build
- * lacks the module. */
+ * (a host bug, like a push block of the wrong size). The module's own failed check
+ * (KILN_ERR_STATE), and KILN_ERR_UNSUPPORTED when this build lacks the module. */
 kiln_status vk_shader_check_launch(vk_shader_id id, int n_ops, uint32_t texel_mask);
 /* 1 when this build has the module (only gemm_coopmat may be missing). */
 static inline int vk_shader_built(vk_shader_id id) { return id < VK_SHADER_COUNT && kiln_vk_shaders[id].code != NULL; }
