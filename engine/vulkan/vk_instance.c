@@ -31,11 +31,11 @@ static struct {
     VkInstance instance;
     VkDebugUtilsMessengerEXT messenger;
     int validation; /* KILN_VK_VALIDATION set */
-    int fail;       /* KILN_VK_VALIDATION=fail */
     int atexit_set;
     vk_dev *open[VK_MAX_TRACKED]; /* open devices, abandoned at exit */
     int n_open;
     /* under g_message_lock */
+    int fail;     /* KILN_VK_VALIDATION=fail */
     int messages; /* validation messages seen (errors and warnings) */
     char first[400];
 } g_vk;
@@ -71,7 +71,10 @@ static void lower_binding_range(vk_caps *c) {
 
 int vk_layers_requested(void) {
     const char *l = getenv("VK_INSTANCE_LAYERS");
-    return g_vk.validation || (l && *l);
+    pthread_mutex_lock(&g_instance_lock);
+    int validation = g_vk.validation;
+    pthread_mutex_unlock(&g_instance_lock);
+    return validation || (l && *l);
 }
 
 int vk_validation_failures(const char **first) {
@@ -168,7 +171,9 @@ static kiln_status create_instance(void) {
 
     const char *val = getenv("KILN_VK_VALIDATION");
     g_vk.validation = val && *val && strcmp(val, "0") != 0;
+    pthread_mutex_lock(&g_message_lock);
     g_vk.fail = g_vk.validation && !strcmp(val, "fail");
+    pthread_mutex_unlock(&g_message_lock);
     const char *layers[1];
     uint32_t n_layers = 0;
     const char *exts[4];

@@ -27,8 +27,8 @@
  * block starts with their offsets, off[<KERNEL>_OPS] (shaders/push.h, included by the
  * shader and by the host). The backend checks every embedded module against that when the
  * first device opens, and vk_dispatch checks every launch against its module: a module or
- * a launch that disagrees fails the launch with one error naming the shader (vk_shaders.c). Kinds, modes and tile sizes the host and the shaders share are
- * engine/abi/kernel_abi.h's.
+ * a launch that disagrees fails the launch with one error naming the shader (vk_shaders.c).
+ * Kinds, modes and tile sizes the host and the shaders share are engine/abi/kernel_abi.h's.
  *
  * Threading contract:
  *  - A device (the vk_dev behind one kiln context) is used by one thread at a time: its

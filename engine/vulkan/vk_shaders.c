@@ -50,7 +50,10 @@ kiln_status vk_shaders_check(void) {
     return KILN_OK;
 }
 
-const vk_spirv_interface *vk_shader_interface(vk_shader_id id) { return &g_interfaces[id]; }
+const vk_spirv_interface *vk_shader_interface(vk_shader_id id) {
+    vk_shaders_reflect();
+    return &g_interfaces[id];
+}
 
 kiln_status vk_shader_check_launch(vk_shader_id id, int n_ops, uint32_t texel_mask) {
     if (id >= VK_SHADER_COUNT) return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: no shader has id %d", (int)id);
