@@ -56,6 +56,10 @@
 #define KILN_ABI_VK_PACKED_COLS 24
 #define KILN_ABI_VK_PACKED_KSTEP 8
 
+/* gemm_pack_texel.comp: the texels along k one invocation copies (a cache line of a row;
+ * vk_gemm.c sizes the grid by it) */
+#define KILN_ABI_VK_PACK_TEXEL_STEPS 4
+
 /* gemm_shuffle.comp: a workgroup is one subgroup of LANES lanes, each owning LANE_COLS
  * columns of the block; the block's rows and the texels of k per loop iteration are
  * ROWS and KSTEPS in the plain build, SHUFFLE16_ROWS and SHUFFLE16_KSTEPS in the

@@ -115,12 +115,14 @@ static kiln_status vk_pack_panels(vk_dev *d, kiln_ref src, uint32_t elem, int is
                         .kp = vk_u32(kp)};
     /* f32 or f16 in whole texels (RGBA32F, or RGBA16F which the fetch widens exactly):
      * gemm_pack_texel.comp reads it as texels (the whole last texel must lie in the
-     * buffer's block, or the view would end short of it). Its grid: 4 k steps per
-     * invocation by panels, or 4 rows per invocation by k steps (transposing). */
+     * buffer's block, or the view would end short of it). Its grid: KILN_ABI_VK_PACK_TEXEL_STEPS
+     * k steps per invocation by panels, or a texel's 4 rows per invocation by k steps
+     * (transposing). */
     uint64_t at = src.buf->offset + src.off, texel_bytes = 4u * elem;
     int64_t texels = ((nb - 1) * stride + one + 3) / 4;
     uint32_t wg = vk_flat_wg(d);
-    uint64_t gx = trans ? vk_div_up((uint64_t)(padded / 4), wg) : vk_div_up((uint64_t)(kp / 4 + 3) / 4 * panel, wg);
+    const uint64_t steps = KILN_ABI_VK_PACK_TEXEL_STEPS;
+    uint64_t gx = trans ? vk_div_up((uint64_t)(padded / 4), wg) : vk_div_up((uint64_t)(kp / 4 + steps - 1) / steps * panel, wg);
     uint64_t gy = trans ? (uint64_t)(kp / 4) : (uint64_t)(padded / panel);
     if (!is_b && (elem == 4 || d->caps.texel_f16) && at % texel_bytes == 0 && ld % 4 == 0 && stride % 4 == 0 &&
         panel % 4 == 0 && texels <= (int64_t)d->caps.max_texel_elements &&
