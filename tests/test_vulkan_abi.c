@@ -50,7 +50,8 @@ START_TEST(every_kernel_finds_its_builds) {
     for (int k = 0; k < VK_SHADER_COUNT; k++) {
         const vk_shader_id(*builds)[2] = kiln_vk_variants[k];
         if (builds[0][0] == VK_SHADER_NONE) {
-            ck_assert_msg(builds[0][1] == VK_SHADER_NONE && builds[1][0] == VK_SHADER_NONE && builds[1][1] == VK_SHADER_NONE,
+            ck_assert_msg(builds[0][1] == VK_SHADER_NONE && builds[1][0] == VK_SHADER_NONE &&
+                              builds[1][1] == VK_SHADER_NONE,
                           "%s: builds of a module that is not a kernel", kiln_vk_shaders[k].name);
             continue;
         }
@@ -58,7 +59,8 @@ START_TEST(every_kernel_finds_its_builds) {
         for (int f16 = 0; f16 < 2; f16++) {
             for (int shared = 0; shared < 2; shared++) {
                 char want[96];
-                snprintf(want, sizeof want, "%s%s%s", kiln_vk_shaders[k].name, shared ? "_shared" : "", f16 ? "_f16" : "");
+                snprintf(want, sizeof want, "%s%s%s", kiln_vk_shaders[k].name, shared ? "_shared" : "",
+                         f16 ? "_f16" : "");
                 vk_shader_id id = builds[f16][shared];
                 if (id == VK_SHADER_NONE) {
                     for (int m = 0; m < VK_SHADER_COUNT; m++)
@@ -94,8 +96,16 @@ static void emit(spirv *m, uint32_t op, int n, const uint32_t *operands) {
 }
 #define EMIT(m, op, ...) emit(m, op, (int)(sizeof((uint32_t[]){__VA_ARGS__}) / 4), (uint32_t[]){__VA_ARGS__})
 
-enum { OP_TYPE_INT = 21, OP_TYPE_RUNTIME_ARRAY = 29, OP_TYPE_ARRAY = 28, OP_TYPE_STRUCT = 30, OP_TYPE_POINTER = 32,
-       OP_CONSTANT = 43, OP_VARIABLE = 59, OP_DECORATE = 71 };
+enum {
+    OP_TYPE_INT = 21,
+    OP_TYPE_RUNTIME_ARRAY = 29,
+    OP_TYPE_ARRAY = 28,
+    OP_TYPE_STRUCT = 30,
+    OP_TYPE_POINTER = 32,
+    OP_CONSTANT = 43,
+    OP_VARIABLE = 59,
+    OP_DECORATE = 71
+};
 enum { DEC_BLOCK = 2, DEC_BINDING = 33, DEC_DESCRIPTOR_SET = 34, SC_PUSH_CONSTANT = 9, SC_STORAGE_BUFFER = 12 };
 
 static void build_module(spirv *m, int n_bindings, int n_offsets) {

@@ -30,7 +30,8 @@ static void *work(void *arg) {
         if (!sum || kiln_read_scalar(sum, &got) != KILN_OK)
             snprintf(w->error, sizeof w->error, "thread %d, round %d: %s", w->id, round, kiln_error_message());
         else if (got != 15.0f * want)
-            snprintf(w->error, sizeof w->error, "thread %d, round %d: sum %g, want %g", w->id, round, got, 15.0f * want);
+            snprintf(w->error, sizeof w->error, "thread %d, round %d: sum %g, want %g", w->id, round, got,
+                     15.0f * want);
         kiln_step_reset(ctx);
         kiln_tensor_free(t);
         kiln_close(ctx);

@@ -17,8 +17,8 @@ typedef struct { EMBED_OWNER_PUSH } embed_owner_push;
 static int64_t least(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* One dispatch over positions r0 .. r0 + rn - 1 and table rows v0 .. v0 + vn - 1. */
-typedef kiln_status (*embed_part_fn)(vk_dev *d, const kiln_embed_args *a, vk_shader_id shader, int64_t r0,
-                                     int64_t rn, int64_t v0, int64_t vn);
+typedef kiln_status (*embed_part_fn)(vk_dev *d, const kiln_embed_args *a, vk_shader_id shader, int64_t r0, int64_t rn,
+                                     int64_t v0, int64_t vn);
 
 static kiln_status fwd_part(vk_dev *d, const kiln_embed_args *a, vk_shader_id shader, int64_t r0, int64_t rn,
                             int64_t v0, int64_t vn) {

@@ -103,8 +103,8 @@ static kiln_status vk_gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea
  * otherwise X is A, or B given as its transpose op(B)^T (trans flipped), with texels along
  * k (both operands of gemm_shuffle.comp). */
 static kiln_status vk_pack_panels(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int trans, int64_t rows, int64_t k,
-                        int64_t ld, int64_t stride, int64_t batch, uint32_t panel, int64_t padded, int64_t kp,
-                        kiln_ref dst) {
+                                  int64_t ld, int64_t stride, int64_t batch, uint32_t panel, int64_t padded, int64_t kp,
+                                  kiln_ref dst) {
     int64_t nb = stride ? batch : 1;
     int64_t one = trans != is_b ? extent(k, rows, ld) : extent(rows, k, ld); /* stored extent */
     gemm_pack_push p = {.rows = vk_u32(rows),
@@ -122,13 +122,15 @@ static kiln_status vk_pack_panels(vk_dev *d, kiln_ref src, uint32_t elem, int is
     int64_t texels = ((nb - 1) * stride + one + 3) / 4;
     uint32_t wg = vk_flat_wg(d);
     const uint64_t steps = KILN_ABI_VK_PACK_TEXEL_STEPS;
-    uint64_t gx = trans ? vk_div_up((uint64_t)(padded / 4), wg) : vk_div_up((uint64_t)(kp / 4 + steps - 1) / steps * panel, wg);
+    uint64_t gx =
+        trans ? vk_div_up((uint64_t)(padded / 4), wg) : vk_div_up((uint64_t)(kp / 4 + steps - 1) / steps * panel, wg);
     uint64_t gy = trans ? (uint64_t)(kp / 4) : (uint64_t)(padded / panel);
     if (!is_b && (elem == 4 || d->caps.texel_f16) && at % texel_bytes == 0 && ld % 4 == 0 && stride % 4 == 0 &&
         panel % 4 == 0 && texels <= (int64_t)d->caps.max_texel_elements &&
         at + (uint64_t)texels * texel_bytes <= src.buf->block->size && gx <= d->caps.max_wg_count[0] &&
         gy <= d->caps.max_wg_count[1] && (uint64_t)nb <= d->caps.max_wg_count[2]) {
-        vk_launch l = {.shader = VK_SHADER_gemm_pack_texel, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 3};
+        vk_launch l = {
+            .shader = VK_SHADER_gemm_pack_texel, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 3};
         l.spec[0] = wg;
         l.spec[1] = panel;
         l.spec[2] = (uint32_t)(trans != 0);
@@ -183,8 +185,8 @@ static int packed_fits(const vk_dev *d, const kiln_gemm_args *a, int64_t r, int6
     int64_t limit = (int64_t)d->caps.max_texel_elements * 4;
     if ((int64_t)d->max_operand_bytes / 4 < limit) limit = (int64_t)d->max_operand_bytes / 4;
     const uint32_t *g = d->caps.max_wg_count;
-    int grid_ok = kiln_round_up(a->m, r) / r <= g[1] && kiln_round_up(a->n, c) / c <= g[1] && ba <= g[2] && bb <= g[2] &&
-                  kp * r / 4 / 64 < g[0] && kp * c / 4 / 64 < g[0];
+    int grid_ok = kiln_round_up(a->m, r) / r <= g[1] && kiln_round_up(a->n, c) / c <= g[1] && ba <= g[2] &&
+                  bb <= g[2] && kp * r / 4 / 64 < g[0] && kp * c / 4 / 64 < g[0];
     return pa <= limit && pb <= limit && grid_ok;
 }
 
@@ -193,7 +195,8 @@ static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_varian
     case GEMM_TILED:
         return 1;
     case GEMM_PACKED:
-        return a->k > 0 && packed_fits(d, a, KILN_ABI_VK_PACKED_ROWS, KILN_ABI_VK_PACKED_COLS, KILN_ABI_VK_PACKED_KSTEP);
+        return a->k > 0 &&
+               packed_fits(d, a, KILN_ABI_VK_PACKED_ROWS, KILN_ABI_VK_PACKED_COLS, KILN_ABI_VK_PACKED_KSTEP);
     case GEMM_SHUFFLE:
     case GEMM_SHUFFLE16:
         /* the workgroup is one subgroup of exactly KILN_ABI_VK_SHUFFLE_LANES lanes */
@@ -255,11 +258,15 @@ static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t e
     kiln_ref pa = {.buf = NULL}, pb = {.buf = NULL};
     kiln_status s = vk_scratch(d, (size_t)(ba * mp * kp) * 4, &pa);
     if (!s) s = vk_scratch(d, (size_t)(bb * np * kp) * 4, &pb);
-    if (!s) s = vk_pack_panels(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, (uint32_t)r, mp, kp, pa);
+    if (!s)
+        s = vk_pack_panels(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, (uint32_t)r, mp, kp,
+                           pa);
     if (!s && b_like_a) /* op(B)^T[n][k] = op(B)[k][n]: stored k-major unless B is transposed */
-        s = vk_pack_panels(d, a->b, eb, 0, !a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp, pb);
+        s = vk_pack_panels(d, a->b, eb, 0, !a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp,
+                           pb);
     else if (!s)
-        s = vk_pack_panels(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp, pb);
+        s = vk_pack_panels(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp,
+                           pb);
     if (!s) {
         gemm_packed_push p = {.m = vk_u32(a->m),
                               .n = vk_u32(a->n),

@@ -37,8 +37,8 @@ int vk_gemm_coopmat_applies(const vk_dev *d, const kiln_gemm_args *a) {
 }
 
 /* op(X) (rows x cols, f16) of every batch, or once when shared, into padded row-major f16. */
-static kiln_status vk_coopmat_pack(vk_dev *d, kiln_ref src, int trans, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
-                        int64_t batch, int64_t rows_p, int64_t cols_p, kiln_ref dst) {
+static kiln_status vk_coopmat_pack(vk_dev *d, kiln_ref src, int trans, int64_t rows, int64_t cols, int64_t ld,
+                                   int64_t stride, int64_t batch, int64_t rows_p, int64_t cols_p, kiln_ref dst) {
     int64_t nb = stride ? batch : 1;
     int64_t one = trans ? (cols - 1) * ld + rows : (rows - 1) * ld + cols;
     gemm_coopmat_pack_push p = {.rows = vk_u32(rows),
@@ -48,7 +48,8 @@ static kiln_status vk_coopmat_pack(vk_dev *d, kiln_ref src, int trans, int64_t r
                                 .rows_p = vk_u32(rows_p),
                                 .cols_p = vk_u32(cols_p),
                                 .trans = trans != 0};
-    vk_launch l = {.shader = VK_SHADER_gemm_coopmat_pack, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+    vk_launch l = {
+        .shader = VK_SHADER_gemm_coopmat_pack, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_flat_wg(d);
     l.ops[0] = vk_in(src, (nb - 1) * stride + one, 2);
     l.ops[1] = vk_out(dst, nb * rows_p * cols_p, 2);
@@ -75,7 +76,8 @@ kiln_status vk_gemm_coopmat(vk_dev *d, const kiln_gemm_args *a) {
                                .stride_a = vk_u32(a->stride_a ? mp * kp : 0),
                                .stride_b = vk_u32(a->stride_b ? kp * np : 0),
                                .stride_c = vk_u32(mp * np)};
-        vk_launch l = {.shader = VK_SHADER_gemm_coopmat, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        vk_launch l = {
+            .shader = VK_SHADER_gemm_coopmat, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
         l.spec[0] = d->caps.subgroup_size;
         l.ops[0] = vk_in(pa, ba * mp * kp, 2);
         l.ops[1] = vk_in(pb, bb * kp * np, 2);
@@ -94,7 +96,11 @@ kiln_status vk_gemm_coopmat(vk_dev *d, const kiln_gemm_args *a) {
                                         .stride_c = vk_u32(a->stride_c),
                                         .alpha = a->alpha,
                                         .beta = a->beta};
-        vk_launch l = {.shader = VK_SHADER_gemm_coopmat_epilogue, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        vk_launch l = {.shader = VK_SHADER_gemm_coopmat_epilogue,
+                       .n_ops = VK_OPS(p),
+                       .push = &p,
+                       .push_bytes = sizeof p,
+                       .n_spec = 1};
         l.spec[0] = vk_flat_wg(d);
         l.ops[0] = vk_in(prod, a->batch * mp * np, 4);
         l.ops[1] = vk_out(a->c, (a->batch - 1) * a->stride_c + (a->m - 1) * a->ldc + a->n, 4);

@@ -355,10 +355,9 @@ static int coopmat_has_shape(VkInstance inst, VkPhysicalDevice pd) {
         if (query(pd, &n, p) == VK_SUCCESS)
             for (uint32_t i = 0; i < n && !found; i++)
                 found = p[i].MSize == KILN_ABI_VK_COOPMAT_TILE && p[i].NSize == KILN_ABI_VK_COOPMAT_TILE &&
-                        p[i].KSize == KILN_ABI_VK_COOPMAT_TILE &&
-                        (int)p[i].AType == KILN_COMPONENT_F16 && (int)p[i].BType == KILN_COMPONENT_F16 &&
-                        (int)p[i].CType == KILN_COMPONENT_F32 && (int)p[i].ResultType == KILN_COMPONENT_F32 &&
-                        (int)p[i].scope == KILN_SCOPE_SUBGROUP;
+                        p[i].KSize == KILN_ABI_VK_COOPMAT_TILE && (int)p[i].AType == KILN_COMPONENT_F16 &&
+                        (int)p[i].BType == KILN_COMPONENT_F16 && (int)p[i].CType == KILN_COMPONENT_F32 &&
+                        (int)p[i].ResultType == KILN_COMPONENT_F32 && (int)p[i].scope == KILN_SCOPE_SUBGROUP;
     }
     free(p);
     return found;

@@ -338,7 +338,7 @@ typedef struct vk_launch {
     uint32_t groups[3];
 } vk_launch;
 /* The operand count of a launch with push block p: the length of its off[] (push.h). */
-#define VK_OPS(p) ((int)(sizeof (p).off / sizeof (p).off[0]))
+#define VK_OPS(p) ((int)(sizeof((p).off) / sizeof((p).off[0])))
 /* Records the launch; KILN_ERR_ARGUMENT, naming the shader, when its operands differ from
  * what the shader binds (vk_shader_check_launch). */
 kiln_status vk_dispatch(vk_dev *d, vk_launch *l);

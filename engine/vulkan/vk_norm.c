@@ -68,7 +68,11 @@ static kiln_status vk_norm_bwd(vk_dev *d, const kiln_norm_args *a, u32 rms) {
     return vk_dispatch(d, &l);
 }
 
-kiln_status vk_layernorm_fwd(void *dev, const kiln_norm_args *a) { return vk_norm_fwd(vk_of(dev), a, KILN_ABI_NORM_LAYER); }
-kiln_status vk_layernorm_bwd(void *dev, const kiln_norm_args *a) { return vk_norm_bwd(vk_of(dev), a, KILN_ABI_NORM_LAYER); }
+kiln_status vk_layernorm_fwd(void *dev, const kiln_norm_args *a) {
+    return vk_norm_fwd(vk_of(dev), a, KILN_ABI_NORM_LAYER);
+}
+kiln_status vk_layernorm_bwd(void *dev, const kiln_norm_args *a) {
+    return vk_norm_bwd(vk_of(dev), a, KILN_ABI_NORM_LAYER);
+}
 kiln_status vk_rmsnorm_fwd(void *dev, const kiln_norm_args *a) { return vk_norm_fwd(vk_of(dev), a, KILN_ABI_NORM_RMS); }
 kiln_status vk_rmsnorm_bwd(void *dev, const kiln_norm_args *a) { return vk_norm_bwd(vk_of(dev), a, KILN_ABI_NORM_RMS); }

@@ -187,8 +187,7 @@ static kiln_status get_pipeline(vk_dev *d, vk_shader_id shader, const uint32_t *
     for (int i = 0; i < d->n_pipelines; i++) {
         vk_pipeline *p = &d->pipelines[i];
         if (p->shader == shader && p->n_spec == n_spec && p->n_bindings == n_bindings &&
-            p->texel_mask == layout->texel_mask &&
-            !memcmp(p->spec, spec, (size_t)n_spec * sizeof *spec)) {
+            p->texel_mask == layout->texel_mask && !memcmp(p->spec, spec, (size_t)n_spec * sizeof *spec)) {
             *out = p->handle;
             return KILN_OK;
         }
@@ -282,8 +281,9 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: bad push-constant size %u", name, l->push_bytes);
     for (int i = 0; i < 3; i++)
         if (l->groups[i] == 0 || l->groups[i] > d->caps.max_wg_count[i])
-            return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan: %s: %u workgroups along axis %d exceed the device's %u",
-                                  name, l->groups[i], i, d->caps.max_wg_count[i]);
+            return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                                  "vulkan: %s: %u workgroups along axis %d exceed the device's %u", name, l->groups[i],
+                                  i, d->caps.max_wg_count[i]);
     uint32_t *offsets = l->push;
     VkDescriptorBufferInfo infos[VK_MAX_OPERANDS];
     VkBufferView views[VK_MAX_OPERANDS];
@@ -310,8 +310,8 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         VkDeviceSize align = o->texel ? texel_align : ssbo_align;
         VkDeviceSize base = at / align * align;
         if ((at - base) % o->elem)
-            return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: operand %d at byte %llu is not a whole element",
-                                  name, i, (unsigned long long)at);
+            return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: operand %d at byte %llu is not a whole element", name,
+                                  i, (unsigned long long)at);
         /* never empty; whole 32-bit words (shaders read f16 as packed words, so an odd
          * count of halves still needs its last word) or texels; never past the block */
         VkDeviceSize unit = o->texel ? o->elem : 4;
@@ -320,12 +320,12 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         /* kernels that may meet tensors larger than one binding split their work first
          * (vk_split.c); reaching here with one is a kernel that does not */
         if (o->texel ? (end - base) / unit > d->caps.max_texel_elements : end - base > d->caps.max_storage_range)
-            return kiln_set_error(KILN_ERR_UNSUPPORTED,
-                                  "vulkan: %s: operand %d spans %.1f KiB, more than one %s binding of %s addresses "
-                                  "(%.1f KiB); this kernel does not split its work: use smaller tensors",
-                                  name, i, (double)(end - base) / 1024.0, o->texel ? "texel" : "storage", d->name,
-                                  (double)(o->texel ? (uint64_t)d->caps.max_texel_elements * unit : d->caps.max_storage_range) /
-                                      1024.0);
+            return kiln_set_error(
+                KILN_ERR_UNSUPPORTED,
+                "vulkan: %s: operand %d spans %.1f KiB, more than one %s binding of %s addresses "
+                "(%.1f KiB); this kernel does not split its work: use smaller tensors",
+                name, i, (double)(end - base) / 1024.0, o->texel ? "texel" : "storage", d->name,
+                (double)(o->texel ? (uint64_t)d->caps.max_texel_elements * unit : d->caps.max_storage_range) / 1024.0);
         infos[i].buffer = blk->buffer;
         infos[i].offset = base;
         infos[i].range = end - base;

@@ -158,7 +158,8 @@ kiln_status vk_probe_copy(void *dev, const kiln_probe_copy_args *a) {
     for (size_t at = 0; !s && at < a->bytes; at += piece) {
         size_t bytes = a->bytes - at < piece ? a->bytes - at : piece;
         probe_copy_push p = {.n = (uint32_t)(bytes / 16)};
-        vk_launch l = {.shader = VK_SHADER_probe_copy, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        vk_launch l = {
+            .shader = VK_SHADER_probe_copy, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
         l.spec[0] = wg;
         l.ops[0] = vk_in(vk_ref_at(a->src, (int64_t)at), (int64_t)(bytes / 16), 16);
         l.ops[1] = vk_out(vk_ref_at(a->dst, (int64_t)at), (int64_t)(bytes / 16), 16);

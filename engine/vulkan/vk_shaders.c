@@ -27,7 +27,8 @@ static kiln_status g_statuses[VK_SHADER_COUNT];
 static void check_every_module(void) {
     for (int id = 0; id < VK_SHADER_COUNT; id++) {
         const kiln_vk_shader *sh = &kiln_vk_shaders[id];
-        if (sh->code) g_statuses[id] = vk_spirv_check(sh->name, sh->code, sh->words, VK_MAX_OPERANDS, &g_interfaces[id]);
+        if (sh->code)
+            g_statuses[id] = vk_spirv_check(sh->name, sh->code, sh->words, VK_MAX_OPERANDS, &g_interfaces[id]);
     }
 }
 
@@ -58,19 +59,22 @@ const vk_spirv_interface *vk_shader_interface(vk_shader_id id) {
 kiln_status vk_shader_check_launch(vk_shader_id id, int n_ops, uint32_t texel_mask) {
     if (id >= VK_SHADER_COUNT) return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: no shader has id %d", (int)id);
     const char *name = kiln_vk_shaders[id].name;
-    if (!vk_shader_built(id)) return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan: shader '%s' is not in this build", name);
+    if (!vk_shader_built(id))
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan: shader '%s' is not in this build", name);
     kiln_status s = module_status(id);
     if (s) return s;
     const vk_spirv_interface *in = &g_interfaces[id];
     if (n_ops != in->bindings)
-        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: the launch passes %d operands but the shader binds %d "
-                                                 "(shaders/push.h declares the count)",
+        return kiln_set_error(KILN_ERR_ARGUMENT,
+                              "vulkan: %s: the launch passes %d operands but the shader binds %d "
+                              "(shaders/push.h declares the count)",
                               name, n_ops, in->bindings);
     for (int i = 0; i < n_ops; i++) {
         int texel = (texel_mask >> i) & 1, declared = (in->texel_mask >> i) & 1;
         if (texel != declared)
-            return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: operand %d is passed as a %s buffer but the shader "
-                                                     "declares a %s buffer",
+            return kiln_set_error(KILN_ERR_ARGUMENT,
+                                  "vulkan: %s: operand %d is passed as a %s buffer but the shader "
+                                  "declares a %s buffer",
                                   name, i, texel ? "texel" : "storage", declared ? "texel" : "storage");
     }
     return KILN_OK;
@@ -79,7 +83,8 @@ kiln_status vk_shader_check_launch(vk_shader_id id, int n_ops, uint32_t texel_ma
 kiln_status vk_variant(const vk_dev *d, vk_shader_id kernel, kiln_dtype dtype, vk_shader_id *out) {
     const char *name = kiln_vk_shaders[kernel].name;
     if (dtype != KILN_F32 && dtype != KILN_F16)
-        return kiln_set_error(KILN_ERR_DTYPE, "vulkan %s: data must be f32 or f16, got %s", name, kiln_dtype_name(dtype));
+        return kiln_set_error(KILN_ERR_DTYPE, "vulkan %s: data must be f32 or f16, got %s", name,
+                              kiln_dtype_name(dtype));
     int f16 = dtype == KILN_F16;
     kiln_status s = f16 ? vk_require_f16(d, name) : KILN_OK;
     if (s) return s;
@@ -88,8 +93,8 @@ kiln_status vk_variant(const vk_dev *d, vk_shader_id kernel, kiln_dtype dtype, v
      * kernel reduces at all (has one) */
     vk_shader_id id = !d->caps.subgroup_arith && builds[1] != VK_SHADER_NONE ? builds[1] : builds[0];
     if (id == VK_SHADER_NONE)
-        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan %s: no %s build of this kernel (shaders/variants.txt)", name,
-                              kiln_dtype_name(dtype));
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan %s: no %s build of this kernel (shaders/variants.txt)",
+                              name, kiln_dtype_name(dtype));
     *out = id;
     return KILN_OK;
 }

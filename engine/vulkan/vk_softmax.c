@@ -70,7 +70,8 @@ static kiln_status bwd_slabs(vk_dev *d, const kiln_softmax_args *a, vk_shader_id
     uint32_t es = vk_elem(a->dtype);
     int64_t rows = a->batch * a->heads * a->tq, n = rows * a->tk;
     float inv_temp = 1.0f / a->temperature;
-    softmax_bwd_push p = {.rows = vk_u32(rows), .tk = vk_u32(a->tk), .dx_scale = a->scale * inv_temp, .dadd_scale = inv_temp};
+    softmax_bwd_push p = {
+        .rows = vk_u32(rows), .tk = vk_u32(a->tk), .dx_scale = a->scale * inv_temp, .dadd_scale = inv_temp};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_row_wg(d, a->tk);
     l.ops[0] = vk_in(a->y, n, es);

@@ -42,10 +42,10 @@ enum {
 
 /* What the module says about one result id. */
 typedef struct spv_id {
-    uint32_t op;   /* the instruction that defines it (0: none of those read here) */
-    uint32_t a, b; /* pointer: storage class, pointee; array: element, length id; struct:
-                      first member, member count; image: dim; sampled image: image;
-                      constant: value; variable: pointer type, storage class */
+    uint32_t op;          /* the instruction that defines it (0: none of those read here) */
+    uint32_t a, b;        /* pointer: storage class, pointee; array: element, length id; struct:
+                             first member, member count; image: dim; sampled image: image;
+                             constant: value; variable: pointer type, storage class */
     int64_t binding, set; /* -1 when not decorated */
     int buffer_block;     /* decorated BufferBlock (a storage buffer before SPIR-V 1.3) */
 } spv_id;
@@ -165,14 +165,16 @@ kiln_status vk_spirv_reflect(const char *name, const uint32_t *code, size_t word
         int kind = buffer_kind(ids, bound, storage, type);
         if (kind == NOT_A_BUFFER) {
             if (ids[v].binding >= 0)
-                s = kiln_set_error(KILN_ERR_STATE, "vulkan: shader '%s': binding %lld is neither a storage buffer nor a "
-                                                   "uniform texel buffer, the only kinds vk_dispatch binds",
+                s = kiln_set_error(KILN_ERR_STATE,
+                                   "vulkan: shader '%s': binding %lld is neither a storage buffer nor a "
+                                   "uniform texel buffer, the only kinds vk_dispatch binds",
                                    name, (long long)ids[v].binding);
             continue;
         }
         if (ids[v].binding < 0 || ids[v].binding >= SPV_MAX_BINDING || ids[v].set != 0)
-            s = kiln_set_error(KILN_ERR_STATE, "vulkan: shader '%s': a buffer at binding %lld of set %lld; vk_dispatch "
-                                               "binds set 0, bindings 0 to %d",
+            s = kiln_set_error(KILN_ERR_STATE,
+                               "vulkan: shader '%s': a buffer at binding %lld of set %lld; vk_dispatch "
+                               "binds set 0, bindings 0 to %d",
                                name, (long long)ids[v].binding, (long long)ids[v].set, SPV_MAX_BINDING - 1);
         else
             kinds[ids[v].binding] |= kind;
@@ -187,8 +189,9 @@ kiln_status vk_spirv_reflect(const char *name, const uint32_t *code, size_t word
     uint32_t texel_mask = 0;
     for (int i = 0; i < bindings; i++) {
         if (kinds[i] != STORAGE_BUFFER && kinds[i] != TEXEL_BUFFER)
-            return kiln_set_error(KILN_ERR_STATE, "vulkan: shader '%s': binding %d is %s; vk_dispatch binds operand i at "
-                                                  "binding i, each one buffer",
+            return kiln_set_error(KILN_ERR_STATE,
+                                  "vulkan: shader '%s': binding %d is %s; vk_dispatch binds operand i at "
+                                  "binding i, each one buffer",
                                   name, i, kinds[i] ? "both a storage and a texel buffer" : "missing");
         if (kinds[i] == TEXEL_BUFFER) texel_mask |= 1u << i;
     }
@@ -201,11 +204,12 @@ kiln_status vk_spirv_check(const char *name, const uint32_t *code, size_t words,
     kiln_status s = vk_spirv_reflect(name, code, words, out);
     if (s) return s;
     if (out->bindings != out->push_operands)
-        return kiln_set_error(KILN_ERR_STATE, "vulkan: shader '%s' binds %d buffers but its push block has %d operand "
-                                              "offsets: the shader's bindings and shaders/push.h disagree",
+        return kiln_set_error(KILN_ERR_STATE,
+                              "vulkan: shader '%s' binds %d buffers but its push block has %d operand "
+                              "offsets: the shader's bindings and shaders/push.h disagree",
                               name, out->bindings, out->push_operands);
     if (out->bindings > max_operands)
-        return kiln_set_error(KILN_ERR_STATE, "vulkan: shader '%s' binds %d buffers; kiln binds at most %d per kernel", name,
-                              out->bindings, max_operands);
+        return kiln_set_error(KILN_ERR_STATE, "vulkan: shader '%s' binds %d buffers; kiln binds at most %d per kernel",
+                              name, out->bindings, max_operands);
     return KILN_OK;
 }
