@@ -136,9 +136,9 @@ typedef float f32;
 #define ADAM_OPS 7
 #define ADAM_PUSH u32 off[ADAM_OPS]; u32 n; u32 grad_f16; f32 lr; f32 beta1; f32 beta2; f32 eps; f32 weight_decay; f32 bc1; f32 bc2; u32 decoupled;
 
-/* gemm: a, b, c, bias. Strides and leading dimensions in elements. */
-#define GEMM_OPS 4
-#define GEMM_PUSH u32 off[GEMM_OPS]; u32 m; u32 n; u32 k; u32 lda; u32 ldb; u32 ldc; u32 stride_a; u32 stride_b; u32 stride_c; f32 alpha; f32 beta; u32 batch;
+/* gemm_tiled: a, b, c, bias. Strides and leading dimensions in elements. */
+#define GEMM_TILED_OPS 4
+#define GEMM_TILED_PUSH u32 off[GEMM_TILED_OPS]; u32 m; u32 n; u32 k; u32 lda; u32 ldb; u32 ldc; u32 stride_a; u32 stride_b; u32 stride_c; f32 alpha; f32 beta; u32 batch;
 
 /* gemm_pack and gemm_pack_texel: src, packed dst (texels). rows: M (A) or N (B); panels:
  * Mp / R or Np / C; kp: padded K; stride: source elements between batches (0: shared,

@@ -1,6 +1,6 @@
 /* Host side of the GEMM (kiln_gemm_args). The variants, chosen by device class:
  *
- *  - GPUs (and anything without the CPU paths): gemm.comp, shared-memory tiles with a
+ *  - GPUs (and anything without the CPU paths): gemm_tiled.comp, shared-memory tiles with a
  *    register block per invocation, reading the operands in place.
  *  - CPU devices (lavapipe, SwiftShader), for all but tiny problems: op(A) and op(B) are
  *    first packed by gemm_pack.comp into zero-padded panels of RGBA32F texels (resolving
@@ -21,7 +21,7 @@
 #include "push.h"
 #include "vk_internal.h"
 
-typedef struct { GEMM_PUSH } gemm_push;
+typedef struct { GEMM_TILED_PUSH } gemm_tiled_push;
 typedef struct { GEMM_PACK_PUSH } gemm_pack_push;
 typedef struct { GEMM_PACKED_PUSH } gemm_packed_push;
 
@@ -47,19 +47,19 @@ static tiled_config pick_tiled(const vk_dev *d) {
 
 static kiln_status vk_gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
     tiled_config cfg = pick_tiled(d);
-    gemm_push p = {.m = vk_u32(a->m),
-                   .n = vk_u32(a->n),
-                   .k = vk_u32(a->k),
-                   .lda = vk_u32(a->lda),
-                   .ldb = vk_u32(a->ldb),
-                   .ldc = vk_u32(a->ldc),
-                   .stride_a = vk_u32(a->stride_a),
-                   .stride_b = vk_u32(a->stride_b),
-                   .stride_c = vk_u32(a->stride_c),
-                   .alpha = a->alpha,
-                   .beta = a->beta};
-    /* gemm.comp's specialization constants, by constant_id */
-    vk_launch l = {.shader = VK_SHADER_gemm,
+    gemm_tiled_push p = {.m = vk_u32(a->m),
+                         .n = vk_u32(a->n),
+                         .k = vk_u32(a->k),
+                         .lda = vk_u32(a->lda),
+                         .ldb = vk_u32(a->ldb),
+                         .ldc = vk_u32(a->ldc),
+                         .stride_a = vk_u32(a->stride_a),
+                         .stride_b = vk_u32(a->stride_b),
+                         .stride_c = vk_u32(a->stride_c),
+                         .alpha = a->alpha,
+                         .beta = a->beta};
+    /* gemm_tiled.comp's specialization constants, by constant_id */
+    vk_launch l = {.shader = VK_SHADER_gemm_tiled,
                    .n_ops = VK_OPS(p),
                    .push = &p,
                    .push_bytes = sizeof p,
@@ -102,9 +102,9 @@ static kiln_status vk_gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea
  * panel. is_b: X is B and its panels are n-major with texels along n (gemm_packed.comp);
  * otherwise X is A, or B given as its transpose op(B)^T (trans flipped), with texels along
  * k (both operands of gemm_shuffle.comp). */
-static kiln_status vk_pack_panels(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int trans, int64_t rows, int64_t k,
-                                  int64_t ld, int64_t stride, int64_t batch, uint32_t panel, int64_t padded, int64_t kp,
-                                  kiln_ref dst) {
+static kiln_status vk_gemm_pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int trans, int64_t rows, int64_t k,
+                                int64_t ld, int64_t stride, int64_t batch, uint32_t panel, int64_t padded, int64_t kp,
+                                kiln_ref dst) {
     int64_t nb = stride ? batch : 1;
     int64_t one = trans != is_b ? extent(k, rows, ld) : extent(rows, k, ld); /* stored extent */
     gemm_pack_push p = {.rows = vk_u32(rows),
@@ -259,14 +259,14 @@ static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t e
     kiln_status s = vk_scratch(d, (size_t)(ba * mp * kp) * 4, &pa);
     if (!s) s = vk_scratch(d, (size_t)(bb * np * kp) * 4, &pb);
     if (!s)
-        s = vk_pack_panels(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, (uint32_t)r, mp, kp,
-                           pa);
+        s = vk_gemm_pack(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, (uint32_t)r, mp, kp,
+                         pa);
     if (!s && b_like_a) /* op(B)^T[n][k] = op(B)[k][n]: stored k-major unless B is transposed */
-        s = vk_pack_panels(d, a->b, eb, 0, !a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp,
-                           pb);
+        s = vk_gemm_pack(d, a->b, eb, 0, !a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp,
+                         pb);
     else if (!s)
-        s = vk_pack_panels(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp,
-                           pb);
+        s = vk_gemm_pack(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp,
+                         pb);
     if (!s) {
         gemm_packed_push p = {.m = vk_u32(a->m),
                               .n = vk_u32(a->n),

@@ -37,8 +37,8 @@ int vk_gemm_coopmat_applies(const vk_dev *d, const kiln_gemm_args *a) {
 }
 
 /* op(X) (rows x cols, f16) of every batch, or once when shared, into padded row-major f16. */
-static kiln_status vk_coopmat_pack(vk_dev *d, kiln_ref src, int trans, int64_t rows, int64_t cols, int64_t ld,
-                                   int64_t stride, int64_t batch, int64_t rows_p, int64_t cols_p, kiln_ref dst) {
+static kiln_status vk_gemm_coopmat_pack(vk_dev *d, kiln_ref src, int trans, int64_t rows, int64_t cols, int64_t ld,
+                                        int64_t stride, int64_t batch, int64_t rows_p, int64_t cols_p, kiln_ref dst) {
     int64_t nb = stride ? batch : 1;
     int64_t one = trans ? (cols - 1) * ld + rows : (rows - 1) * ld + cols;
     gemm_coopmat_pack_push p = {.rows = vk_u32(rows),
@@ -67,8 +67,8 @@ kiln_status vk_gemm_coopmat(vk_dev *d, const kiln_gemm_args *a) {
     if (!s) s = vk_scratch(d, (size_t)(bb * kp * np) * 2, &pb);
     if (!s) s = vk_scratch(d, (size_t)(a->batch * mp * np) * 4, &prod);
     /* op(A) is M x K; op(B) is K x N: B[k][n] = trans_b ? B[n * ldb + k] : B[k * ldb + n] */
-    if (!s) s = vk_coopmat_pack(d, a->a, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, mp, kp, pa);
-    if (!s) s = vk_coopmat_pack(d, a->b, a->trans_b, a->k, a->n, a->ldb, a->stride_b, a->batch, kp, np, pb);
+    if (!s) s = vk_gemm_coopmat_pack(d, a->a, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, mp, kp, pa);
+    if (!s) s = vk_gemm_coopmat_pack(d, a->b, a->trans_b, a->k, a->n, a->ldb, a->stride_b, a->batch, kp, np, pb);
     if (!s) {
         gemm_coopmat_push p = {.mp = vk_u32(mp),
                                .np = vk_u32(np),
