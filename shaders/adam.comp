@@ -6,10 +6,7 @@
 // consecutive elements without it), so f16 writes never race.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) buffer Param { float p[]; };
 layout(std430, binding = 1) readonly buffer Grad { uint grad[]; };
@@ -37,7 +34,7 @@ float update(uint e, float coef) {
 
 void main() {
     if (kiln_has(pc.off[6]) && skip[pc.off[6]] != 0) return;
-    uint t = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint t = kiln_flat_id();
     bool has_half = kiln_has(pc.off[4]);
     uint h0 = has_half ? pc.off[4] : 0u;  // the pairs follow half_copy's word boundaries
     uint w = (h0 >> 1) + t;

@@ -3,10 +3,7 @@
 // (f32, or f16 in the _f16 build); num and den are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer X { data_t x[]; };
 layout(std430, binding = 1) buffer Y { data_t y[]; };
@@ -15,7 +12,7 @@ layout(std430, binding = 3) readonly buffer Den { float den[]; };
 layout(push_constant) uniform Push { AXPBY_PUSH } pc;
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.n) return;
     float alpha = pc.alpha;
     if (kiln_has(pc.off[2])) alpha *= num[pc.off[2]];

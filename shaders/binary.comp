@@ -1,10 +1,8 @@
-// binary: out[i] = a[i] op b[i % nb], op add / sub / mul (kiln_binary_args); f32 or f16.
+// binary: out[i] = a[i] op b[i % nb], op KILN_ABI_BIN_ADD / SUB / MUL (kiln_binary_args);
+// f32 or f16.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer A { data_t a[]; };
 layout(std430, binding = 1) readonly buffer B { data_t b[]; };
@@ -12,10 +10,10 @@ layout(std430, binding = 2) writeonly buffer Out { data_t outv[]; };
 layout(push_constant) uniform Push { BINARY_PUSH } pc;
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.n) return;
     float av = LD(a[pc.off[0] + i]);
     float bv = LD(b[pc.off[1] + (pc.nb == pc.n ? i : i % pc.nb)]);
-    float r = pc.op == 0u ? av + bv : pc.op == 1u ? av - bv : av * bv;
+    float r = pc.op == KILN_ABI_BIN_ADD ? av + bv : pc.op == KILN_ABI_BIN_SUB ? av - bv : av * bv;
     outv[pc.off[2] + i] = ST(r);
 }

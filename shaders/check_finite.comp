@@ -2,17 +2,14 @@
 // i.e. has all exponent bits set (kiln_finite_args); untouched otherwise.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) buffer Flag { int flag[]; };
-layout(push_constant) uniform Push { FINITE_PUSH } pc;
+layout(push_constant) uniform Push { CHECK_FINITE_PUSH } pc;
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.n) return;
     bool bad = pc.f16 != 0u ? (KILN_HALF(x, pc.off[0] + i) & 0x7c00u) == 0x7c00u
                             : (x[pc.off[0] + i] & 0x7f800000u) == 0x7f800000u;

@@ -9,7 +9,7 @@ layout(local_size_x = 1) in;
 layout(std430, binding = 0) readonly buffer SumSq { float sumsq[]; };
 layout(std430, binding = 1) writeonly buffer Coef { float coef_out[]; };
 layout(std430, binding = 2) writeonly buffer Norm { float norm_out[]; };
-layout(push_constant) uniform Push { CLIP_PUSH } pc;
+layout(push_constant) uniform Push { CLIP_COEF_PUSH } pc;
 
 void main() {
     float norm = sqrt(sumsq[pc.off[0]]) * pc.unscale;

@@ -2,7 +2,9 @@
 //
 // Conventions: operands are bound as whole blocks and addressed by the element offsets in
 // pc.off[] (see push.h); a 1-D grid may be split over x and y (vk_grid_1d), so kernels use
-// kiln_group_id() and skip the groups past the end.
+// kiln_group_id() (or kiln_flat_id(), flat.glsl) and skip the groups past the end. The
+// kinds, modes and tile sizes the host uses too come from engine/abi/kernel_abi.h
+// (glslc -I engine).
 //
 // f16 data comes two ways. The kernels with a dtype (engine/core/backend.h, "Precision")
 // declare their data operands as `data_t x[]` and read and write them through LD() / ST()
@@ -18,6 +20,7 @@
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 
+#include "abi/kernel_abi.h"
 #include "push.h"
 
 uint kiln_group_id() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }

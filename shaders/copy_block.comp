@@ -3,17 +3,14 @@
 // for i32: a copy moves the bits) or f16 (the _f16 build).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer Src { data_t src[]; };
 layout(std430, binding = 1) buffer Dst { data_t dst[]; };
 layout(push_constant) uniform Push { COPY_BLOCK_PUSH } pc;
 
 void main() {
-    uint e = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint e = kiln_flat_id();
     if (e >= pc.outer * pc.len * pc.inner) return;
     uint k = e % pc.inner, row = e / pc.inner;
     uint i = row % pc.len, o = row / pc.len;

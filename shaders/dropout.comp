@@ -6,10 +6,7 @@
 // f32 or f16 data.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer X { data_t x[]; };
 layout(std430, binding = 1) buffer Y { data_t y[]; };
@@ -27,7 +24,7 @@ uint philox_word0(uvec4 c, uvec2 k) {
 }
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.n) return;
     uint u = philox_word0(uvec4(i, 0u, pc.stream_lo, pc.stream_hi), uvec2(pc.seed_lo, pc.seed_hi));
     float uniform_ = float(u >> 8) * (1.0 / 16777216.0);

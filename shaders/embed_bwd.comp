@@ -11,24 +11,21 @@
 // at the slot of the id's first position (owner[id], from embed_owner.comp), starting from
 // dtable's old value, in position order as on the CPU, then stored once. A dispatch covers
 // columns c0 .. c0 + cols - 1 (the host splits wide tables so that acc fits one binding);
-// the additions run in pieces of positions (store = 0, dout binds only the piece's rows),
-// then one dispatch rounds and stores (store = 1).
+// the additions run in pieces of positions (phase KILN_ABI_VK_EMBED_BWD_ADD, dout binds only
+// the piece's rows), then one dispatch rounds and stores (KILN_ABI_VK_EMBED_BWD_STORE).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 1) readonly buffer DOut { data_t dout[]; };
 layout(std430, binding = 2) buffer DTable { data_t dtable[]; };
 
 #ifndef KILN_F16
-layout(push_constant) uniform Push { EMBED_PUSH } pc;
+layout(push_constant) uniform Push { EMBED_BWD_PUSH } pc;
 
 void main() {
-    uint c = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint c = kiln_flat_id();
     if (c >= pc.dim) return;
     for (uint r = 0u; r < pc.rows; r++) {
         int id = ids[pc.off[0] + r];
@@ -43,10 +40,10 @@ layout(std430, binding = 4) buffer Acc { float acc[]; };
 layout(push_constant) uniform Push { EMBED_BWD_F16_PUSH } pc;
 
 void main() {
-    uint j = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint j = kiln_flat_id();
     if (j >= pc.cols) return;
     uint c = pc.c0 + j;
-    if (pc.store == 0u) {
+    if (pc.phase == KILN_ABI_VK_EMBED_BWD_ADD) {
         for (uint q = 0u; q < pc.rn; q++) {
             uint r = pc.r0 + q;
             int id = ids[pc.off[0] + r];
@@ -62,6 +59,7 @@ void main() {
         }
         return;
     }
+    // KILN_ABI_VK_EMBED_BWD_STORE
     for (uint r = 0u; r < pc.rows; r++) {
         int id = ids[pc.off[0] + r];
         uint row = uint(id) - pc.v0;

@@ -4,19 +4,16 @@
 // The table binding holds rows v0 .. v0 + vn - 1 (vk_embed.c splits larger tables).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer Table { data_t table_[]; };
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 2) writeonly buffer Out { data_t outv[]; };
 layout(std430, binding = 3) buffer Err { int err_flag[]; };
-layout(push_constant) uniform Push { EMBED_PUSH } pc;
+layout(push_constant) uniform Push { EMBED_FWD_PUSH } pc;
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.rows * pc.dim) return;
     uint r = i / pc.dim, c = i - r * pc.dim;
     int id = ids[pc.off[1] + r];

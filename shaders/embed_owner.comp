@@ -3,17 +3,14 @@
 // embedding backward (embed_bwd.comp) sums each id's rows in f32 under that position.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 1) buffer Owner { int owner[]; };
 layout(push_constant) uniform Push { EMBED_OWNER_PUSH } pc;
 
 void main() {
-    uint r = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint r = kiln_flat_id();
     if (r >= pc.rows) return;
     int id = ids[pc.off[0] + r];
     if (id < 0 || uint(id) >= pc.vocab) return;

@@ -3,10 +3,7 @@
 // _f16 build); dout is f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer P { data_t p[]; };
 layout(std430, binding = 1) readonly buffer DOut { float dout[]; };
@@ -14,7 +11,7 @@ layout(std430, binding = 2) buffer DP { data_t dp[]; };
 layout(push_constant) uniform Push { ENTROPY_BWD_PUSH } pc;
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.n) return;
     float v = LD(p[pc.off[0] + i]);
     if (!(v > 0.0)) return;

@@ -1,17 +1,14 @@
 // fill: n elements of a dtype set to one value (kiln_fill_args).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) buffer Dst { uint dst[]; };
 layout(push_constant) uniform Push { FILL_PUSH } pc;
 
 void main() {
-    uint t = kiln_group_id() * WG + gl_LocalInvocationID.x;
-    if (pc.dtype != 1u) {  // f32 or i32: the host passes the 32-bit pattern
+    uint t = kiln_flat_id();
+    if (pc.f16 == 0u) {  // f32 or i32: the host passes the 32-bit pattern
         if (t < pc.n) dst[pc.off[0] + t] = pc.bits;
         return;
     }

@@ -6,16 +6,18 @@
 // The values stay near 1 (a fixed point of a = a * m + c), never denormal or infinite.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) writeonly buffer Out { float outv[]; };
 layout(push_constant) uniform Push { FMA_PEAK_PUSH } pc;
 
+// the host counts the FMAs by engine/abi/kernel_abi.h: the loop below must do that many
+#if KILN_ABI_VK_FMA_PEAK_CHAINS != 12 || KILN_ABI_VK_FMA_PEAK_ROUNDS != 24
+#error "fma_peak.comp runs 12 chains of 24 rounds per iteration"
+#endif
+
 void main() {
-    uint id = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint id = kiln_flat_id();
     float x = float(gl_LocalInvocationID.x) * 1e-3;
     float a0 = x, a1 = x + 1.0, a2 = x + 2.0, a3 = x + 3.0, a4 = x + 4.0, a5 = x + 5.0;
     float a6 = x + 6.0, a7 = x + 7.0, a8 = x + 8.0, a9 = x + 9.0, a10 = x + 10.0, a11 = x + 11.0;

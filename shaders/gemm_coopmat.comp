@@ -22,19 +22,22 @@ layout(std430, binding = 1) readonly buffer B { float16_t b[]; };
 layout(std430, binding = 2) writeonly buffer C { float c[]; };
 layout(push_constant) uniform Push { GEMM_COOPMAT_PUSH } pc;
 
+// the tile, to which the host pads the operands (engine/abi/kernel_abi.h)
+#define TILE KILN_ABI_VK_COOPMAT_TILE
+
 void main() {
     uint tn = gl_WorkGroupID.x, tm = gl_WorkGroupID.y, bz = gl_WorkGroupID.z;
-    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc =
-        coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
-    uint abase = pc.off[0] + bz * pc.stride_a + tm * 16u * pc.kp;
-    uint bbase = pc.off[1] + bz * pc.stride_b + tn * 16u;
-    for (uint k = 0u; k < pc.kp; k += 16u) {
-        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ma;
-        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> mb;
+    coopmat<float, gl_ScopeSubgroup, TILE, TILE, gl_MatrixUseAccumulator> acc =
+        coopmat<float, gl_ScopeSubgroup, TILE, TILE, gl_MatrixUseAccumulator>(0.0);
+    uint abase = pc.off[0] + bz * pc.stride_a + tm * uint(TILE) * pc.kp;
+    uint bbase = pc.off[1] + bz * pc.stride_b + tn * uint(TILE);
+    for (uint k = 0u; k < pc.kp; k += uint(TILE)) {
+        coopmat<float16_t, gl_ScopeSubgroup, TILE, TILE, gl_MatrixUseA> ma;
+        coopmat<float16_t, gl_ScopeSubgroup, TILE, TILE, gl_MatrixUseB> mb;
         coopMatLoad(ma, a, abase + k, pc.kp, gl_CooperativeMatrixLayoutRowMajor);
         coopMatLoad(mb, b, bbase + k * pc.np, pc.np, gl_CooperativeMatrixLayoutRowMajor);
         acc = coopMatMulAdd(ma, mb, acc);
     }
-    coopMatStore(acc, c, pc.off[2] + bz * pc.stride_c + tm * 16u * pc.np + tn * 16u, pc.np,
+    coopMatStore(acc, c, pc.off[2] + bz * pc.stride_c + tm * uint(TILE) * pc.np + tn * uint(TILE), pc.np,
                  gl_CooperativeMatrixLayoutRowMajor);
 }

@@ -5,7 +5,8 @@
 //   X (rows x K) -> [batch][padded rows / PANEL][Kp / 4][PANEL] texels, texel = X[row][k .. k+3]
 // X is op(A), or op(B)^T for gemm_shuffle.comp; the host passes what X is stored as:
 //  - TRANSPOSED false: X[row][k] at row * ld + k. Workgroup y is a panel; lanes take
-//    consecutive rows and each invocation copies 4 texels along k (one cache line).
+//    consecutive rows and each invocation copies STEPS (4) texels along k (one cache line;
+//    the host sizes the grid by it).
 //  - TRANSPOSED true:  X[row][k] at k * ld + row (the common B of C = A B, or A^T).
 //    Workgroup y is a step of 4 k; each invocation fetches a 4 x 4 block (4 texels along
 //    the rows, at k .. k+3) and writes its transpose, so a workgroup reads 4 stored rows
@@ -22,6 +23,7 @@ layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint PANEL = 32;  // a multiple of 4
 layout(constant_id = 2) const bool TRANSPOSED = false;
 layout(local_size_x_id = 0) in;
+const uint STEPS = KILN_ABI_VK_PACK_TEXEL_STEPS;
 
 layout(binding = 0) uniform samplerBuffer src;  // offset off[0] in texels
 layout(std430, binding = 1) writeonly buffer Dst { vec4 dst[]; };
@@ -39,10 +41,10 @@ void main() {
     uint in0 = pc.off[0] + b * (pc.stride / 4u);
     if (!TRANSPOSED) {
         // lanes take consecutive rows of a panel (the writes are consecutive texels), each
-        // invocation 4 k steps (a whole cache line of its row)
+        // invocation STEPS k steps (a whole cache line of its row)
         uint panel = y, r = x % PANEL, row = panel * PANEL + r;
-        for (uint j = 0u; j < 4u; j++) {
-            uint ks = 4u * (x / PANEL) + j, k = 4u * ks;
+        for (uint j = 0u; j < STEPS; j++) {
+            uint ks = STEPS * (x / PANEL) + j, k = 4u * ks;
             if (ks >= steps) break;
             vec4 v = vec4(0.0);
             if (row < pc.rows && k < pc.k) {

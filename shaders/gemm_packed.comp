@@ -14,13 +14,9 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
-#ifndef GEMM_R
-#define GEMM_R 16
-#endif
-#ifndef GEMM_C
-#define GEMM_C 24
-#endif
-const uint R = GEMM_R, C = GEMM_C;
+// the block and the k per iteration: engine/abi/kernel_abi.h, which vk_gemm.c pads the
+// panels by
+const uint R = KILN_ABI_VK_PACKED_ROWS, C = KILN_ABI_VK_PACKED_COLS, KSTEP = KILN_ABI_VK_PACKED_KSTEP;
 
 layout(constant_id = 0) const uint WG = 8;
 layout(local_size_x_id = 0) in;
@@ -43,18 +39,17 @@ void main() {
         [[unroll]] for (uint j = 0; j < C; j++) acc[i][j] = 0.0;
     int abase = int(pc.off[0] + bz * pc.stride_a + bi * (pc.kp / 4u) * R);
     int bbase = int(pc.off[1] + bz * pc.stride_b + bj * pc.kp * (C / 4u));
-    for (uint ko = 0u; ko < pc.kp / 8u; ko++) {
-        vec4 a[R][2];
-        vec4 b[8][C / 4];
-        [[unroll]] for (uint i = 0; i < R; i++) {
-            a[i][0] = texelFetch(pa, abase + int((2u * ko) * R + i));
-            a[i][1] = texelFetch(pa, abase + int((2u * ko + 1u) * R + i));
-        }
-        [[unroll]] for (uint kk = 0; kk < 8; kk++)
-            [[unroll]] for (uint q = 0; q < C / 4; q++) b[kk][q] = texelFetch(pb, bbase + int((ko * 8u + kk) * (C / 4u) + q));
+    for (uint ko = 0u; ko < pc.kp / KSTEP; ko++) {
+        vec4 a[R][KSTEP / 4];
+        vec4 b[KSTEP][C / 4];
+        [[unroll]] for (uint i = 0; i < R; i++)
+            [[unroll]] for (uint t = 0; t < KSTEP / 4; t++)
+                a[i][t] = texelFetch(pa, abase + int(((KSTEP / 4u) * ko + t) * R + i));
+        [[unroll]] for (uint kk = 0; kk < KSTEP; kk++)
+            [[unroll]] for (uint q = 0; q < C / 4; q++) b[kk][q] = texelFetch(pb, bbase + int((ko * KSTEP + kk) * (C / 4u) + q));
         [[unroll]] for (uint i = 0; i < R; i++) {
             [[unroll]] for (uint q = 0; q < C / 4; q++) {
-                [[unroll]] for (uint kk = 0; kk < 8; kk++) {
+                [[unroll]] for (uint kk = 0; kk < KSTEP; kk++) {
                     float av = a[i][kk / 4][kk % 4];
                     acc[i][4 * q + 0] = fma(av, b[kk][q].x, acc[i][4 * q + 0]);
                     acc[i][4 * q + 1] = fma(av, b[kk][q].y, acc[i][4 * q + 1]);

@@ -33,26 +33,21 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #include "common.glsl"
 
-#ifndef GEMM_SG
-#define GEMM_SG 8
+// The block shapes are engine/abi/kernel_abi.h's, which vk_gemm.c sizes panels and grids
+// by: the plain build's, or the shorter one of the gemm_shuffle16 build (-DKILN_SHUFFLE16).
+#ifdef KILN_SHUFFLE16
+const uint R = KILN_ABI_VK_SHUFFLE16_ROWS;     // rows of the block (a multiple of SG)
+const uint KS = KILN_ABI_VK_SHUFFLE16_KSTEPS;  // k steps (of 4) per loop iteration
+#else
+const uint R = KILN_ABI_VK_SHUFFLE_ROWS;
+const uint KS = KILN_ABI_VK_SHUFFLE_KSTEPS;
 #endif
-#ifndef GEMM_R
-#define GEMM_R 32
-#endif
-#ifndef GEMM_CL
-#define GEMM_CL 8
-#endif
-#ifndef GEMM_KS
-#define GEMM_KS 3
-#endif
-const uint SG = GEMM_SG;  // lanes of the subgroup = invocations of the workgroup
-const uint R = GEMM_R;    // rows of the block (a multiple of SG)
-const uint CL = GEMM_CL;  // columns per lane
-const uint CB = SG * CL;  // columns of the block
-const uint RA = R / SG;   // A texels each lane fetches per k step
-const uint KS = GEMM_KS;  // k steps (of 4) per loop iteration
+const uint SG = KILN_ABI_VK_SHUFFLE_LANES;     // lanes of the subgroup = invocations of the workgroup
+const uint CL = KILN_ABI_VK_SHUFFLE_LANE_COLS; // columns per lane
+const uint CB = SG * CL;                       // columns of the block
+const uint RA = R / SG;                        // A texels each lane fetches per k step
 
-layout(local_size_x = GEMM_SG) in;
+layout(local_size_x = KILN_ABI_VK_SHUFFLE_LANES) in;
 layout(constant_id = 0) const bool BETA = false;    // C = alpha A B + beta C (beta != 0)
 layout(constant_id = 1) const bool BIAS = false;    // + bias[n]
 layout(constant_id = 2) const bool VEC4_C = false;  // the host checked: N % CB == 0, C, ldc

@@ -24,13 +24,13 @@
 #define V2 vec2
 #define V4 vec4
 #endif
-#include "common.glsl"
+#include "flat.glsl"
 #include "probe_push.h"
 
 #ifndef WIDTH
 #define WIDTH 1
 #endif
-#define CHAINS (12 / WIDTH)
+#define CHAINS (KILN_ABI_VK_PROBE_FMA_ACCUMULATORS / WIDTH)  // the host reports it
 // rounds per loop iteration: on lavapipe every value carried round a loop costs a masked
 // blend per iteration, so the loop must be long for the arithmetic to dominate: 12 chains x
 // 8 rounds measured 14% below 12 x 24 or 12 x 32, which agree (the ceiling). Its emulated
@@ -48,9 +48,6 @@
 #define V V4
 #endif
 
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
-
 layout(std430, binding = 0) writeonly buffer Out { float outv[]; };
 layout(push_constant) uniform Push { PROBE_FMA_PUSH } pc;
 
@@ -58,7 +55,7 @@ layout(push_constant) uniform Push { PROBE_FMA_PUSH } pc;
 S start(int k) { return S(1.0 + float(k % 32) / 16.0); }
 
 void main() {
-    uint id = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint id = kiln_flat_id();
     // no early return for the extra invocations of the last workgroup: on lavapipe a loop
     // under a divergent branch pays its masks on every operation; only the store is guarded
     precise V a[CHAINS];

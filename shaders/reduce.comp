@@ -1,21 +1,14 @@
 // Segmented reductions (kiln_reduce_args, kiln_entropy_args): x viewed as
-// [outer, segs, inner]; segment s reduces its outer * inner elements. kind: 0 sum,
-// 1 sum of squares, 2 p log p (0 where p <= 0).
-//   pass 0: workgroup (g, s) reduces a strided share of segment s into partial[s * groups + g];
+// [outer, segs, inner]; segment s reduces its outer * inner elements. kind: sum, sum of
+// squares, or p log p (0 where p <= 0): KILN_ABI_VK_REDUCE_*.
+//   pass PARTIAL: workgroup (g, s) reduces a strided share of segment s into partial[s * groups + g];
 //           with one group per segment it writes the final value directly.
-//   pass 1: workgroup s sums partial[s * groups ..] into out[s].
+//   pass TOTAL: workgroup s sums partial[s * groups ..] into out[s].
 // Final value: out[s] = scale * total, or out[s] += scale * total when accumulating.
 // Two passes with a fixed split: deterministic, no atomics. x is data_t (f32, or f16 in the
 // _f16 build); partial sums and out are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#ifndef KILN_NO_SUBGROUP
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer X { data_t x[]; };
@@ -24,8 +17,8 @@ layout(std430, binding = 2) buffer Out { float outv[]; };
 layout(push_constant) uniform Push { REDUCE_PUSH } pc;
 
 float term(float v) {
-    if (pc.kind == 1u) return v * v;
-    if (pc.kind == 2u) return v > 0.0 ? v * log(v) : 0.0;
+    if (pc.kind == KILN_ABI_VK_REDUCE_SQUARES) return v * v;
+    if (pc.kind == KILN_ABI_VK_REDUCE_PLOGP) return v > 0.0 ? v * log(v) : 0.0;
     return v;
 }
 
@@ -37,7 +30,7 @@ void finish(uint s, float total) {
 
 void main() {
     uint l = gl_LocalInvocationID.x;
-    if (pc.pass == 1u) {
+    if (pc.pass == KILN_ABI_VK_REDUCE_PASS_TOTAL) {
         uint s = gl_WorkGroupID.x;
         float acc = 0.0;
         for (uint g = l; g < pc.groups; g += WG) acc += partial[pc.off[1] + s * pc.groups + g];

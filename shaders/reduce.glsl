@@ -1,11 +1,23 @@
-// Workgroup-wide sum and max for kernels with a 1-D workgroup of WG invocations (WG a
-// power of two, declared by the includer as a specialization constant). With subgroup
-// arithmetic each subgroup reduces in registers and the partials meet in shared memory;
-// the KILN_NO_SUBGROUP build (devices without subgroup arithmetic) uses a shared-memory
-// tree. Neither assumes a subgroup size. Every invocation gets the result, and every
-// invocation adds the partials in the same order, so the result is the same everywhere.
+// The start of a kernel that reduces across a 1-D workgroup (one row per workgroup, or
+// shares of a segment): common.glsl, the workgroup size WG (specialization constant 0, a
+// power of two), and workgroup-wide sum and max. Included first, right after #version and
+// the include extension, so that its #extension precedes every other token.
+//
+// With subgroup arithmetic each subgroup reduces in registers and the partials meet in
+// shared memory; the KILN_NO_SUBGROUP build (the "_shared" variants, for devices without
+// subgroup arithmetic) uses a shared-memory tree. Neither assumes a subgroup size. Every
+// invocation gets the result, and every invocation adds the partials in the same order,
+// so the result is the same everywhere.
 #ifndef KILN_REDUCE_GLSL
 #define KILN_REDUCE_GLSL
+
+#ifndef KILN_NO_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
 
 shared float kiln_red[WG];
 

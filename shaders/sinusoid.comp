@@ -9,10 +9,7 @@
 // out is data_t (f32, or f16 in the _f16 build).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) writeonly buffer Out { data_t outv[]; };
 layout(push_constant) uniform Push { SINUSOID_PUSH } pc;
@@ -56,7 +53,7 @@ float cos_poly(float r) {
 }
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.positions * pc.channels) return;
     uint t = i / pc.channels, c = i - t * pc.channels;
     uint pair = c / 2u;

@@ -3,13 +3,6 @@
 // f32 or f16 data (the _f16 build).
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#ifndef KILN_NO_SUBGROUP
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer Yb { data_t y[]; };

@@ -4,10 +4,7 @@
 // data_t (f32, or f16 in the _f16 build); lse, count and dloss are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
+#include "flat.glsl"
 
 layout(std430, binding = 0) readonly buffer Logits { data_t z[]; };
 layout(std430, binding = 1) readonly buffer Targets { int targets[]; };
@@ -18,7 +15,7 @@ layout(std430, binding = 5) buffer DLogits { data_t dz[]; };
 layout(push_constant) uniform Push { XENT_BWD_PUSH } pc;
 
 void main() {
-    uint i = kiln_group_id() * WG + gl_LocalInvocationID.x;
+    uint i = kiln_flat_id();
     if (i >= pc.rows * pc.vocab) return;
     uint r = i / pc.vocab, v = i - r * pc.vocab;
     int t = targets[pc.off[1] + r];

@@ -7,13 +7,6 @@
 // are data_t (f32, or f16 in the _f16 build); lse and the row losses are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#ifndef KILN_NO_SUBGROUP
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer Logits { data_t z[]; };

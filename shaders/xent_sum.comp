@@ -2,13 +2,6 @@
 // row is valid), count[0] = number of valid rows. One workgroup.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#ifndef KILN_NO_SUBGROUP
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer RowLoss { float row_loss[]; };

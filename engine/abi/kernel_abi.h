@@ -30,4 +30,58 @@
 /* ---- tile sizes and work-group shapes the host must know to size its grids ---- */
 /* (each backend's section below names the kernel that uses the value) */
 
+/* ---- Vulkan ---- */
+/* The values only engine/vulkan and shaders/ share (through shaders/common.glsl). */
+
+/* cast.comp's modes (vk_cast) */
+#define KILN_ABI_VK_CAST_COPY32 0     /* 32-bit elements copied as they are (f32, i32) */
+#define KILN_ABI_VK_CAST_COPY16 1     /* f16 copied as it is */
+#define KILN_ABI_VK_CAST_F32_TO_F16 2 /* rounded to nearest even */
+#define KILN_ABI_VK_CAST_F16_TO_F32 3
+
+/* reduce.comp: what a segment sums (vk_reduce.c), and its two passes */
+#define KILN_ABI_VK_REDUCE_SUM 0
+#define KILN_ABI_VK_REDUCE_SQUARES 1
+#define KILN_ABI_VK_REDUCE_PLOGP 2          /* p log p, 0 where p <= 0 (attention entropy) */
+#define KILN_ABI_VK_REDUCE_PASS_PARTIAL 0   /* workgroups sum shares of a segment */
+#define KILN_ABI_VK_REDUCE_PASS_TOTAL 1     /* one workgroup per segment sums the partials */
+
+/* embed_bwd_f16 (embed_bwd.comp -DKILN_F16): its two phases (vk_embed.c) */
+#define KILN_ABI_VK_EMBED_BWD_ADD 0   /* add a piece of positions into the f32 rows */
+#define KILN_ABI_VK_EMBED_BWD_STORE 1 /* round the f32 rows once into dtable */
+
+/* gemm_packed.comp: each invocation computes a block of ROWS x COLS of C and advances k by
+ * KSTEP per loop iteration; the host pads the packed panels to whole blocks (vk_gemm.c) */
+#define KILN_ABI_VK_PACKED_ROWS 16
+#define KILN_ABI_VK_PACKED_COLS 24
+#define KILN_ABI_VK_PACKED_KSTEP 8
+
+/* gemm_pack_texel.comp: the texels along k one invocation copies (a cache line of a row;
+ * vk_gemm.c sizes the grid by it) */
+#define KILN_ABI_VK_PACK_TEXEL_STEPS 4
+
+/* gemm_shuffle.comp: a workgroup is one subgroup of LANES lanes, each owning LANE_COLS
+ * columns of the block; the block's rows and the texels of k per loop iteration are
+ * ROWS and KSTEPS in the plain build, SHUFFLE16_ROWS and SHUFFLE16_KSTEPS in the
+ * gemm_shuffle16 build (shaders/variants.txt). vk_gemm.c sizes panels and grids by them. */
+#define KILN_ABI_VK_SHUFFLE_LANES 8
+#define KILN_ABI_VK_SHUFFLE_LANE_COLS 8
+#define KILN_ABI_VK_SHUFFLE_ROWS 32
+#define KILN_ABI_VK_SHUFFLE_KSTEPS 3
+#define KILN_ABI_VK_SHUFFLE16_ROWS 16
+#define KILN_ABI_VK_SHUFFLE16_KSTEPS 2
+
+/* gemm_coopmat*.comp: the cooperative-matrix tile (M = N = K) to which the operands are
+ * padded (vk_gemm_coopmat.c; the device must report this shape, vk_instance.c) */
+#define KILN_ABI_VK_COOPMAT_TILE 16
+
+/* probe_fma.comp: the scalar accumulators of one invocation (12 / WIDTH vectors), which
+ * vk_probe_fma reports as kiln_probe_fma_args.chains */
+#define KILN_ABI_VK_PROBE_FMA_ACCUMULATORS 12
+
+/* fma_peak.comp: its CHAINS accumulators take ROUNDS FMAs each per loop iteration, which
+ * kiln_vulkan_fma_peak counts (vk_bench.c) */
+#define KILN_ABI_VK_FMA_PEAK_CHAINS 12
+#define KILN_ABI_VK_FMA_PEAK_ROUNDS 24
+
 #endif

@@ -70,7 +70,7 @@ static void vk_close(void *dev) {
 
 static const char *vk_device_name(void *dev) { return vk_of(dev)->name; }
 static int vk_device_is_cpu(void *dev) { return vk_of(dev)->dclass == VK_CLASS_CPU; }
-/* f16 kernels need 16-bit storage (vk_variant); off in minimum-limits mode */
+/* f16 kernels need 16-bit storage (vk_require_f16); off in minimum-limits mode */
 static int vk_supports_f16(void *dev) { return vk_of(dev)->caps.storage16 != 0; }
 
 static const kiln_backend g_vulkan = {
@@ -122,16 +122,14 @@ static const kiln_backend g_vulkan = {
 };
 
 kiln_status kiln_vulkan_open(int index, const kiln_backend **table, void **dev) {
+    /* every embedded module checked against push.h once, up front; one that disagrees fails
+     * its launches (vk_shaders.c) */
+    vk_shaders_reflect();
     VkInstance inst;
-    kiln_status s = vk_instance_acquire(&inst);
-    if (s) return s;
     vk_physical *devs;
     uint32_t n;
-    s = vk_enumerate(inst, &devs, &n);
-    if (s) {
-        vk_instance_release();
-        return s;
-    }
+    kiln_status s = vk_instance_open(&inst, &devs, &n);
+    if (s) return s;
     int pick = index < 0 ? vk_pick_best(devs, n) : index;
     if (index >= 0 && (uint32_t)index >= n) {
         if (n == 1)

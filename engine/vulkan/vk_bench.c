@@ -19,8 +19,9 @@ kiln_status kiln_vulkan_fma_peak(kiln_ctx *ctx, uint32_t invocations, uint32_t i
     while (wg > d->caps.max_wg_invocations) wg /= 2;
     double best_wall = 1e30, best_cpu = 1e30;
     for (int r = 0; r <= repeat && !s; r++) { /* run 0 warms up (the driver compiles) */
-        fma_peak_push p = {{0}, iters, invocations};
-        vk_launch l = {.shader = "fma_peak", .n_ops = 1, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        fma_peak_push p = {.iters = iters, .n = invocations};
+        vk_launch l = {
+            .shader = VK_SHADER_fma_peak, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
         l.spec[0] = wg;
         l.ops[0] = vk_out(buf, invocations, 4);
         vk_grid_1d(d, (invocations + wg - 1) / wg, l.groups);
@@ -35,7 +36,8 @@ kiln_status kiln_vulkan_fma_peak(kiln_ctx *ctx, uint32_t invocations, uint32_t i
     if (!s && out) s = vk_download(d, buf, out, (size_t)invocations * 4);
     vk_buf_release(d, buf.buf);
     if (s) return s;
-    double flops = 2.0 * 288.0 * (double)iters * (double)invocations; /* fma_peak.comp's FMAs */
+    double flops =
+        2.0 * KILN_ABI_VK_FMA_PEAK_CHAINS * KILN_ABI_VK_FMA_PEAK_ROUNDS * (double)iters * (double)invocations;
     if (gflops_wall) *gflops_wall = flops / best_wall * 1e-9;
     /* a GPU does not run on the host's CPU: its CPU time is only the waiting */
     if (gflops_cpu) *gflops_cpu = d->dclass == VK_CLASS_CPU && best_cpu > 0 ? flops / best_cpu * 1e-9 : 0.0;

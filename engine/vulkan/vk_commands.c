@@ -242,8 +242,9 @@ kiln_status vk_batch_dset(vk_dev *d, VkDescriptorSetLayout layout, VkDescriptorS
     if (!g) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
     b->dpools = g;
     /* one pool holds a full batch of the widest kernels */
-    VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_BATCH_COMMANDS * VK_MAX_OPERANDS},
-                                     {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, VK_BATCH_COMMANDS * 2}};
+    VkDescriptorPoolSize sizes[2] = {
+        {.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = VK_BATCH_COMMANDS * VK_MAX_OPERANDS},
+        {.type = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, .descriptorCount = VK_BATCH_COMMANDS * 2}};
     VkDescriptorPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     pci.maxSets = VK_BATCH_COMMANDS;
     pci.poolSizeCount = 2;

@@ -23,9 +23,7 @@ kiln_status vk_device_create(vk_dev *d, VkInstance inst, const vk_physical *phys
     d->instance = inst;
     d->phys = *phys;
     d->caps = phys->caps;
-#ifndef KILN_VK_HAVE_COOPMAT_SHADER
-    d->caps.coopmat = 0; /* the shader is not in this build */
-#endif
+    if (!vk_shader_built(VK_SHADER_gemm_coopmat)) d->caps.coopmat = 0; /* see cmake/vulkan_backend.cmake */
     d->dclass = phys->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? VK_CLASS_CPU : VK_CLASS_GPU;
     snprintf(d->name, sizeof d->name, "%s (%s)%s", phys->props.deviceName, phys->driver_name,
              vk_min_limits_mode() ? " [minimum limits]" : "");
@@ -112,14 +110,4 @@ kiln_status vk_require_f16(const vk_dev *d, const char *kernel) {
                           "vulkan %s: %s has no 16-bit storage (storageBuffer16BitAccess), so it cannot run f16 "
                           "kernels; use f32 on this device",
                           kernel, d->name);
-}
-
-kiln_status vk_variant(const vk_dev *d, const char *base, int reduction, kiln_dtype dtype, char name[VK_SHADER_NAME]) {
-    if (dtype != KILN_F32 && dtype != KILN_F16)
-        return kiln_set_error(KILN_ERR_DTYPE, "vulkan %s: data must be f32 or f16, got %s", base, kiln_dtype_name(dtype));
-    kiln_status s = dtype == KILN_F16 ? vk_require_f16(d, base) : KILN_OK;
-    if (s) return s;
-    snprintf(name, VK_SHADER_NAME, "%s%s%s", base, reduction && !d->caps.subgroup_arith ? "_shared" : "",
-             dtype == KILN_F16 ? "_f16" : "");
-    return KILN_OK;
 }

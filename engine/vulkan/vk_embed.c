@@ -9,57 +9,67 @@
 #include "push.h"
 #include "vk_internal.h"
 
-typedef struct { EMBED_PUSH } embed_push;
-typedef struct { EMBED_BWD_F16_PUSH } bwd_f16_push;
-typedef struct { EMBED_OWNER_PUSH } owner_push;
+typedef struct { EMBED_FWD_PUSH } embed_fwd_push;
+typedef struct { EMBED_BWD_PUSH } embed_bwd_push;
+typedef struct { EMBED_BWD_F16_PUSH } embed_bwd_f16_push;
+typedef struct { EMBED_OWNER_PUSH } embed_owner_push;
 
 static int64_t least(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* One dispatch of embed_fwd, or of the f32 embed_bwd, over positions r0 .. r0 + rn - 1 and
- * table rows v0 .. v0 + vn - 1. */
-static kiln_status embed_part(vk_dev *d, const kiln_embed_args *a, const char *shader, int backward, int64_t r0,
-                              int64_t rn, int64_t v0, int64_t vn) {
+/* One dispatch over positions r0 .. r0 + rn - 1 and table rows v0 .. v0 + vn - 1. */
+typedef kiln_status (*embed_part_fn)(vk_dev *d, const kiln_embed_args *a, vk_shader_id shader, int64_t r0, int64_t rn,
+                                     int64_t v0, int64_t vn);
+
+static kiln_status fwd_part(vk_dev *d, const kiln_embed_args *a, vk_shader_id shader, int64_t r0, int64_t rn,
+                            int64_t v0, int64_t vn) {
     uint32_t es = vk_elem(a->dtype);
-    embed_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(v0), vk_u32(vn)};
-    vk_launch l = {.shader = shader, .n_ops = backward ? 3 : 4, .push = &p, .push_bytes = sizeof p};
-    kiln_ref ids = vk_ref_at(a->ids, r0 * 4);
-    if (backward) { /* one invocation per column walks the positions */
-        l.ops[0] = vk_in(ids, rn, 4);
-        l.ops[1] = vk_in(vk_ref_at(a->dout, r0 * a->dim * es), rn * a->dim, es);
-        l.ops[2] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * es), vn * a->dim, es);
-        return vk_run_flat(d, &l, (uint64_t)a->dim);
-    }
+    embed_fwd_push p = {
+        .rows = vk_u32(rn), .vocab = vk_u32(a->vocab), .dim = vk_u32(a->dim), .v0 = vk_u32(v0), .vn = vk_u32(vn)};
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
     l.ops[0] = vk_in(vk_ref_at(a->table, v0 * a->dim * es), vn * a->dim, es);
-    l.ops[1] = vk_in(ids, rn, 4);
+    l.ops[1] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
     l.ops[2] = vk_out(vk_ref_at(a->out, r0 * a->dim * es), rn * a->dim, es);
     l.ops[3] = vk_out(a->err_flag, 1, 4);
     return vk_run_flat(d, &l, (uint64_t)(rn * a->dim));
 }
 
+/* the f32 backward: one invocation per column walks the positions */
+static kiln_status bwd_part(vk_dev *d, const kiln_embed_args *a, vk_shader_id shader, int64_t r0, int64_t rn,
+                            int64_t v0, int64_t vn) {
+    uint32_t es = vk_elem(a->dtype);
+    embed_bwd_push p = {
+        .rows = vk_u32(rn), .vocab = vk_u32(a->vocab), .dim = vk_u32(a->dim), .v0 = vk_u32(v0), .vn = vk_u32(vn)};
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
+    l.ops[0] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
+    l.ops[1] = vk_in(vk_ref_at(a->dout, r0 * a->dim * es), rn * a->dim, es);
+    l.ops[2] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * es), vn * a->dim, es);
+    return vk_run_flat(d, &l, (uint64_t)a->dim);
+}
+
 /* The forward, or the f32 backward, over pieces of positions (out or dout rows) and windows
  * of table rows. Pieces run in position order, so in the backward each element of dtable
  * adds its positions in the CPU's order. */
-static kiln_status embed_pieces(vk_dev *d, const kiln_embed_args *a, const char *shader, int backward) {
+static kiln_status embed_pieces(vk_dev *d, const kiln_embed_args *a, vk_shader_id shader, embed_part_fn part) {
     int64_t row_bytes = a->dim * vk_elem(a->dtype), window, piece;
     kiln_status s = vk_rows_per_piece(d, a->vocab, row_bytes, &window);
     if (!s) s = vk_rows_per_piece(d, a->rows, row_bytes, &piece);
     for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece)
         for (int64_t v0 = 0; !s && v0 < a->vocab; v0 += window)
-            s = embed_part(d, a, shader, backward, r0, least(a->rows - r0, piece), v0, least(a->vocab - v0, window));
+            s = part(d, a, shader, r0, least(a->rows - r0, piece), v0, least(a->vocab - v0, window));
     return s;
 }
 
 kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a) {
     vk_dev *d = vk_of(dev);
-    char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "embed_fwd", 0, a->dtype, name);
-    return s ? s : embed_pieces(d, a, name, 0);
+    vk_shader_id shader;
+    kiln_status s = vk_variant(d, VK_SHADER_embed_fwd, a->dtype, &shader);
+    return s ? s : embed_pieces(d, a, shader, fwd_part);
 }
 
 /* f16: each touched row of dtable is summed in f32 and rounded once (embed_bwd.comp):
  * owner[id] = the id's first position, then per column chunk a walk over the positions
  * that accumulates into acc [rows][chunk] (f32) and stores every touched row once. */
-static kiln_status embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, const char *shader) {
+static kiln_status vk_embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, vk_shader_id shader) {
     if (a->rows == 0 || a->dim == 0) return KILN_OK;
     uint64_t row_bytes = (uint64_t)a->rows * 4; /* one column of acc */
     if (row_bytes > d->max_operand_bytes)
@@ -67,7 +77,7 @@ static kiln_status embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, const char
                               (long long)a->rows, d->name);
     int64_t chunk = (int64_t)(d->max_operand_bytes / row_bytes);
     if (chunk > a->dim) chunk = a->dim;
-    kiln_ref owner = {0, 0}, acc = {0, 0};
+    kiln_ref owner = {.buf = NULL}, acc = {.buf = NULL};
     kiln_status s = vk_scratch(d, (size_t)a->vocab * 4, &owner);
     if (!s) s = vk_scratch(d, (size_t)(a->rows * chunk) * 4, &acc);
     if (!s) { /* "no position yet": above any position, and exact as a float */
@@ -75,8 +85,8 @@ static kiln_status embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, const char
         s = vk_fill(d, &f);
     }
     if (!s) {
-        owner_push p = {{0}, vk_u32(a->rows), vk_u32(a->vocab)};
-        vk_launch l = {.shader = "embed_owner", .n_ops = 2, .push = &p, .push_bytes = sizeof p};
+        embed_owner_push p = {.rows = vk_u32(a->rows), .vocab = vk_u32(a->vocab)};
+        vk_launch l = {.shader = VK_SHADER_embed_owner, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
         l.ops[0] = vk_in(a->ids, a->rows, 4);
         l.ops[1] = vk_out(owner, a->vocab, 4);
         s = vk_run_flat(d, &l, (uint64_t)a->rows);
@@ -92,10 +102,17 @@ static kiln_status embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, const char
             for (int64_t r0 = 0; !s;) {
                 int store = r0 >= a->rows;
                 int64_t rn = store ? 0 : least(a->rows - r0, piece);
-                bwd_f16_push p = {{0},        vk_u32(a->rows), vk_u32(a->vocab), vk_u32(a->dim), vk_u32(c0),
-                                  vk_u32(cols), vk_u32(v0),    vk_u32(vn),       vk_u32(r0),     vk_u32(rn),
-                                  (u32)store};
-                vk_launch l = {.shader = shader, .n_ops = 5, .push = &p, .push_bytes = sizeof p};
+                embed_bwd_f16_push p = {.rows = vk_u32(a->rows),
+                                        .vocab = vk_u32(a->vocab),
+                                        .dim = vk_u32(a->dim),
+                                        .c0 = vk_u32(c0),
+                                        .cols = vk_u32(cols),
+                                        .v0 = vk_u32(v0),
+                                        .vn = vk_u32(vn),
+                                        .r0 = vk_u32(r0),
+                                        .rn = vk_u32(rn),
+                                        .phase = store ? KILN_ABI_VK_EMBED_BWD_STORE : KILN_ABI_VK_EMBED_BWD_ADD};
+                vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
                 l.ops[0] = vk_in(a->ids, a->rows, 4);
                 /* the store pass reads no dout: any valid binding */
                 l.ops[1] = vk_in(vk_ref_at(a->dout, (store ? 0 : r0) * a->dim * 2), (store ? 1 : rn) * a->dim, 2);
@@ -115,9 +132,9 @@ static kiln_status embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, const char
 
 kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a) {
     vk_dev *d = vk_of(dev);
-    char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "embed_bwd", 0, a->dtype, name);
+    vk_shader_id shader;
+    kiln_status s = vk_variant(d, VK_SHADER_embed_bwd, a->dtype, &shader);
     if (s) return s;
-    if (a->dtype == KILN_F16) return embed_bwd_f16(d, a, name);
-    return embed_pieces(d, a, name, 1);
+    if (a->dtype == KILN_F16) return vk_embed_bwd_f16(d, a, shader);
+    return embed_pieces(d, a, shader, bwd_part);
 }

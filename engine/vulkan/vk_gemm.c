@@ -1,6 +1,6 @@
 /* Host side of the GEMM (kiln_gemm_args). The variants, chosen by device class:
  *
- *  - GPUs (and anything without the CPU paths): gemm.comp, shared-memory tiles with a
+ *  - GPUs (and anything without the CPU paths): gemm_tiled.comp, shared-memory tiles with a
  *    register block per invocation, reading the operands in place.
  *  - CPU devices (lavapipe, SwiftShader), for all but tiny problems: op(A) and op(B) are
  *    first packed by gemm_pack.comp into zero-padded panels of RGBA32F texels (resolving
@@ -21,18 +21,14 @@
 #include "push.h"
 #include "vk_internal.h"
 
-typedef struct { GEMM_PUSH } gemm_push;
+typedef struct { GEMM_TILED_PUSH } gemm_tiled_push;
 typedef struct { GEMM_PACK_PUSH } gemm_pack_push;
 typedef struct { GEMM_PACKED_PUSH } gemm_packed_push;
 
-#define PACKED_R 16 /* the block of gemm_packed.comp (GEMM_R x GEMM_C) */
-#define PACKED_C 24
-#define PACKED_KSTEP 8
 #define PACKED_MIN_WORK ((int64_t)1 << 18) /* m * n * k * batch below which packing does not pay */
 
 /* Elements of one stored operand: rows x cols with leading dimension ld. */
 static int64_t extent(int64_t rows, int64_t cols, int64_t ld) { return (rows - 1) * ld + cols; }
-static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /* ---- the shared-memory tiled kernel ---- */
 
@@ -44,30 +40,31 @@ typedef struct tiled_config {
  * where the device allows only 128 per workgroup. 2 * BK * 64 floats of shared memory:
  * 8 KiB, within the 16 KiB every device has. */
 static tiled_config pick_tiled(const vk_dev *d) {
-    tiled_config c = {16, 16, 4, 4, 16};
+    tiled_config c = {.wx = 16, .wy = 16, .tm = 4, .tn = 4, .bk = 16};
     if (d->caps.max_wg_invocations < 256) c.wy = 8, c.tm = 8;
     return c;
 }
 
-static kiln_status gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
+static kiln_status vk_gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
     tiled_config cfg = pick_tiled(d);
-    gemm_push p = {{0},
-                   vk_u32(a->m),
-                   vk_u32(a->n),
-                   vk_u32(a->k),
-                   vk_u32(a->lda),
-                   vk_u32(a->ldb),
-                   vk_u32(a->ldc),
-                   vk_u32(a->stride_a),
-                   vk_u32(a->stride_b),
-                   vk_u32(a->stride_c),
-                   a->alpha,
-                   a->beta,
-                   0};
-    vk_launch l = {.shader = "gemm", .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = 9};
-    uint32_t spec[9] = {cfg.wx, cfg.wy, cfg.tm, cfg.tn, cfg.bk, (uint32_t)(a->trans_a != 0), (uint32_t)(a->trans_b != 0),
-                        (uint32_t)(ea == 2), (uint32_t)(eb == 2)};
-    for (int i = 0; i < 9; i++) l.spec[i] = spec[i];
+    gemm_tiled_push p = {.m = vk_u32(a->m),
+                         .n = vk_u32(a->n),
+                         .k = vk_u32(a->k),
+                         .lda = vk_u32(a->lda),
+                         .ldb = vk_u32(a->ldb),
+                         .ldc = vk_u32(a->ldc),
+                         .stride_a = vk_u32(a->stride_a),
+                         .stride_b = vk_u32(a->stride_b),
+                         .stride_c = vk_u32(a->stride_c),
+                         .alpha = a->alpha,
+                         .beta = a->beta};
+    /* gemm_tiled.comp's specialization constants, by constant_id */
+    vk_launch l = {.shader = VK_SHADER_gemm_tiled,
+                   .n_ops = VK_OPS(p),
+                   .push = &p,
+                   .push_bytes = sizeof p,
+                   .spec = {cfg.wx, cfg.wy, cfg.tm, cfg.tn, cfg.bk, a->trans_a != 0, a->trans_b != 0, ea == 2, eb == 2},
+                   .n_spec = 9};
     int64_t a_one = a->k > 0 ? (a->trans_a ? extent(a->k, a->m, a->lda) : extent(a->m, a->k, a->lda)) : 0;
     int64_t b_one = a->k > 0 ? (a->trans_b ? extent(a->n, a->k, a->ldb) : extent(a->k, a->n, a->ldb)) : 0;
     int64_t c_one = extent(a->m, a->n, a->ldc);
@@ -96,35 +93,44 @@ static kiln_status gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, u
 
 /* gemm_shuffle.comp for 8-lane subgroups (the lavapipe case), in two block shapes (rows x
  * columns per subgroup, and k per loop iteration): 32 x 64 with 12 k (gemm_shuffle) and
- * 16 x 64 with 8 k (gemm_shuffle16, shaders/variants.txt). k is padded to whole texels. */
-#define SHUFFLE_SG 8
-#define SHUFFLE_CB (SHUFFLE_SG * 8)
+ * 16 x 64 with 8 k (gemm_shuffle16, shaders/variants.txt); engine/abi/kernel_abi.h has
+ * them. k is padded to whole texels. */
+#define SHUFFLE_CB (KILN_ABI_VK_SHUFFLE_LANES * KILN_ABI_VK_SHUFFLE_LANE_COLS)
 #define SHUFFLE_KSTEP 4
 
 /* Packs op(X) of every batch (or once when shared) into `dst`, `panel` rows or columns per
  * panel. is_b: X is B and its panels are n-major with texels along n (gemm_packed.comp);
  * otherwise X is A, or B given as its transpose op(B)^T (trans flipped), with texels along
  * k (both operands of gemm_shuffle.comp). */
-static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int trans, int64_t rows, int64_t k,
-                        int64_t ld, int64_t stride, int64_t batch, uint32_t panel, int64_t padded, int64_t kp,
-                        kiln_ref dst) {
+static kiln_status vk_gemm_pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int trans, int64_t rows, int64_t k,
+                                int64_t ld, int64_t stride, int64_t batch, uint32_t panel, int64_t padded, int64_t kp,
+                                kiln_ref dst) {
     int64_t nb = stride ? batch : 1;
     int64_t one = trans != is_b ? extent(k, rows, ld) : extent(rows, k, ld); /* stored extent */
-    gemm_pack_push p = {{0}, vk_u32(rows), vk_u32(k), vk_u32(ld), vk_u32(stride), vk_u32(padded / panel), vk_u32(kp)};
+    gemm_pack_push p = {.rows = vk_u32(rows),
+                        .k = vk_u32(k),
+                        .ld = vk_u32(ld),
+                        .stride = vk_u32(stride),
+                        .panels = vk_u32(padded / panel),
+                        .kp = vk_u32(kp)};
     /* f32 or f16 in whole texels (RGBA32F, or RGBA16F which the fetch widens exactly):
      * gemm_pack_texel.comp reads it as texels (the whole last texel must lie in the
-     * buffer's block, or the view would end short of it). Its grid: 4 k steps per
-     * invocation by panels, or 4 rows per invocation by k steps (transposing). */
+     * buffer's block, or the view would end short of it). Its grid: KILN_ABI_VK_PACK_TEXEL_STEPS
+     * k steps per invocation by panels, or a texel's 4 rows per invocation by k steps
+     * (transposing). */
     uint64_t at = src.buf->offset + src.off, texel_bytes = 4u * elem;
     int64_t texels = ((nb - 1) * stride + one + 3) / 4;
     uint32_t wg = vk_flat_wg(d);
-    uint64_t gx = trans ? vk_div_up((uint64_t)(padded / 4), wg) : vk_div_up((uint64_t)(kp / 4 + 3) / 4 * panel, wg);
+    const uint64_t steps = KILN_ABI_VK_PACK_TEXEL_STEPS;
+    uint64_t gx =
+        trans ? vk_div_up((uint64_t)(padded / 4), wg) : vk_div_up((uint64_t)(kp / 4 + steps - 1) / steps * panel, wg);
     uint64_t gy = trans ? (uint64_t)(kp / 4) : (uint64_t)(padded / panel);
     if (!is_b && (elem == 4 || d->caps.texel_f16) && at % texel_bytes == 0 && ld % 4 == 0 && stride % 4 == 0 &&
         panel % 4 == 0 && texels <= (int64_t)d->caps.max_texel_elements &&
         at + (uint64_t)texels * texel_bytes <= src.buf->block->size && gx <= d->caps.max_wg_count[0] &&
         gy <= d->caps.max_wg_count[1] && (uint64_t)nb <= d->caps.max_wg_count[2]) {
-        vk_launch l = {.shader = "gemm_pack_texel", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 3};
+        vk_launch l = {
+            .shader = VK_SHADER_gemm_pack_texel, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 3};
         l.spec[0] = wg;
         l.spec[1] = panel;
         l.spec[2] = (uint32_t)(trans != 0);
@@ -135,7 +141,7 @@ static kiln_status pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b, int tr
         l.groups[2] = vk_u32(nb);
         return vk_dispatch(d, &l);
     }
-    vk_launch l = {.shader = "gemm_pack", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 6};
+    vk_launch l = {.shader = VK_SHADER_gemm_pack, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 6};
     l.spec[0] = vk_flat_wg(d);
     l.spec[1] = panel;
     l.spec[2] = (uint32_t)is_b;
@@ -162,25 +168,25 @@ typedef enum { GEMM_TILED = 0, GEMM_PACKED, GEMM_SHUFFLE, GEMM_SHUFFLE16 } gemm_
 
 /* The two gemm_shuffle shapes: the shader build and its rows per block. */
 typedef struct shuffle_shape {
-    const char *shader;
+    vk_shader_id shader;
     int64_t rows;
 } shuffle_shape;
 static const shuffle_shape SHUFFLE_SHAPES[N_GEMM_VARIANTS] = {
-    [GEMM_SHUFFLE] = {"gemm_shuffle", 32},
-    [GEMM_SHUFFLE16] = {"gemm_shuffle16", 16},
+    [GEMM_SHUFFLE] = {.shader = VK_SHADER_gemm_shuffle, .rows = KILN_ABI_VK_SHUFFLE_ROWS},
+    [GEMM_SHUFFLE16] = {.shader = VK_SHADER_gemm_shuffle16, .rows = KILN_ABI_VK_SHUFFLE16_ROWS},
 };
 
 /* Whether packed operands of these shapes fit the device: texel-buffer size, 32-bit
  * texel indices, and the packing grid. r and c are the panel widths of A and B. */
 static int packed_fits(const vk_dev *d, const kiln_gemm_args *a, int64_t r, int64_t c, int64_t kstep) {
-    int64_t kp = round_up(a->k, kstep);
+    int64_t kp = kiln_round_up(a->k, kstep);
     int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
-    int64_t pa = round_up(a->m, r) * kp * ba, pb = round_up(a->n, c) * kp * bb;
+    int64_t pa = kiln_round_up(a->m, r) * kp * ba, pb = kiln_round_up(a->n, c) * kp * bb;
     int64_t limit = (int64_t)d->caps.max_texel_elements * 4;
     if ((int64_t)d->max_operand_bytes / 4 < limit) limit = (int64_t)d->max_operand_bytes / 4;
     const uint32_t *g = d->caps.max_wg_count;
-    int grid_ok = round_up(a->m, r) / r <= g[1] && round_up(a->n, c) / c <= g[1] && ba <= g[2] && bb <= g[2] &&
-                  kp * r / 4 / 64 < g[0] && kp * c / 4 / 64 < g[0];
+    int grid_ok = kiln_round_up(a->m, r) / r <= g[1] && kiln_round_up(a->n, c) / c <= g[1] && ba <= g[2] &&
+                  bb <= g[2] && kp * r / 4 / 64 < g[0] && kp * c / 4 / 64 < g[0];
     return pa <= limit && pb <= limit && grid_ok;
 }
 
@@ -189,12 +195,13 @@ static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_varian
     case GEMM_TILED:
         return 1;
     case GEMM_PACKED:
-        return a->k > 0 && packed_fits(d, a, PACKED_R, PACKED_C, PACKED_KSTEP);
+        return a->k > 0 &&
+               packed_fits(d, a, KILN_ABI_VK_PACKED_ROWS, KILN_ABI_VK_PACKED_COLS, KILN_ABI_VK_PACKED_KSTEP);
     case GEMM_SHUFFLE:
     case GEMM_SHUFFLE16:
-        /* the workgroup is one subgroup of exactly SHUFFLE_SG lanes */
-        return a->k > 0 && d->caps.subgroup_shuffle && d->caps.subgroup_size == SHUFFLE_SG &&
-               d->caps.max_wg_invocations >= SHUFFLE_SG &&
+        /* the workgroup is one subgroup of exactly KILN_ABI_VK_SHUFFLE_LANES lanes */
+        return a->k > 0 && d->caps.subgroup_shuffle && d->caps.subgroup_size == KILN_ABI_VK_SHUFFLE_LANES &&
+               d->caps.max_wg_invocations >= KILN_ABI_VK_SHUFFLE_LANES &&
                packed_fits(d, a, SHUFFLE_SHAPES[v].rows, SHUFFLE_CB, SHUFFLE_KSTEP);
     }
     return 0;
@@ -243,34 +250,37 @@ static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {
 /* Packs both operands (A with r-row panels; B n-major with c-column panels, or, when
  * b_like_a, as op(B)^T like A), runs `shader` (specialization constants spec[0..n_spec))
  * over the r x c blocks, `per_group` blocks per workgroup, and releases the panels. */
-static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, const char *shader,
+static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, vk_shader_id shader,
                                   int64_t r, int64_t c, int64_t kstep, int b_like_a, uint32_t per_group,
                                   const uint32_t *spec, int n_spec) {
-    int64_t kp = round_up(a->k, kstep), mp = round_up(a->m, r), np = round_up(a->n, c);
+    int64_t kp = kiln_round_up(a->k, kstep), mp = kiln_round_up(a->m, r), np = kiln_round_up(a->n, c);
     int64_t ba = a->stride_a ? a->batch : 1, bb = a->stride_b ? a->batch : 1;
-    kiln_ref pa = {0, 0}, pb = {0, 0};
+    kiln_ref pa = {.buf = NULL}, pb = {.buf = NULL};
     kiln_status s = vk_scratch(d, (size_t)(ba * mp * kp) * 4, &pa);
     if (!s) s = vk_scratch(d, (size_t)(bb * np * kp) * 4, &pb);
-    if (!s) s = pack(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, (uint32_t)r, mp, kp, pa);
+    if (!s)
+        s = vk_gemm_pack(d, a->a, ea, 0, a->trans_a, a->m, a->k, a->lda, a->stride_a, a->batch, (uint32_t)r, mp, kp,
+                         pa);
     if (!s && b_like_a) /* op(B)^T[n][k] = op(B)[k][n]: stored k-major unless B is transposed */
-        s = pack(d, a->b, eb, 0, !a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp, pb);
+        s = vk_gemm_pack(d, a->b, eb, 0, !a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp,
+                         pb);
     else if (!s)
-        s = pack(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp, pb);
+        s = vk_gemm_pack(d, a->b, eb, 1, a->trans_b, a->n, a->k, a->ldb, a->stride_b, a->batch, (uint32_t)c, np, kp,
+                         pb);
     if (!s) {
-        gemm_packed_push p = {{0},
-                              vk_u32(a->m),
-                              vk_u32(a->n),
-                              vk_u32(mp),
-                              vk_u32(np),
-                              vk_u32(kp),
-                              vk_u32(a->ldc),
-                              vk_u32(a->stride_a ? mp * kp / 4 : 0),
-                              vk_u32(a->stride_b ? np * kp / 4 : 0),
-                              vk_u32(a->stride_c),
-                              a->alpha,
-                              a->beta,
-                              vk_u32(a->batch)};
-        vk_launch l = {.shader = shader, .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = n_spec};
+        gemm_packed_push p = {.m = vk_u32(a->m),
+                              .n = vk_u32(a->n),
+                              .mp = vk_u32(mp),
+                              .np = vk_u32(np),
+                              .kp = vk_u32(kp),
+                              .ldc = vk_u32(a->ldc),
+                              .stride_a = vk_u32(a->stride_a ? mp * kp / 4 : 0),
+                              .stride_b = vk_u32(a->stride_b ? np * kp / 4 : 0),
+                              .stride_c = vk_u32(a->stride_c),
+                              .alpha = a->alpha,
+                              .beta = a->beta,
+                              .batch = vk_u32(a->batch)};
+        vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = n_spec};
         for (int i = 0; i < n_spec; i++) l.spec[i] = spec[i];
         l.ops[0] = vk_texels(pa, ba * mp * kp / 4);
         l.ops[1] = vk_texels(pb, bb * np * kp / 4);
@@ -287,7 +297,7 @@ static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t e
 
 /* One block per workgroup (= one subgroup). The epilogue is specialized: every load or
  * store in it costs a loop over the lanes, even where a branch skips it (gemm_shuffle.comp). */
-static kiln_status gemm_shuffle(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, gemm_variant v) {
+static kiln_status vk_gemm_shuffle(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb, gemm_variant v) {
     uint64_t c_at = a->c.buf->offset + a->c.off;
     int vec4_c = a->n % SHUFFLE_CB == 0 && c_at % 16 == 0 && a->ldc % 4 == 0 && a->stride_c % 4 == 0;
     uint32_t spec[3] = {a->beta != 0.0f, vk_has(a->bias), (uint32_t)vec4_c};
@@ -298,9 +308,10 @@ static kiln_status gemm_shuffle(vk_dev *d, const kiln_gemm_args *a, uint32_t ea,
 /* One SIMD vector (lavapipe's 8 lanes) per workgroup: many small workgroups balance the
  * driver's threads, and the driver compiles the kernel much faster for one vector than for
  * 16 or more invocations. */
-static kiln_status gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
+static kiln_status vk_gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb) {
     uint32_t per_group = 8; /* specialization constant 0: the workgroup size */
-    return gemm_on_panels(d, a, ea, eb, "gemm_packed", PACKED_R, PACKED_C, PACKED_KSTEP, 0, per_group, &per_group, 1);
+    return gemm_on_panels(d, a, ea, eb, VK_SHADER_gemm_packed, KILN_ABI_VK_PACKED_ROWS, KILN_ABI_VK_PACKED_COLS,
+                          KILN_ABI_VK_PACKED_KSTEP, 0, per_group, &per_group, 1);
 }
 
 kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
@@ -316,11 +327,11 @@ kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
     switch (v) {
     case GEMM_SHUFFLE:
     case GEMM_SHUFFLE16:
-        return gemm_shuffle(d, a, ea, eb, v);
+        return vk_gemm_shuffle(d, a, ea, eb, v);
     case GEMM_PACKED:
-        return gemm_packed(d, a, ea, eb);
+        return vk_gemm_packed(d, a, ea, eb);
     case GEMM_TILED:
         break;
     }
-    return gemm_tiled(d, a, ea, eb);
+    return vk_gemm_tiled(d, a, ea, eb);
 }

@@ -9,7 +9,7 @@
  * between rows (ldc > n) and batches included: a gap belongs to some other tensor, and the
  * round trip f16 -> f32 -> f16 gives its elements back unchanged.
  *
- * An epilogue that stores f16 directly (gemm.comp, gemm_packed.comp) would save those
+ * An epilogue that stores f16 directly (gemm_tiled.comp, gemm_packed.comp) would save those
  * passes; until the GEMM kernels have one, this keeps every device correct. */
 #include "vk_internal.h"
 

@@ -80,9 +80,15 @@ static gemm_axis pick_axis(const vk_dev *d, const kiln_gemm_args *a) {
         int64_t stride, bytes;
         gemm_axis rows, cols;
     } ops[3] = {
-        {a->stride_c, bytes[0], AXIS_M, AXIS_N},
-        {a->stride_a, bytes[1], a->trans_a ? AXIS_K : AXIS_M, a->trans_a ? AXIS_M : AXIS_K},
-        {a->stride_b, bytes[2], a->trans_b ? AXIS_N : AXIS_K, a->trans_b ? AXIS_K : AXIS_N},
+        {.stride = a->stride_c, .bytes = bytes[0], .rows = AXIS_M, .cols = AXIS_N},
+        {.stride = a->stride_a,
+         .bytes = bytes[1],
+         .rows = a->trans_a ? AXIS_K : AXIS_M,
+         .cols = a->trans_a ? AXIS_M : AXIS_K},
+        {.stride = a->stride_b,
+         .bytes = bytes[2],
+         .rows = a->trans_b ? AXIS_N : AXIS_K,
+         .cols = a->trans_b ? AXIS_K : AXIS_N},
     };
     /* an operand's packed panel is about its m*k or k*n floats even where its span fits, so
      * when only the panels are too large, the largest operand decides */

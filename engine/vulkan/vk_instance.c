@@ -3,7 +3,15 @@
  *
  * One instance serves every context of the process: it is created by the first open (or
  * listing) and destroyed with the last context. volk loads the loader with dlopen, so a
- * machine without libvulkan gets a clear error instead of a failure to start. */
+ * machine without libvulkan gets a clear error instead of a failure to start.
+ *
+ * Any thread may open, close or list devices (the threading contract is in vk_internal.h):
+ * g_instance_lock guards the instance, its reference count and the list of open devices
+ * (and volk's instance-level function pointers, loaded when the instance is created; devices
+ * use those, never volkLoadDevice, so nothing global changes per device). The validation
+ * layer's callback may run on any thread, inside any Vulkan call, also one made under
+ * g_instance_lock: its counts have a lock of their own. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,24 +19,33 @@
 
 #include "vk_internal.h"
 
+#define VK_MAX_TRACKED 64 /* open devices finished at exit; more are only closed by kiln_close */
+
+static pthread_mutex_t g_instance_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_message_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static struct {
+    /* under g_instance_lock */
     int volk_ok;
     int refs;
     VkInstance instance;
     VkDebugUtilsMessengerEXT messenger;
     int validation; /* KILN_VK_VALIDATION set */
-    int fail;       /* KILN_VK_VALIDATION=fail */
-    int messages;   /* validation messages seen (errors and warnings) */
-    char first[400];
     int atexit_set;
-    vk_dev *open[64]; /* open devices, flushed at exit */
+    vk_dev *open[VK_MAX_TRACKED]; /* open devices, abandoned at exit */
     int n_open;
+    /* under g_message_lock */
+    int fail;     /* KILN_VK_VALIDATION=fail */
+    int messages; /* validation messages seen (errors and warnings) */
+    char first[400];
 } g_vk;
 
 void vk_track_device(vk_dev *d, int open) {
+    pthread_mutex_lock(&g_instance_lock);
     for (int i = 0; i < g_vk.n_open; i++)
         if (g_vk.open[i] == d) g_vk.open[i--] = g_vk.open[--g_vk.n_open];
-    if (open && g_vk.n_open < 64) g_vk.open[g_vk.n_open++] = d;
+    if (open && g_vk.n_open < VK_MAX_TRACKED) g_vk.open[g_vk.n_open++] = d;
+    pthread_mutex_unlock(&g_instance_lock);
 }
 
 int vk_min_limits_mode(void) {
@@ -54,20 +71,27 @@ static void lower_binding_range(vk_caps *c) {
 
 int vk_layers_requested(void) {
     const char *l = getenv("VK_INSTANCE_LAYERS");
-    return g_vk.validation || (l && *l);
+    pthread_mutex_lock(&g_instance_lock);
+    int validation = g_vk.validation;
+    pthread_mutex_unlock(&g_instance_lock);
+    return validation || (l && *l);
 }
 
 int vk_validation_failures(const char **first) {
-    if (first) *first = g_vk.first;
-    return g_vk.fail ? g_vk.messages : 0;
+    pthread_mutex_lock(&g_message_lock);
+    if (first) *first = g_vk.first; /* written once, with the first message */
+    int n = g_vk.fail ? g_vk.messages : 0;
+    pthread_mutex_unlock(&g_message_lock);
+    return n;
 }
 
 /* In fail mode a process that saw validation messages must not exit 0, even when every op
  * it ran returned success (a message can arrive during teardown). */
 static void validation_exit_check(void) {
-    if (g_vk.fail && g_vk.messages > 0) {
-        fprintf(stderr, "kiln: %d Vulkan validation message(s) (KILN_VK_VALIDATION=fail); first: %s\n",
-                g_vk.messages, g_vk.first);
+    const char *first;
+    int n = vk_validation_failures(&first);
+    if (n > 0) {
+        fprintf(stderr, "kiln: %d Vulkan validation message(s) (KILN_VK_VALIDATION=fail); first: %s\n", n, first);
         fflush(stderr);
         _exit(1);
     }
@@ -80,7 +104,13 @@ static void validation_exit_check(void) {
  * unsubmitted work is dropped: nothing can read its results any more. A later kiln_close
  * of such a context only frees host memory. */
 static void finish_at_exit(void) {
-    while (g_vk.n_open > 0) vk_abandon(g_vk.open[g_vk.n_open - 1]);
+    for (;;) {
+        pthread_mutex_lock(&g_instance_lock);
+        vk_dev *d = g_vk.n_open > 0 ? g_vk.open[g_vk.n_open - 1] : NULL;
+        pthread_mutex_unlock(&g_instance_lock);
+        if (!d) return;
+        vk_abandon(d); /* forgets it (vk_track_device) */
+    }
 }
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -96,7 +126,9 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverity
     const char *level = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
     const char *msg = data && data->pMessage ? data->pMessage : "(no message)";
     fprintf(stderr, "kiln: Vulkan validation %s: %s\n", level, msg);
+    pthread_mutex_lock(&g_message_lock);
     if (g_vk.messages++ == 0) snprintf(g_vk.first, sizeof g_vk.first, "%s", msg);
+    pthread_mutex_unlock(&g_message_lock);
     return VK_FALSE;
 }
 
@@ -123,6 +155,7 @@ static int has_instance_ext(const char *layer, const char *name) {
     return found;
 }
 
+/* Creates the instance (under g_instance_lock). */
 static kiln_status create_instance(void) {
     if (!g_vk.volk_ok) {
         if (volkInitialize() != VK_SUCCESS)
@@ -138,7 +171,9 @@ static kiln_status create_instance(void) {
 
     const char *val = getenv("KILN_VK_VALIDATION");
     g_vk.validation = val && *val && strcmp(val, "0") != 0;
+    pthread_mutex_lock(&g_message_lock);
     g_vk.fail = g_vk.validation && !strcmp(val, "fail");
+    pthread_mutex_unlock(&g_message_lock);
     const char *layers[1];
     uint32_t n_layers = 0;
     const char *exts[4];
@@ -216,22 +251,33 @@ static kiln_status create_instance(void) {
     return KILN_OK;
 }
 
-kiln_status vk_instance_acquire(VkInstance *out) {
-    if (g_vk.refs == 0) {
-        kiln_status s = create_instance();
-        if (s) return s;
+static kiln_status list_physical_devices(VkInstance inst, vk_physical **out, uint32_t *count);
+
+kiln_status vk_instance_open(VkInstance *inst, vk_physical **devs, uint32_t *count) {
+    pthread_mutex_lock(&g_instance_lock);
+    kiln_status s = g_vk.refs == 0 ? create_instance() : KILN_OK;
+    if (!s) g_vk.refs++;
+    VkInstance instance = g_vk.instance;
+    pthread_mutex_unlock(&g_instance_lock);
+    if (s) return s;
+    s = list_physical_devices(instance, devs, count);
+    if (s) {
+        vk_instance_release();
+        return s;
     }
-    g_vk.refs++;
-    *out = g_vk.instance;
+    *inst = instance;
     return KILN_OK;
 }
 
 void vk_instance_release(void) {
-    if (g_vk.refs <= 0 || --g_vk.refs > 0) return;
-    if (g_vk.messenger) vkDestroyDebugUtilsMessengerEXT(g_vk.instance, g_vk.messenger, NULL);
-    g_vk.messenger = VK_NULL_HANDLE;
-    vkDestroyInstance(g_vk.instance, NULL);
-    g_vk.instance = VK_NULL_HANDLE;
+    pthread_mutex_lock(&g_instance_lock);
+    if (g_vk.refs > 0 && --g_vk.refs == 0) {
+        if (g_vk.messenger) vkDestroyDebugUtilsMessengerEXT(g_vk.instance, g_vk.messenger, NULL);
+        g_vk.messenger = VK_NULL_HANDLE;
+        vkDestroyInstance(g_vk.instance, NULL);
+        g_vk.instance = VK_NULL_HANDLE;
+    }
+    pthread_mutex_unlock(&g_instance_lock);
 }
 
 kiln_status vk_result(VkResult r, const char *what) {
@@ -294,7 +340,8 @@ typedef PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR kiln_coopmat_query
 #define KILN_SCOPE_SUBGROUP VK_SCOPE_SUBGROUP_KHR
 #endif
 
-/* The cooperative-matrix GEMM uses 16x16x16 f16 x f16 -> f32 tiles in subgroup scope. */
+/* The cooperative-matrix GEMM uses KILN_ABI_VK_COOPMAT_TILE^3 f16 x f16 -> f32 tiles in
+ * subgroup scope. */
 static int coopmat_has_shape(VkInstance inst, VkPhysicalDevice pd) {
     kiln_coopmat_query_fn query = (kiln_coopmat_query_fn)(void *)vkGetInstanceProcAddr(
         inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
@@ -307,10 +354,10 @@ static int coopmat_has_shape(VkInstance inst, VkPhysicalDevice pd) {
         for (uint32_t i = 0; i < n; i++) p[i].sType = KILN_VK_STYPE_COOPMAT_PROPERTIES;
         if (query(pd, &n, p) == VK_SUCCESS)
             for (uint32_t i = 0; i < n && !found; i++)
-                found = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 &&
-                        (int)p[i].AType == KILN_COMPONENT_F16 && (int)p[i].BType == KILN_COMPONENT_F16 &&
-                        (int)p[i].CType == KILN_COMPONENT_F32 && (int)p[i].ResultType == KILN_COMPONENT_F32 &&
-                        (int)p[i].scope == KILN_SCOPE_SUBGROUP;
+                found = p[i].MSize == KILN_ABI_VK_COOPMAT_TILE && p[i].NSize == KILN_ABI_VK_COOPMAT_TILE &&
+                        p[i].KSize == KILN_ABI_VK_COOPMAT_TILE && (int)p[i].AType == KILN_COMPONENT_F16 &&
+                        (int)p[i].BType == KILN_COMPONENT_F16 && (int)p[i].CType == KILN_COMPONENT_F32 &&
+                        (int)p[i].ResultType == KILN_COMPONENT_F32 && (int)p[i].scope == KILN_SCOPE_SUBGROUP;
     }
     free(p);
     return found;
@@ -346,7 +393,7 @@ static void query_caps(VkInstance inst, vk_physical *p) {
 
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    kiln_coopmat_features cm = {KILN_VK_STYPE_COOPMAT_FEATURES, NULL, 0, 0};
+    kiln_coopmat_features cm = {.sType = KILN_VK_STYPE_COOPMAT_FEATURES};
     VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     feats.pNext = &s16;
     int has_f16 = api >= VK_API_VERSION_1_2 || has_device_ext(pd, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
@@ -446,7 +493,8 @@ static void lower_to_minimums(vk_caps *c) {
     c->texel_f16 = 0;
 }
 
-kiln_status vk_enumerate(VkInstance inst, vk_physical **out, uint32_t *count) {
+/* The physical devices, in the order `vulkan:N` counts them. */
+static kiln_status list_physical_devices(VkInstance inst, vk_physical **out, uint32_t *count) {
     *out = NULL;
     *count = 0;
     uint32_t n = 0;
@@ -502,7 +550,7 @@ int vk_pick_best(const vk_physical *devs, uint32_t count) {
     return best;
 }
 
-static const char *type_name(VkPhysicalDeviceType t) {
+static const char *vk_device_type_name(VkPhysicalDeviceType t) {
     switch (t) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
@@ -517,21 +565,16 @@ static const char *yes_no(int v) { return v ? "yes" : "no"; }
 kiln_status kiln_vulkan_list(void *out_file) {
     FILE *f = out_file;
     VkInstance inst;
-    kiln_status s = vk_instance_acquire(&inst);
-    if (s) return s;
     vk_physical *devs;
     uint32_t n;
-    s = vk_enumerate(inst, &devs, &n);
-    if (s) {
-        vk_instance_release();
-        return s;
-    }
+    kiln_status s = vk_instance_open(&inst, &devs, &n);
+    if (s) return s;
     int best = vk_pick_best(devs, n);
     for (uint32_t i = 0; i < n; i++) {
         const vk_physical *p = &devs[i];
         const vk_caps *c = &p->caps;
         uint32_t api = p->props.apiVersion;
-        fprintf(f, "vulkan:%u  %s  [%s%s]%s%s\n", i, p->props.deviceName, type_name(p->props.deviceType),
+        fprintf(f, "vulkan:%u  %s  [%s%s]%s%s\n", i, p->props.deviceName, vk_device_type_name(p->props.deviceType),
                 (int)i == best ? ", default" : "", p->unusable ? "  unusable: " : "", p->unusable ? p->unusable : "");
         /* memory the host can map in a device-local heap is the host's own (vk_memory.c) */
         int unified = 0;
@@ -548,10 +591,7 @@ kiln_status kiln_vulkan_list(void *out_file) {
                 p->driver_info[0] ? " (" : "", p->driver_info, p->driver_info[0] ? ")" : "",
                 VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api), VK_API_VERSION_PATCH(api),
                 (double)p->device_memory / (1024.0 * 1024.0 * 1024.0), used, c->subgroup_size);
-        int coop_built = 0;
-#ifdef KILN_VK_HAVE_COOPMAT_SHADER
-        coop_built = 1;
-#endif
+        int coop_built = vk_shader_built(VK_SHADER_gemm_coopmat);
         fprintf(f, "          16-bit storage %s, f16 arithmetic %s, subgroup arithmetic %s, cooperative matrix %s%s\n",
                 yes_no(c->storage16), yes_no(c->float16), yes_no(c->subgroup_arith), yes_no(c->coopmat),
                 c->coopmat && !coop_built ? " (not in this build: glslc lacks GL_KHR_cooperative_matrix)" : "");

@@ -6,6 +6,9 @@
  *   vk_memory.c    blocks, sub-allocation, staging, upload/download, deferred frees
  *   vk_commands.c  command recording, barriers, submission, completion
  *   vk_pipeline.c  shader modules, pipelines, descriptor sets, the on-disk pipeline cache
+ *   vk_shaders.c   the embedded modules by id (vk_shaders.h): their interfaces checked, the
+ *                  build of a kernel for a device and dtype (vk_variant)
+ *   vk_spirv.c     reflection of a module's bindings and push block
  *   vk_profile.c   GPU timestamps per kernel (KILN_VK_PROFILE=1)
  *   vk_backend.c   the kernel table and kiln_vulkan_open
  *   vk_<family>.c  the host side of each kernel family (push constants, grids, variants)
@@ -18,13 +21,37 @@
  * synchronization validation layer) reason about. A binding addresses at most
  * max_operand_bytes (maxStorageBufferRange less alignment); kernels that may meet a larger
  * tensor split their work (vk_split.c), and vk_dispatch refuses an operand that does not
- * fit. */
+ * fit.
+ *
+ * Kernel interface: a kernel's operands are bindings 0 .. <KERNEL>_OPS - 1, and its push
+ * block starts with their offsets, off[<KERNEL>_OPS] (shaders/push.h, included by the
+ * shader and by the host). The backend checks every embedded module against that when the
+ * first device opens, and vk_dispatch checks every launch against its module: a module or
+ * a launch that disagrees fails the launch with one error naming the shader (vk_shaders.c).
+ * Kinds, modes and tile sizes the host and the shaders share are engine/abi/kernel_abi.h's.
+ *
+ * Threading contract:
+ *  - A device (the vk_dev behind one kiln context) is used by one thread at a time: its
+ *    command recording, memory, hazard tracker and pipeline caches have no locks. Devices
+ *    may be used from different threads at once, one device per thread, two contexts on
+ *    the same physical device included.
+ *  - Opening and closing devices (kiln_vulkan_open, the table's close) and listing them
+ *    (kiln_vulkan_list) may happen on any thread, concurrently: the process-wide instance,
+ *    its reference count and the list of open devices are guarded by a mutex
+ *    (vk_instance.c); the embedded modules are checked once (pthread_once, vk_shaders.c).
+ *  - The validation layer may report from any thread: its message count is guarded too.
+ *  - Devices still open at process exit are abandoned, without Vulkan calls, by an atexit
+ *    handler: no other thread may be using one by then.
+ *  - Two devices of the same kind saving the on-disk pipeline cache at once write their own
+ *    temporary files; the last rename wins (vk_pipeline.c). */
 #ifndef KILN_VK_INTERNAL_H
 #define KILN_VK_INTERNAL_H
 
 #include "volk.h"
 
+#include "abi/kernel_abi.h"
 #include "core/internal.h"
+#include "vk_shaders.h"
 
 #define VK_MAX_OPERANDS 8 /* storage buffers one kernel binds */
 #define VK_MAX_SPEC 12    /* specialization constants one pipeline takes */
@@ -69,12 +96,13 @@ typedef struct vk_physical {
     const char *unusable;  /* why kiln cannot run on it, or NULL */
 } vk_physical;
 
-/* Takes a reference on the process-wide instance (creating it on first use). Fails with
- * KILN_ERR_NO_BACKEND and a one-line message when the loader or a driver is missing. */
-kiln_status vk_instance_acquire(VkInstance *out);
+/* Takes a reference on the process-wide instance (creating it on first use) and lists its
+ * physical devices, in the order `vulkan:N` counts them (*devs is freed by the caller).
+ * Fails with KILN_ERR_NO_BACKEND and a one-line message when the loader or a driver is
+ * missing, holding no reference then. */
+kiln_status vk_instance_open(VkInstance *inst, vk_physical **devs, uint32_t *count);
+/* Drops a reference taken by vk_instance_open; the last one destroys the instance. */
 void vk_instance_release(void);
-/* The physical devices, in the order `vulkan:N` counts them. *out is freed by the caller. */
-kiln_status vk_enumerate(VkInstance inst, vk_physical **out, uint32_t *count);
 /* The index of the best usable device (discrete > integrated > virtual > cpu), or -1. */
 int vk_pick_best(const vk_physical *devs, uint32_t count);
 /* 1 when KILN_VK_MIN_LIMITS asks to pretend the device has only Vulkan's minimums. */
@@ -150,7 +178,7 @@ typedef struct vk_access {
 /* ---- pipelines (vk_pipeline.c) ---- */
 
 typedef struct vk_pipeline {
-    const char *shader;
+    vk_shader_id shader;
     uint32_t spec[VK_MAX_SPEC];
     int n_spec, n_bindings;
     uint32_t texel_mask;
@@ -300,15 +328,19 @@ typedef struct vk_operand {
 } vk_operand;
 
 typedef struct vk_launch {
-    const char *shader;
+    vk_shader_id shader;
     uint32_t spec[VK_MAX_SPEC]; /* constant_id i = spec[i] */
     int n_spec;
     vk_operand ops[VK_MAX_OPERANDS];
-    int n_ops;
+    int n_ops;  /* the kernel's <KERNEL>_OPS: VK_OPS(push block) */
     void *push; /* at least n_ops words */
     uint32_t push_bytes;
     uint32_t groups[3];
 } vk_launch;
+/* The operand count of a launch with push block p: the length of its off[] (push.h). */
+#define VK_OPS(p) ((int)(sizeof((p).off) / sizeof((p).off[0])))
+/* Records the launch; KILN_ERR_ARGUMENT, naming the shader, when its operands differ from
+ * what the shader binds (vk_shader_check_launch). */
 kiln_status vk_dispatch(vk_dev *d, vk_launch *l);
 /* A launch over `items` work items, one per invocation of a 1-D workgroup whose size is
  * specialization constant 0 (vk_flat_wg). */
@@ -352,6 +384,7 @@ kiln_status vk_act_bwd(void *dev, const kiln_act_args *a);
 kiln_status vk_reduce(void *dev, const kiln_reduce_args *a);
 kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a);
 kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a);
+/* the norm_fwd, norm_bwd_dx and norm_bwd_params kernels (vk_norm.c); rms as kiln_norm_args */
 kiln_status vk_norm_fwd(void *dev, const kiln_norm_args *a);
 kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a);
 kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a);
@@ -416,21 +449,21 @@ kiln_status vk_gemm_coopmat(vk_dev *d, const kiln_gemm_args *a);
 
 /* Workgroup size for row-wise kernels (one row per workgroup), by device class. */
 uint32_t vk_row_wg(const vk_dev *d, int64_t cols);
-/* Shape of column-sum workgroups (sum_rows, layernorm_params): wx columns by wy row lanes. */
+/* Shape of column-sum workgroups (sum_rows, norm_bwd_params): wx columns by wy row lanes. */
 void vk_column_wg(const vk_dev *d, uint32_t *wx, uint32_t *wy);
 /* Workgroup size for flat elementwise kernels. */
 uint32_t vk_flat_wg(const vk_dev *d);
-/* The shader of kernel family `base` for this device and data type, written into name:
- * "<base>[_shared][_f16]" (shaders/variants.txt). "_shared" when `reduction` and the device
- * lacks subgroup arithmetic; "_f16" for f16 data, which needs 16-bit storage: without it
- * the kernel fails with KILN_ERR_UNSUPPORTED and a line naming the device (the backend's
- * supports_f16 says so up front). KILN_ERR_DTYPE for a dtype other than f32 and f16. */
-#define VK_SHADER_NAME 48
 /* KILN_OK when the device can take f16 data (16-bit storage), else that error. Every
  * kernel given f16 data checks it, so a device without f16 (supports_f16 = 0) refuses f16
  * everywhere, also where a kernel's packed-word f16 path would not need the feature. */
 kiln_status vk_require_f16(const vk_dev *d, const char *kernel);
-kiln_status vk_variant(const vk_dev *d, const char *base, int reduction, kiln_dtype dtype, char name[VK_SHADER_NAME]);
+/* The build of `kernel` for this device and data type (shaders/variants.txt,
+ * kiln_vk_variants): its "_shared" build where the device lacks subgroup arithmetic and the
+ * kernel has one; its "_f16" build for f16 data, which needs 16-bit storage: without it
+ * the kernel fails with KILN_ERR_UNSUPPORTED and a line naming the device (the backend's
+ * supports_f16 says so up front). KILN_ERR_DTYPE for a dtype other than f32 and f16
+ * (vk_shaders.c). */
+kiln_status vk_variant(const vk_dev *d, vk_shader_id kernel, kiln_dtype dtype, vk_shader_id *out);
 /* Bytes per element of a kernel's data operands (f32, f16 or i32). */
 static inline uint32_t vk_elem(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
 

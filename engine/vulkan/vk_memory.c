@@ -20,8 +20,6 @@
 #define VK_STD_BLOCK ((VkDeviceSize)64 << 20) /* standard block size, when the device allows it */
 #define VK_STAGE_FLUSH ((VkDeviceSize)256 << 20) /* staged bytes after which a batch is submitted */
 
-static VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
-
 static int find_type(const VkPhysicalDeviceMemoryProperties *mp, uint32_t bits, VkMemoryPropertyFlags want,
                      VkMemoryPropertyFlags avoid) {
     for (uint32_t i = 0; i < mp->memoryTypeCount; i++) {
@@ -248,7 +246,7 @@ static int block_empty(const vk_block *b) {
 }
 
 kiln_status vk_buf_alloc(vk_dev *d, vk_pool_kind pool, size_t bytes, kiln_buf **out) {
-    VkDeviceSize span = align_up(bytes ? bytes : 1, VK_ALIGN);
+    VkDeviceSize span = (VkDeviceSize)kiln_round_up((int64_t)(bytes ? bytes : 1), VK_ALIGN);
     if (span > d->table.max_buffer_bytes)
         return kiln_set_error(KILN_ERR_MEMORY, "vulkan: %zu bytes exceed the device's largest buffer (%zu bytes)", bytes,
                               d->table.max_buffer_bytes);
@@ -345,7 +343,7 @@ static kiln_status record_copy(vk_dev *d, vk_block *src, VkDeviceSize src_off, v
     vk_hazard_add(&h, src, src_off, bytes, 0);
     vk_hazard_add(&h, dst, dst_off, bytes, 1);
     vk_hazard_commit(d, cmd, &h);
-    VkBufferCopy region = {src_off, dst_off, bytes};
+    VkBufferCopy region = {.srcOffset = src_off, .dstOffset = dst_off, .size = bytes};
     vkCmdCopyBuffer(cmd, src->buffer, dst->buffer, 1, &region);
     return KILN_OK;
 }

@@ -3,13 +3,13 @@
 #include "push.h"
 #include "vk_internal.h"
 
-typedef struct { CLIP_PUSH } clip_push;
+typedef struct { CLIP_COEF_PUSH } clip_coef_push;
 typedef struct { ADAM_PUSH } adam_push;
 
 kiln_status vk_clip_coef(void *dev, const kiln_clip_args *a) {
     vk_dev *d = vk_of(dev);
-    clip_push p = {{0}, a->clip, a->unscale};
-    vk_launch l = {.shader = "clip_coef", .n_ops = 3, .push = &p, .push_bytes = sizeof p};
+    clip_coef_push p = {.clip = a->clip, .unscale = a->unscale};
+    vk_launch l = {.shader = VK_SHADER_clip_coef, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
     l.ops[0] = vk_in(a->sumsq, 1, 4);
     l.ops[1] = vk_out(a->coef, 1, 4);
     l.ops[2] = vk_out(a->norm, 1, 4);
@@ -22,11 +22,17 @@ kiln_status vk_adam(void *dev, const kiln_adam_args *a) {
     if (a->grad_dtype != KILN_F32 && a->grad_dtype != KILN_F16)
         return kiln_set_error(KILN_ERR_DTYPE, "adam: gradients must be f32 or f16, got %s", kiln_dtype_name(a->grad_dtype));
     if ((a->grad_dtype == KILN_F16 || vk_has(a->half_copy)) && vk_require_f16(d, "adam")) return kiln_error_status();
-    adam_push p = {{0},     vk_u32(a->n), (u32)(a->grad_dtype == KILN_F16),
-                   a->lr,   a->beta1,     a->beta2,
-                   a->eps,  a->weight_decay, a->bc1,
-                   a->bc2,  (u32)(a->decoupled != 0)};
-    vk_launch l = {.shader = "adam", .n_ops = 7, .push = &p, .push_bytes = sizeof p};
+    adam_push p = {.n = vk_u32(a->n),
+                   .grad_f16 = a->grad_dtype == KILN_F16,
+                   .lr = a->lr,
+                   .beta1 = a->beta1,
+                   .beta2 = a->beta2,
+                   .eps = a->eps,
+                   .weight_decay = a->weight_decay,
+                   .bc1 = a->bc1,
+                   .bc2 = a->bc2,
+                   .decoupled = a->decoupled != 0};
+    vk_launch l = {.shader = VK_SHADER_adam, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
     l.ops[0] = vk_out(a->param, a->n, 4);
     l.ops[1] = vk_in(a->grad, a->n, a->grad_dtype == KILN_F16 ? 2 : 4);
     l.ops[2] = vk_out(a->m, a->n, 4);

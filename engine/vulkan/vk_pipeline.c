@@ -5,6 +5,7 @@
  * Every pipeline with n storage buffers shares one pipeline layout: set 0 with bindings
  * 0..n-1 and a 128-byte push-constant range (the Vulkan minimum). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,21 +13,6 @@
 #include <unistd.h>
 
 #include "vk_internal.h"
-#include "vk_shaders.h"
-
-const kiln_vk_shader *vk_shader_find(const char *name) {
-    size_t lo = 0, hi = kiln_vk_shader_count;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(kiln_vk_shaders[mid].name, name);
-        if (c == 0) return &kiln_vk_shaders[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
 
 /* ---- the on-disk pipeline cache ---- */
 
@@ -43,7 +29,7 @@ static int mkdirs(char *path) {
 
 /* $XDG_CACHE_HOME/kiln/vulkan-<device uuid>-<driver uuid>.bin, else ~/.cache/kiln/...;
  * empty when neither is set or KILN_VK_PIPELINE_CACHE=0. */
-static void cache_path(vk_dev *d) {
+static void vk_pipeline_cache_path(vk_dev *d) {
     d->pcache_path[0] = 0;
     const char *off = getenv("KILN_VK_PIPELINE_CACHE");
     if (off && !strcmp(off, "0")) return;
@@ -93,15 +79,17 @@ static void *load_cache(vk_dev *d, size_t *size) {
 }
 
 /* Writes the cache atomically (temporary file, then rename). Failures are not errors: the
- * next run compiles again. */
+ * next run compiles again. Each save has a temporary file of its own, so two devices of
+ * one kind saving at once (threads) cannot interleave their bytes: the last rename wins. */
 void vk_pipeline_cache_save(vk_dev *d) {
+    static atomic_uint saves;
     if (!d->pcache || !d->pcache_dirty || !d->pcache_path[0]) return;
     size_t size = 0;
     if (vkGetPipelineCacheData(d->device, d->pcache, &size, NULL) != VK_SUCCESS || size == 0) return;
     void *data = malloc(size);
     if (!data) return;
     char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", d->pcache_path, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", d->pcache_path, (long)getpid(), atomic_fetch_add(&saves, 1));
     char dir[512];
     snprintf(dir, sizeof dir, "%s", d->pcache_path);
     FILE *f = NULL;
@@ -141,7 +129,7 @@ static kiln_status get_layout(vk_dev *d, int n, uint32_t texel_mask, vk_layout *
     lci.pBindings = bindings;
     VkResult r = vkCreateDescriptorSetLayout(d->device, &lci, NULL, &l->set);
     if (r != VK_SUCCESS) return vk_result(r, "vulkan: vkCreateDescriptorSetLayout");
-    VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VK_PUSH_BYTES};
+    VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = VK_PUSH_BYTES};
     VkPipelineLayoutCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     pci.setLayoutCount = 1;
     pci.pSetLayouts = &l->set;
@@ -160,7 +148,7 @@ static kiln_status get_layout(vk_dev *d, int n, uint32_t texel_mask, vk_layout *
 }
 
 kiln_status vk_pipelines_init(vk_dev *d) {
-    cache_path(d);
+    vk_pipeline_cache_path(d);
     size_t size;
     void *data = load_cache(d, &size);
     VkPipelineCacheCreateInfo cci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -193,14 +181,13 @@ void vk_pipelines_destroy(vk_dev *d) {
     d->pcache = VK_NULL_HANDLE;
 }
 
-static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint32_t *spec, int n_spec,
+static kiln_status get_pipeline(vk_dev *d, vk_shader_id shader, const uint32_t *spec, int n_spec,
                                 const vk_layout *layout, VkPipeline *out) {
     int n_bindings = layout->n;
     for (int i = 0; i < d->n_pipelines; i++) {
         vk_pipeline *p = &d->pipelines[i];
-        if (p->shader == sh->name && p->n_spec == n_spec && p->n_bindings == n_bindings &&
-            p->texel_mask == layout->texel_mask &&
-            !memcmp(p->spec, spec, (size_t)n_spec * sizeof *spec)) {
+        if (p->shader == shader && p->n_spec == n_spec && p->n_bindings == n_bindings &&
+            p->texel_mask == layout->texel_mask && !memcmp(p->spec, spec, (size_t)n_spec * sizeof *spec)) {
             *out = p->handle;
             return KILN_OK;
         }
@@ -212,6 +199,7 @@ static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint3
         d->pipelines = g;
         d->cap_pipelines = cap;
     }
+    const kiln_vk_shader *sh = &kiln_vk_shaders[shader];
     VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     mci.codeSize = sh->words * 4;
     mci.pCode = sh->code;
@@ -224,7 +212,8 @@ static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint3
         entries[i].offset = (uint32_t)(4 * i);
         entries[i].size = 4;
     }
-    VkSpecializationInfo si = {(uint32_t)n_spec, entries, (size_t)n_spec * 4, spec};
+    VkSpecializationInfo si = {
+        .mapEntryCount = (uint32_t)n_spec, .pMapEntries = entries, .dataSize = (size_t)n_spec * 4, .pData = spec};
     VkComputePipelineCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -237,7 +226,7 @@ static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint3
     vkDestroyShaderModule(d->device, module, NULL);
     if (r != VK_SUCCESS) return vk_result(r, "vulkan: creating the compute pipeline");
     vk_pipeline *p = &d->pipelines[d->n_pipelines++];
-    p->shader = sh->name;
+    p->shader = shader;
     memset(p->spec, 0, sizeof p->spec);
     memcpy(p->spec, spec, (size_t)n_spec * sizeof *spec);
     p->n_spec = n_spec;
@@ -252,23 +241,19 @@ static kiln_status get_pipeline(vk_dev *d, const kiln_vk_shader *sh, const uint3
 /* ---- dispatch ---- */
 
 vk_operand vk_in(kiln_ref r, int64_t count, uint32_t elem) {
-    vk_operand o = {r, (size_t)count * elem, elem, 0, 0};
-    return o;
+    return (vk_operand){.ref = r, .bytes = (size_t)count * elem, .elem = elem};
 }
 
 vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem) {
-    vk_operand o = {r, (size_t)count * elem, elem, 1, 0};
-    return o;
+    return (vk_operand){.ref = r, .bytes = (size_t)count * elem, .elem = elem, .write = 1};
 }
 
 vk_operand vk_texels(kiln_ref r, int64_t count) {
-    vk_operand o = {r, (size_t)count * 16, 16, 0, VK_TEXEL_F32};
-    return o;
+    return (vk_operand){.ref = r, .bytes = (size_t)count * 16, .elem = 16, .texel = VK_TEXEL_F32};
 }
 
 vk_operand vk_texels_f16(kiln_ref r, int64_t count) {
-    vk_operand o = {r, (size_t)count * 8, 8, 0, VK_TEXEL_F16};
-    return o;
+    return (vk_operand){.ref = r, .bytes = (size_t)count * 8, .elem = 8, .texel = VK_TEXEL_F16};
 }
 
 void vk_grid_1d(const vk_dev *d, uint64_t groups, uint32_t out[3]) {
@@ -287,24 +272,26 @@ void vk_grid_1d(const vk_dev *d, uint64_t groups, uint32_t out[3]) {
 kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
     kiln_status s = vk_health(d);
     if (s) return s;
-    const kiln_vk_shader *sh = vk_shader_find(l->shader);
-    if (!sh) return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan: shader '%s' is not in this build", l->shader);
+    uint32_t texel_mask = 0;
+    for (int i = 0; i < l->n_ops && i < VK_MAX_OPERANDS; i++)
+        if (l->ops[i].texel) texel_mask |= 1u << i;
+    if ((s = vk_shader_check_launch(l->shader, l->n_ops, texel_mask))) return s;
+    const char *name = kiln_vk_shaders[l->shader].name;
     if (l->push_bytes > VK_PUSH_BYTES || l->push_bytes < 4u * (uint32_t)l->n_ops)
-        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: bad push-constant size %u", l->shader, l->push_bytes);
+        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: bad push-constant size %u", name, l->push_bytes);
     for (int i = 0; i < 3; i++)
         if (l->groups[i] == 0 || l->groups[i] > d->caps.max_wg_count[i])
-            return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan: %s: %u workgroups along axis %d exceed the device's %u",
-                                  l->shader, l->groups[i], i, d->caps.max_wg_count[i]);
+            return kiln_set_error(KILN_ERR_UNSUPPORTED,
+                                  "vulkan: %s: %u workgroups along axis %d exceed the device's %u", name, l->groups[i],
+                                  i, d->caps.max_wg_count[i]);
     uint32_t *offsets = l->push;
     VkDescriptorBufferInfo infos[VK_MAX_OPERANDS];
     VkBufferView views[VK_MAX_OPERANDS];
-    uint32_t texel_mask = 0;
     vk_hazard_set h = {.n = 0};
     VkDeviceSize ssbo_align = d->caps.min_ssbo_align ? d->caps.min_ssbo_align : 1;
     VkDeviceSize texel_align = d->caps.min_texel_align > 16 ? d->caps.min_texel_align : 16;
     for (int i = 0; i < l->n_ops; i++) {
         const vk_operand *o = &l->ops[i];
-        if (o->texel) texel_mask |= 1u << i;
         if (!o->ref.buf) {
             /* An absent operand still needs a valid binding. Writable ones get a slot of their
              * own in the dummy block, tracked like any output, so that two dispatches never
@@ -323,8 +310,8 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         VkDeviceSize align = o->texel ? texel_align : ssbo_align;
         VkDeviceSize base = at / align * align;
         if ((at - base) % o->elem)
-            return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: operand %d at byte %llu is not a whole element",
-                                  l->shader, i, (unsigned long long)at);
+            return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %s: operand %d at byte %llu is not a whole element", name,
+                                  i, (unsigned long long)at);
         /* never empty; whole 32-bit words (shaders read f16 as packed words, so an odd
          * count of halves still needs its last word) or texels; never past the block */
         VkDeviceSize unit = o->texel ? o->elem : 4;
@@ -333,12 +320,12 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         /* kernels that may meet tensors larger than one binding split their work first
          * (vk_split.c); reaching here with one is a kernel that does not */
         if (o->texel ? (end - base) / unit > d->caps.max_texel_elements : end - base > d->caps.max_storage_range)
-            return kiln_set_error(KILN_ERR_UNSUPPORTED,
-                                  "vulkan: %s: operand %d spans %.1f KiB, more than one %s binding of %s addresses "
-                                  "(%.1f KiB); this kernel does not split its work: use smaller tensors",
-                                  l->shader, i, (double)(end - base) / 1024.0, o->texel ? "texel" : "storage", d->name,
-                                  (double)(o->texel ? (uint64_t)d->caps.max_texel_elements * unit : d->caps.max_storage_range) /
-                                      1024.0);
+            return kiln_set_error(
+                KILN_ERR_UNSUPPORTED,
+                "vulkan: %s: operand %d spans %.1f KiB, more than one %s binding of %s addresses "
+                "(%.1f KiB); this kernel does not split its work: use smaller tensors",
+                name, i, (double)(end - base) / 1024.0, o->texel ? "texel" : "storage", d->name,
+                (double)(o->texel ? (uint64_t)d->caps.max_texel_elements * unit : d->caps.max_storage_range) / 1024.0);
         infos[i].buffer = blk->buffer;
         infos[i].offset = base;
         infos[i].range = end - base;
@@ -350,7 +337,7 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
     VkDescriptorSet set = VK_NULL_HANDLE;
     VkCommandBuffer cmd = VK_NULL_HANDLE;
     if ((s = get_layout(d, l->n_ops, texel_mask, &layout))) return s;
-    if ((s = get_pipeline(d, sh, l->spec, l->n_spec, layout, &pipe))) return s;
+    if ((s = get_pipeline(d, l->shader, l->spec, l->n_spec, layout, &pipe))) return s;
     if ((s = vk_cmd(d, &cmd))) return s;
     if ((s = vk_batch_dset(d, layout->set, &set))) return s;
     VkWriteDescriptorSet writes[VK_MAX_OPERANDS];
@@ -382,7 +369,7 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout->pipe, 0, 1, &set, 0, NULL);
     vkCmdPushConstants(cmd, layout->pipe, VK_SHADER_STAGE_COMPUTE_BIT, 0, l->push_bytes, l->push);
     vk_batch *b = &d->ring[d->cur];
-    int timed = d->profile && vk_profile_begin(d, b, cmd, sh->name) == KILN_OK;
+    int timed = d->profile && vk_profile_begin(d, b, cmd, name) == KILN_OK;
     vkCmdDispatch(cmd, l->groups[0], l->groups[1], l->groups[2]);
     if (timed) vk_profile_end(d, b, cmd);
     return vk_command_done(d);

@@ -118,14 +118,20 @@ kiln_status vk_probe_fma(void *dev, kiln_probe_fma_args *a) {
      * only enough workgroups for its threads. */
     if (a->items <= 0) a->items = d->dclass == VK_CLASS_CPU ? (int64_t)1 << 14 : (int64_t)1 << 20;
     if (a->items > UINT32_MAX) return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: %lld FMA items", (long long)a->items);
-    a->chains = 12 / a->width; /* shaders/probe_fma.comp */
+    a->chains = KILN_ABI_VK_PROBE_FMA_ACCUMULATORS / a->width; /* shaders/probe_fma.comp */
     kiln_ref out = a->out;
     if (!vk_has(out) && (s = vk_scratch(d, (size_t)a->items * 4, &out))) return s;
-    char shader[32] = "probe_fma";
-    if (a->dtype == KILN_F16 || a->width > 1)
-        snprintf(shader, sizeof shader, "probe_fma_%sx%d", kiln_dtype_name(a->dtype), a->width);
-    probe_fma_push p = {{0}, (uint32_t)a->items, (uint32_t)a->iters, a->mul, a->add};
-    vk_launch l = {.shader = shader, .n_ops = 1, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+    /* the builds of probe_fma.comp (shaders/variants.txt) by [f16][width 1, 2, 4] */
+    static const vk_shader_id builds[2][3] = {
+        {VK_SHADER_probe_fma, VK_SHADER_probe_fma_f32x2, VK_SHADER_probe_fma_f32x4},
+        {VK_SHADER_probe_fma_f16x1, VK_SHADER_probe_fma_f16x2, VK_SHADER_probe_fma_f16x4},
+    };
+    probe_fma_push p = {.items = (uint32_t)a->items, .iters = (uint32_t)a->iters, .mul = a->mul, .add = a->add};
+    vk_launch l = {.shader = builds[a->dtype == KILN_F16][a->width / 2],
+                   .n_ops = VK_OPS(p),
+                   .push = &p,
+                   .push_bytes = sizeof p,
+                   .n_spec = 1};
     uint32_t wg = 64;
     while (wg > d->caps.max_wg_invocations) wg /= 2;
     l.spec[0] = wg;
@@ -151,8 +157,9 @@ kiln_status vk_probe_copy(void *dev, const kiln_probe_copy_args *a) {
     kiln_status s = KILN_OK;
     for (size_t at = 0; !s && at < a->bytes; at += piece) {
         size_t bytes = a->bytes - at < piece ? a->bytes - at : piece;
-        probe_copy_push p = {{0}, (uint32_t)(bytes / 16)};
-        vk_launch l = {.shader = "probe_copy", .n_ops = 2, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        probe_copy_push p = {.n = (uint32_t)(bytes / 16)};
+        vk_launch l = {
+            .shader = VK_SHADER_probe_copy, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
         l.spec[0] = wg;
         l.ops[0] = vk_in(vk_ref_at(a->src, (int64_t)at), (int64_t)(bytes / 16), 16);
         l.ops[1] = vk_out(vk_ref_at(a->dst, (int64_t)at), (int64_t)(bytes / 16), 16);
@@ -167,8 +174,8 @@ kiln_status vk_probe_copy(void *dev, const kiln_probe_copy_args *a) {
 kiln_status vk_probe_dispatch(void *dev, const kiln_probe_dispatch_args *a) {
     vk_dev *d = vk_of(dev);
     for (int i = 0; i < a->count; i++) {
-        probe_dispatch_push p = {{0}};
-        vk_launch l = {.shader = "probe_dispatch", .n_ops = 1, .push = &p, .push_bytes = sizeof p};
+        probe_dispatch_push p = {.off = {0}};
+        vk_launch l = {.shader = VK_SHADER_probe_dispatch, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
         l.ops[0] = vk_out(a->counter, 1, 4);
         l.ops[0].write = 1;
         l.groups[0] = l.groups[1] = l.groups[2] = 1;

@@ -7,7 +7,6 @@
 
 #include "vk_internal.h"
 
-
 kiln_status vk_profile_begin(vk_dev *d, vk_batch *b, VkCommandBuffer cmd, const char *name) {
     if (!b->queries) {
         VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
@@ -67,7 +66,8 @@ void vk_profile_collect(vk_dev *d, vk_batch *b) {
     b->n_queries = 0;
 }
 
-static int by_time(const void *a, const void *b) {
+/* qsort order of kernel times: the longest first */
+static int longest_first(const void *a, const void *b) {
     double x = ((const vk_kernel_time *)a)->ms, y = ((const vk_kernel_time *)b)->ms;
     return x < y ? 1 : x > y ? -1 : 0;
 }
@@ -78,7 +78,7 @@ void vk_profile_report(vk_dev *d) {
         fprintf(stderr, "kiln: KILN_VK_PROFILE: no timed dispatches on %s\n", d->name);
         return;
     }
-    qsort(d->times, (size_t)d->n_times, sizeof *d->times, by_time);
+    qsort(d->times, (size_t)d->n_times, sizeof *d->times, longest_first);
     double total = 0;
     for (int i = 0; i < d->n_times; i++) total += d->times[i].ms;
     fprintf(stderr, "kiln: GPU time per kernel on %s (KILN_VK_PROFILE)\n", d->name);

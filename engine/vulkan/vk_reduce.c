@@ -7,14 +7,12 @@
 typedef struct { REDUCE_PUSH } reduce_push;
 typedef struct { ENTROPY_BWD_PUSH } entropy_bwd_push;
 
-enum { KIND_SUM = 0, KIND_SQUARES = 1, KIND_PLOGP = 2 };
-
 /* x (f32 or f16) viewed as [outer, segs, inner]; out[s] (f32) = scale * sum (or += when
- * accumulate). */
+ * accumulate) of each element, its square or p log p (kind KILN_ABI_VK_REDUCE_*). */
 static kiln_status segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t outer, int64_t segs,
                              int64_t inner, uint32_t kind, float scale, int accumulate) {
-    char shader[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "reduce", 1, dtype, shader);
+    vk_shader_id shader;
+    kiln_status s = vk_variant(d, VK_SHADER_reduce, dtype, &shader);
     if (s) return s;
     uint32_t wg = vk_row_wg(d, outer * inner);
     uint64_t per_seg = (uint64_t)(outer * inner);
@@ -24,10 +22,17 @@ static kiln_status segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref o
     if (groups > want) groups = want;
     if (groups < 1) groups = 1;
     if (groups * (uint64_t)segs > d->caps.max_wg_count[0]) groups = 1;
-    kiln_ref partial = {0, 0};
+    kiln_ref partial = {.buf = NULL};
     if (groups > 1 && (s = vk_scratch(d, (size_t)(groups * (uint64_t)segs) * 4, &partial))) return s;
-    reduce_push p = {{0}, vk_u32(outer), vk_u32(segs), vk_u32(inner), kind, 0, (u32)groups, scale, (u32)accumulate};
-    vk_launch l = {.shader = shader, .n_ops = 3, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+    reduce_push p = {.outer = vk_u32(outer),
+                     .segs = vk_u32(segs),
+                     .inner = vk_u32(inner),
+                     .kind = kind,
+                     .pass = KILN_ABI_VK_REDUCE_PASS_PARTIAL,
+                     .groups = (u32)groups,
+                     .scale = scale,
+                     .accumulate = (u32)accumulate};
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = wg;
     l.ops[0] = vk_in(x, outer * segs * inner, vk_elem(dtype));
     l.ops[1] = vk_out(partial, (int64_t)groups * segs, 4);
@@ -38,7 +43,7 @@ static kiln_status segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref o
     l.groups[2] = 1;
     s = vk_dispatch(d, &l);
     if (!s && groups > 1) {
-        p.pass = 1;
+        p.pass = KILN_ABI_VK_REDUCE_PASS_TOTAL;
         l.ops[0] = vk_in(partial, (int64_t)groups * segs, 4); /* unused in pass 1 */
         l.ops[1] = vk_in(partial, (int64_t)groups * segs, 4);
         l.groups[0] = vk_u32(segs);
@@ -51,31 +56,34 @@ static kiln_status segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref o
 
 kiln_status vk_reduce_sum(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t n, int square, float scale,
                           int accumulate) {
-    return segmented(d, x, dtype, out, 1, 1, n, square ? KIND_SQUARES : KIND_SUM, scale, accumulate);
+    return segmented(d, x, dtype, out, 1, 1, n, square ? KILN_ABI_VK_REDUCE_SQUARES : KILN_ABI_VK_REDUCE_SUM, scale,
+                     accumulate);
 }
 
 kiln_status vk_reduce(void *dev, const kiln_reduce_args *a) {
     vk_dev *d = vk_of(dev);
-    if (a->square) return segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KIND_SQUARES, 1.0f, 1);
-    return segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KIND_SUM, a->alpha, 0);
+    if (a->square) return segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KILN_ABI_VK_REDUCE_SQUARES, 1.0f, 1);
+    return segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KILN_ABI_VK_REDUCE_SUM, a->alpha, 0);
 }
 
 kiln_status vk_entropy_fwd(void *dev, const kiln_entropy_args *a) {
     vk_dev *d = vk_of(dev);
     float scale = (float)(-1.0 / (double)(a->batch * a->tq));
-    return segmented(d, a->p, a->dtype, a->out, a->batch, a->heads, a->tq * a->tk, KIND_PLOGP, scale, 0);
+    return segmented(d, a->p, a->dtype, a->out, a->batch, a->heads, a->tq * a->tk, KILN_ABI_VK_REDUCE_PLOGP, scale, 0);
 }
 
 kiln_status vk_entropy_bwd(void *dev, const kiln_entropy_args *a) {
     vk_dev *d = vk_of(dev);
-    char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "entropy_bwd", 0, a->dtype, name);
+    vk_shader_id shader;
+    kiln_status s = vk_variant(d, VK_SHADER_entropy_bwd, a->dtype, &shader);
     if (s) return s;
     uint32_t es = vk_elem(a->dtype);
     int64_t n = a->batch * a->heads * a->tq * a->tk;
-    entropy_bwd_push p = {{0}, vk_u32(n), vk_u32(a->heads), vk_u32(a->tq * a->tk),
-                          (float)(-1.0 / (double)(a->batch * a->tq))};
-    vk_launch l = {.shader = name, .n_ops = 3, .push = &p, .push_bytes = sizeof p};
+    entropy_bwd_push p = {.n = vk_u32(n),
+                          .heads = vk_u32(a->heads),
+                          .inner = vk_u32(a->tq * a->tk),
+                          .scale = (float)(-1.0 / (double)(a->batch * a->tq))};
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
     l.ops[0] = vk_in(a->p, n, es);
     l.ops[1] = vk_in(a->dout, a->heads, 4);
     l.ops[2] = vk_out(a->dp, n, es);

@@ -8,10 +8,10 @@
 typedef struct { SOFTMAX_FWD_PUSH } softmax_fwd_push;
 typedef struct { SOFTMAX_BWD_PUSH } softmax_bwd_push;
 
-typedef kiln_status (*slab_fn)(vk_dev *d, const kiln_softmax_args *a, const char *shader);
+typedef kiln_status (*slab_fn)(vk_dev *d, const kiln_softmax_args *a, vk_shader_id shader);
 
 /* Runs one() over pieces of whole slabs that fit one binding. */
-static kiln_status in_slabs(vk_dev *d, const kiln_softmax_args *a, const char *shader, slab_fn one) {
+static kiln_status in_slabs(vk_dev *d, const kiln_softmax_args *a, vk_shader_id shader, slab_fn one) {
     int64_t slab = a->tq * a->tk, slab_bytes = slab * vk_elem(a->dtype), per_batch;
     kiln_status s = vk_rows_per_piece(d, a->heads, slab_bytes, &per_batch);
     if (s) return s;
@@ -39,12 +39,17 @@ static kiln_status in_slabs(vk_dev *d, const kiln_softmax_args *a, const char *s
     return s;
 }
 
-static kiln_status fwd_slabs(vk_dev *d, const kiln_softmax_args *a, const char *name) {
+static kiln_status fwd_slabs(vk_dev *d, const kiln_softmax_args *a, vk_shader_id shader) {
     uint32_t es = vk_elem(a->dtype);
     int64_t rows = a->batch * a->heads * a->tq, n = rows * a->tk;
-    softmax_fwd_push p = {{0}, vk_u32(a->batch), vk_u32(a->heads), vk_u32(a->tq), vk_u32(a->tk), a->scale,
-                          1.0f / a->temperature, (u32)(a->causal != 0)};
-    vk_launch l = {.shader = name, .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+    softmax_fwd_push p = {.batch = vk_u32(a->batch),
+                          .heads = vk_u32(a->heads),
+                          .tq = vk_u32(a->tq),
+                          .tk = vk_u32(a->tk),
+                          .scale = a->scale,
+                          .inv_temp = 1.0f / a->temperature,
+                          .causal = a->causal != 0};
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_row_wg(d, a->tk);
     l.ops[0] = vk_in(a->x, n, es);
     l.ops[1] = vk_in(a->add, n, es);
@@ -56,17 +61,18 @@ static kiln_status fwd_slabs(vk_dev *d, const kiln_softmax_args *a, const char *
 
 kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a) {
     vk_dev *d = vk_of(dev);
-    char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "softmax_fwd", 1, a->dtype, name);
-    return s ? s : in_slabs(d, a, name, fwd_slabs);
+    vk_shader_id shader;
+    kiln_status s = vk_variant(d, VK_SHADER_softmax_fwd, a->dtype, &shader);
+    return s ? s : in_slabs(d, a, shader, fwd_slabs);
 }
 
-static kiln_status bwd_slabs(vk_dev *d, const kiln_softmax_args *a, const char *name) {
+static kiln_status bwd_slabs(vk_dev *d, const kiln_softmax_args *a, vk_shader_id shader) {
     uint32_t es = vk_elem(a->dtype);
     int64_t rows = a->batch * a->heads * a->tq, n = rows * a->tk;
     float inv_temp = 1.0f / a->temperature;
-    softmax_bwd_push p = {{0}, vk_u32(rows), vk_u32(a->tk), a->scale * inv_temp, inv_temp};
-    vk_launch l = {.shader = name, .n_ops = 4, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+    softmax_bwd_push p = {
+        .rows = vk_u32(rows), .tk = vk_u32(a->tk), .dx_scale = a->scale * inv_temp, .dadd_scale = inv_temp};
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_row_wg(d, a->tk);
     l.ops[0] = vk_in(a->y, n, es);
     l.ops[1] = vk_in(a->dy, n, es);
@@ -79,7 +85,7 @@ static kiln_status bwd_slabs(vk_dev *d, const kiln_softmax_args *a, const char *
 kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a) {
     vk_dev *d = vk_of(dev);
     if (!vk_has(a->dx) && !vk_has(a->dadd)) return KILN_OK;
-    char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "softmax_bwd", 1, a->dtype, name);
-    return s ? s : in_slabs(d, a, name, bwd_slabs);
+    vk_shader_id shader;
+    kiln_status s = vk_variant(d, VK_SHADER_softmax_bwd, a->dtype, &shader);
+    return s ? s : in_slabs(d, a, shader, bwd_slabs);
 }

@@ -14,9 +14,9 @@ typedef struct { XENT_BWD_PUSH } xent_bwd_push;
 
 kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
     vk_dev *d = vk_of(dev);
-    char name[VK_SHADER_NAME], name2[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "xent_fwd", 1, a->dtype, name);
-    if (!s) s = vk_variant(d, "xent_sum", 1, KILN_F32, name2); /* f32 row losses */
+    vk_shader_id rows_shader, sum_shader;
+    kiln_status s = vk_variant(d, VK_SHADER_xent_fwd, a->dtype, &rows_shader);
+    if (!s) s = vk_variant(d, VK_SHADER_xent_sum, KILN_F32, &sum_shader); /* f32 row losses */
     if (s) return s;
     uint32_t es = vk_elem(a->dtype);
     int64_t piece;
@@ -25,8 +25,9 @@ kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
     if ((s = vk_scratch(d, (size_t)a->rows * 8, &rows_ref))) return s;
     for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece) {
         int64_t rn = a->rows - r0 < piece ? a->rows - r0 : piece;
-        xent_fwd_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), a->smoothing, a->ignore_index};
-        vk_launch l = {.shader = name, .n_ops = 5, .push = &p, .push_bytes = sizeof p, .n_spec = 1};
+        xent_fwd_push p = {
+            .rows = vk_u32(rn), .vocab = vk_u32(a->vocab), .smoothing = a->smoothing, .ignore_index = a->ignore_index};
+        vk_launch l = {.shader = rows_shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
         l.spec[0] = vk_row_wg(d, a->vocab);
         l.ops[0] = vk_in(vk_ref_at(a->logits, r0 * a->vocab * es), rn * a->vocab, es);
         l.ops[1] = vk_in(vk_ref_at(a->targets, r0 * 4), rn, 4);
@@ -37,8 +38,8 @@ kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
         s = vk_dispatch(d, &l);
     }
     if (!s) {
-        xent_sum_push q = {{0}, vk_u32(a->rows)};
-        vk_launch m = {.shader = name2, .n_ops = 3, .push = &q, .push_bytes = sizeof q, .n_spec = 1};
+        xent_sum_push q = {.rows = vk_u32(a->rows)};
+        vk_launch m = {.shader = sum_shader, .n_ops = VK_OPS(q), .push = &q, .push_bytes = sizeof q, .n_spec = 1};
         m.spec[0] = vk_row_wg(d, a->rows);
         m.ops[0] = vk_in(rows_ref, 2 * a->rows, 4);
         m.ops[1] = vk_out(a->loss, 1, 4);
@@ -52,16 +53,17 @@ kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
 
 kiln_status vk_xent_bwd(void *dev, const kiln_xent_args *a) {
     vk_dev *d = vk_of(dev);
-    char name[VK_SHADER_NAME];
-    kiln_status s = vk_variant(d, "xent_bwd", 0, a->dtype, name);
+    vk_shader_id shader;
+    kiln_status s = vk_variant(d, VK_SHADER_xent_bwd, a->dtype, &shader);
     if (s) return s;
     uint32_t es = vk_elem(a->dtype);
     int64_t piece;
     if ((s = vk_rows_per_piece(d, a->rows, a->vocab * es, &piece))) return s;
     for (int64_t r0 = 0; !s && r0 < a->rows; r0 += piece) {
         int64_t rn = a->rows - r0 < piece ? a->rows - r0 : piece, n = rn * a->vocab;
-        xent_bwd_push p = {{0}, vk_u32(rn), vk_u32(a->vocab), a->smoothing, a->ignore_index};
-        vk_launch l = {.shader = name, .n_ops = 6, .push = &p, .push_bytes = sizeof p};
+        xent_bwd_push p = {
+            .rows = vk_u32(rn), .vocab = vk_u32(a->vocab), .smoothing = a->smoothing, .ignore_index = a->ignore_index};
+        vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
         l.ops[0] = vk_in(vk_ref_at(a->logits, r0 * a->vocab * es), n, es);
         l.ops[1] = vk_in(vk_ref_at(a->targets, r0 * 4), rn, 4);
         l.ops[2] = vk_in(vk_ref_at(a->lse, r0 * 4), rn, 4);

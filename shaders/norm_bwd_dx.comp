@@ -1,18 +1,12 @@
-// LayerNorm / RMSNorm backward, the input gradient (kiln_norm_args), one workgroup per row:
+// norm_bwd_dx: LayerNorm / RMSNorm backward, the input gradient (kiln_norm_args), one
+// workgroup per row:
 //   xhat = (x - mean) * rstd, g = dy * weight
 //   LayerNorm: dx += rstd * (g - mean(g) - xhat * mean(g * xhat))
-//   RMSNorm:   dx += rstd * (g - xhat * mean(g * xhat))   (no mean; rms != 0)
-// The weight and bias gradients are layernorm_params.comp. x, weight, dy and dx are data_t
+//   RMSNorm:   dx += rstd * (g - xhat * mean(g * xhat))   (no mean; rms = KILN_ABI_NORM_RMS)
+// The weight and bias gradients are norm_bwd_params.comp. x, weight, dy and dx are data_t
 // (f32, or f16 in the _f16 build); mean and rstd are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#ifndef KILN_NO_SUBGROUP
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer X { data_t x[]; };
@@ -21,14 +15,14 @@ layout(std430, binding = 2) readonly buffer Mean { float mean_in[]; };
 layout(std430, binding = 3) readonly buffer Rstd { float rstd_in[]; };
 layout(std430, binding = 4) readonly buffer DY { data_t dy[]; };
 layout(std430, binding = 5) buffer DX { data_t dx[]; };
-layout(push_constant) uniform Push { NORM_BWD_PUSH } pc;
+layout(push_constant) uniform Push { NORM_BWD_DX_PUSH } pc;
 
 void main() {
     uint r = kiln_group_id();
     if (r >= pc.rows) return;
     uint l = gl_LocalInvocationID.x, cols = pc.cols;
     uint xo = pc.off[0] + r * cols, dyo = pc.off[4] + r * cols, dxo = pc.off[5] + r * cols;
-    float m = pc.rms != 0u ? 0.0 : mean_in[pc.off[2] + r];
+    float m = pc.rms != KILN_ABI_NORM_LAYER ? 0.0 : mean_in[pc.off[2] + r];
     float rs = rstd_in[pc.off[3] + r];
     bool hw = kiln_has(pc.off[1]);
     float sg = 0.0, sgx = 0.0;
@@ -37,7 +31,7 @@ void main() {
         sg += g;
         sgx += g * ((LD(x[xo + j]) - m) * rs);
     }
-    float mean_g = pc.rms != 0u ? 0.0 : kiln_wg_sum(sg) / float(cols);
+    float mean_g = pc.rms != KILN_ABI_NORM_LAYER ? 0.0 : kiln_wg_sum(sg) / float(cols);
     float mean_gx = kiln_wg_sum(sgx) / float(cols);
     for (uint j = l; j < cols; j += WG) {
         float g = hw ? LD(dy[dyo + j]) * LD(w[pc.off[1] + j]) : LD(dy[dyo + j]);

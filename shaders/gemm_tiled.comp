@@ -1,5 +1,5 @@
-// GEMM for GPUs (kiln_gemm_args): C[b] = alpha op(A[b]) op(B[b]) + beta C[b] (+ bias[n]),
-// f32 or f16 (packed words) inputs, f32 accumulation and output, any M, N, K.
+// gemm_tiled: GEMM for GPUs (kiln_gemm_args), C[b] = alpha op(A[b]) op(B[b]) + beta C[b]
+// (+ bias[n]), f32 or f16 (packed words) inputs, f32 accumulation and output, any M, N, K.
 //
 // A workgroup of WX x WY invocations computes a BM x BN tile of C (BM = WY * TM,
 // BN = WX * TN), each invocation a TM x TN register block. Per step of BK along K the
@@ -31,7 +31,7 @@ layout(std430, binding = 0) readonly buffer A { uint a[]; };
 layout(std430, binding = 1) readonly buffer B { uint b[]; };
 layout(std430, binding = 2) buffer C { float c[]; };
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };
-layout(push_constant) uniform Push { GEMM_PUSH } pc;
+layout(push_constant) uniform Push { GEMM_TILED_PUSH } pc;
 
 shared float As[BK * BM];
 shared float Bs[BK * BN];

@@ -1,4 +1,4 @@
-// LayerNorm / RMSNorm backward, the parameter gradients (kiln_norm_args):
+// norm_bwd_params: LayerNorm / RMSNorm backward, the parameter gradients (kiln_norm_args):
 //   dweight[j] += sum_r dy * xhat,  dbias[j] += sum_r dy   (each optional)
 // A workgroup owns WX columns; its WY rows of invocations take strided row subsets and
 // meet in shared memory in a fixed order. x, dy, dweight and dbias are data_t (f32, or f16
@@ -17,7 +17,7 @@ layout(std430, binding = 2) readonly buffer Rstd { float rstd_in[]; };
 layout(std430, binding = 3) readonly buffer DY { data_t dy[]; };
 layout(std430, binding = 4) buffer DW { data_t dw[]; };
 layout(std430, binding = 5) buffer DB { data_t db[]; };
-layout(push_constant) uniform Push { NORM_COLS_PUSH } pc;
+layout(push_constant) uniform Push { NORM_BWD_PARAMS_PUSH } pc;
 
 shared float part_w[WY][WX];
 shared float part_b[WY][WX];
@@ -28,7 +28,7 @@ void main() {
     float aw = 0.0, ab = 0.0;
     if (j < pc.cols) {
         for (uint r = ly; r < pc.rows; r += WY) {
-            float m = pc.rms != 0u ? 0.0 : mean_in[pc.off[1] + r];
+            float m = pc.rms != KILN_ABI_NORM_LAYER ? 0.0 : mean_in[pc.off[1] + r];
             float rs = rstd_in[pc.off[2] + r];
             float g = LD(dy[pc.off[3] + r * pc.cols + j]);
             aw += g * ((LD(x[pc.off[0] + r * pc.cols + j]) - m) * rs);

@@ -1,18 +1,11 @@
-// LayerNorm / RMSNorm forward (kiln_norm_args), one workgroup per row:
+// norm_fwd: LayerNorm / RMSNorm forward (kiln_norm_args), one workgroup per row:
 //   LayerNorm: mean, var = mean((x - mean)^2) (two passes: no cancellation),
 //              y = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps)
-//   RMSNorm (rms != 0): rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * weight
+//   RMSNorm (rms = KILN_ABI_NORM_RMS): rstd = 1 / sqrt(mean(x^2) + eps), y = x * rstd * weight
 // weight, bias, mean and rstd are optional. x, weight, bias and y are data_t (f32, or f16
 // in the _f16 build); mean and rstd are f32.
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#ifndef KILN_NO_SUBGROUP
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#endif
-#include "common.glsl"
-
-layout(constant_id = 0) const uint WG = 64;
-layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer X { data_t x[]; };
@@ -29,7 +22,7 @@ void main() {
     uint l = gl_LocalInvocationID.x, cols = pc.cols;
     uint xo = pc.off[0] + r * cols, yo = pc.off[3] + r * cols;
     float m = 0.0, var;
-    if (pc.rms == 0u) {
+    if (pc.rms == KILN_ABI_NORM_LAYER) {
         float s = 0.0;
         for (uint j = l; j < cols; j += WG) s += LD(x[xo + j]);
         m = kiln_wg_sum(s) / float(cols);
