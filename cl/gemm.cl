@@ -1,7 +1,7 @@
 /* GEMM: C[b] = alpha op(A[b]) op(B[b]) + beta C[b] (+ bias[n]), f32 or f16 inputs, f32
  * accumulation, f32 or f16 output.
  *
- * Three variants (engine/opencl/cl_ops_gemm.c picks one; cl_gemm_tuning.c holds the sizes):
+ * Three variants (engine/opencl/cl_gemm.c picks one; cl_gemm_tuning.c holds the sizes):
  *   gemm_direct   one work-item per element of C, reading A and B in place: tiny products,
  *                 where packing would cost more launches than the product itself.
  *   gemm_cpu      CPU devices (PoCL): a register-blocked micro-kernel in the BLIS style. One

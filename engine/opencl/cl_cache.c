@@ -64,7 +64,7 @@ static int cache_dir(char *buf, size_t size, int create) {
     return 1;
 }
 
-static int cache_path(char *buf, size_t size, uint64_t key, const char *family, int create) {
+static int binary_cache_path(char *buf, size_t size, uint64_t key, const char *family, int create) {
     char dir[1024];
     if (!cache_dir(dir, sizeof dir, create)) return 0;
     int n = snprintf(buf, size, "%s/%s-%016llx.bin", dir, family, (unsigned long long)key);
@@ -73,7 +73,7 @@ static int cache_path(char *buf, size_t size, uint64_t key, const char *family, 
 
 unsigned char *cl_cache_read(uint64_t key, const char *family, size_t *size) {
     char path[1200];
-    if (!cache_enabled() || !cache_path(path, sizeof path, key, family, 0)) return NULL;
+    if (!cache_enabled() || !binary_cache_path(path, sizeof path, key, family, 0)) return NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     cache_header h;
@@ -93,7 +93,7 @@ unsigned char *cl_cache_read(uint64_t key, const char *family, size_t *size) {
 
 void cl_cache_write(uint64_t key, const char *family, const unsigned char *data, size_t size) {
     char path[1200], tmp[1300];
-    if (!cache_enabled() || !size || !cache_path(path, sizeof path, key, family, 1)) return;
+    if (!cache_enabled() || !size || !binary_cache_path(path, sizeof path, key, family, 1)) return;
     /* write a private temporary file, then rename: readers never see a partial file, and
      * two processes compiling the same program at once both succeed */
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());

@@ -6,7 +6,23 @@
  *   cl_memory.c     the sub-allocator over large cl_mem blocks
  *   cl_transfer.c   upload, download, sync (the only calls that wait)
  *   cl_launch.c     setting arguments, enqueueing kernels, profiling
- *   cl_ops_*.c      one file per kernel family, host side of cl/<family>.cl
+ *   cl_probe.c      device measurement: timers, the FMA, copy and dispatch probes
+ *   cl_gemm_tuning.c  the per-device GEMM block sizes (cl_gemm.h)
+ * and the host side of the kernels, one file per op family, named as the CPU backend's
+ * cpu_<family>.c (each names the cl/<family>.cl files whose kernels it launches):
+ *   cl_basic.c      fill, cast, axpby, binary, sum_rows
+ *   cl_act.c        activations
+ *   cl_dropout.c    dropout
+ *   cl_embed.c      embedding lookup and its backward
+ *   cl_entropy.c    attention entropy
+ *   cl_gemm.c       the GEMM: variant choice, packing, launch
+ *   cl_misc.c       the sinusoid table and the inf/NaN check
+ *   cl_norm.c       LayerNorm and RMSNorm
+ *   cl_optim.c      gradient clipping coefficient and Adam(W)
+ *   cl_reduce.c     reductions to a scalar
+ *   cl_shape.c      permute and block copies
+ *   cl_softmax.c    masked softmax
+ *   cl_xent.c       cross-entropy
  *
  * Every kernel call is enqueued on one in-order queue and returns at once; the host waits
  * only in download() and sync(). */
@@ -236,7 +252,7 @@ size_t cl_groups_for(const cl_dev *d, size_t n);
 
 static inline int cl_has(kiln_ref r) { return r.buf != NULL; }
 
-/* ---- kernels (cl_ops_*.c) ---- */
+/* ---- kernels (the op-family files above) ---- */
 kiln_status cl_fill(void *dev, const kiln_fill_args *a);
 kiln_status cl_cast(void *dev, const kiln_cast_args *a);
 kiln_status cl_gemm(void *dev, const kiln_gemm_args *a);

@@ -182,14 +182,15 @@ void cl_prof_collect(cl_dev *d) {
     d->n_prof_pending = kept;
 }
 
-static int by_time(const void *a, const void *b) {
+static int by_total_ms_descending(const void *a, const void *b) {
     double x = ((const cl_prof_total *)a)->ms, y = ((const cl_prof_total *)b)->ms;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
 void cl_prof_report(cl_dev *d) {
     if (!d->profile || !d->n_prof_totals) return;
-    qsort(d->prof_totals, (size_t)d->n_prof_totals, sizeof *d->prof_totals, by_time);
+    qsort(d->prof_totals, (size_t)d->n_prof_totals, sizeof *d->prof_totals,
+          by_total_ms_descending);
     double total = 0;
     for (int i = 0; i < d->n_prof_totals; i++) total += d->prof_totals[i].ms;
     fprintf(stderr, "kiln opencl profile on %s (device time per kernel):\n", d->name);

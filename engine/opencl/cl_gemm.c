@@ -13,8 +13,6 @@
 /* Packed copies of one batch chunk stay under this many bytes. */
 #define PACK_BUDGET ((size_t)64 << 20)
 
-static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 static kiln_ref ref_plus(kiln_ref r, int64_t elements, size_t elem_size) {
     r.off += (size_t)elements * elem_size;
     return r;
@@ -51,9 +49,10 @@ static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
 }
 
 /* Packs `count` matrices of op(X) into panels of width pw (see gemm_pack in cl/gemm.cl). */
-static kiln_status pack(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstride, int o_major,
-                        int64_t ld, int64_t outer, int64_t depth, int64_t count, kiln_ref dst,
-                        int64_t dst_bstride, int pw, int64_t kp, int blocked) {
+static kiln_status pack_panels(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstride,
+                               int o_major, int64_t ld, int64_t outer, int64_t depth,
+                               int64_t count, kiln_ref dst, int64_t dst_bstride, int pw,
+                               int64_t kp, int blocked) {
     cl_call c = cl_begin(d, "gemm", blocked ? "gemm_pack_blocked" : "gemm_pack");
     cl_arg_ref(&c, src, kiln_dtype_size(dtype));
     cl_arg_i64(&c, bstride);
@@ -70,16 +69,16 @@ static kiln_status pack(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstri
         size_t global[2] = {(size_t)((outer + pw - 1) / pw), (size_t)count}, local[2] = {1, 1};
         return cl_run(&c, 2, global, local);
     }
-    size_t global[3] = {(size_t)round_up(outer, pw), (size_t)kp, (size_t)count};
+    size_t global[3] = {(size_t)kiln_round_up(outer, pw), (size_t)kp, (size_t)count};
     return cl_run(&c, 3, global, NULL);
 }
 
 /* The packed variants: per chunk of the batch, pack A and B (once when shared), compute. */
-static kiln_status gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
+static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
     const cl_gemm_config *t = &d->gemm;
     int pa = tiled ? t->tm : t->mr, pb = tiled ? t->tn : t->nr;
-    int64_t kp = tiled ? round_up(g->k, t->kt) : g->k;
-    int64_t mp = round_up(g->m, pa), np = round_up(g->n, pb);
+    int64_t kp = tiled ? kiln_round_up(g->k, t->kt) : g->k;
+    int64_t mp = kiln_round_up(g->m, pa), np = kiln_round_up(g->n, pb);
     int64_t a_size = mp * kp, b_size = np * kp; /* floats per packed matrix */
     int a_shared = g->stride_a == 0, b_shared = g->stride_b == 0;
     size_t per_batch = (size_t)((a_shared ? 0 : a_size) + (b_shared ? 0 : b_size)) * 4;
@@ -98,11 +97,11 @@ static kiln_status gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
         int64_t nb = g->batch - b0 < chunk ? g->batch - b0 : chunk;
         /* op(A) is M x K: A stored M x K is row (o) major; stored K x M (trans) is k major */
         if (!a_shared || b0 == 0)
-            s = pack(d, ref_plus(g->a, b0 * g->stride_a, as), g->a_dtype, g->stride_a, !g->trans_a,
+            s = pack_panels(d, ref_plus(g->a, b0 * g->stride_a, as), g->a_dtype, g->stride_a, !g->trans_a,
                      g->lda, g->m, g->k, a_shared ? 1 : nb, ap, a_size, pa, kp, !tiled);
         /* op(B) is K x N, panels over columns: B stored K x N is k major; N x K is o major */
         if (!s && (!b_shared || b0 == 0))
-            s = pack(d, ref_plus(g->b, b0 * g->stride_b, bs), g->b_dtype, g->stride_b, g->trans_b,
+            s = pack_panels(d, ref_plus(g->b, b0 * g->stride_b, bs), g->b_dtype, g->stride_b, g->trans_b,
                      g->ldb, g->n, g->k, b_shared ? 1 : nb, bp, b_size, pb, kp, !tiled);
         if (s) break;
         cl_call c = cl_begin(d, "gemm", tiled ? "gemm_tiled" : "gemm_cpu");
@@ -144,7 +143,7 @@ kiln_status cl_gemm(void *dev, const kiln_gemm_args *g) {
     const char *variant = d->gemm_force;
     if (!variant) variant = g->m * g->n * g->k <= DIRECT_MAX ? "direct" : d->gemm.variant;
     if (!strcmp(variant, "direct")) return gemm_direct(d, g);
-    if (!strcmp(variant, "cpu")) return gemm_packed(d, g, 0);
-    if (!strcmp(variant, "tiled")) return gemm_packed(d, g, 1);
+    if (!strcmp(variant, "cpu")) return cl_gemm_packed(d, g, 0);
+    if (!strcmp(variant, "tiled")) return cl_gemm_packed(d, g, 1);
     return kiln_set_error(KILN_ERR_ARGUMENT, "KILN_CL_GEMM=%s: expected direct, cpu or tiled", variant);
 }
