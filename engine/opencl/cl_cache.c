@@ -3,8 +3,9 @@
  * Compiling the kernels at run time costs from a fraction of a second (GPU drivers) to
  * several seconds (PoCL's LLVM pipeline) per program, every time a process starts. The
  * binaries are cached in $XDG_CACHE_HOME/kiln/opencl (or ~/.cache/kiln/opencl), one file per
- * program, named by a hash of the device, the driver, the compile options and the source
- * text, so a new driver or an edited kernel simply misses. Every failure here is silent: a
+ * program, named by a hash of the device, the driver, the compile options and the whole text
+ * handed to the compiler (engine/abi/kernel_abi.h, cl/common.cl and the family's file), so a
+ * new driver, an edited kernel or an edited header simply misses. Every failure here is silent: a
  * missing or unwritable cache only costs compile time. KILN_CL_CACHE=0 disables it. */
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +23,12 @@ uint64_t cl_hash(uint64_t hash, const void *data, size_t n) {
         hash *= 1099511628211ull;
     }
     return hash;
+}
+
+uint64_t cl_cache_key(const cl_dev *d, const char *text) {
+    uint64_t key = cl_hash(CL_HASH_INIT, d->device_key, strlen(d->device_key));
+    key = cl_hash(key, d->build_options, strlen(d->build_options));
+    return cl_hash(key, text, strlen(text));
 }
 
 /* A cache file: this header, then `size` bytes of binary. The key is repeated inside so a

@@ -33,6 +33,7 @@
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 
+#include "abi/kernel_abi.h"
 #include "core/internal.h"
 
 /* ---- the embedded kernel sources (generated at build time from cl/<family>.cl) ---- */
@@ -42,6 +43,8 @@ typedef struct cl_source_file {
 } cl_source_file;
 extern const cl_source_file kiln_cl_sources[];
 extern const int kiln_cl_source_count;
+/* engine/abi/kernel_abi.h, which cl_build_program puts in front of every program */
+extern const char kiln_cl_abi_header[];
 
 /* ---- memory ---- */
 typedef struct cl_block {
@@ -73,6 +76,7 @@ typedef struct cl_kernel_entry {
     int f16; /* from the f16 variant of the family */
     char name[48];
     cl_kernel kernel;
+    cl_uint num_args; /* CL_KERNEL_NUM_ARGS: cl_run refuses a call that set another number */
 } cl_kernel_entry;
 
 typedef struct cl_program_entry {
@@ -166,13 +170,13 @@ const char *cl_error_name(cl_int err);
 kiln_status cl_fail(cl_int err, const char *what);
 
 /* ---- cl_program.c ---- */
-/* The kernel `name` from cl/<family>.cl, building the program on first use. NULL with the
- * error set (including the build log) when it does not compile. */
-cl_kernel cl_get_kernel(cl_dev *d, const char *family, const char *name);
-/* The same from the f16 variant of the family when f16 is 1. */
-cl_kernel cl_get_kernel_variant(cl_dev *d, const char *family, const char *name, int f16);
-/* Builds a program from `source` (a family's text, common.cl prepended); used by
- * cl_get_kernel and by the tests of the build-log path. */
+/* The kernel `name` from cl/<family>.cl (its f16 variant when f16 is 1), building the
+ * program on first use. NULL with the error set (including the build log) when it does not
+ * compile or has no such kernel. */
+const cl_kernel_entry *cl_find_kernel(cl_dev *d, const char *family, const char *name, int f16);
+/* Builds a program from `source` with engine/abi/kernel_abi.h in front of it (for a family:
+ * its text with common.cl before it); `family` names it in messages and in the binary
+ * cache. Used by cl_find_kernel and by the tests. */
 kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, cl_program *out);
 void cl_release_programs(cl_dev *d);
 /* How the last programs were obtained, for the cache tests. */
@@ -182,6 +186,9 @@ extern int kiln_cl_cache_hits, kiln_cl_cache_writes;
 /* 64-bit FNV-1a, chained: hash = cl_hash(hash, data, n). Start from CL_HASH_INIT. */
 #define CL_HASH_INIT 1469598103934665603ull
 uint64_t cl_hash(uint64_t hash, const void *data, size_t n);
+/* The cache key of a program: device, driver and compile options, and `text`, all that the
+ * compiler is given (every #included fact is in it: the kernels #include nothing). */
+uint64_t cl_cache_key(const cl_dev *d, const char *text);
 /* Reads the cached binary for key into a malloc'd buffer; NULL when absent. */
 unsigned char *cl_cache_read(uint64_t key, const char *family, size_t *size);
 /* Writes it atomically; failures are silent (a cache is an optimization). */
@@ -209,14 +216,16 @@ void cl_reap_staging(cl_dev *d, int wait);
 
 /* ---- cl_launch.c ---- */
 /* Building a kernel's argument list: each call appends; the first error sticks and is
- * reported by cl_run. A reference is passed as two arguments: the block's cl_mem and the
- * element offset (ulong), so kernels index `p[off + i]` and offsets need no alignment
- * beyond the element size. An absent reference passes a dummy buffer and offset 0. */
+ * reported by cl_run, which also refuses a list whose length is not the kernel's parameter
+ * count. A reference is passed as two arguments: the block's cl_mem and the element offset
+ * (ulong), so kernels index `p[off + i]` and offsets need no alignment beyond the element
+ * size. An absent reference passes a dummy buffer and offset 0. */
 typedef struct cl_call {
     cl_dev *dev;
     cl_kernel kernel;
-    const char *name;
-    cl_uint n;
+    const char *family, *name;
+    cl_uint num_args; /* the kernel's parameters */
+    cl_uint n;        /* arguments set so far */
     cl_int err;
     kiln_status status;
 } cl_call;
@@ -233,7 +242,6 @@ void cl_arg_f32(cl_call *c, float v);
 void cl_arg_i32(cl_call *c, int v);
 void cl_arg_i64(cl_call *c, int64_t v);
 void cl_arg_u64(cl_call *c, uint64_t v);
-void cl_arg_local(cl_call *c, size_t bytes);
 /* Enqueues over `dims` dimensions; global sizes are rounded up to the local sizes.
  * local == NULL lets the driver choose. */
 kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *local);
