@@ -85,7 +85,7 @@ void gemm_pack_blocked(const __global void *src, ulong src_off, long src_bstride
     int full_panel = (panel + 1) * pw <= outer;
     for (long k0 = 0; k0 < kp; k0 += PACK_KB) {
         if (full_panel && k0 + PACK_KB <= depth) {
-            if (dtype == DT_F16)
+            if (dtype == KILN_ABI_DTYPE_F16)
                 pack_full_block(src, sb, 1, o_major, ld, panel, pw, k0, out);
             else
                 pack_full_block(src, sb, 0, o_major, ld, panel, pw, k0, out);

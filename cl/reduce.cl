@@ -34,10 +34,11 @@ void reduce_final(const __global float *partial, ulong partial_off, int count,
     }
 }
 
-/* out[j] += alpha * sum_i x[i * cols + j] (x and out real_t). A work-group covers SR_COLS adjacent columns
- * (coalesced reads along a row) with KILN_WG / SR_COLS lanes, each summing every lanes-th
- * row; the lanes are then added in local memory. */
-#define SR_COLS (KILN_WG < 32 ? KILN_WG : 32)
+/* out[j] += alpha * sum_i x[i * cols + j] (x and out real_t). A work-group covers SR_COLS
+ * adjacent columns (coalesced reads along a row; KILN_ABI_CL_COLUMN_TILE, the tile the host
+ * sizes the grid by) with KILN_WG / SR_COLS lanes, each summing every lanes-th row; the
+ * lanes are then added in local memory. */
+#define SR_COLS (KILN_WG < KILN_ABI_CL_COLUMN_TILE ? KILN_WG : KILN_ABI_CL_COLUMN_TILE)
 #define SR_LANES (KILN_WG / SR_COLS)
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
 void sum_rows(const __global real_t *x, ulong x_off, __global real_t *out, ulong out_off,

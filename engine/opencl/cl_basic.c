@@ -78,7 +78,11 @@ kiln_status cl_axpby(void *dev, const kiln_axpby_args *a) {
 }
 
 kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
-    static const char *const kernels[] = {"binary_add", "binary_sub", "binary_mul"};
+    static const char *const kernels[] = {
+        [KILN_ABI_BIN_ADD] = "binary_add",
+        [KILN_ABI_BIN_SUB] = "binary_sub",
+        [KILN_ABI_BIN_MUL] = "binary_mul",
+    };
     if ((unsigned)a->op > KILN_BIN_MUL)
         return kiln_set_error(KILN_ERR_ARGUMENT, "opencl binary: unknown op %d", (int)a->op);
     size_t es = kiln_dtype_size(a->dtype);
@@ -95,14 +99,12 @@ kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
 }
 
 kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a) {
-    cl_dev *d = dev;
-    size_t cols_per_group = d->wg < 32 ? d->wg : 32; /* SR_COLS in cl/reduce.cl */
     size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(d, "reduce", "sum_rows", a->dtype);
+    cl_call c = cl_begin_dt(dev, "reduce", "sum_rows", a->dtype);
     cl_arg_ref(&c, a->x, es);
     cl_arg_ref(&c, a->out, es);
     cl_arg_i64(&c, a->rows);
     cl_arg_i64(&c, a->cols);
     cl_arg_f32(&c, a->alpha);
-    return cl_run_rows(&c, ((size_t)a->cols + cols_per_group - 1) / cols_per_group);
+    return cl_run_column_tiles(&c, a->cols);
 }

@@ -249,6 +249,9 @@ kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *loc
 kiln_status cl_run_1d(cl_call *c, size_t n);
 /* One work-group of d->wg items per row, `rows` rows. */
 kiln_status cl_run_rows(cl_call *c, size_t rows);
+/* One work-group of d->wg items per tile of min(d->wg, KILN_ABI_CL_COLUMN_TILE) columns:
+ * the column sums (sum_rows, norm_bwd_params). */
+kiln_status cl_run_column_tiles(cl_call *c, int64_t cols);
 /* Keeps a profiling event of a command that is not a kernel (fills, copies); pass the
  * event only when d->profile is set. */
 void cl_track(cl_dev *d, cl_event ev, const char *name);

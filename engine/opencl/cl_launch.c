@@ -136,6 +136,11 @@ kiln_status cl_run_rows(cl_call *c, size_t rows) {
     return cl_run(c, 1, &global, &local);
 }
 
+kiln_status cl_run_column_tiles(cl_call *c, int64_t cols) {
+    size_t wg = c->dev->wg, tile = wg < KILN_ABI_CL_COLUMN_TILE ? wg : KILN_ABI_CL_COLUMN_TILE;
+    return cl_run_rows(c, ((size_t)cols + tile - 1) / tile);
+}
+
 size_t cl_groups_for(const cl_dev *d, size_t n) {
     size_t groups = (n + d->wg - 1) / d->wg;
     /* enough groups to fill the device a few times over; more only adds partial sums */
