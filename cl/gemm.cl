@@ -12,8 +12,8 @@
  *                 slices; each work-item accumulates WM x WN outputs in registers.
  * The last two read operands packed by gemm_pack: op(A) as panels of PA rows, op(B) as
  * panels of PB columns, each panel stored k-major ([k][PA] / [k][PB]), zero-padded to whole
- * panels and to K rounded up to KU. Packing also does the transposes and the f16
- * conversion, so the inner loops see one layout, no bounds and no conversions.
+ * panels and, for gemm_tiled, to K rounded up to KT. Packing also does the transposes and
+ * the f16 conversion, so the inner loops see one layout, no bounds and no conversions.
  *
  * Sizes come from the host as -D options prepended to this file:
  *   GEMM_MR, GEMM_NR, GEMM_VW      the CPU micro-kernel (NR a multiple of VW)
@@ -131,6 +131,15 @@ __kernel void gemm_direct(const __global void *a, ulong a_off, long a_bstride, i
                has_bias ? bias[bias_off + j] : 0.0f);
 }
 
+/* The parameters of both kernels that read packed panels (gemm_cpu, gemm_tiled), which the
+ * host sets in one place: A's and B's panels with their batch strides and the padded depth,
+ * then the output as gemm_direct takes it. */
+#define GEMM_PACKED_PARAMS                                                                     \
+    const __global float *ap, ulong ap_off, long ap_bstride, const __global float *bp,         \
+        ulong bp_off, long bp_bstride, long kp, __global void *c, ulong c_off, long c_bstride, \
+        int c_dtype, long ldc, const __global float *bias, ulong bias_off, int has_bias,       \
+        long m, long n, float alpha, float beta
+
 /* ---- CPU micro-kernel ---- */
 #ifdef GEMM_MR
 #define GEMM_NV (GEMM_NR / GEMM_VW)
@@ -151,10 +160,7 @@ __kernel void gemm_direct(const __global void *a, ulong a_off, long a_bstride, i
 /* grid (m blocks, n blocks, batch), one work-item per group: consecutive groups share the
  * B panel (NR columns x K), which stays in cache while the A panels stream past it. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void gemm_cpu(const __global float *ap, ulong ap_off, long ap_bstride, const __global float *bp,
-              ulong bp_off, long bp_bstride, long kp, __global void *c, ulong c_off,
-              long c_bstride, int c_dtype, long ldc, const __global float *bias, ulong bias_off,
-              int has_bias, long m, long n, float alpha, float beta) {
+void gemm_cpu(GEMM_PACKED_PARAMS) {
     long ib = get_global_id(0), jb = get_global_id(1), bt = get_global_id(2);
     const __global float *pa = ap + ap_off + bt * ap_bstride + ib * kp * GEMM_MR;
     const __global float *pb = bp + bp_off + bt * bp_bstride + jb * kp * GEMM_NR;
@@ -204,10 +210,7 @@ void gemm_cpu(const __global float *ap, ulong ap_off, long ap_bstride, const __g
  * (ty + RY * u, tx + RX * w) of the tile: strided, so neighbours read neighbouring local
  * memory words (no bank conflicts) and write neighbouring elements of C (coalesced). */
 __kernel __attribute__((reqd_work_group_size(GEMM_RX, GEMM_RY, 1)))
-void gemm_tiled(const __global float *ap, ulong ap_off, long ap_bstride, const __global float *bp,
-                ulong bp_off, long bp_bstride, long kp, __global void *c, ulong c_off,
-                long c_bstride, int c_dtype, long ldc, const __global float *bias, ulong bias_off,
-                int has_bias, long m, long n, float alpha, float beta) {
+void gemm_tiled(GEMM_PACKED_PARAMS) {
     __local float as[GEMM_KT * GEMM_TM], bs[GEMM_KT * GEMM_TN];
     int tx = get_local_id(0), ty = get_local_id(1), tid = ty * GEMM_RX + tx;
     long jt = get_group_id(0), it = get_group_id(1), bt = get_global_id(2);

@@ -102,14 +102,13 @@ void cl_cache_write(uint64_t key, const char *family, const unsigned char *data,
     char path[1200], tmp[1300];
     if (!cache_enabled() || !size || !binary_cache_path(path, sizeof path, key, family, 1)) return;
     /* write a private temporary file, then rename: readers never see a partial file, and
-     * two processes compiling the same program at once both succeed */
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+     * two processes, or two threads of one, compiling the same program at once both succeed */
+    static atomic_uint serial;
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1));
     FILE *f = fopen(tmp, "wb");
     if (!f) return;
-    cache_header h;
-    memcpy(h.magic, g_magic, 8);
-    h.key = key;
-    h.size = size;
+    cache_header h = {.key = key, .size = size};
+    memcpy(h.magic, g_magic, sizeof h.magic);
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(data, 1, size, f) == size;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {

@@ -75,7 +75,7 @@ static kiln_status enumerate(cl_found **out, int *count) {
         }
         found = grown;
         clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
-        for (cl_uint i = 0; i < nd; i++) found[n++] = (cl_found){plats[p], devs[i]};
+        for (cl_uint i = 0; i < nd; i++) found[n++] = (cl_found){.platform = plats[p], .device = devs[i]};
         free(devs);
     }
     free(plats);
@@ -299,7 +299,7 @@ static void cl_close(void *dev) {
 static const char *cl_device_name(void *dev) { return ((cl_dev *)dev)->name; }
 static int cl_device_is_cpu(void *dev) { return !((cl_dev *)dev)->is_gpu; }
 
-static kiln_backend g_opencl = {
+static const kiln_backend g_opencl = {
     .name = "opencl",
     .close = cl_close,
     .device_name = cl_device_name,

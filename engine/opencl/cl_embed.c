@@ -29,7 +29,7 @@ static kiln_status embed_bwd_widened(cl_dev *d, const kiln_embed_args *a) {
     kiln_buf *tmp;
     kiln_status s = cl_temp(d, (size_t)width * per_column, &tmp);
     if (s) return s;
-    kiln_ref wide = {tmp, 0};
+    kiln_ref wide = {.buf = tmp};
     for (int64_t c0 = 0; s == KILN_OK && c0 < a->dim; c0 += width) {
         cl_call c = cl_begin_dt(d, "embedding", "embed_bwd_widened", KILN_F16);
         cl_arg_ref(&c, a->ids, 4);

@@ -11,7 +11,7 @@ kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a) {
     kiln_buf *tmp;
     kiln_status s = cl_temp(d, groups * (size_t)a->heads * sizeof(float), &tmp);
     if (s) return s;
-    kiln_ref partial = {tmp, 0};
+    kiln_ref partial = {.buf = tmp};
     cl_call c = cl_begin_dt(d, "entropy", "entropy_partial", a->dtype);
     cl_arg_ref(&c, a->p, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->batch);

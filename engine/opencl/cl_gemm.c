@@ -18,9 +18,22 @@ static kiln_ref ref_plus(kiln_ref r, int64_t elements, size_t elem_size) {
     return r;
 }
 
+/* The arguments every GEMM kernel takes for its output, in this order: C at `out` with its
+ * batch stride, dtype and leading dimension, the optional bias, and the M x N extent
+ * (gemm_store in cl/gemm.cl writes them). */
+static void arg_output(cl_call *c, const kiln_gemm_args *g, kiln_ref out) {
+    cl_arg_ref(c, out, kiln_dtype_size(g->c_dtype));
+    cl_arg_i64(c, g->stride_c);
+    cl_arg_i32(c, (int)g->c_dtype);
+    cl_arg_i64(c, g->ldc);
+    cl_arg_ref(c, g->bias, 4);
+    cl_arg_i32(c, cl_has(g->bias));
+    cl_arg_i64(c, g->m);
+    cl_arg_i64(c, g->n);
+}
+
 static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
-    size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype),
-           cs = kiln_dtype_size(g->c_dtype);
+    size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype);
     cl_call c = cl_begin(d, "gemm", "gemm_direct");
     cl_arg_ref(&c, g->a, as);
     cl_arg_i64(&c, g->stride_a);
@@ -32,14 +45,7 @@ static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
     cl_arg_i32(&c, (int)g->b_dtype);
     cl_arg_i32(&c, g->trans_b);
     cl_arg_i64(&c, g->ldb);
-    cl_arg_ref(&c, g->c, cs);
-    cl_arg_i64(&c, g->stride_c);
-    cl_arg_i32(&c, (int)g->c_dtype);
-    cl_arg_i64(&c, g->ldc);
-    cl_arg_ref(&c, g->bias, 4);
-    cl_arg_i32(&c, cl_has(g->bias));
-    cl_arg_i64(&c, g->m);
-    cl_arg_i64(&c, g->n);
+    arg_output(&c, g, g->c);
     cl_arg_i64(&c, g->k);
     cl_arg_f32(&c, g->alpha);
     cl_arg_f32(&c, g->beta);
@@ -90,7 +96,7 @@ static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled)
     kiln_buf *tmp;
     kiln_status s = cl_temp(d, a_bytes + b_bytes + CL_ALIGN, &tmp);
     if (s) return s;
-    kiln_ref ap = {tmp, 0}, bp = {tmp, (a_bytes + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN};
+    kiln_ref ap = {.buf = tmp}, bp = {.buf = tmp, .off = (size_t)kiln_round_up((int64_t)a_bytes, CL_ALIGN)};
     size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype),
            cs = kiln_dtype_size(g->c_dtype);
     for (int64_t b0 = 0; s == KILN_OK && b0 < g->batch; b0 += chunk) {
@@ -110,14 +116,7 @@ static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled)
         cl_arg_ref(&c, bp, 4);
         cl_arg_i64(&c, b_shared ? 0 : b_size);
         cl_arg_i64(&c, kp);
-        cl_arg_ref(&c, ref_plus(g->c, b0 * g->stride_c, cs), cs);
-        cl_arg_i64(&c, g->stride_c);
-        cl_arg_i32(&c, (int)g->c_dtype);
-        cl_arg_i64(&c, g->ldc);
-        cl_arg_ref(&c, g->bias, 4);
-        cl_arg_i32(&c, cl_has(g->bias));
-        cl_arg_i64(&c, g->m);
-        cl_arg_i64(&c, g->n);
+        arg_output(&c, g, ref_plus(g->c, b0 * g->stride_c, cs));
         cl_arg_f32(&c, g->alpha);
         cl_arg_f32(&c, g->beta);
         if (tiled) {

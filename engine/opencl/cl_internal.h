@@ -25,9 +25,20 @@
  *   cl_xent.c       cross-entropy
  *
  * Every kernel call is enqueued on one in-order queue and returns at once; the host waits
- * only in download() and sync(). */
+ * only in download() and sync().
+ *
+ * Threads. A device (a cl_dev, one kiln context) is used by one thread at a time, as every
+ * kiln context is: its queue, allocator, upload staging, program and kernel tables, profiler,
+ * and the argument lists of its cl_kernels (clSetKernelArg is the one OpenCL call that is
+ * not thread-safe on a shared object) have no locks. Devices open on different threads run
+ * concurrently, because nothing mutable is shared between them: the embedded sources, the
+ * kernel_abi.h text, the GEMM tuning table and the backend table are read-only; the binary
+ * cache on disk is written through temporary files unique to a process and a write, then
+ * renamed; the cache counters are atomic; error messages are per thread (core/error.c). */
 #ifndef KILN_OPENCL_INTERNAL_H
 #define KILN_OPENCL_INTERNAL_H
+
+#include <stdatomic.h>
 
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
@@ -179,8 +190,9 @@ const cl_kernel_entry *cl_find_kernel(cl_dev *d, const char *family, const char 
  * cache. Used by cl_find_kernel and by the tests. */
 kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, cl_program *out);
 void cl_release_programs(cl_dev *d);
-/* How the last programs were obtained, for the cache tests. */
-extern int kiln_cl_cache_hits, kiln_cl_cache_writes;
+/* How programs were obtained, counted over the whole process for the cache tests: binaries
+ * loaded from the cache and written to it. Atomic: devices open on other threads count too. */
+extern atomic_int kiln_cl_cache_hits, kiln_cl_cache_writes;
 
 /* ---- cl_cache.c ---- */
 /* 64-bit FNV-1a, chained: hash = cl_hash(hash, data, n). Start from CL_HASH_INIT. */

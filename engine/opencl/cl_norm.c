@@ -5,7 +5,7 @@
 #include "opencl/cl_internal.h"
 
 static kiln_status cl_norm_fwd(cl_dev *d, const kiln_norm_args *a, int rms) {
-    kiln_ref absent = {0}, bias = rms ? absent : a->bias, mean = rms ? absent : a->mean;
+    kiln_ref absent = {.buf = NULL}, bias = rms ? absent : a->bias, mean = rms ? absent : a->mean;
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(d, "norm", "norm_fwd", a->dtype);
     cl_arg_ref(&c, a->x, es);
@@ -28,7 +28,7 @@ static kiln_status cl_norm_fwd(cl_dev *d, const kiln_norm_args *a, int rms) {
 static kiln_status cl_norm_bwd(cl_dev *d, const kiln_norm_args *a, int rms) {
     if (!cl_has(a->rstd) || (!rms && !cl_has(a->mean)))
         return kiln_set_error(KILN_ERR_ARGUMENT, "opencl: norm backward needs the saved mean/rstd");
-    kiln_ref mean = rms ? (kiln_ref){0} : a->mean;
+    kiln_ref mean = rms ? (kiln_ref){.buf = NULL} : a->mean;
     size_t es = kiln_dtype_size(a->dtype); /* mean and rstd are f32 */
     kiln_status s = KILN_OK;
     if (cl_has(a->dx)) {

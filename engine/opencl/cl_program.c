@@ -16,7 +16,7 @@
 
 #include "opencl/cl_internal.h"
 
-int kiln_cl_cache_hits, kiln_cl_cache_writes;
+atomic_int kiln_cl_cache_hits, kiln_cl_cache_writes;
 
 static const char *find_source(const char *name) {
     for (int i = 0; i < kiln_cl_source_count; i++)

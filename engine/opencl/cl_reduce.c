@@ -8,7 +8,7 @@ kiln_status cl_reduce(void *dev, const kiln_reduce_args *a) {
     kiln_buf *tmp;
     kiln_status s = cl_temp(d, groups * sizeof(float), &tmp);
     if (s) return s;
-    kiln_ref partial = {tmp, 0};
+    kiln_ref partial = {.buf = tmp};
     cl_call c = cl_begin_dt(d, "reduce", "reduce_partial", a->dtype);
     cl_arg_ref(&c, a->x, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->n);

@@ -5,9 +5,9 @@
 kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
     cl_dev *d = dev;
     kiln_buf *tmp;
-    kiln_status s = cl_temp(d, (size_t)a->rows * 2 * sizeof(float), &tmp);
+    kiln_status s = cl_temp(d, (size_t)a->rows * KILN_ABI_CL_XENT_ROW_FLOATS * sizeof(float), &tmp);
     if (s) return s;
-    kiln_ref rows = {tmp, 0};
+    kiln_ref rows = {.buf = tmp};
     cl_call c = cl_begin_dt(d, "crossentropy", "xent_rows", a->dtype);
     cl_arg_ref(&c, a->logits, kiln_dtype_size(a->dtype));
     cl_arg_ref(&c, a->targets, 4);
