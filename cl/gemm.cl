@@ -131,6 +131,13 @@ __kernel void gemm_direct(const __global void *a, ulong a_off, long a_bstride, i
                has_bias ? bias[bias_off + j] : 0.0f);
 }
 
+/* Panel `index` of batch entry `bt` of a packed operand (panels `width` wide, kp deep, as
+ * gemm_pack writes them). */
+const __global float *packed_panel(const __global float *p, ulong off, long bstride, long bt,
+                                   long index, long kp, int width) {
+    return p + off + bt * bstride + index * kp * width;
+}
+
 /* The parameters of both kernels that read packed panels (gemm_cpu, gemm_tiled), which the
  * host sets in one place: A's and B's panels with their batch strides and the padded depth,
  * then the output as gemm_direct takes it. */
@@ -162,8 +169,8 @@ __kernel void gemm_direct(const __global void *a, ulong a_off, long a_bstride, i
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void gemm_cpu(GEMM_PACKED_PARAMS) {
     long ib = get_global_id(0), jb = get_global_id(1), bt = get_global_id(2);
-    const __global float *pa = ap + ap_off + bt * ap_bstride + ib * kp * GEMM_MR;
-    const __global float *pb = bp + bp_off + bt * bp_bstride + jb * kp * GEMM_NR;
+    const __global float *pa = packed_panel(ap, ap_off, ap_bstride, bt, ib, kp, GEMM_MR);
+    const __global float *pb = packed_panel(bp, bp_off, bp_bstride, bt, jb, kp, GEMM_NR);
     vfloat acc[GEMM_MR][GEMM_NV];
 #pragma unroll
     for (int r = 0; r < GEMM_MR; r++)
@@ -214,8 +221,8 @@ void gemm_tiled(GEMM_PACKED_PARAMS) {
     __local float as[GEMM_KT * GEMM_TM], bs[GEMM_KT * GEMM_TN];
     int tx = get_local_id(0), ty = get_local_id(1), tid = ty * GEMM_RX + tx;
     long jt = get_group_id(0), it = get_group_id(1), bt = get_global_id(2);
-    const __global float *pa = ap + ap_off + bt * ap_bstride + it * kp * GEMM_TM;
-    const __global float *pb = bp + bp_off + bt * bp_bstride + jt * kp * GEMM_TN;
+    const __global float *pa = packed_panel(ap, ap_off, ap_bstride, bt, it, kp, GEMM_TM);
+    const __global float *pb = packed_panel(bp, bp_off, bp_bstride, bt, jt, kp, GEMM_TN);
     float acc[GEMM_WM][GEMM_WN];
 #pragma unroll
     for (int u = 0; u < GEMM_WM; u++)

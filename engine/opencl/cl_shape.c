@@ -10,21 +10,21 @@ static kiln_status run_3d(cl_call *c, const size_t global[3]) {
     return cl_run(c, 3, global, NULL);
 }
 
-/* The variant of shape.cl for a copy: i32 elements move through the f32 variant (4-byte
- * moves); adding them is not a copy the contract defines. */
-static kiln_status copy_dtype(kiln_dtype dtype, int accumulate, const char *what, kiln_dtype *variant) {
-    *variant = dtype == KILN_I32 ? KILN_F32 : dtype;
+/* A call of the copy kernel `name` of shape.cl for elements of `dtype`: i32 elements move
+ * through the f32 variant (4-byte moves); adding them is not a copy the contract defines. */
+static kiln_status begin_copy(cl_dev *d, const char *name, kiln_dtype dtype, int accumulate,
+                              cl_call *c) {
     if (dtype == KILN_I32 && accumulate)
-        return kiln_set_error(KILN_ERR_DTYPE, "opencl %s: accumulating i32 elements is not supported", what);
+        return kiln_set_error(KILN_ERR_DTYPE, "opencl %s: accumulating i32 elements is not supported", name);
+    *c = cl_begin_dt(d, "shape", name, dtype == KILN_I32 ? KILN_F32 : dtype);
     return KILN_OK;
 }
 
 kiln_status cl_permute(void *dev, const kiln_permute_args *a) {
-    kiln_dtype variant;
-    kiln_status s = copy_dtype(a->dtype, a->accumulate, "permute", &variant);
+    cl_call c;
+    kiln_status s = begin_copy(dev, "permute", a->dtype, a->accumulate, &c);
     if (s) return s;
     size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(dev, "shape", "permute", variant);
     cl_arg_ref(&c, a->x, es);
     cl_arg_ref(&c, a->y, es);
     cl_arg_i64(&c, a->d1);
@@ -36,11 +36,10 @@ kiln_status cl_permute(void *dev, const kiln_permute_args *a) {
 }
 
 kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a) {
-    kiln_dtype variant;
-    kiln_status s = copy_dtype(a->dtype, a->accumulate, "copy_block", &variant);
+    cl_call c;
+    kiln_status s = begin_copy(dev, "copy_block", a->dtype, a->accumulate, &c);
     if (s) return s;
     size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(dev, "shape", "copy_block", variant);
     cl_arg_ref(&c, a->src, es);
     cl_arg_ref(&c, a->dst, es);
     cl_arg_i64(&c, a->inner);
