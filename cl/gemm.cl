@@ -18,6 +18,7 @@
  * Sizes come from the host as -D options prepended to this file:
  *   GEMM_MR, GEMM_NR, GEMM_VW      the CPU micro-kernel (NR a multiple of VW)
  *   GEMM_TM, GEMM_TN, GEMM_KT, GEMM_WM, GEMM_WN   the tiled kernel
+ *   GEMM_RX, GEMM_RY               the tiled kernel's work-group (TN / WN by TM / WM)
  */
 
 /* op(X) packed: element (o, k) of the logical matrix, o the panel axis (rows of op(A),
@@ -209,8 +210,8 @@ void gemm_cpu(GEMM_PACKED_PARAMS) {
 
 /* ---- GPU tiled kernel ---- */
 #ifdef GEMM_TM
-#define GEMM_RX (GEMM_TN / GEMM_WN) /* work-items along n */
-#define GEMM_RY (GEMM_TM / GEMM_WM) /* work-items along m */
+/* GEMM_RX = TN / WN work-items along n, GEMM_RY = TM / WM along m: the work-group shape, from
+ * the host, which launches with it (cl_gemm_configure) */
 #define GEMM_THREADS (GEMM_RX * GEMM_RY)
 
 /* grid (n tiles * RX, m tiles * RY, batch). Work-item (tx, ty) owns the outputs

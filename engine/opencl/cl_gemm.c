@@ -120,7 +120,7 @@ static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled)
         cl_arg_f32(&c, g->alpha);
         cl_arg_f32(&c, g->beta);
         if (tiled) {
-            size_t rx = (size_t)(t->tn / t->wn), ry = (size_t)(t->tm / t->wm);
+            size_t rx = (size_t)t->rx, ry = (size_t)t->ry;
             size_t global[3] = {(size_t)(np / pb) * rx, (size_t)(mp / pa) * ry, (size_t)nb};
             size_t local[3] = {rx, ry, 1};
             s = cl_run(&c, 3, global, local);

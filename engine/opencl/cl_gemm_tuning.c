@@ -79,9 +79,11 @@ void cl_gemm_configure(cl_dev *d) {
     g->kt = env_int("KILN_CL_GEMM_KT", t->kt);
     g->wm = env_int("KILN_CL_GEMM_WM", t->wm);
     g->wn = env_int("KILN_CL_GEMM_WN", t->wn);
+    g->rx = g->tn / g->wn;
+    g->ry = g->tm / g->wm;
     snprintf(g->defines, sizeof g->defines,
              "#define GEMM_MR %d\n#define GEMM_NR %d\n#define GEMM_VW %d\n"
              "#define GEMM_TM %d\n#define GEMM_TN %d\n#define GEMM_KT %d\n"
-             "#define GEMM_WM %d\n#define GEMM_WN %d\n",
-             g->mr, g->nr, g->vw, g->tm, g->tn, g->kt, g->wm, g->wn);
+             "#define GEMM_WM %d\n#define GEMM_WN %d\n#define GEMM_RX %d\n#define GEMM_RY %d\n",
+             g->mr, g->nr, g->vw, g->tm, g->tn, g->kt, g->wm, g->wn, g->rx, g->ry);
 }

@@ -119,6 +119,7 @@ typedef struct cl_gemm_config {
     char variant[16];        /* for large products: "cpu" or "tiled" */
     int mr, nr, vw;          /* gemm_cpu block */
     int tm, tn, kt, wm, wn;  /* gemm_tiled tile */
+    int rx, ry;              /* gemm_tiled work-group: tn / wn by tm / wm work-items */
     char defines[320];       /* the same as #define lines, prepended to cl/gemm.cl */
 } cl_gemm_config;
 
