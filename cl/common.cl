@@ -138,6 +138,14 @@ void store_f(__global void *p, ulong i, float v, int dtype) {
         ((__global float *)p)[i] = v;
 }
 
+/* ---- column sums ----
+ * A work-group of a column-sum kernel (sum_rows, norm_bwd_params) covers TILE_COLS adjacent
+ * columns (coalesced reads along a row) with TILE_LANES row lanes, whose sums it adds in
+ * local memory. The host launches one work-group per tile of KILN_ABI_CL_COLUMN_TILE columns
+ * or fewer (cl_run_column_tiles). */
+#define TILE_COLS (KILN_WG < KILN_ABI_CL_COLUMN_TILE ? KILN_WG : KILN_ABI_CL_COLUMN_TILE)
+#define TILE_LANES (KILN_WG / TILE_COLS)
+
 /* ---- work-group reductions ----
  * Every work-item of the group calls these with its value and gets the group's result.
  * `scratch` is a __local float[KILN_WG] declared by the kernel; it may be reused right after

@@ -74,11 +74,8 @@ void norm_bwd_dx(const __global real_t *x, ulong x_off, const __global real_t *w
     }
 }
 
-/* dweight[j] += sum_r dy[r,j] * xhat[r,j]; dbias[j] += sum_r dy[r,j]. Column tiles as
- * sum_rows in reduce.cl: NP_COLS adjacent columns (KILN_ABI_CL_COLUMN_TILE, the tile the
- * host sizes the grid by), NP_LANES row lanes added in local memory. */
-#define NP_COLS (KILN_WG < KILN_ABI_CL_COLUMN_TILE ? KILN_WG : KILN_ABI_CL_COLUMN_TILE)
-#define NP_LANES (KILN_WG / NP_COLS)
+/* dweight[j] += sum_r dy[r,j] * xhat[r,j]; dbias[j] += sum_r dy[r,j], by column tiles
+ * (common.cl) as sum_rows in reduce.cl. */
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
 void norm_bwd_params(const __global real_t *x, ulong x_off, const __global float *mean,
                      ulong mean_off, const __global float *rstd, ulong rstd_off,
@@ -86,11 +83,11 @@ void norm_bwd_params(const __global real_t *x, ulong x_off, const __global float
                      __global real_t *db, ulong db_off, long rows, long cols, int rms,
                      int has_dw, int has_db) {
     __local float sw[KILN_WG], sb[KILN_WG];
-    int lane = get_local_id(0) / NP_COLS, c = get_local_id(0) - lane * NP_COLS;
-    long j = (long)get_group_id(0) * NP_COLS + c;
+    int lane = get_local_id(0) / TILE_COLS, c = get_local_id(0) - lane * TILE_COLS;
+    long j = (long)get_group_id(0) * TILE_COLS + c;
     float aw = 0.0f, ab = 0.0f;
     if (j < cols) {
-        for (long r = lane; r < rows; r += NP_LANES) {
+        for (long r = lane; r < rows; r += TILE_LANES) {
             float g = LOAD(dy, dy_off + r * cols + j);
             float m = rms == KILN_ABI_NORM_LAYER ? mean[mean_off + r] : 0.0f;
             aw += g * (LOAD(x, x_off + r * cols + j) - m) * rstd[rstd_off + r];
@@ -102,9 +99,9 @@ void norm_bwd_params(const __global real_t *x, ulong x_off, const __global float
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lane == 0 && j < cols) {
         float tw = 0.0f, tb = 0.0f;
-        for (int l = 0; l < NP_LANES; l++) {
-            tw += sw[l * NP_COLS + c];
-            tb += sb[l * NP_COLS + c];
+        for (int l = 0; l < TILE_LANES; l++) {
+            tw += sw[l * TILE_COLS + c];
+            tb += sb[l * TILE_COLS + c];
         }
         if (has_dw) STORE(dw, dw_off + j, LOAD(dw, dw_off + j) + tw);
         if (has_db) STORE(db, db_off + j, LOAD(db, db_off + j) + tb);
