@@ -127,7 +127,8 @@ void half_store(__global half *p, ulong i, float v) {
 /* Element i of an f32 or f16 tensor whose dtype (KILN_ABI_DTYPE_*) is known only at run
  * time, as f32. */
 float load_f(const __global void *p, ulong i, int dtype) {
-    return dtype == KILN_ABI_DTYPE_F16 ? half_load((const __global half *)p, i) : ((const __global float *)p)[i];
+    return dtype == KILN_ABI_DTYPE_F16 ? half_load((const __global half *)p, i)
+                                       : ((const __global float *)p)[i];
 }
 
 /* Stores v as f32 or f16 (round to nearest even, as kiln_f32_to_f16). */

@@ -82,7 +82,8 @@ START_TEST(every_program_sees_kernel_abi_h) {
     size_t one = 1;
     ck_assert_int_eq(clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &one, NULL, 0, NULL, NULL), CL_SUCCESS);
     int got[6];
-    ck_assert_int_eq(clEnqueueReadBuffer(d->queue, out, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL), CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueReadBuffer(d->queue, out, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL),
+                     CL_SUCCESS);
     for (int i = 0; i < 6; i++) ck_assert_int_eq(got[i], expect[i]);
     clReleaseKernel(k);
     clReleaseMemObject(out);

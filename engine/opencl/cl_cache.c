@@ -5,8 +5,9 @@
  * binaries are cached in $XDG_CACHE_HOME/kiln/opencl (or ~/.cache/kiln/opencl), one file per
  * program, named by a hash of the device, the driver, the compile options and the whole text
  * handed to the compiler (engine/abi/kernel_abi.h, cl/common.cl and the family's file), so a
- * new driver, an edited kernel or an edited header simply misses. Every failure here is silent: a
- * missing or unwritable cache only costs compile time. KILN_CL_CACHE=0 disables it. */
+ * new driver, an edited kernel or an edited header simply misses. Every failure here is
+ * silent: a missing or unwritable cache only costs compile time. KILN_CL_CACHE=0 disables
+ * it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +105,8 @@ void cl_cache_write(uint64_t key, const char *family, const unsigned char *data,
     /* write a private temporary file, then rename: readers never see a partial file, and
      * two processes, or two threads of one, compiling the same program at once both succeed */
     static atomic_uint serial;
-    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1));
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(),
+             atomic_fetch_add(&serial, 1));
     FILE *f = fopen(tmp, "wb");
     if (!f) return;
     cache_header h = {.key = key, .size = size};

@@ -75,7 +75,8 @@ static kiln_status enumerate(cl_found **out, int *count) {
         }
         found = grown;
         clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
-        for (cl_uint i = 0; i < nd; i++) found[n++] = (cl_found){.platform = plats[p], .device = devs[i]};
+        for (cl_uint i = 0; i < nd; i++)
+            found[n++] = (cl_found){.platform = plats[p], .device = devs[i]};
         free(devs);
     }
     free(plats);

@@ -96,19 +96,22 @@ static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled)
     kiln_buf *tmp;
     kiln_status s = cl_temp(d, a_bytes + b_bytes + CL_ALIGN, &tmp);
     if (s) return s;
-    kiln_ref ap = {.buf = tmp}, bp = {.buf = tmp, .off = (size_t)kiln_round_up((int64_t)a_bytes, CL_ALIGN)};
+    kiln_ref ap = {.buf = tmp};
+    kiln_ref bp = {.buf = tmp, .off = (size_t)kiln_round_up((int64_t)a_bytes, CL_ALIGN)};
     size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype),
            cs = kiln_dtype_size(g->c_dtype);
     for (int64_t b0 = 0; s == KILN_OK && b0 < g->batch; b0 += chunk) {
         int64_t nb = g->batch - b0 < chunk ? g->batch - b0 : chunk;
         /* op(A) is M x K: A stored M x K is row (o) major; stored K x M (trans) is k major */
         if (!a_shared || b0 == 0)
-            s = pack_panels(d, ref_plus(g->a, b0 * g->stride_a, as), g->a_dtype, g->stride_a, !g->trans_a,
-                     g->lda, g->m, g->k, a_shared ? 1 : nb, ap, a_size, pa, kp, !tiled);
+            s = pack_panels(d, ref_plus(g->a, b0 * g->stride_a, as), g->a_dtype, g->stride_a,
+                            !g->trans_a, g->lda, g->m, g->k, a_shared ? 1 : nb, ap, a_size, pa, kp,
+                            !tiled);
         /* op(B) is K x N, panels over columns: B stored K x N is k major; N x K is o major */
         if (!s && (!b_shared || b0 == 0))
-            s = pack_panels(d, ref_plus(g->b, b0 * g->stride_b, bs), g->b_dtype, g->stride_b, g->trans_b,
-                     g->ldb, g->n, g->k, b_shared ? 1 : nb, bp, b_size, pb, kp, !tiled);
+            s = pack_panels(d, ref_plus(g->b, b0 * g->stride_b, bs), g->b_dtype, g->stride_b,
+                            g->trans_b, g->ldb, g->n, g->k, b_shared ? 1 : nb, bp, b_size, pb, kp,
+                            !tiled);
         if (s) break;
         cl_call c = cl_begin(d, "gemm", tiled ? "gemm_tiled" : "gemm_cpu");
         cl_arg_ref(&c, ap, 4);

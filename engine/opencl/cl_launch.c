@@ -37,8 +37,9 @@ cl_call cl_begin(cl_dev *d, const char *family, const char *name) { return begin
 
 cl_call cl_begin_dt(cl_dev *d, const char *family, const char *name, kiln_dtype dtype) {
     if (dtype != KILN_F32 && dtype != KILN_F16) {
-        kiln_status s = kiln_set_error(KILN_ERR_DTYPE, "opencl %s: operands must be f32 or f16, not %s",
-                                       name, kiln_dtype_name(dtype));
+        kiln_status s = kiln_set_error(KILN_ERR_DTYPE,
+                                       "opencl %s: operands must be f32 or f16, not %s", name,
+                                       kiln_dtype_name(dtype));
         return (cl_call){.dev = d, .family = family, .name = name, .err = CL_SUCCESS, .status = s};
     }
     return begin(d, family, name, dtype == KILN_F16);

@@ -15,7 +15,8 @@ static kiln_status run_3d(cl_call *c, const size_t global[3]) {
 static kiln_status begin_copy(cl_dev *d, const char *name, kiln_dtype dtype, int accumulate,
                               cl_call *c) {
     if (dtype == KILN_I32 && accumulate)
-        return kiln_set_error(KILN_ERR_DTYPE, "opencl %s: accumulating i32 elements is not supported", name);
+        return kiln_set_error(KILN_ERR_DTYPE,
+                              "opencl %s: accumulating i32 elements is not supported", name);
     *c = cl_begin_dt(d, "shape", name, dtype == KILN_I32 ? KILN_F32 : dtype);
     return KILN_OK;
 }
