@@ -3,40 +3,35 @@
  * compiler sees straight-line code: PoCL vectorizes across work-items only then, and it
  * was 3x slower with the kind switched at run time.
  *   gelu   tanh approximation, as GPT-2: 0.5 x (1 + tanh(s (x + 0.044715 x^3)))
- *   relu, silu (x * sigmoid x), relu2 (squared ReLU), sqrt (forward only) */
+ *   relu, silu (x * sigmoid x), relu2 (squared ReLU), sqrt (forward only)
+ * The kinds are kiln_act's values, KILN_ABI_ACT_* of engine/abi/kernel_abi.h. */
 
 #define GELU_S 0.7978845608028654f /* sqrt(2 / pi) */
 #define GELU_C 0.044715f
 
-#define ACT_GELU 0
-#define ACT_RELU 1
-#define ACT_SILU 2
-#define ACT_RELU2 3
-#define ACT_SQRT 100
-
 float act_value(float v, int kind) {
     switch (kind) {
-    case ACT_GELU: return 0.5f * v * (1.0f + tanh(GELU_S * (v + GELU_C * v * v * v)));
-    case ACT_RELU: return v > 0.0f ? v : 0.0f;
-    case ACT_SILU: return v / (1.0f + exp(-v));
-    case ACT_RELU2: return v > 0.0f ? v * v : 0.0f;
-    default: return sqrt(v);
+    case KILN_ABI_ACT_GELU: return 0.5f * v * (1.0f + tanh(GELU_S * (v + GELU_C * v * v * v)));
+    case KILN_ABI_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case KILN_ABI_ACT_SILU: return v / (1.0f + exp(-v));
+    case KILN_ABI_ACT_RELU2: return v > 0.0f ? v * v : 0.0f;
+    default: return sqrt(v); /* KILN_ABI_ACT_SQRT */
     }
 }
 
 /* f'(x); ReLU's kink at 0 takes the derivative 0, as the CPU reference (and PyTorch) */
 float act_derivative(float v, int kind) {
     switch (kind) {
-    case ACT_GELU: {
+    case KILN_ABI_ACT_GELU: {
         float t = tanh(GELU_S * (v + GELU_C * v * v * v));
         return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_S * (1.0f + 3.0f * GELU_C * v * v);
     }
-    case ACT_RELU: return v > 0.0f ? 1.0f : 0.0f;
-    case ACT_SILU: {
+    case KILN_ABI_ACT_RELU: return v > 0.0f ? 1.0f : 0.0f;
+    case KILN_ABI_ACT_SILU: {
         float s = 1.0f / (1.0f + exp(-v));
         return s * (1.0f + v * (1.0f - s));
     }
-    default: return v > 0.0f ? 2.0f * v : 0.0f; /* ACT_RELU2 */
+    default: return v > 0.0f ? 2.0f * v : 0.0f; /* KILN_ABI_ACT_RELU2 */
     }
 }
 
@@ -56,12 +51,12 @@ float act_derivative(float v, int kind) {
                   LOAD(dx, dx_off + i) + LOAD(dy, dy_off + i) * act_derivative(LOAD(x, x_off + i), kind)); \
     }
 
-ACT_FWD(gelu_fwd, ACT_GELU)
-ACT_FWD(relu_fwd, ACT_RELU)
-ACT_FWD(silu_fwd, ACT_SILU)
-ACT_FWD(relu2_fwd, ACT_RELU2)
-ACT_FWD(sqrt_fwd, ACT_SQRT)
-ACT_BWD(gelu_bwd, ACT_GELU)
-ACT_BWD(relu_bwd, ACT_RELU)
-ACT_BWD(silu_bwd, ACT_SILU)
-ACT_BWD(relu2_bwd, ACT_RELU2)
+ACT_FWD(gelu_fwd, KILN_ABI_ACT_GELU)
+ACT_FWD(relu_fwd, KILN_ABI_ACT_RELU)
+ACT_FWD(silu_fwd, KILN_ABI_ACT_SILU)
+ACT_FWD(relu2_fwd, KILN_ABI_ACT_RELU2)
+ACT_FWD(sqrt_fwd, KILN_ABI_ACT_SQRT)
+ACT_BWD(gelu_bwd, KILN_ABI_ACT_GELU)
+ACT_BWD(relu_bwd, KILN_ABI_ACT_RELU)
+ACT_BWD(silu_bwd, KILN_ABI_ACT_SILU)
+ACT_BWD(relu2_bwd, KILN_ABI_ACT_RELU2)

@@ -1,5 +1,8 @@
 /* Shared by every kernel family: the host prepends this file to each cl/<family>.cl.
  *
+ * In front of it, the host puts engine/abi/kernel_abi.h: the values kernels and host code
+ * must agree on (kinds, flags, dtype codes, tile sizes), KILN_ABI_*.
+ *
  * Compile-time options set by the host (engine/opencl/cl_device.c):
  *   KILN_WG          the work-group size of row kernels and reductions (a power of 2)
  *   KILN_SUBGROUPS   1 when sub-group functions exist (cl_khr_subgroups / OpenCL 2.1+)
@@ -24,10 +27,6 @@
 #if KILN_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
-
-#define DT_F32 0
-#define DT_F16 1
-#define DT_I32 2
 
 /* x / d, with the remainder in *rem. Written as x - q * d rather than x % d: with both a
  * division and a remainder of the same operands, LLVM emits a `freeze` instruction that
@@ -125,18 +124,28 @@ void half_store(__global half *p, ulong i, float v) {
 #define STORE(p, i, v) ((p)[i] = (v))
 #endif
 
-/* Element i of an f32 or f16 tensor whose dtype is known only at run time, as f32. */
+/* Element i of an f32 or f16 tensor whose dtype (KILN_ABI_DTYPE_*) is known only at run
+ * time, as f32. */
 float load_f(const __global void *p, ulong i, int dtype) {
-    return dtype == DT_F16 ? half_load((const __global half *)p, i) : ((const __global float *)p)[i];
+    return dtype == KILN_ABI_DTYPE_F16 ? half_load((const __global half *)p, i)
+                                       : ((const __global float *)p)[i];
 }
 
 /* Stores v as f32 or f16 (round to nearest even, as kiln_f32_to_f16). */
 void store_f(__global void *p, ulong i, float v, int dtype) {
-    if (dtype == DT_F16)
+    if (dtype == KILN_ABI_DTYPE_F16)
         half_store((__global half *)p, i, v);
     else
         ((__global float *)p)[i] = v;
 }
+
+/* ---- column sums ----
+ * A work-group of a column-sum kernel (sum_rows, norm_bwd_params) covers TILE_COLS adjacent
+ * columns (coalesced reads along a row) with TILE_LANES row lanes, whose sums it adds in
+ * local memory. The host launches one work-group per tile of KILN_ABI_CL_COLUMN_TILE columns
+ * or fewer (cl_run_column_tiles). */
+#define TILE_COLS (KILN_WG < KILN_ABI_CL_COLUMN_TILE ? KILN_WG : KILN_ABI_CL_COLUMN_TILE)
+#define TILE_LANES (KILN_WG / TILE_COLS)
 
 /* ---- work-group reductions ----
  * Every work-item of the group calls these with its value and gets the group's result.

@@ -36,10 +36,11 @@ void xent_rows(const __global real_t *logits, ulong logits_off, const __global i
     if (lid == 0) {
         float l = m + log(s);
         lse[lse_off + r] = valid ? l : 0.0f; /* as the CPU: 0 for rows without a loss */
-        /* row_loss holds (loss, valid) pairs */
-        row_loss[row_loss_off + 2 * r] =
-            valid ? (1.0f - smoothing) * (l - LOAD(z, t)) + smoothing * (l - sz / (float)vocab) : 0.0f;
-        row_loss[row_loss_off + 2 * r + 1] = valid ? 1.0f : 0.0f;
+        /* row_loss holds (loss, valid) pairs: KILN_ABI_CL_XENT_ROW_FLOATS per row */
+        __global float *out = row_loss + row_loss_off + KILN_ABI_CL_XENT_ROW_FLOATS * r;
+        out[0] = valid ? (1.0f - smoothing) * (l - LOAD(z, t)) + smoothing * (l - sz / (float)vocab)
+                       : 0.0f;
+        out[1] = valid ? 1.0f : 0.0f;
     }
 }
 
@@ -50,8 +51,8 @@ void xent_total(const __global float *row_loss, ulong row_loss_off, long rows,
     __local float scratch[KILN_WG];
     float s = 0.0f, c = 0.0f;
     for (long r = get_local_id(0); r < rows; r += KILN_WG) {
-        s += row_loss[row_loss_off + 2 * r];
-        c += row_loss[row_loss_off + 2 * r + 1];
+        s += row_loss[row_loss_off + KILN_ABI_CL_XENT_ROW_FLOATS * r];
+        c += row_loss[row_loss_off + KILN_ABI_CL_XENT_ROW_FLOATS * r + 1];
     }
     s = wg_sum(s, scratch);
     c = wg_sum(c, scratch);

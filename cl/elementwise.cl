@@ -32,19 +32,28 @@ __kernel void axpby(const __global real_t *x, ulong x_off, __global real_t *y, u
     STORE(y, y_off + i, beta == 0.0f ? alpha * xv : alpha * xv + beta * LOAD(y, y_off + i));
 }
 
-/* out[i] = a[i] op b[i % nb] (all real_t), one kernel per op (kiln_binary_op): with the op
- * chosen at run time PoCL did not vectorize the f16 variant (10x slower than f32).
+/* x op y for an op of kiln_binary_op (KILN_ABI_BIN_* in engine/abi/kernel_abi.h) */
+float binary_value(float x, float y, int op) {
+    switch (op) {
+    case KILN_ABI_BIN_ADD: return x + y;
+    case KILN_ABI_BIN_SUB: return x - y;
+    default: return x * y; /* KILN_ABI_BIN_MUL */
+    }
+}
+
+/* out[i] = a[i] op b[i % nb] (all real_t), one kernel per op with the op a compile-time
+ * constant: with the op chosen at run time PoCL did not vectorize the f16 variant (10x
+ * slower than f32).
  * grid (nb, n / nb): element i = r * nb + j reads b[j], with no division, and without a
  * broadcast (nb == n) the grid is 1-D; an `i % nb` index was 20x slower in f16 too. */
-#define BINARY(name, expr)                                                                       \
+#define BINARY(name, op)                                                                         \
     __kernel void name(const __global real_t *a, ulong a_off, const __global real_t *b,          \
                        ulong b_off, __global real_t *out, ulong out_off, long nb) {               \
         long j = get_global_id(0), r = get_global_id(1);                                         \
         if (j >= nb) return;                                                                     \
         long i = r * nb + j;                                                                     \
-        float x = LOAD(a, a_off + i), y = LOAD(b, b_off + j);                                    \
-        STORE(out, out_off + i, expr);                                                           \
+        STORE(out, out_off + i, binary_value(LOAD(a, a_off + i), LOAD(b, b_off + j), op));       \
     }
-BINARY(binary_add, x + y)
-BINARY(binary_sub, x - y)
-BINARY(binary_mul, x * y)
+BINARY(binary_add, KILN_ABI_BIN_ADD)
+BINARY(binary_sub, KILN_ABI_BIN_SUB)
+BINARY(binary_mul, KILN_ABI_BIN_MUL)

@@ -1,7 +1,7 @@
 /* GEMM: C[b] = alpha op(A[b]) op(B[b]) + beta C[b] (+ bias[n]), f32 or f16 inputs, f32
  * accumulation, f32 or f16 output.
  *
- * Three variants (engine/opencl/cl_ops_gemm.c picks one; cl_gemm_tuning.c holds the sizes):
+ * Three variants (engine/opencl/cl_gemm.c picks one; cl_gemm_tuning.c holds the sizes):
  *   gemm_direct   one work-item per element of C, reading A and B in place: tiny products,
  *                 where packing would cost more launches than the product itself.
  *   gemm_cpu      CPU devices (PoCL): a register-blocked micro-kernel in the BLIS style. One
@@ -12,12 +12,13 @@
  *                 slices; each work-item accumulates WM x WN outputs in registers.
  * The last two read operands packed by gemm_pack: op(A) as panels of PA rows, op(B) as
  * panels of PB columns, each panel stored k-major ([k][PA] / [k][PB]), zero-padded to whole
- * panels and to K rounded up to KU. Packing also does the transposes and the f16
- * conversion, so the inner loops see one layout, no bounds and no conversions.
+ * panels and, for gemm_tiled, to K rounded up to KT. Packing also does the transposes and
+ * the f16 conversion, so the inner loops see one layout, no bounds and no conversions.
  *
  * Sizes come from the host as -D options prepended to this file:
  *   GEMM_MR, GEMM_NR, GEMM_VW      the CPU micro-kernel (NR a multiple of VW)
  *   GEMM_TM, GEMM_TN, GEMM_KT, GEMM_WM, GEMM_WN   the tiled kernel
+ *   GEMM_RX, GEMM_RY               the tiled kernel's work-group (TN / WN by TM / WM)
  */
 
 /* op(X) packed: element (o, k) of the logical matrix, o the panel axis (rows of op(A),
@@ -85,7 +86,7 @@ void gemm_pack_blocked(const __global void *src, ulong src_off, long src_bstride
     int full_panel = (panel + 1) * pw <= outer;
     for (long k0 = 0; k0 < kp; k0 += PACK_KB) {
         if (full_panel && k0 + PACK_KB <= depth) {
-            if (dtype == DT_F16)
+            if (dtype == KILN_ABI_DTYPE_F16)
                 pack_full_block(src, sb, 1, o_major, ld, panel, pw, k0, out);
             else
                 pack_full_block(src, sb, 0, o_major, ld, panel, pw, k0, out);
@@ -131,6 +132,22 @@ __kernel void gemm_direct(const __global void *a, ulong a_off, long a_bstride, i
                has_bias ? bias[bias_off + j] : 0.0f);
 }
 
+/* Panel `index` of batch entry `bt` of a packed operand (panels `width` wide, kp deep, as
+ * gemm_pack writes them). */
+const __global float *packed_panel(const __global float *p, ulong off, long bstride, long bt,
+                                   long index, long kp, int width) {
+    return p + off + bt * bstride + index * kp * width;
+}
+
+/* The parameters of both kernels that read packed panels (gemm_cpu, gemm_tiled), which the
+ * host sets in one place: A's and B's panels with their batch strides and the padded depth,
+ * then the output as gemm_direct takes it. */
+#define GEMM_PACKED_PARAMS                                                                     \
+    const __global float *ap, ulong ap_off, long ap_bstride, const __global float *bp,         \
+        ulong bp_off, long bp_bstride, long kp, __global void *c, ulong c_off, long c_bstride, \
+        int c_dtype, long ldc, const __global float *bias, ulong bias_off, int has_bias,       \
+        long m, long n, float alpha, float beta
+
 /* ---- CPU micro-kernel ---- */
 #ifdef GEMM_MR
 #define GEMM_NV (GEMM_NR / GEMM_VW)
@@ -151,13 +168,10 @@ __kernel void gemm_direct(const __global void *a, ulong a_off, long a_bstride, i
 /* grid (m blocks, n blocks, batch), one work-item per group: consecutive groups share the
  * B panel (NR columns x K), which stays in cache while the A panels stream past it. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void gemm_cpu(const __global float *ap, ulong ap_off, long ap_bstride, const __global float *bp,
-              ulong bp_off, long bp_bstride, long kp, __global void *c, ulong c_off,
-              long c_bstride, int c_dtype, long ldc, const __global float *bias, ulong bias_off,
-              int has_bias, long m, long n, float alpha, float beta) {
+void gemm_cpu(GEMM_PACKED_PARAMS) {
     long ib = get_global_id(0), jb = get_global_id(1), bt = get_global_id(2);
-    const __global float *pa = ap + ap_off + bt * ap_bstride + ib * kp * GEMM_MR;
-    const __global float *pb = bp + bp_off + bt * bp_bstride + jb * kp * GEMM_NR;
+    const __global float *pa = packed_panel(ap, ap_off, ap_bstride, bt, ib, kp, GEMM_MR);
+    const __global float *pb = packed_panel(bp, bp_off, bp_bstride, bt, jb, kp, GEMM_NR);
     vfloat acc[GEMM_MR][GEMM_NV];
 #pragma unroll
     for (int r = 0; r < GEMM_MR; r++)
@@ -196,23 +210,20 @@ void gemm_cpu(const __global float *ap, ulong ap_off, long ap_bstride, const __g
 
 /* ---- GPU tiled kernel ---- */
 #ifdef GEMM_TM
-#define GEMM_RX (GEMM_TN / GEMM_WN) /* work-items along n */
-#define GEMM_RY (GEMM_TM / GEMM_WM) /* work-items along m */
+/* GEMM_RX = TN / WN work-items along n, GEMM_RY = TM / WM along m: the work-group shape, from
+ * the host, which launches with it (cl_gemm_configure) */
 #define GEMM_THREADS (GEMM_RX * GEMM_RY)
 
 /* grid (n tiles * RX, m tiles * RY, batch). Work-item (tx, ty) owns the outputs
  * (ty + RY * u, tx + RX * w) of the tile: strided, so neighbours read neighbouring local
  * memory words (no bank conflicts) and write neighbouring elements of C (coalesced). */
 __kernel __attribute__((reqd_work_group_size(GEMM_RX, GEMM_RY, 1)))
-void gemm_tiled(const __global float *ap, ulong ap_off, long ap_bstride, const __global float *bp,
-                ulong bp_off, long bp_bstride, long kp, __global void *c, ulong c_off,
-                long c_bstride, int c_dtype, long ldc, const __global float *bias, ulong bias_off,
-                int has_bias, long m, long n, float alpha, float beta) {
+void gemm_tiled(GEMM_PACKED_PARAMS) {
     __local float as[GEMM_KT * GEMM_TM], bs[GEMM_KT * GEMM_TN];
     int tx = get_local_id(0), ty = get_local_id(1), tid = ty * GEMM_RX + tx;
     long jt = get_group_id(0), it = get_group_id(1), bt = get_global_id(2);
-    const __global float *pa = ap + ap_off + bt * ap_bstride + it * kp * GEMM_TM;
-    const __global float *pb = bp + bp_off + bt * bp_bstride + jt * kp * GEMM_TN;
+    const __global float *pa = packed_panel(ap, ap_off, ap_bstride, bt, it, kp, GEMM_TM);
+    const __global float *pb = packed_panel(bp, bp_off, bp_bstride, bt, jt, kp, GEMM_TN);
     float acc[GEMM_WM][GEMM_WN];
 #pragma unroll
     for (int u = 0; u < GEMM_WM; u++)

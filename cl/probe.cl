@@ -9,23 +9,24 @@
  * CPU device (PoCL) runs a work-item's vector code as SIMD instructions, one work-item after
  * another, and needs independent chains within it: 12 at every width (PoCL here, float16:
  * 26 GFLOP per CPU-second with 1 chain, 206 with 12, as the CPU backend's AVX-512 kernel).
- * cl_probe.c keeps the same table: the host must know how many FMAs a kernel does.
+ * The chain counts are KILN_ABI_CL_FMA_CHAINS_* of engine/abi/kernel_abi.h, which cl_probe.c
+ * reads too: the host must know how many FMAs a kernel does.
  * half kernels exist only where the compiler defines cl_khr_fp16. */
 
 #define FMA_START(k) (1.0f + (float)((k) % 32) / 16.0f)
 
 #if KILN_CPU_DEVICE
-#define FMA_CHAINS_1 12
-#define FMA_CHAINS_2 12
-#define FMA_CHAINS_4 12
-#define FMA_CHAINS_8 12
-#define FMA_CHAINS_16 12
+#define FMA_CHAINS_1 KILN_ABI_CL_FMA_CHAINS_CPU
+#define FMA_CHAINS_2 KILN_ABI_CL_FMA_CHAINS_CPU
+#define FMA_CHAINS_4 KILN_ABI_CL_FMA_CHAINS_CPU
+#define FMA_CHAINS_8 KILN_ABI_CL_FMA_CHAINS_CPU
+#define FMA_CHAINS_16 KILN_ABI_CL_FMA_CHAINS_CPU
 #else
-#define FMA_CHAINS_1 12
-#define FMA_CHAINS_2 6
-#define FMA_CHAINS_4 3
-#define FMA_CHAINS_8 2
-#define FMA_CHAINS_16 1
+#define FMA_CHAINS_1 KILN_ABI_CL_FMA_CHAINS_GPU_X1
+#define FMA_CHAINS_2 KILN_ABI_CL_FMA_CHAINS_GPU_X2
+#define FMA_CHAINS_4 KILN_ABI_CL_FMA_CHAINS_GPU_X4
+#define FMA_CHAINS_8 KILN_ABI_CL_FMA_CHAINS_GPU_X8
+#define FMA_CHAINS_16 KILN_ABI_CL_FMA_CHAINS_GPU_X16
 #endif
 
 /* LOAD(p) / STORE(v, p): a vector from / to a private array of its lanes */

@@ -34,25 +34,22 @@ void reduce_final(const __global float *partial, ulong partial_off, int count,
     }
 }
 
-/* out[j] += alpha * sum_i x[i * cols + j] (x and out real_t). A work-group covers SR_COLS adjacent columns
- * (coalesced reads along a row) with KILN_WG / SR_COLS lanes, each summing every lanes-th
- * row; the lanes are then added in local memory. */
-#define SR_COLS (KILN_WG < 32 ? KILN_WG : 32)
-#define SR_LANES (KILN_WG / SR_COLS)
+/* out[j] += alpha * sum_i x[i * cols + j] (x and out real_t), by column tiles (common.cl):
+ * each lane sums every TILE_LANES-th row, then the lanes are added in local memory. */
 __kernel __attribute__((reqd_work_group_size(KILN_WG, 1, 1)))
 void sum_rows(const __global real_t *x, ulong x_off, __global real_t *out, ulong out_off,
               long rows, long cols, float alpha) {
     __local float scratch[KILN_WG];
-    int lane = get_local_id(0) / SR_COLS, c = get_local_id(0) - lane * SR_COLS;
-    long j = (long)get_group_id(0) * SR_COLS + c;
+    int lane = get_local_id(0) / TILE_COLS, c = get_local_id(0) - lane * TILE_COLS;
+    long j = (long)get_group_id(0) * TILE_COLS + c;
     float s = 0.0f;
     if (j < cols)
-        for (long i = lane; i < rows; i += SR_LANES) s += LOAD(x, x_off + i * cols + j);
+        for (long i = lane; i < rows; i += TILE_LANES) s += LOAD(x, x_off + i * cols + j);
     scratch[get_local_id(0)] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lane == 0 && j < cols) {
         float total = 0.0f;
-        for (int l = 0; l < SR_LANES; l++) total += scratch[l * SR_COLS + c];
+        for (int l = 0; l < TILE_LANES; l++) total += scratch[l * TILE_COLS + c];
         STORE(out, out_off + j, LOAD(out, out_off + j) + alpha * total);
     }
 }

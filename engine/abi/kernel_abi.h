@@ -27,6 +27,12 @@
 #define KILN_ABI_NORM_LAYER 0
 #define KILN_ABI_NORM_RMS 1
 
+/* ---- element types (kiln_dtype in kiln/types.h), for kernels that take an operand's dtype
+ * as an argument at run time (OpenCL: the GEMM, check_finite, Adam's gradient) ---- */
+#define KILN_ABI_DTYPE_F32 0
+#define KILN_ABI_DTYPE_F16 1
+#define KILN_ABI_DTYPE_I32 2
+
 /* ---- tile sizes and work-group shapes the host must know to size its grids ---- */
 /* (each backend's section below names the kernel that uses the value) */
 
@@ -83,5 +89,28 @@
  * kiln_vulkan_fma_peak counts (vk_bench.c) */
 #define KILN_ABI_VK_FMA_PEAK_CHAINS 12
 #define KILN_ABI_VK_FMA_PEAK_ROUNDS 24
+
+/* ---- OpenCL ---- */
+
+/* The column sums (sum_rows in cl/reduce.cl, norm_bwd_params in cl/norm.cl): a work-group of
+ * KILN_WG work-items covers min(KILN_WG, KILN_ABI_CL_COLUMN_TILE) adjacent columns, its
+ * other work-items being row lanes; the host launches one work-group per tile of columns. */
+#define KILN_ABI_CL_COLUMN_TILE 32
+
+/* xent_rows (cl/crossentropy.cl) writes each row's loss and whether it counts into a
+ * scratch of this many floats per row, which the host allocates and xent_total reads. */
+#define KILN_ABI_CL_XENT_ROW_FLOATS 2
+
+/* Independent FMA chains per work-item of the probe kernels fma_<dtype>x<width>
+ * (cl/probe.cl); the host counts the FMAs a kernel does from the same numbers. A CPU device
+ * runs a work-item's vectors as SIMD instructions and needs independent chains within it at
+ * every width; a GPU hides latency across work-items and keeps 12 scalar lanes (or the
+ * fewest chains of wider vectors) per work-item. */
+#define KILN_ABI_CL_FMA_CHAINS_CPU 12
+#define KILN_ABI_CL_FMA_CHAINS_GPU_X1 12
+#define KILN_ABI_CL_FMA_CHAINS_GPU_X2 6
+#define KILN_ABI_CL_FMA_CHAINS_GPU_X4 3
+#define KILN_ABI_CL_FMA_CHAINS_GPU_X8 2
+#define KILN_ABI_CL_FMA_CHAINS_GPU_X16 1
 
 #endif

@@ -3,9 +3,11 @@
  * Compiling the kernels at run time costs from a fraction of a second (GPU drivers) to
  * several seconds (PoCL's LLVM pipeline) per program, every time a process starts. The
  * binaries are cached in $XDG_CACHE_HOME/kiln/opencl (or ~/.cache/kiln/opencl), one file per
- * program, named by a hash of the device, the driver, the compile options and the source
- * text, so a new driver or an edited kernel simply misses. Every failure here is silent: a
- * missing or unwritable cache only costs compile time. KILN_CL_CACHE=0 disables it. */
+ * program, named by a hash of the device, the driver, the compile options and the whole text
+ * handed to the compiler (engine/abi/kernel_abi.h, cl/common.cl and the family's file), so a
+ * new driver, an edited kernel or an edited header simply misses. Every failure here is
+ * silent: a missing or unwritable cache only costs compile time. KILN_CL_CACHE=0 disables
+ * it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,12 @@ uint64_t cl_hash(uint64_t hash, const void *data, size_t n) {
         hash *= 1099511628211ull;
     }
     return hash;
+}
+
+uint64_t cl_cache_key(const cl_dev *d, const char *text) {
+    uint64_t key = cl_hash(CL_HASH_INIT, d->device_key, strlen(d->device_key));
+    key = cl_hash(key, d->build_options, strlen(d->build_options));
+    return cl_hash(key, text, strlen(text));
 }
 
 /* A cache file: this header, then `size` bytes of binary. The key is repeated inside so a
@@ -64,7 +72,7 @@ static int cache_dir(char *buf, size_t size, int create) {
     return 1;
 }
 
-static int cache_path(char *buf, size_t size, uint64_t key, const char *family, int create) {
+static int binary_cache_path(char *buf, size_t size, uint64_t key, const char *family, int create) {
     char dir[1024];
     if (!cache_dir(dir, sizeof dir, create)) return 0;
     int n = snprintf(buf, size, "%s/%s-%016llx.bin", dir, family, (unsigned long long)key);
@@ -73,7 +81,7 @@ static int cache_path(char *buf, size_t size, uint64_t key, const char *family, 
 
 unsigned char *cl_cache_read(uint64_t key, const char *family, size_t *size) {
     char path[1200];
-    if (!cache_enabled() || !cache_path(path, sizeof path, key, family, 0)) return NULL;
+    if (!cache_enabled() || !binary_cache_path(path, sizeof path, key, family, 0)) return NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     cache_header h;
@@ -93,16 +101,16 @@ unsigned char *cl_cache_read(uint64_t key, const char *family, size_t *size) {
 
 void cl_cache_write(uint64_t key, const char *family, const unsigned char *data, size_t size) {
     char path[1200], tmp[1300];
-    if (!cache_enabled() || !size || !cache_path(path, sizeof path, key, family, 1)) return;
+    if (!cache_enabled() || !size || !binary_cache_path(path, sizeof path, key, family, 1)) return;
     /* write a private temporary file, then rename: readers never see a partial file, and
-     * two processes compiling the same program at once both succeed */
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+     * two processes, or two threads of one, compiling the same program at once both succeed */
+    static atomic_uint serial;
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(),
+             atomic_fetch_add(&serial, 1));
     FILE *f = fopen(tmp, "wb");
     if (!f) return;
-    cache_header h;
-    memcpy(h.magic, g_magic, 8);
-    h.key = key;
-    h.size = size;
+    cache_header h = {.key = key, .size = size};
+    memcpy(h.magic, g_magic, sizeof h.magic);
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(data, 1, size, f) == size;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {

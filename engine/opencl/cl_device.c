@@ -75,7 +75,8 @@ static kiln_status enumerate(cl_found **out, int *count) {
         }
         found = grown;
         clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
-        for (cl_uint i = 0; i < nd; i++) found[n++] = (cl_found){plats[p], devs[i]};
+        for (cl_uint i = 0; i < nd; i++)
+            found[n++] = (cl_found){.platform = plats[p], .device = devs[i]};
         free(devs);
     }
     free(plats);
@@ -170,7 +171,7 @@ static cl_device_type dev_type(cl_device_id d) {
     return t;
 }
 
-static const char *type_name(cl_device_type t) {
+static const char *device_type_name(cl_device_type t) {
     if (t & CL_DEVICE_TYPE_GPU) return "GPU";
     if (t & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
     if (t & CL_DEVICE_TYPE_CPU) return "CPU";
@@ -212,7 +213,7 @@ kiln_status kiln_opencl_list(void *out_file) {
                 "          %u compute units at %u MHz, %.2f GiB memory (%.2f GiB per buffer), "
                 "%llu KiB local memory\n"
                 "          subgroups %s, cl_khr_fp16 %s (f16 storage works either way)\n",
-                i, name, i == best ? "  [default]" : "", plat, type_name(dev_type(d)), ver,
+                i, name, i == best ? "  [default]" : "", plat, device_type_name(dev_type(d)), ver,
                 dev_uint(d, CL_DEVICE_MAX_COMPUTE_UNITS), dev_uint(d, CL_DEVICE_MAX_CLOCK_FREQUENCY),
                 (double)dev_ulong(d, CL_DEVICE_GLOBAL_MEM_SIZE) / (1 << 30),
                 (double)dev_ulong(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE) / (1 << 30),
@@ -299,7 +300,7 @@ static void cl_close(void *dev) {
 static const char *cl_device_name(void *dev) { return ((cl_dev *)dev)->name; }
 static int cl_device_is_cpu(void *dev) { return !((cl_dev *)dev)->is_gpu; }
 
-static kiln_backend g_opencl = {
+static const kiln_backend g_opencl = {
     .name = "opencl",
     .close = cl_close,
     .device_name = cl_device_name,

@@ -6,17 +6,45 @@
  *   cl_memory.c     the sub-allocator over large cl_mem blocks
  *   cl_transfer.c   upload, download, sync (the only calls that wait)
  *   cl_launch.c     setting arguments, enqueueing kernels, profiling
- *   cl_ops_*.c      one file per kernel family, host side of cl/<family>.cl
+ *   cl_probe.c      device measurement: timers, the FMA, copy and dispatch probes
+ *   cl_gemm_tuning.c  the per-device GEMM block sizes (cl_gemm.h)
+ * and the host side of the kernels, one file per op family, named as the CPU backend's
+ * cpu_<family>.c (each names the cl/<family>.cl files whose kernels it launches):
+ *   cl_basic.c      fill, cast, axpby, binary, sum_rows
+ *   cl_act.c        activations
+ *   cl_dropout.c    dropout
+ *   cl_embed.c      embedding lookup and its backward
+ *   cl_entropy.c    attention entropy
+ *   cl_gemm.c       the GEMM: variant choice, packing, launch
+ *   cl_misc.c       the sinusoid table and the inf/NaN check
+ *   cl_norm.c       LayerNorm and RMSNorm
+ *   cl_optim.c      gradient clipping coefficient and Adam(W)
+ *   cl_reduce.c     reductions to a scalar
+ *   cl_shape.c      permute and block copies
+ *   cl_softmax.c    masked softmax
+ *   cl_xent.c       cross-entropy
  *
  * Every kernel call is enqueued on one in-order queue and returns at once; the host waits
- * only in download() and sync(). */
+ * only in download() and sync().
+ *
+ * Threads. A device (a cl_dev, one kiln context) is used by one thread at a time, as every
+ * kiln context is: its queue, allocator, upload staging, program and kernel tables, profiler,
+ * and the argument lists of its cl_kernels (clSetKernelArg is the one OpenCL call that is
+ * not thread-safe on a shared object) have no locks. Devices open on different threads run
+ * concurrently, because nothing mutable is shared between them: the embedded sources, the
+ * kernel_abi.h text, the GEMM tuning table and the backend table are read-only; the binary
+ * cache on disk is written through temporary files unique to a process and a write, then
+ * renamed; the cache counters are atomic; error messages are per thread (core/error.c). */
 #ifndef KILN_OPENCL_INTERNAL_H
 #define KILN_OPENCL_INTERNAL_H
+
+#include <stdatomic.h>
 
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 
+#include "abi/kernel_abi.h"
 #include "core/internal.h"
 
 /* ---- the embedded kernel sources (generated at build time from cl/<family>.cl) ---- */
@@ -26,6 +54,8 @@ typedef struct cl_source_file {
 } cl_source_file;
 extern const cl_source_file kiln_cl_sources[];
 extern const int kiln_cl_source_count;
+/* engine/abi/kernel_abi.h, which cl_build_program puts in front of every program */
+extern const char kiln_cl_abi_header[];
 
 /* ---- memory ---- */
 typedef struct cl_block {
@@ -57,6 +87,7 @@ typedef struct cl_kernel_entry {
     int f16; /* from the f16 variant of the family */
     char name[48];
     cl_kernel kernel;
+    cl_uint num_args; /* CL_KERNEL_NUM_ARGS: cl_run refuses a call that set another number */
 } cl_kernel_entry;
 
 typedef struct cl_program_entry {
@@ -88,6 +119,7 @@ typedef struct cl_gemm_config {
     char variant[16];        /* for large products: "cpu" or "tiled" */
     int mr, nr, vw;          /* gemm_cpu block */
     int tm, tn, kt, wm, wn;  /* gemm_tiled tile */
+    int rx, ry;              /* gemm_tiled work-group: tn / wn by tm / wm work-items */
     char defines[320];       /* the same as #define lines, prepended to cl/gemm.cl */
 } cl_gemm_config;
 
@@ -150,22 +182,26 @@ const char *cl_error_name(cl_int err);
 kiln_status cl_fail(cl_int err, const char *what);
 
 /* ---- cl_program.c ---- */
-/* The kernel `name` from cl/<family>.cl, building the program on first use. NULL with the
- * error set (including the build log) when it does not compile. */
-cl_kernel cl_get_kernel(cl_dev *d, const char *family, const char *name);
-/* The same from the f16 variant of the family when f16 is 1. */
-cl_kernel cl_get_kernel_variant(cl_dev *d, const char *family, const char *name, int f16);
-/* Builds a program from `source` (a family's text, common.cl prepended); used by
- * cl_get_kernel and by the tests of the build-log path. */
+/* The kernel `name` from cl/<family>.cl (its f16 variant when f16 is 1), building the
+ * program on first use. NULL with the error set (including the build log) when it does not
+ * compile or has no such kernel. */
+const cl_kernel_entry *cl_find_kernel(cl_dev *d, const char *family, const char *name, int f16);
+/* Builds a program from `source` with engine/abi/kernel_abi.h in front of it (for a family:
+ * its text with common.cl before it); `family` names it in messages and in the binary
+ * cache. Used by cl_find_kernel and by the tests. */
 kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, cl_program *out);
 void cl_release_programs(cl_dev *d);
-/* How the last programs were obtained, for the cache tests. */
-extern int kiln_cl_cache_hits, kiln_cl_cache_writes;
+/* How programs were obtained, counted over the whole process for the cache tests: binaries
+ * loaded from the cache and written to it. Atomic: devices open on other threads count too. */
+extern atomic_int kiln_cl_cache_hits, kiln_cl_cache_writes;
 
 /* ---- cl_cache.c ---- */
 /* 64-bit FNV-1a, chained: hash = cl_hash(hash, data, n). Start from CL_HASH_INIT. */
 #define CL_HASH_INIT 1469598103934665603ull
 uint64_t cl_hash(uint64_t hash, const void *data, size_t n);
+/* The cache key of a program: device, driver and compile options, and `text`, all that the
+ * compiler is given (every #included fact is in it: the kernels #include nothing). */
+uint64_t cl_cache_key(const cl_dev *d, const char *text);
 /* Reads the cached binary for key into a malloc'd buffer; NULL when absent. */
 unsigned char *cl_cache_read(uint64_t key, const char *family, size_t *size);
 /* Writes it atomically; failures are silent (a cache is an optimization). */
@@ -193,14 +229,16 @@ void cl_reap_staging(cl_dev *d, int wait);
 
 /* ---- cl_launch.c ---- */
 /* Building a kernel's argument list: each call appends; the first error sticks and is
- * reported by cl_run. A reference is passed as two arguments: the block's cl_mem and the
- * element offset (ulong), so kernels index `p[off + i]` and offsets need no alignment
- * beyond the element size. An absent reference passes a dummy buffer and offset 0. */
+ * reported by cl_run, which also refuses a list whose length is not the kernel's parameter
+ * count. A reference is passed as two arguments: the block's cl_mem and the element offset
+ * (ulong), so kernels index `p[off + i]` and offsets need no alignment beyond the element
+ * size. An absent reference passes a dummy buffer and offset 0. */
 typedef struct cl_call {
     cl_dev *dev;
     cl_kernel kernel;
-    const char *name;
-    cl_uint n;
+    const char *family, *name;
+    cl_uint num_args; /* the kernel's parameters */
+    cl_uint n;        /* arguments set so far */
     cl_int err;
     kiln_status status;
 } cl_call;
@@ -217,7 +255,6 @@ void cl_arg_f32(cl_call *c, float v);
 void cl_arg_i32(cl_call *c, int v);
 void cl_arg_i64(cl_call *c, int64_t v);
 void cl_arg_u64(cl_call *c, uint64_t v);
-void cl_arg_local(cl_call *c, size_t bytes);
 /* Enqueues over `dims` dimensions; global sizes are rounded up to the local sizes.
  * local == NULL lets the driver choose. */
 kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *local);
@@ -225,6 +262,9 @@ kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *loc
 kiln_status cl_run_1d(cl_call *c, size_t n);
 /* One work-group of d->wg items per row, `rows` rows. */
 kiln_status cl_run_rows(cl_call *c, size_t rows);
+/* One work-group of d->wg items per tile of min(d->wg, KILN_ABI_CL_COLUMN_TILE) columns:
+ * the column sums (sum_rows, norm_bwd_params). */
+kiln_status cl_run_column_tiles(cl_call *c, int64_t cols);
 /* Keeps a profiling event of a command that is not a kernel (fills, copies); pass the
  * event only when d->profile is set. */
 void cl_track(cl_dev *d, cl_event ev, const char *name);
@@ -236,7 +276,7 @@ size_t cl_groups_for(const cl_dev *d, size_t n);
 
 static inline int cl_has(kiln_ref r) { return r.buf != NULL; }
 
-/* ---- kernels (cl_ops_*.c) ---- */
+/* ---- kernels (the op-family files above) ---- */
 kiln_status cl_fill(void *dev, const kiln_fill_args *a);
 kiln_status cl_cast(void *dev, const kiln_cast_args *a);
 kiln_status cl_gemm(void *dev, const kiln_gemm_args *a);

@@ -7,6 +7,11 @@
  * Errors (a kernel that does not compile, a bad argument) stick in the cl_call and are
  * returned by cl_run, so wrappers need no check after each argument.
  *
+ * A kernel's parameter list is written twice, in cl/<family>.cl and as the cl_arg_* calls of
+ * its host wrapper; cl_run checks that the two agree in number (CL_KERNEL_NUM_ARGS, read once
+ * per kernel) and refuses the call with one error naming the kernel and both counts, rather
+ * than enqueueing a kernel with unset or shifted arguments.
+ *
  * KILN_CL_PROFILE=1 creates the queue with profiling, keeps an event per kernel, and at
  * close prints each kernel's count and total device time to stderr. KILN_CL_TRACE=1 prints
  * every kernel as it is enqueued (to place oclgrind's messages, which follow each kernel). */
@@ -17,9 +22,14 @@
 #include "opencl/cl_internal.h"
 
 static cl_call begin(cl_dev *d, const char *family, const char *name, int f16) {
-    cl_call c = {d, NULL, name, 0, CL_SUCCESS, KILN_OK};
-    c.kernel = cl_get_kernel_variant(d, family, name, f16);
-    if (!c.kernel) c.status = kiln_error_status() ? kiln_error_status() : KILN_ERR_DEVICE;
+    cl_call c = {.dev = d, .family = family, .name = name, .err = CL_SUCCESS, .status = KILN_OK};
+    const cl_kernel_entry *k = cl_find_kernel(d, family, name, f16);
+    if (!k) {
+        c.status = kiln_error_status() ? kiln_error_status() : KILN_ERR_DEVICE;
+        return c;
+    }
+    c.kernel = k->kernel;
+    c.num_args = k->num_args;
     return c;
 }
 
@@ -27,17 +37,18 @@ cl_call cl_begin(cl_dev *d, const char *family, const char *name) { return begin
 
 cl_call cl_begin_dt(cl_dev *d, const char *family, const char *name, kiln_dtype dtype) {
     if (dtype != KILN_F32 && dtype != KILN_F16) {
-        cl_call c = {d, NULL, name, 0, CL_SUCCESS, KILN_OK};
-        c.status = kiln_set_error(KILN_ERR_DTYPE, "opencl %s: operands must be f32 or f16, not %s",
-                                  name, kiln_dtype_name(dtype));
-        return c;
+        kiln_status s = kiln_set_error(KILN_ERR_DTYPE,
+                                       "opencl %s: operands must be f32 or f16, not %s", name,
+                                       kiln_dtype_name(dtype));
+        return (cl_call){.dev = d, .family = family, .name = name, .err = CL_SUCCESS, .status = s};
     }
     return begin(d, family, name, dtype == KILN_F16);
 }
 
 static void set_arg(cl_call *c, size_t size, const void *value) {
     if (c->status || c->err) return;
-    c->err = clSetKernelArg(c->kernel, c->n, size, value);
+    /* one past the kernel's last parameter is only counted: cl_run reports the surplus */
+    if (c->n < c->num_args) c->err = clSetKernelArg(c->kernel, c->n, size, value);
     c->n++;
 }
 
@@ -59,24 +70,12 @@ void cl_arg_mem(cl_call *c, cl_mem mem, size_t elem_off) {
     set_arg(c, sizeof off, &off);
 }
 
-void cl_arg_f32(cl_call *c, float v) { set_arg(c, sizeof v, &v); }
-void cl_arg_u32(cl_call *c, uint32_t v) {
-    cl_uint x = v;
-    set_arg(c, sizeof x, &x);
-}
-void cl_arg_i32(cl_call *c, int v) {
-    cl_int x = v;
-    set_arg(c, sizeof x, &x);
-}
-void cl_arg_i64(cl_call *c, int64_t v) {
-    cl_long x = v;
-    set_arg(c, sizeof x, &x);
-}
-void cl_arg_u64(cl_call *c, uint64_t v) {
-    cl_ulong x = v;
-    set_arg(c, sizeof x, &x);
-}
-void cl_arg_local(cl_call *c, size_t bytes) { set_arg(c, bytes, NULL); }
+/* each scalar as the OpenCL C type of its parameter (float, uint, int, long, ulong) */
+void cl_arg_f32(cl_call *c, float v) { set_arg(c, sizeof(cl_float), &(cl_float){v}); }
+void cl_arg_u32(cl_call *c, uint32_t v) { set_arg(c, sizeof(cl_uint), &(cl_uint){v}); }
+void cl_arg_i32(cl_call *c, int v) { set_arg(c, sizeof(cl_int), &(cl_int){v}); }
+void cl_arg_i64(cl_call *c, int64_t v) { set_arg(c, sizeof(cl_long), &(cl_long){v}); }
+void cl_arg_u64(cl_call *c, uint64_t v) { set_arg(c, sizeof(cl_ulong), &(cl_ulong){v}); }
 
 void cl_track(cl_dev *d, cl_event ev, const char *name) {
     if (d->n_prof_pending == d->cap_prof_pending) {
@@ -89,7 +88,7 @@ void cl_track(cl_dev *d, cl_event ev, const char *name) {
         d->prof_pending = grown;
         d->cap_prof_pending = cap;
     }
-    d->prof_pending[d->n_prof_pending++] = (cl_prof_pending){ev, name};
+    d->prof_pending[d->n_prof_pending++] = (cl_prof_pending){.event = ev, .name = name};
     /* long runs without a sync: fold finished events in now and then */
     if (d->n_prof_pending >= 4096) cl_prof_collect(d);
 }
@@ -101,6 +100,11 @@ kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *loc
         snprintf(what, sizeof what, "clSetKernelArg %u of %s", c->n - 1, c->name);
         return cl_fail(c->err, what);
     }
+    if (c->n != c->num_args)
+        return kiln_set_error(KILN_ERR_DEVICE,
+                              "opencl: kernel %s in cl/%s.cl takes %u arguments but its host "
+                              "wrapper set %u: the two parameter lists disagree",
+                              c->name, c->family, c->num_args, c->n);
     size_t g[3];
     for (int i = 0; i < dims; i++) {
         g[i] = global[i];
@@ -131,6 +135,11 @@ kiln_status cl_run_1d(cl_call *c, size_t n) {
 kiln_status cl_run_rows(cl_call *c, size_t rows) {
     size_t local = c->dev->wg, global = rows * local;
     return cl_run(c, 1, &global, &local);
+}
+
+kiln_status cl_run_column_tiles(cl_call *c, int64_t cols) {
+    size_t wg = c->dev->wg, tile = wg < KILN_ABI_CL_COLUMN_TILE ? wg : KILN_ABI_CL_COLUMN_TILE;
+    return cl_run_rows(c, ((size_t)cols + tile - 1) / tile);
 }
 
 size_t cl_groups_for(const cl_dev *d, size_t n) {
@@ -169,7 +178,7 @@ void cl_prof_collect(cl_dev *d) {
                     d->prof_totals = grown;
                     d->cap_prof_totals = cap;
                 }
-                d->prof_totals[j] = (cl_prof_total){p->name, 0, 0, 1e30};
+                d->prof_totals[j] = (cl_prof_total){.name = p->name, .min_ms = 1e30};
                 d->n_prof_totals++;
             }
             double ms = (double)(t1 - t0) * 1e-6;
@@ -182,14 +191,15 @@ void cl_prof_collect(cl_dev *d) {
     d->n_prof_pending = kept;
 }
 
-static int by_time(const void *a, const void *b) {
+static int by_total_ms_descending(const void *a, const void *b) {
     double x = ((const cl_prof_total *)a)->ms, y = ((const cl_prof_total *)b)->ms;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
 void cl_prof_report(cl_dev *d) {
     if (!d->profile || !d->n_prof_totals) return;
-    qsort(d->prof_totals, (size_t)d->n_prof_totals, sizeof *d->prof_totals, by_time);
+    qsort(d->prof_totals, (size_t)d->n_prof_totals, sizeof *d->prof_totals,
+          by_total_ms_descending);
     double total = 0;
     for (int i = 0; i < d->n_prof_totals; i++) total += d->prof_totals[i].ms;
     fprintf(stderr, "kiln opencl profile on %s (device time per kernel):\n", d->name);

@@ -31,8 +31,6 @@ typedef struct cl_range {
 
 #define CL_BLOCK_DEFAULT ((size_t)64 << 20)
 
-static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
 static size_t env_bytes(const char *name) {
     const char *v = getenv(name);
     return v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
@@ -178,7 +176,7 @@ static int take_range(cl_block *b, size_t size, size_t *off) {
 
 kiln_status cl_alloc(void *dev, size_t bytes, kiln_buf **out) {
     cl_dev *d = dev;
-    size_t size = round_up(bytes ? bytes : 1, CL_ALIGN);
+    size_t size = (size_t)kiln_round_up((int64_t)(bytes ? bytes : 1), CL_ALIGN);
     kiln_buf *buf = malloc(sizeof *buf);
     if (!buf) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
     cl_block *b = NULL;

@@ -76,14 +76,16 @@ void cl_driver_info(void *dev, char *buf, size_t size) {
 
 /* ---- the FMA ceiling: FMA_CHAINS_<width> of cl/probe.cl ---- */
 
+/* The chains per work-item of the kernel for `width` lanes, 0 for a width OpenCL C lacks.
+ * The kernels' KILN_CPU_DEVICE is d->is_cpu && !d->is_gpu (cl_device.c). */
 static int fma_chains(const cl_dev *d, int width) {
-    if (d->is_cpu && !d->is_gpu) return width <= 16 && !(width & (width - 1)) ? 12 : 0;
+    int cpu = d->is_cpu && !d->is_gpu;
     switch (width) {
-    case 1: return 12;
-    case 2: return 6;
-    case 4: return 3;
-    case 8: return 2;
-    case 16: return 1;
+    case 1: return cpu ? KILN_ABI_CL_FMA_CHAINS_CPU : KILN_ABI_CL_FMA_CHAINS_GPU_X1;
+    case 2: return cpu ? KILN_ABI_CL_FMA_CHAINS_CPU : KILN_ABI_CL_FMA_CHAINS_GPU_X2;
+    case 4: return cpu ? KILN_ABI_CL_FMA_CHAINS_CPU : KILN_ABI_CL_FMA_CHAINS_GPU_X4;
+    case 8: return cpu ? KILN_ABI_CL_FMA_CHAINS_CPU : KILN_ABI_CL_FMA_CHAINS_GPU_X8;
+    case 16: return cpu ? KILN_ABI_CL_FMA_CHAINS_CPU : KILN_ABI_CL_FMA_CHAINS_GPU_X16;
     }
     return 0;
 }

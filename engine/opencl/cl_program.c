@@ -2,18 +2,21 @@
  *
  * Each op family (cl/<family>.cl) is its own program, built the first time one of its
  * kernels is used, so a process that only runs a GEMM never compiles the softmax. The
- * program text is cl/common.cl followed by the family's file; the options come from the
- * device (cl_device.c: OpenCL C version, work-group size, sub-groups, fp64). A family with
- * f16 operands has a second program, the same text after `#define KILN_F16 1`. Binaries are
- * cached on disk (cl_cache.c). A kernel that fails to compile is an error whose message
- * carries the first line of the build log; the whole log goes to stderr. */
+ * program text is engine/abi/kernel_abi.h (the values host and kernels share, in front of
+ * every program kiln compiles), cl/common.cl, then the family's file; the options come from
+ * the device (cl_device.c: OpenCL C version, work-group size, sub-groups, fp64). A family
+ * with f16 operands has a second program, the same text with `#define KILN_F16 1` before
+ * common.cl. Binaries are cached on disk (cl_cache.c). A kernel that fails to compile is an
+ * error whose message carries the first line of the build log; the whole log goes to
+ * stderr. Each kernel's parameter count is read once, when it is first looked up, so that
+ * cl_run can refuse a call whose host wrapper set a different number of arguments. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opencl/cl_internal.h"
 
-int kiln_cl_cache_hits, kiln_cl_cache_writes;
+atomic_int kiln_cl_cache_hits, kiln_cl_cache_writes;
 
 static const char *find_source(const char *name) {
     for (int i = 0; i < kiln_cl_source_count; i++)
@@ -81,18 +84,24 @@ static void to_cache(cl_dev *d, cl_program p, uint64_t key, const char *family) 
     (void)d;
 }
 
-kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, cl_program *out) {
-    *out = NULL;
-    uint64_t key = cl_hash(CL_HASH_INIT, d->device_key, strlen(d->device_key));
-    key = cl_hash(key, d->build_options, strlen(d->build_options));
-    key = cl_hash(key, source, strlen(source));
+/* kernel_abi.h, then `source` (its lines numbered from 1 again under `name`). */
+static char *with_abi_header(const char *name, const char *source) {
+    static const char format[] = "#line 1 \"engine/abi/kernel_abi.h\"\n%s\n#line 1 \"%s\"\n%s";
+    size_t size = sizeof format + strlen(kiln_cl_abi_header) + strlen(name) + strlen(source);
+    char *text = malloc(size);
+    if (text) snprintf(text, size, format, kiln_cl_abi_header, name, source);
+    return text;
+}
+
+static kiln_status build_text(cl_dev *d, const char *family, const char *text, cl_program *out) {
+    uint64_t key = cl_cache_key(d, text);
     cl_program p = from_cache(d, key, family);
     if (p) {
         *out = p;
         return KILN_OK;
     }
     cl_int err;
-    p = clCreateProgramWithSource(d->context, 1, &source, NULL, &err);
+    p = clCreateProgramWithSource(d->context, 1, &text, NULL, &err);
     if (!p) return cl_fail(err, "clCreateProgramWithSource");
     err = clBuildProgram(p, 1, &d->device, d->build_options, NULL, NULL);
     if (err != CL_SUCCESS) {
@@ -113,6 +122,15 @@ kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, 
     to_cache(d, p, key, family);
     *out = p;
     return KILN_OK;
+}
+
+kiln_status cl_build_program(cl_dev *d, const char *family, const char *source, cl_program *out) {
+    *out = NULL;
+    char *text = with_abi_header(family, source);
+    if (!text) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+    kiln_status s = build_text(d, family, text, out);
+    free(text);
+    return s;
 }
 
 static cl_program get_program(cl_dev *d, const char *family, int f16) {
@@ -142,21 +160,14 @@ static cl_program get_program(cl_dev *d, const char *family, int f16) {
     kiln_status s = cl_build_program(d, cache_name, source, &p);
     free(source);
     if (s) return NULL;
-    d->programs[d->n_programs].family = family;
-    d->programs[d->n_programs].f16 = f16;
-    d->programs[d->n_programs].program = p;
-    d->n_programs++;
+    d->programs[d->n_programs++] = (cl_program_entry){.family = family, .f16 = f16, .program = p};
     return p;
 }
 
-cl_kernel cl_get_kernel(cl_dev *d, const char *family, const char *name) {
-    return cl_get_kernel_variant(d, family, name, 0);
-}
-
-cl_kernel cl_get_kernel_variant(cl_dev *d, const char *family, const char *name, int f16) {
+const cl_kernel_entry *cl_find_kernel(cl_dev *d, const char *family, const char *name, int f16) {
     for (int i = 0; i < d->n_kernels; i++) {
-        cl_kernel_entry *e = &d->kernels[i];
-        if (e->f16 == f16 && !strcmp(e->name, name) && !strcmp(e->family, family)) return e->kernel;
+        const cl_kernel_entry *e = &d->kernels[i];
+        if (e->f16 == f16 && !strcmp(e->name, name) && !strcmp(e->family, family)) return e;
     }
     if (d->n_kernels == CL_MAX_KERNELS)
         return kiln_fail(KILN_ERR_DEVICE, "opencl: too many kernels (raise CL_MAX_KERNELS)");
@@ -171,12 +182,19 @@ cl_kernel cl_get_kernel_variant(cl_dev *d, const char *family, const char *name,
                        cl_error_name(err));
         return NULL;
     }
+    cl_uint num_args = 0;
+    err = clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof num_args, &num_args, NULL);
+    if (err != CL_SUCCESS) {
+        clReleaseKernel(k);
+        char what[96];
+        snprintf(what, sizeof what, "clGetKernelInfo (the parameters of %s)", name);
+        cl_fail(err, what);
+        return NULL;
+    }
     cl_kernel_entry *e = &d->kernels[d->n_kernels++];
-    e->family = family;
-    e->f16 = f16;
+    *e = (cl_kernel_entry){.family = family, .f16 = f16, .kernel = k, .num_args = num_args};
     snprintf(e->name, sizeof e->name, "%s", name);
-    e->kernel = k;
-    return k;
+    return e;
 }
 
 void cl_release_programs(cl_dev *d) {

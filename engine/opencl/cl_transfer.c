@@ -109,7 +109,7 @@ kiln_status cl_upload(void *dev, kiln_ref dst, const void *src, size_t bytes) {
             free(copy);
             return cl_fail(err, "clEnqueueWriteBuffer (upload)");
         }
-        d->pending[d->n_pending++] = (cl_pending){ev, copy, n};
+        d->pending[d->n_pending++] = (cl_pending){.event = ev, .data = copy, .bytes = n};
         d->pending_bytes += n;
         s = cl_copy_mem(d, stage, 0, dst.buf->block->mem, dst.buf->off + dst.off + done, n);
         if (s) return s;

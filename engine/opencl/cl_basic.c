@@ -1,9 +1,10 @@
-/* Host side of cl/elementwise.cl, cl/activation.cl and cl/reduce.cl: fill, cast, axpby,
- * binary, activations, reductions, check_finite.
+/* Host side of the memory and elementwise kernels, as the CPU backend's cpu_basic.c: fill,
+ * cast (cl/memory.cl through cl_transfer.c, cl/elementwise.cl), axpby, binary, and sum_rows
+ * (cl/reduce.cl).
  *
  * Every kernel with a `dtype` takes the kernel of the same name from the f16 or f32 variant
  * of its family (cl_begin_dt) and passes its operands with that element size; the f32-only
- * operands (num, den, the reduction's output) keep 4. */
+ * operands (num, den) keep 4. */
 #include <string.h>
 
 #include "opencl/cl_internal.h"
@@ -77,7 +78,11 @@ kiln_status cl_axpby(void *dev, const kiln_axpby_args *a) {
 }
 
 kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
-    static const char *const kernels[] = {"binary_add", "binary_sub", "binary_mul"};
+    static const char *const kernels[] = {
+        [KILN_ABI_BIN_ADD] = "binary_add",
+        [KILN_ABI_BIN_SUB] = "binary_sub",
+        [KILN_ABI_BIN_MUL] = "binary_mul",
+    };
     if ((unsigned)a->op > KILN_BIN_MUL)
         return kiln_set_error(KILN_ERR_ARGUMENT, "opencl binary: unknown op %d", (int)a->op);
     size_t es = kiln_dtype_size(a->dtype);
@@ -93,87 +98,13 @@ kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
     return cl_run(&c, 2, global, global[0] >= wg ? local : NULL);
 }
 
-/* The kernel of an activation kind (kiln_act, or KILN_ACT_SQRT forward only). */
-static const char *act_kernel(int kind, int backward) {
-    switch (kind) {
-    case KILN_ACT_GELU: return backward ? "gelu_bwd" : "gelu_fwd";
-    case KILN_ACT_RELU: return backward ? "relu_bwd" : "relu_fwd";
-    case KILN_ACT_SILU: return backward ? "silu_bwd" : "silu_fwd";
-    case KILN_ACT_RELU2: return backward ? "relu2_bwd" : "relu2_fwd";
-    case KILN_ACT_SQRT: return backward ? NULL : "sqrt_fwd";
-    }
-    return NULL;
-}
-
-kiln_status cl_act_fwd(void *dev, const kiln_act_args *a) {
-    const char *name = act_kernel(a->kind, 0);
-    if (!name) return kiln_set_error(KILN_ERR_ARGUMENT, "opencl act_fwd: unknown activation kind %d", a->kind);
-    size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(dev, "activation", name, a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->y, es);
-    cl_arg_i64(&c, a->n);
-    return cl_run_1d(&c, (size_t)a->n);
-}
-
-kiln_status cl_act_bwd(void *dev, const kiln_act_args *a) {
-    const char *name = act_kernel(a->kind, 1);
-    if (!name)
-        return kiln_set_error(KILN_ERR_ARGUMENT, "opencl act_bwd: activation kind %d has no backward", a->kind);
-    size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(dev, "activation", name, a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->dy, es);
-    cl_arg_ref(&c, a->dx, es);
-    cl_arg_i64(&c, a->n);
-    return cl_run_1d(&c, (size_t)a->n);
-}
-
-kiln_status cl_reduce(void *dev, const kiln_reduce_args *a) {
-    cl_dev *d = dev;
-    size_t groups = cl_groups_for(d, (size_t)a->n);
-    kiln_buf *tmp;
-    kiln_status s = cl_temp(d, groups * sizeof(float), &tmp);
-    if (s) return s;
-    kiln_ref partial = {tmp, 0};
-    cl_call c = cl_begin_dt(d, "reduce", "reduce_partial", a->dtype);
-    cl_arg_ref(&c, a->x, kiln_dtype_size(a->dtype));
-    cl_arg_i64(&c, a->n);
-    cl_arg_i32(&c, a->square);
-    cl_arg_ref(&c, partial, 4);
-    s = cl_run_rows(&c, groups);
-    if (!s) {
-        c = cl_begin(d, "reduce", "reduce_final");
-        cl_arg_ref(&c, partial, 4);
-        cl_arg_i32(&c, (int)groups);
-        cl_arg_ref(&c, a->out, 4);
-        cl_arg_f32(&c, a->alpha);
-        cl_arg_i32(&c, a->square);
-        s = cl_run_rows(&c, 1);
-    }
-    cl_free(d, tmp); /* safe: see cl_temp */
-    return s;
-}
-
 kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a) {
-    cl_dev *d = dev;
-    size_t cols_per_group = d->wg < 32 ? d->wg : 32; /* SR_COLS in cl/reduce.cl */
     size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(d, "reduce", "sum_rows", a->dtype);
+    cl_call c = cl_begin_dt(dev, "reduce", "sum_rows", a->dtype);
     cl_arg_ref(&c, a->x, es);
     cl_arg_ref(&c, a->out, es);
     cl_arg_i64(&c, a->rows);
     cl_arg_i64(&c, a->cols);
     cl_arg_f32(&c, a->alpha);
-    return cl_run_rows(&c, ((size_t)a->cols + cols_per_group - 1) / cols_per_group);
-}
-
-kiln_status cl_check_finite(void *dev, const kiln_finite_args *a) {
-    cl_dev *d = dev;
-    cl_call c = cl_begin(d, "reduce", "check_finite");
-    cl_arg_ref(&c, a->x, kiln_dtype_size(a->dtype));
-    cl_arg_i64(&c, a->n);
-    cl_arg_i32(&c, (int)a->dtype);
-    cl_arg_ref(&c, a->flag, 4);
-    return cl_run_rows(&c, cl_groups_for(d, (size_t)a->n));
+    return cl_run_column_tiles(&c, a->cols);
 }

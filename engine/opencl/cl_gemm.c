@@ -13,16 +13,27 @@
 /* Packed copies of one batch chunk stay under this many bytes. */
 #define PACK_BUDGET ((size_t)64 << 20)
 
-static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 static kiln_ref ref_plus(kiln_ref r, int64_t elements, size_t elem_size) {
     r.off += (size_t)elements * elem_size;
     return r;
 }
 
+/* The arguments every GEMM kernel takes for its output, in this order: C at `out` with its
+ * batch stride, dtype and leading dimension, the optional bias, and the M x N extent
+ * (gemm_store in cl/gemm.cl writes them). */
+static void arg_output(cl_call *c, const kiln_gemm_args *g, kiln_ref out) {
+    cl_arg_ref(c, out, kiln_dtype_size(g->c_dtype));
+    cl_arg_i64(c, g->stride_c);
+    cl_arg_i32(c, (int)g->c_dtype);
+    cl_arg_i64(c, g->ldc);
+    cl_arg_ref(c, g->bias, 4);
+    cl_arg_i32(c, cl_has(g->bias));
+    cl_arg_i64(c, g->m);
+    cl_arg_i64(c, g->n);
+}
+
 static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
-    size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype),
-           cs = kiln_dtype_size(g->c_dtype);
+    size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype);
     cl_call c = cl_begin(d, "gemm", "gemm_direct");
     cl_arg_ref(&c, g->a, as);
     cl_arg_i64(&c, g->stride_a);
@@ -34,14 +45,7 @@ static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
     cl_arg_i32(&c, (int)g->b_dtype);
     cl_arg_i32(&c, g->trans_b);
     cl_arg_i64(&c, g->ldb);
-    cl_arg_ref(&c, g->c, cs);
-    cl_arg_i64(&c, g->stride_c);
-    cl_arg_i32(&c, (int)g->c_dtype);
-    cl_arg_i64(&c, g->ldc);
-    cl_arg_ref(&c, g->bias, 4);
-    cl_arg_i32(&c, cl_has(g->bias));
-    cl_arg_i64(&c, g->m);
-    cl_arg_i64(&c, g->n);
+    arg_output(&c, g, g->c);
     cl_arg_i64(&c, g->k);
     cl_arg_f32(&c, g->alpha);
     cl_arg_f32(&c, g->beta);
@@ -51,9 +55,10 @@ static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
 }
 
 /* Packs `count` matrices of op(X) into panels of width pw (see gemm_pack in cl/gemm.cl). */
-static kiln_status pack(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstride, int o_major,
-                        int64_t ld, int64_t outer, int64_t depth, int64_t count, kiln_ref dst,
-                        int64_t dst_bstride, int pw, int64_t kp, int blocked) {
+static kiln_status pack_panels(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstride,
+                               int o_major, int64_t ld, int64_t outer, int64_t depth,
+                               int64_t count, kiln_ref dst, int64_t dst_bstride, int pw,
+                               int64_t kp, int blocked) {
     cl_call c = cl_begin(d, "gemm", blocked ? "gemm_pack_blocked" : "gemm_pack");
     cl_arg_ref(&c, src, kiln_dtype_size(dtype));
     cl_arg_i64(&c, bstride);
@@ -70,16 +75,16 @@ static kiln_status pack(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_t bstri
         size_t global[2] = {(size_t)((outer + pw - 1) / pw), (size_t)count}, local[2] = {1, 1};
         return cl_run(&c, 2, global, local);
     }
-    size_t global[3] = {(size_t)round_up(outer, pw), (size_t)kp, (size_t)count};
+    size_t global[3] = {(size_t)kiln_round_up(outer, pw), (size_t)kp, (size_t)count};
     return cl_run(&c, 3, global, NULL);
 }
 
 /* The packed variants: per chunk of the batch, pack A and B (once when shared), compute. */
-static kiln_status gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
+static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
     const cl_gemm_config *t = &d->gemm;
     int pa = tiled ? t->tm : t->mr, pb = tiled ? t->tn : t->nr;
-    int64_t kp = tiled ? round_up(g->k, t->kt) : g->k;
-    int64_t mp = round_up(g->m, pa), np = round_up(g->n, pb);
+    int64_t kp = tiled ? kiln_round_up(g->k, t->kt) : g->k;
+    int64_t mp = kiln_round_up(g->m, pa), np = kiln_round_up(g->n, pb);
     int64_t a_size = mp * kp, b_size = np * kp; /* floats per packed matrix */
     int a_shared = g->stride_a == 0, b_shared = g->stride_b == 0;
     size_t per_batch = (size_t)((a_shared ? 0 : a_size) + (b_shared ? 0 : b_size)) * 4;
@@ -91,19 +96,22 @@ static kiln_status gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
     kiln_buf *tmp;
     kiln_status s = cl_temp(d, a_bytes + b_bytes + CL_ALIGN, &tmp);
     if (s) return s;
-    kiln_ref ap = {tmp, 0}, bp = {tmp, (a_bytes + CL_ALIGN - 1) / CL_ALIGN * CL_ALIGN};
+    kiln_ref ap = {.buf = tmp};
+    kiln_ref bp = {.buf = tmp, .off = (size_t)kiln_round_up((int64_t)a_bytes, CL_ALIGN)};
     size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype),
            cs = kiln_dtype_size(g->c_dtype);
     for (int64_t b0 = 0; s == KILN_OK && b0 < g->batch; b0 += chunk) {
         int64_t nb = g->batch - b0 < chunk ? g->batch - b0 : chunk;
         /* op(A) is M x K: A stored M x K is row (o) major; stored K x M (trans) is k major */
         if (!a_shared || b0 == 0)
-            s = pack(d, ref_plus(g->a, b0 * g->stride_a, as), g->a_dtype, g->stride_a, !g->trans_a,
-                     g->lda, g->m, g->k, a_shared ? 1 : nb, ap, a_size, pa, kp, !tiled);
+            s = pack_panels(d, ref_plus(g->a, b0 * g->stride_a, as), g->a_dtype, g->stride_a,
+                            !g->trans_a, g->lda, g->m, g->k, a_shared ? 1 : nb, ap, a_size, pa, kp,
+                            !tiled);
         /* op(B) is K x N, panels over columns: B stored K x N is k major; N x K is o major */
         if (!s && (!b_shared || b0 == 0))
-            s = pack(d, ref_plus(g->b, b0 * g->stride_b, bs), g->b_dtype, g->stride_b, g->trans_b,
-                     g->ldb, g->n, g->k, b_shared ? 1 : nb, bp, b_size, pb, kp, !tiled);
+            s = pack_panels(d, ref_plus(g->b, b0 * g->stride_b, bs), g->b_dtype, g->stride_b,
+                            g->trans_b, g->ldb, g->n, g->k, b_shared ? 1 : nb, bp, b_size, pb, kp,
+                            !tiled);
         if (s) break;
         cl_call c = cl_begin(d, "gemm", tiled ? "gemm_tiled" : "gemm_cpu");
         cl_arg_ref(&c, ap, 4);
@@ -111,18 +119,11 @@ static kiln_status gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled) {
         cl_arg_ref(&c, bp, 4);
         cl_arg_i64(&c, b_shared ? 0 : b_size);
         cl_arg_i64(&c, kp);
-        cl_arg_ref(&c, ref_plus(g->c, b0 * g->stride_c, cs), cs);
-        cl_arg_i64(&c, g->stride_c);
-        cl_arg_i32(&c, (int)g->c_dtype);
-        cl_arg_i64(&c, g->ldc);
-        cl_arg_ref(&c, g->bias, 4);
-        cl_arg_i32(&c, cl_has(g->bias));
-        cl_arg_i64(&c, g->m);
-        cl_arg_i64(&c, g->n);
+        arg_output(&c, g, ref_plus(g->c, b0 * g->stride_c, cs));
         cl_arg_f32(&c, g->alpha);
         cl_arg_f32(&c, g->beta);
         if (tiled) {
-            size_t rx = (size_t)(t->tn / t->wn), ry = (size_t)(t->tm / t->wm);
+            size_t rx = (size_t)t->rx, ry = (size_t)t->ry;
             size_t global[3] = {(size_t)(np / pb) * rx, (size_t)(mp / pa) * ry, (size_t)nb};
             size_t local[3] = {rx, ry, 1};
             s = cl_run(&c, 3, global, local);
@@ -144,7 +145,7 @@ kiln_status cl_gemm(void *dev, const kiln_gemm_args *g) {
     const char *variant = d->gemm_force;
     if (!variant) variant = g->m * g->n * g->k <= DIRECT_MAX ? "direct" : d->gemm.variant;
     if (!strcmp(variant, "direct")) return gemm_direct(d, g);
-    if (!strcmp(variant, "cpu")) return gemm_packed(d, g, 0);
-    if (!strcmp(variant, "tiled")) return gemm_packed(d, g, 1);
+    if (!strcmp(variant, "cpu")) return cl_gemm_packed(d, g, 0);
+    if (!strcmp(variant, "tiled")) return cl_gemm_packed(d, g, 1);
     return kiln_set_error(KILN_ERR_ARGUMENT, "KILN_CL_GEMM=%s: expected direct, cpu or tiled", variant);
 }

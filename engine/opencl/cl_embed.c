@@ -1,53 +1,6 @@
-/* Host side of cl/crossentropy.cl and cl/embedding.cl: the kernels that index with token
- * ids and report bad ones through the device error flag. */
+/* Host side of cl/embedding.cl: the row gather and its scatter-add backward. Bad ids are
+ * reported through the device error flag. */
 #include "opencl/cl_internal.h"
-
-kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
-    cl_dev *d = dev;
-    kiln_buf *tmp;
-    kiln_status s = cl_temp(d, (size_t)a->rows * 2 * sizeof(float), &tmp);
-    if (s) return s;
-    kiln_ref rows = {tmp, 0};
-    cl_call c = cl_begin_dt(d, "crossentropy", "xent_rows", a->dtype);
-    cl_arg_ref(&c, a->logits, kiln_dtype_size(a->dtype));
-    cl_arg_ref(&c, a->targets, 4);
-    cl_arg_ref(&c, a->lse, 4);
-    cl_arg_ref(&c, rows, 4);
-    cl_arg_ref(&c, a->err_flag, 4);
-    cl_arg_i64(&c, a->vocab);
-    cl_arg_f32(&c, a->smoothing);
-    cl_arg_i32(&c, a->ignore_index);
-    cl_arg_i32(&c, cl_has(a->err_flag));
-    s = cl_run_rows(&c, (size_t)a->rows);
-    if (!s) {
-        c = cl_begin(d, "crossentropy", "xent_total");
-        cl_arg_ref(&c, rows, 4);
-        cl_arg_i64(&c, a->rows);
-        cl_arg_ref(&c, a->loss, 4);
-        cl_arg_ref(&c, a->count, 4);
-        cl_arg_i32(&c, cl_has(a->count));
-        s = cl_run_rows(&c, 1);
-    }
-    cl_free(d, tmp); /* safe: see cl_temp */
-    return s;
-}
-
-kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a) {
-    cl_dev *d = dev;
-    size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(d, "crossentropy", "xent_bwd", a->dtype);
-    cl_arg_ref(&c, a->logits, es);
-    cl_arg_ref(&c, a->targets, 4);
-    cl_arg_ref(&c, a->lse, 4);
-    cl_arg_ref(&c, a->count, 4);
-    cl_arg_ref(&c, a->dloss, 4);
-    cl_arg_ref(&c, a->dlogits, es);
-    cl_arg_i64(&c, a->vocab);
-    cl_arg_f32(&c, a->smoothing);
-    cl_arg_i32(&c, a->ignore_index);
-    size_t global[2] = {(size_t)a->vocab, (size_t)a->rows}, local[2] = {d->wg_elem, 1};
-    return cl_run(&c, 2, global, local);
-}
 
 kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a) {
     cl_dev *d = dev;
@@ -68,7 +21,7 @@ kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a) {
  * columns of the whole table; blocks are sized to stay under this. */
 #define EMBED_WIDE_BUDGET ((size_t)16 << 20)
 
-static kiln_status embed_bwd_f16(cl_dev *d, const kiln_embed_args *a) {
+static kiln_status embed_bwd_widened(cl_dev *d, const kiln_embed_args *a) {
     size_t per_column = (size_t)a->vocab * sizeof(float);
     int64_t width = (int64_t)(EMBED_WIDE_BUDGET / (per_column ? per_column : 1));
     if (width < 1) width = 1;
@@ -76,7 +29,7 @@ static kiln_status embed_bwd_f16(cl_dev *d, const kiln_embed_args *a) {
     kiln_buf *tmp;
     kiln_status s = cl_temp(d, (size_t)width * per_column, &tmp);
     if (s) return s;
-    kiln_ref wide = {tmp, 0};
+    kiln_ref wide = {.buf = tmp};
     for (int64_t c0 = 0; s == KILN_OK && c0 < a->dim; c0 += width) {
         cl_call c = cl_begin_dt(d, "embedding", "embed_bwd_widened", KILN_F16);
         cl_arg_ref(&c, a->ids, 4);
@@ -95,7 +48,7 @@ static kiln_status embed_bwd_f16(cl_dev *d, const kiln_embed_args *a) {
 }
 
 kiln_status cl_embed_bwd(void *dev, const kiln_embed_args *a) {
-    if (a->dtype == KILN_F16) return embed_bwd_f16(dev, a);
+    if (a->dtype == KILN_F16) return embed_bwd_widened(dev, a);
     cl_call c = cl_begin_dt(dev, "embedding", "embed_bwd", a->dtype);
     cl_arg_ref(&c, a->ids, 4);
     cl_arg_ref(&c, a->dout, 4);
