@@ -12,7 +12,7 @@
  *  - elements are f32 unless a dtype field says otherwise; ids/lengths/targets are i32;
  *  - a kernel returns KILN_OK or an error (after calling kiln_set_error).
  *
- * Precision (mixed-precision training, DESIGN.md "Precision"): most structs end with
+ * Precision (mixed-precision training, docs/design.md "Precision"): most structs end with
  * `dtype`, the storage type (KILN_F32 or KILN_F16) of every floating operand of the kernel
  * except those its comment marks "f32" (statistics, scalars, the loss). With f16 a kernel
  * loads to f32, computes and accumulates in f32, and rounds once on store (nearest even);

@@ -1,7 +1,7 @@
 /* Cross-entropy from logits with label smoothing and ignore_index: one fused kernel for
  * log-softmax and the mean over non-ignored rows, and a backward kernel that reuses the
  * forward's per-row log-sum-exp. The logits (and their gradient) may be f16; the loss, the
- * row count and the saved log-sum-exp are f32 (DESIGN.md: the loss stays f32). */
+ * row count and the saved log-sum-exp are f32 (docs/design.md "Precision": the loss stays f32). */
 #include "core/internal.h"
 
 /* rows x vocab geometry of logits [..., V]. */

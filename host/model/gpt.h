@@ -80,7 +80,7 @@ void gpt_free(gpt_model *m);
  * the seed. */
 kiln_status gpt_init(gpt_model *m, uint64_t seed);
 
-/* Precision (DESIGN.md "Precision"). With KILN_F16 the forward pass reads f16 weights and
+/* Precision (docs/design.md "Precision"). With KILN_F16 the forward pass reads f16 weights and
  * computes f16 activations (statistics and the loss stay f32):
  *   keep_masters = 1 (training): each f32 weight stays the master that the optimizer
  *     updates and checkpoints hold; an f16 working copy (params[i].half, requiring grad:

@@ -1,7 +1,7 @@
 /* The precisions a model trains and runs in, by the names that options and saved files use:
  * "fp32" (KILN_F32) and "fp16" (KILN_F16, mixed precision).
  *
- * fp16 is mixed precision (DESIGN.md "Precision"): the forward and backward passes run on
+ * fp16 is mixed precision (docs/design.md "Precision"): the forward and backward passes run on
  * f16 weights, activations and gradients, with f32 statistics, softmax and loss; training
  * keeps f32 master weights and Adam moments and scales the loss dynamically
  * (kiln/loss_scale.h). Checkpoints always hold the f32 weights. */
