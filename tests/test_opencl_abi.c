@@ -96,18 +96,7 @@ static void add_tests(TCase *tc) {
     tcase_add_test(tc, every_program_sees_kernel_abi_h);
 }
 
-int main(int argc, char **argv) {
-    (void)argc, (void)argv;
-    int skip = kt_require_backend("opencl");
-    if (skip) return skip;
-    if (kiln_open("opencl", &g_ctx) != KILN_OK) {
-        fprintf(stderr, "%s\n", kiln_error_message());
-        return 1;
-    }
-    int failed = kt_run_tests("opencl_abi", "abi", add_tests);
-    kiln_close(g_ctx);
-    return failed;
-}
+int main(void) { return kt_run_tests_on("opencl", &g_ctx, "opencl_abi", "abi", add_tests); }
 
 #else
 int main(void) { return 77; } /* built without OpenCL */

@@ -421,3 +421,17 @@ int kt_run_tests(const char *suite_name, const char *tcase_name, void (*add_test
     srunner_free(sr);
     return failed ? 1 : 0;
 }
+
+int kt_run_tests_on(const char *backend, kiln_ctx **ctx, const char *suite_name, const char *tcase_name,
+                    void (*add_tests)(TCase *tc)) {
+    int skip = kt_require_backend(backend);
+    if (skip) return skip;
+    if (kiln_open(backend, ctx) != KILN_OK) {
+        fprintf(stderr, "%s\n", kiln_error_message());
+        return 1;
+    }
+    int failed = kt_run_tests(suite_name, tcase_name, add_tests);
+    kiln_close(*ctx);
+    *ctx = NULL;
+    return failed;
+}

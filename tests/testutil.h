@@ -111,5 +111,9 @@ int kt_require_backend(const char *backend);
 /* Runs the tests that `add_tests` puts into one TCase named `tcase_name`; returns 0 when all
  * pass, 1 otherwise. */
 int kt_run_tests(const char *suite_name, const char *tcase_name, void (*add_tests)(TCase *tc));
+/* kt_run_tests with *ctx opened on `backend` for the tests to share (77 when the backend
+ * cannot be opened here, 1 when the open fails after all), closed afterwards. */
+int kt_run_tests_on(const char *backend, kiln_ctx **ctx, const char *suite_name, const char *tcase_name,
+                    void (*add_tests)(TCase *tc));
 
 #endif
