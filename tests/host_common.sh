@@ -27,3 +27,27 @@ numbered_lines() {
 # A python that can write bytes (any python3 will do: struct and json only).
 py=python3
 command -v "$py" >/dev/null || py=/usr/bin/python3
+
+# expect_exact_resume TRAIN-ARGS...: `kiln train` for 20 steps at once (into whole/) and for
+# 10 steps plus a resumed 10 (into split/) must end with the same last metrics row (but for
+# tokens_per_s, a timing), validation loss, weights and optimizer state. Prints both runs'
+# last rows and a FAIL line for each difference; returns 1 if there is any. A run that fails
+# ends the script with its exit code (as `set -e` would, which a function called in a
+# condition does not have).
+expect_exact_resume() {
+  "$kiln" train "$@" --out whole --steps 20 >whole.out 2>/dev/null || exit
+  "$kiln" train "$@" --out split --steps 10 >/dev/null 2>/dev/null || exit
+  "$kiln" train "$@" --out split --steps 20 --resume >split.out 2>/dev/null || exit
+  local last_whole last_split differs=0
+  last_whole=$(tail -n 1 whole/metrics.jsonl | sed 's/, "tokens_per_s": [^,}]*//')
+  last_split=$(tail -n 1 split/metrics.jsonl | sed 's/, "tokens_per_s": [^,}]*//')
+  echo "uninterrupted: $last_whole -> $(cat whole.out)"
+  echo "resumed:       $last_split -> $(cat split.out)"
+  [ "$last_whole" = "$last_split" ] || { echo "FAIL: the last metrics differ"; differs=1; }
+  [ "$(cat whole.out)" = "$(cat split.out)" ] || { echo "FAIL: the val loss differs"; differs=1; }
+  [ "$(wc -l <split/metrics.jsonl)" -eq 20 ] || { echo "FAIL: split/metrics.jsonl should hold 20 rows"; differs=1; }
+  cmp whole/model.safetensors split/model.safetensors || { echo "FAIL: the weights differ"; differs=1; }
+  cmp whole/optimizer.safetensors split/optimizer.safetensors ||
+    { echo "FAIL: the optimizer states differ"; differs=1; }
+  return $differs
+}
