@@ -6,8 +6,6 @@
 
 #include "core/internal.h"
 
-kiln_status kiln_arena_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **buf, size_t *offset);
-
 int kiln_inputs_ok(int count, ...) {
     va_list ap;
     va_start(ap, count);

@@ -186,8 +186,6 @@ void *kiln_step_malloc(kiln_ctx *ctx, size_t bytes) {
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-/* Bump-allocates `bytes` of device memory that lives until kiln_step_reset. */
-kiln_status kiln_arena_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **buf, size_t *offset);
 kiln_status kiln_arena_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **buf, size_t *offset) {
     size_t align = ctx->be->offset_alignment ? ctx->be->offset_alignment : 256;
     bytes = align_up(bytes ? bytes : 1, align);

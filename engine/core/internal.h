@@ -64,6 +64,9 @@ struct kiln_ctx {
     struct kiln_probe_state *probe; /* the running timer, the driver string (core/probe.c) */
 };
 
+/* Bump-allocates `bytes` of device memory that lives until kiln_step_reset (context.c). */
+kiln_status kiln_arena_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **buf, size_t *offset);
+
 /* Host memory that lives until kiln_step_reset. */
 void *kiln_step_malloc(kiln_ctx *ctx, size_t bytes);
 

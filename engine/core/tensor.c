@@ -5,8 +5,6 @@
 
 #include "core/internal.h"
 
-kiln_status kiln_arena_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **buf, size_t *offset);
-
 int64_t kiln_shape_numel(int ndim, const int64_t *shape) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= shape[i];
