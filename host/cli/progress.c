@@ -22,6 +22,7 @@ void progress_init(progress *p, FILE *out, int64_t first_step, int64_t total_ste
     p->seconds_per_token = 0;
     p->bar_shown = 0;
     p->loss_scale = 0;
+    p->low_entropy = NAN;
 }
 
 /* "1h02m", "3m07s", "12s" */
@@ -54,6 +55,7 @@ void progress_step(progress *p, int64_t step, double loss, double lr, double tok
             fprintf(p->out, "step %lld/%lld  loss %.4f  lr %.3e", (long long)step,
                     (long long)p->total_steps, loss, lr);
             if (p->loss_scale > 0) fprintf(p->out, "  S %g", p->loss_scale);
+            if (!isnan(p->low_entropy)) fprintf(p->out, "  H_min %.3f", p->low_entropy);
             fprintf(p->out, "  %.0f tokens/s  eta %s", tokens_per_s, eta);
             if (evaluated) fprintf(p->out, "  val loss %.4f", val_loss);
             fputc('\n', p->out);
@@ -74,6 +76,7 @@ void progress_step(progress *p, int64_t step, double loss, double lr, double tok
     fprintf(p->out, "\r\033[K[%s] %lld/%lld  loss %.4f  lr %.2e", bar, (long long)step,
             (long long)p->total_steps, loss, lr);
     if (p->loss_scale > 0) fprintf(p->out, "  S %g", p->loss_scale);
+    if (!isnan(p->low_entropy)) fprintf(p->out, "  H_min %.3f", p->low_entropy);
     fprintf(p->out, "  %.0f tok/s  ETA %s", tokens_per_s, eta);
     fflush(p->out);
     p->bar_shown = 1;

@@ -16,6 +16,8 @@ typedef struct progress {
     double seconds_per_token; /* a moving average, so the shown rate does not jitter */
     int bar_shown;
     double loss_scale; /* > 0: shown as "S 65536" (mixed precision); set before progress_step */
+    double low_entropy; /* not NaN: the lowest head's attention entropy, shown as "H_min 0.05"
+                           because it fell below the alert threshold; set before progress_step */
 } progress;
 
 /* Monotonic seconds, for throughput and ETA. */

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,14 +26,29 @@
 #include "cli/precision_option.h"
 #include "cli/progress.h"
 #include "formats/text_number.h"
+#include "model/block.h"
 #include "model/eval_loss.h"
 #include "model/gpt_checkpoint.h"
 #include "model/metrics.h"
 #include "model/precision.h"
 #include "model/trainer.h"
 
+/* The block options as typed (model/block.h), and the monitoring's. */
+typedef struct stability_options {
+    const char *norm, *residual, *layer_type, *gau_attn, *admin_init;
+    int sigma_reparam, residual_attention, gau_s;
+    float attn_temperature;
+    cli_list temperature_at; /* STEP:T, each changing the temperature from that step on */
+    int n_changes;
+    int64_t change_step[CLI_LIST_MAX];
+    float change_temp[CLI_LIST_MAX];
+    float entropy_alert;     /* the progress line shows the lowest head's entropy below it */
+    block_options block;     /* parsed */
+} stability_options;
+
 typedef struct train_options {
     const char *data, *out, *init, *backend, *precision;
+    stability_options st;
     int device, resume;
     float ls_init, ls_growth, ls_backoff; /* --loss-scale-*: fp16 only */
     int ls_interval;
@@ -53,8 +69,70 @@ static void on_interrupt(int sig) {
     g_interrupted = 1;
 }
 
+/* One choice-valued option: its index among names, or a one-line error listing them. */
+static int parse_choice(const char *option, const char *text, const char *const *names, int count, int *out) {
+    *out = block_choice(names, count, text);
+    if (*out >= 0) return 0;
+    char list[128] = "";
+    for (int i = 0; i < count; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    return host_error("%s %s is not one of %s", option, text, list);
+}
+
+/* The block options and the temperature schedule, checked together before any work. */
+static int validate_stability(stability_options *s) {
+    block_options *b = &s->block;
+    *b = block_options_default();
+    int v;
+    if (parse_choice("--norm", s->norm, block_norm_names, BLOCK_NORM_COUNT, &v)) return 1;
+    b->norm = (block_norm)v;
+    if (parse_choice("--residual", s->residual, block_residual_names, BLOCK_RESIDUAL_COUNT, &v)) return 1;
+    b->residual = (block_residual)v;
+    if (parse_choice("--layer-type", s->layer_type, block_layer_names, BLOCK_LAYER_COUNT, &v)) return 1;
+    b->layer = (block_layer)v;
+    if (parse_choice("--gau-attn", s->gau_attn, block_gau_attn_names, BLOCK_GAU_ATTN_COUNT, &v)) return 1;
+    b->gau_attn = (block_gau_attn)v;
+    static const char *const admin_inits[] = {"profile", "closed"};
+    if (parse_choice("--admin-init", s->admin_init, admin_inits, 2, &v)) return 1;
+    b->sigma_reparam = s->sigma_reparam;
+    b->residual_attention = s->residual_attention;
+    b->attn_temperature = s->attn_temperature;
+    b->gau_s = s->gau_s;
+    char err[256];
+    if (block_options_check(b, err, sizeof err)) return host_error("%s", err);
+    for (int i = 0; i < s->temperature_at.count; i++) {
+        const char *item = s->temperature_at.items[i], *colon = strchr(item, ':');
+        char step[32];
+        uint64_t at;
+        double t;
+        if (!colon || colon - item >= (ptrdiff_t)sizeof step)
+            return host_error("--attn-temperature-at %s must be STEP:T", item);
+        snprintf(step, sizeof step, "%.*s", (int)(colon - item), item);
+        if (text_to_uint64(step, &at) || at < 1 || text_to_double(colon + 1, &t) || !(t > 0) || !isfinite(t))
+            return host_error("--attn-temperature-at %s must be STEP:T with STEP >= 1 and T > 0", item);
+        if (i && (int64_t)at <= s->change_step[i - 1])
+            return host_error("--attn-temperature-at steps must increase (%s after step %lld)", item,
+                              (long long)s->change_step[i - 1]);
+        s->change_step[i] = (int64_t)at;
+        s->change_temp[i] = (float)t;
+        s->n_changes++;
+    }
+    return 0;
+}
+
 /* Semantic checks that the option table's ranges cannot express. */
 static int validate_train_options(train_options *o, const cli_opt *opts, int n) {
+    if (validate_stability(&o->st)) return 1;
+    static const struct { const char *option, *needs; } scoped[] = {
+        {.option = "--admin-init", .needs = "--residual admin"},
+        {.option = "--gau-s", .needs = "--layer-type gau"},
+        {.option = "--gau-attn", .needs = "--layer-type gau"},
+    };
+    int applies[] = {o->st.block.residual == BLOCK_RESIDUAL_ADMIN, o->st.block.layer == BLOCK_LAYER_GAU,
+                     o->st.block.layer == BLOCK_LAYER_GAU};
+    for (int i = 0; i < 3; i++)
+        if (!applies[i] && cli_find(opts, n, scoped[i].option)->seen)
+            return host_error("%s applies to %s only", scoped[i].option, scoped[i].needs);
     train_hparams *hp = &o->hp;
     if (host_parse_precision(o->precision, &hp->precision)) return 1;
     static const char *const ls_options[] = {"--loss-scale-init", "--loss-scale-growth",
@@ -112,6 +190,24 @@ static int check_arch(const gpt_config *c, const cli_opt *opts, int n, const tra
         if (cli_find(opts, n, arch[i].option)->seen && arch[i].value != arch[i].model)
             return host_error("%s %d differs from %s = %d in %s", arch[i].option, arch[i].value,
                               arch[i].key, arch[i].model, path);
+    /* the block options shape the weights: a loaded model keeps its own */
+    const block_options *mine = &o->st.block, *its = &c->block;
+    struct { const char *option; int differs; const char *value; } block[] = {
+        {.option = "--norm", .differs = mine->norm != its->norm, .value = block_norm_names[its->norm]},
+        {.option = "--residual", .differs = mine->residual != its->residual,
+         .value = block_residual_names[its->residual]},
+        {.option = "--layer-type", .differs = mine->layer != its->layer, .value = block_layer_names[its->layer]},
+        {.option = "--gau-attn", .differs = mine->gau_attn != its->gau_attn,
+         .value = block_gau_attn_names[its->gau_attn]},
+        {.option = "--gau-s", .differs = mine->gau_s != its->gau_s, .value = "another width"},
+        {.option = "--sigma-reparam", .differs = mine->sigma_reparam != its->sigma_reparam,
+         .value = its->sigma_reparam ? "on" : "off"},
+        {.option = "--residual-attention", .differs = mine->residual_attention != its->residual_attention,
+         .value = its->residual_attention ? "on" : "off"},
+    };
+    for (size_t i = 0; i < sizeof block / sizeof block[0]; i++)
+        if (cli_find(opts, n, block[i].option)->seen && block[i].differs)
+            return host_error("%s differs from the model in %s (%s)", block[i].option, path, block[i].value);
     if (c->vocab_size != GPT_BYTE_VOCAB)
         return host_error("%s has vocab_size %d; kiln train reads byte tokens and needs %d", path,
                           c->vocab_size, GPT_BYTE_VOCAB);
@@ -120,16 +216,40 @@ static int check_arch(const gpt_config *c, const cli_opt *opts, int n, const tra
     return 0;
 }
 
+/* Admin's omegas for a fresh model: the closed form, or a profiling pass over the first
+ * training batch (the batch step 1 trains on). */
+static int admin_init(gpt_model *m, const train_options *o, const data_set *ds) {
+    char err[1024];
+    if (!strcmp(o->st.admin_init, "closed")) return gpt_admin_closed_form(m) ? host_engine_error("admin init") : 0;
+    const train_hparams *hp = &o->hp;
+    size_t cells = (size_t)hp->batch * (size_t)hp->block;
+    int32_t *x = malloc(cells * sizeof *x), *y = malloc(cells * sizeof *y);
+    int rc = 0;
+    if (!x || !y)
+        rc = host_error("out of host memory");
+    else if (data_sample_batch(ds, DATA_TRAIN, hp->batch, hp->block, hp->seed, 0, x, y, err, sizeof err))
+        rc = host_error("%s", err);
+    else {
+        int64_t shape[2] = {hp->batch, hp->block};
+        kiln_tensor *ids = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
+        if (!ids || kiln_upload(ids, x, cells * sizeof *x) || gpt_admin_profile(m, ids, NULL))
+            rc = host_engine_error("admin profiling");
+    }
+    free(x);
+    free(y);
+    return rc;
+}
+
 /* The model to train: fresh from --seed, from --init, or the run in --out for --resume. */
 static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *opts, int n,
-                              const run_paths *paths) {
+                              const run_paths *paths, const data_set *ds) {
     char err[1024];
     const char *from = o->resume ? paths->model : o->init;
     int block_given = cli_find(opts, n, "--block")->seen;
     if (!from) {
         gpt_config cfg = {.n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
                           .n_positions = o->hp.block, .vocab_size = GPT_BYTE_VOCAB,
-                          .ln_eps = GPT_DEFAULT_LN_EPS};
+                          .ln_eps = GPT_DEFAULT_LN_EPS, .block = o->st.block};
         if (gpt_config_check(&cfg, err, sizeof err)) {
             host_error("%s", err);
             return NULL;
@@ -137,6 +257,10 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
         gpt_model *m = gpt_new(ctx, &cfg);
         if (!m || gpt_init(m, o->hp.seed)) {
             host_engine_error("cannot create the model");
+            gpt_free(m);
+            return NULL;
+        }
+        if (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && admin_init(m, o, ds)) {
             gpt_free(m);
             return NULL;
         }
@@ -159,6 +283,8 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
     o->layers = m->cfg.n_layer;
     o->heads = m->cfg.n_head;
     o->dim = m->cfg.n_embd;
+    /* the temperature is a knob, not a weight: the command line's wins */
+    if (cli_find(opts, n, "--attn-temperature")->seen) gpt_set_attn_temperature(m, o->st.attn_temperature);
     return m;
 }
 
@@ -191,6 +317,36 @@ static int save_checkpoint(const trainer *t, const run_paths *paths) {
     return 0;
 }
 
+/* The temperature for optimizer step `step` (1-based): the last --attn-temperature-at
+ * change at or before it, else the model's own. */
+static void apply_temperature(gpt_model *m, const stability_options *s, int64_t step) {
+    for (int i = s->n_changes - 1; i >= 0; i--) {
+        if (s->change_step[i] <= step) {
+            gpt_set_attn_temperature(m, s->change_temp[i]);
+            return;
+        }
+    }
+}
+
+/* The monitoring of an evaluation: per-layer attention entropy on the first validation
+ * batch. */
+static int measure_entropy(gpt_model *m, const data_set *ds, const train_hparams *hp, double *per_layer,
+                           double *lowest, int32_t *x, int32_t *y) {
+    char err[1024];
+    int64_t windows = data_windows(ds, DATA_VAL, hp->block);
+    int rows = (int)(windows < hp->batch ? windows : hp->batch);
+    for (int r = 0; r < rows; r++)
+        if (data_window(ds, DATA_VAL, hp->block, r, x + (size_t)r * hp->block, y + (size_t)r * hp->block, err,
+                        sizeof err))
+            return host_error("%s", err);
+    int64_t shape[2] = {rows, hp->block};
+    kiln_tensor *ids = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
+    if (!ids || kiln_upload(ids, x, (size_t)rows * (size_t)hp->block * sizeof *x) ||
+        gpt_attention_entropy(m, ids, per_layer, lowest))
+        return host_engine_error("attention entropy");
+    return 0;
+}
+
 /* The training loop from t->step to the last step. Returns 0 and the final val loss. */
 static int run(trainer *t, const train_options *o, const run_paths *paths, FILE *metrics,
                double *final_val) {
@@ -200,27 +356,39 @@ static int run(trainer *t, const train_options *o, const run_paths *paths, FILE 
     progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
     double tokens_per_step = (double)hp->batch * hp->block * hp->grad_accum;
     *final_val = NAN;
-    while (t->step < hp->steps) {
+    int L = t->m->cfg.n_layer;
+    double *entropy = calloc((size_t)L, sizeof *entropy), *grad_norms = calloc((size_t)L, sizeof *grad_norms);
+    if (!entropy || !grad_norms) {
+        free(entropy);
+        free(grad_norms);
+        return host_error("out of host memory");
+    }
+    int rc = 0;
+    while (t->step < hp->steps && rc == 0) {
         double t0 = progress_now();
         train_step_stats st;
+        apply_temperature(t->m, &o->st, t->step + 1);
+        /* the gradients of a step that will evaluate are measured before its update */
+        int64_t next = t->step + 1;
+        int will_evaluate = next == hp->steps || (o->eval_every > 0 && next % o->eval_every == 0);
+        t->layer_grad_norms = will_evaluate ? grad_norms : NULL;
         if (trainer_step(t, &st, err, sizeof err)) {
-            progress_finish(&bar);
-            return host_error("%s", err);
+            rc = host_error("%s", err);
+            break;
         }
         double tokens_per_s = tokens_per_step / (progress_now() - t0);
         int last = t->step == hp->steps || g_interrupted;
         int evaluate = last || (o->eval_every > 0 && t->step % o->eval_every == 0);
-        double val = NAN;
+        double val = NAN, lowest = NAN;
         if (evaluate) {
             int64_t windows = t->step == hp->steps ? 0 : o->eval_windows;
             if (eval_loss(t->m, t->ds, DATA_VAL, hp->block, hp->batch, windows, &val, err, sizeof err)) {
-                progress_finish(&bar);
-                return host_error("%s", err);
+                rc = host_error("%s", err);
+                break;
             }
-            if (save_checkpoint(t, paths)) {
-                progress_finish(&bar);
-                return 1;
-            }
+            if ((rc = measure_entropy(t->m, t->ds, hp, entropy, &lowest, t->x, t->y))) break;
+            if ((rc = save_checkpoint(t, paths))) break;
+            bar.low_entropy = lowest < o->st.entropy_alert ? lowest : NAN;
         }
         int half = hp->precision == KILN_F16;
         bar.loss_scale = half ? st.loss_scale : 0;
@@ -228,20 +396,25 @@ static int run(trainer *t, const train_options *o, const run_paths *paths, FILE 
         metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = val, .lr = st.lr,
                            .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
                            .loss_scale = half ? st.loss_scale : NAN,
-                           .skipped_steps = half ? st.skipped_steps : -1};
+                           .skipped_steps = half ? st.skipped_steps : -1, .n_layers = L,
+                           .attn_entropy = evaluate ? entropy : NULL, .attn_entropy_min = lowest,
+                           .grad_norm_layers = evaluate && t->layer_grad_norms ? grad_norms : NULL};
         if (metrics_write(metrics, &row)) {
-            progress_finish(&bar);
-            return host_error("cannot write %s/metrics.jsonl", o->out);
+            rc = host_error("cannot write %s/metrics.jsonl", o->out);
+            break;
         }
         if (g_interrupted) {
-            progress_finish(&bar);
-            return host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes "
-                              "with --resume", t->step, o->out);
+            rc = host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes "
+                            "with --resume", t->step, o->out);
+            break;
         }
         if (t->step == hp->steps) *final_val = val;
     }
+    t->layer_grad_norms = NULL;
     progress_finish(&bar);
-    return 0;
+    free(entropy);
+    free(grad_norms);
+    return rc;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -250,6 +423,9 @@ int cmd_train(int argc, char **argv) {
                        .ls_init = (float)ls.init, .ls_growth = (float)ls.growth,
                        .ls_backoff = (float)ls.backoff, .ls_interval = (int)ls.interval,
                        .layers = 4, .heads = 4, .dim = 128,
+                       .st = {.norm = "pre", .residual = "plain", .layer_type = "transformer",
+                              .gau_attn = "relu2", .admin_init = "profile", .gau_s = 128,
+                              .attn_temperature = 1.0f, .entropy_alert = 0.5f},
                        .eval_every = 250, .eval_windows = 200, .log_every = 10,
                        .hp = train_nanogpt_hparams()};
     train_hparams *hp = &o.hp;
@@ -300,6 +476,29 @@ int cmd_train(int argc, char **argv) {
          .help = "start from these weights (GPT-2 layout safetensors)"},
         {.name = "--resume", .kind = CLI_FLAG, .target = &o.resume,
          .help = "continue the run in --out exactly where it stopped"},
+        /* the stability toolkit (model/block.h, docs/stability.md) */
+        {.name = "--norm", .kind = CLI_STRING, .target = &o.st.norm, .meta = "WHERE",
+         .help = "LayerNorm placement: pre (GPT-2), post (the original Transformer) or none"},
+        {.name = "--residual", .kind = CLI_STRING, .target = &o.st.residual, .meta = "KIND",
+         .help = "residual scheme: plain, rezero, admin or deepnorm (admin and deepnorm need --norm post)"},
+        {.name = "--admin-init", .kind = CLI_STRING, .target = &o.st.admin_init, .meta = "HOW",
+         .help = "Admin's omegas: profile (a forward pass over the first batch) or closed (the closed form)"},
+        {.name = "--sigma-reparam", .kind = CLI_FLAG, .target = &o.st.sigma_reparam,
+         .help = "use every linear weight as (gamma / sigma(W)) W (spectral reparametrization)"},
+        {.name = "--residual-attention", .kind = CLI_FLAG, .target = &o.st.residual_attention,
+         .help = "RealFormer: each layer adds the previous layer's raw attention scores to its own"},
+        {.name = "--attn-temperature", .kind = CLI_FLOAT, .target = &o.st.attn_temperature, .meta = "T",
+         .help = "divides the attention scores (below 1 sharpens attention)", .min = 1e-3, .max = 1e3},
+        {.name = "--attn-temperature-at", .kind = CLI_LIST, .target = &o.st.temperature_at, .meta = "STEP:T",
+         .help = "from optimizer step STEP on, use temperature T (repeatable)"},
+        {.name = "--layer-type", .kind = CLI_STRING, .target = &o.st.layer_type, .meta = "KIND",
+         .help = "transformer (attention + MLP) or gau (FLASH's gated attention unit)"},
+        {.name = "--gau-s", .kind = CLI_INT, .target = &o.st.gau_s, .meta = "N",
+         .help = "GAU: width of the shared query/key projection", .min = 1, .max = 65536},
+        {.name = "--gau-attn", .kind = CLI_STRING, .target = &o.st.gau_attn, .meta = "KIND",
+         .help = "GAU's attention: relu2 (relu(s)^2 / n, as FLASH) or softmax"},
+        {.name = "--entropy-alert", .kind = CLI_FLOAT, .target = &o.st.entropy_alert, .meta = "H",
+         .help = "show the lowest head's attention entropy (nats) on the progress line below this", .min = 0, .max = 100},
         host_precision_option(&o.precision),
         {.name = "--loss-scale-init", .kind = CLI_FLOAT, .target = &o.ls_init, .meta = "S",
          .help = "fp16: the first loss scale", .min = 0x1p-126, .max = 0x1p126},
@@ -337,7 +536,7 @@ int cmd_train(int argc, char **argv) {
     }
     if (!(ctx = host_open_device(o.backend, o.device))) goto done;
     if (host_check_precision(ctx, hp->precision)) goto done;
-    if (!(m = build_model(ctx, &o, opts, n, &paths))) goto done;
+    if (!(m = build_model(ctx, &o, opts, n, &paths, ds))) goto done;
     if (data_check_block(ds, DATA_TRAIN, hp->block, err, sizeof err) ||
         data_check_block(ds, DATA_VAL, hp->block, err, sizeof err)) {
         host_error("%s: %s", o.data, err);

@@ -6,7 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gpt_config_check(const gpt_config *c, char *err, size_t errlen) {
+/* Zeros in the block options mean their defaults (gpt.h). */
+static void fill_block_defaults(block_options *o) {
+    block_options d = block_options_default();
+    if (o->attn_temperature == 0.0f) o->attn_temperature = d.attn_temperature;
+    if (o->gau_s == 0) o->gau_s = d.gau_s;
+}
+
+int gpt_config_check(gpt_config *c, char *err, size_t errlen) {
+    fill_block_defaults(&c->block);
     /* The limits keep a lying config from asking for absurd memory before anything is
      * read; they are far above any model this program trains. */
     struct { const char *name; int value, max; } sizes[] = {
@@ -31,49 +39,45 @@ int gpt_config_check(const gpt_config *c, char *err, size_t errlen) {
         snprintf(err, errlen, "layer_norm_epsilon = %g must be a positive number", (double)c->ln_eps);
         return -1;
     }
-    return 0;
+    return block_options_check(&c->block, err, errlen);
+}
+
+block_config gpt_block_config(const gpt_config *cfg) {
+    block_config b = {.n_embd = cfg->n_embd, .n_head = cfg->n_head, .ln_eps = cfg->ln_eps,
+                      .o = cfg->block, .deepnorm_alpha = 1.0f, .deepnorm_beta = 1.0f,
+                      .proj_std = 0.02f / sqrtf(2.0f * (float)cfg->n_layer)};
+    fill_block_defaults(&b.o);
+    if (b.o.residual == BLOCK_RESIDUAL_DEEPNORM)
+        block_deepnorm_constants(cfg->n_layer, 0, 0, &b.deepnorm_alpha, &b.deepnorm_beta);
+    return b;
+}
+
+/* The model's own tensor i (wte, wpe, ln_f). */
+static gpt_param_spec own(const char *name, int64_t d0, int64_t d1, int ndim, int decay, int slot) {
+    gpt_param_spec p = {.ndim = ndim, .shape = {d0, d1}, .decay = decay, .layer = -1, .slot = slot};
+    snprintf(p.name, sizeof p.name, "%s", name);
+    return p;
 }
 
 int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out) {
-    int64_t C = cfg->n_embd;
-    /* One block's weights: the name's suffix, ndim, the dims as multiples of C (c1 only
-     * for matrices), decay, residual projection. */
-    static const struct {
-        const char *suffix;
-        int ndim, c0, c1, decay, residual_proj;
-    } block[] = {
-        {.suffix = "ln_1.weight", .ndim = 1, .c0 = 1},
-        {.suffix = "ln_1.bias", .ndim = 1, .c0 = 1},
-        {.suffix = "attn.c_attn.weight", .ndim = 2, .c0 = 1, .c1 = 3, .decay = 1},
-        {.suffix = "attn.c_attn.bias", .ndim = 1, .c0 = 3},
-        {.suffix = "attn.c_proj.weight", .ndim = 2, .c0 = 1, .c1 = 1, .decay = 1, .residual_proj = 1},
-        {.suffix = "attn.c_proj.bias", .ndim = 1, .c0 = 1},
-        {.suffix = "ln_2.weight", .ndim = 1, .c0 = 1},
-        {.suffix = "ln_2.bias", .ndim = 1, .c0 = 1},
-        {.suffix = "mlp.c_fc.weight", .ndim = 2, .c0 = 1, .c1 = 4, .decay = 1},
-        {.suffix = "mlp.c_fc.bias", .ndim = 1, .c0 = 4},
-        {.suffix = "mlp.c_proj.weight", .ndim = 2, .c0 = 4, .c1 = 1, .decay = 1, .residual_proj = 1},
-        {.suffix = "mlp.c_proj.bias", .ndim = 1, .c0 = 1},
-    };
-    enum { PER_BLOCK = sizeof block / sizeof block[0] };
-    int n = 4 + PER_BLOCK * cfg->n_layer;
-    if (!out) return n;
-    gpt_param_spec *p = out;
-    *p++ = (gpt_param_spec){.name = "wte.weight", .ndim = 2, .shape = {cfg->vocab_size, C}, .decay = 1};
-    *p++ = (gpt_param_spec){.name = "wpe.weight", .ndim = 2, .shape = {cfg->n_positions, C}, .decay = 1};
-    for (int l = 0; l < cfg->n_layer; l++) {
-        for (int k = 0; k < PER_BLOCK; k++, p++) {
-            snprintf(p->name, sizeof p->name, "h.%d.%s", l, block[k].suffix);
-            p->ndim = block[k].ndim;
-            p->shape[0] = block[k].c0 * C;
-            p->shape[1] = block[k].ndim == 2 ? block[k].c1 * C : 1;
-            p->decay = block[k].decay;
-            p->residual_proj = block[k].residual_proj;
-        }
+    block_config bc = gpt_block_config(cfg);
+    int64_t C = cfg->n_embd, n = 0;
+    int final_norm = bc.o.norm == BLOCK_NORM_PRE;
+    if (out) {
+        out[n] = own("wte.weight", cfg->vocab_size, C, 2, 1, GPT_SLOT_WTE);
+        out[n + 1] = own("wpe.weight", cfg->n_positions, C, 2, 1, GPT_SLOT_WPE);
     }
-    *p++ = (gpt_param_spec){.name = "ln_f.weight", .ndim = 1, .shape = {C, 1}};
-    *p++ = (gpt_param_spec){.name = "ln_f.bias", .ndim = 1, .shape = {C, 1}};
-    return n;
+    n += 2;
+    for (int l = 0; l < cfg->n_layer; l++) n += block_param_specs(&bc, "h.", l, 0, out ? out + n : NULL);
+    if (final_norm) {
+        if (out) {
+            out[n] = own("ln_f.weight", C, 1, 1, 0, GPT_SLOT_LN_F_W);
+            out[n + 1] = own("ln_f.bias", C, 1, 1, 0, GPT_SLOT_LN_F_B);
+        }
+        n += 2;
+    }
+    for (int l = 0; l < cfg->n_layer; l++) n += block_param_specs(&bc, "h.", l, 1, out ? out + n : NULL);
+    return (int)n;
 }
 
 /* The weight the forward pass reads for parameter i. */
@@ -81,22 +85,22 @@ static kiln_tensor *compute_weight(const gpt_model *m, int i) {
     return m->params[i].half ? m->params[i].half : m->params[i].t;
 }
 
-/* Points the named handles of the forward pass at the weights it reads, in
- * gpt_param_specs' order. */
+/* Points the handles of the forward pass at the weights it reads, and the masters' at the
+ * f32 weights. */
 static void bind_handles(gpt_model *m) {
-    int n = m->n_params;
-    m->wte = compute_weight(m, 0);
-    m->wpe = compute_weight(m, 1);
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        int first = 2 + 12 * l;
-        gpt_block *b = &m->blocks[l];
-        kiln_tensor **slots[12] = {&b->ln_1_w, &b->ln_1_b, &b->attn_w, &b->attn_b,
-                                   &b->attn_proj_w, &b->attn_proj_b, &b->ln_2_w, &b->ln_2_b,
-                                   &b->fc_w, &b->fc_b, &b->mlp_proj_w, &b->mlp_proj_b};
-        for (int k = 0; k < 12; k++) *slots[k] = compute_weight(m, first + k);
+    m->ln_f_w = m->ln_f_b = NULL;
+    for (int i = 0; i < m->n_params + m->n_buffers; i++) {
+        const gpt_param_spec *s = &m->params[i].spec;
+        kiln_tensor *t = compute_weight(m, i);
+        if (s->layer >= 0) {
+            m->blocks[s->layer].w[s->slot] = t;
+            m->masters[s->layer].w[s->slot] = m->params[i].t;
+            continue;
+        }
+        kiln_tensor **own[] = {[GPT_SLOT_WTE] = &m->wte, [GPT_SLOT_WPE] = &m->wpe,
+                               [GPT_SLOT_LN_F_W] = &m->ln_f_w, [GPT_SLOT_LN_F_B] = &m->ln_f_b};
+        *own[s->slot] = t;
     }
-    m->ln_f_w = compute_weight(m, n - 2);
-    m->ln_f_b = compute_weight(m, n - 1);
 }
 
 gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) {
@@ -104,19 +108,26 @@ gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) {
     if (!m) return NULL;
     m->ctx = ctx;
     m->cfg = *cfg;
+    fill_block_defaults(&m->cfg.block);
+    m->block = gpt_block_config(&m->cfg);
     int n = gpt_param_specs(cfg, NULL);
     gpt_param_spec *specs = calloc((size_t)n, sizeof *specs);
     m->blocks = calloc((size_t)cfg->n_layer, sizeof *m->blocks);
+    m->masters = calloc((size_t)cfg->n_layer, sizeof *m->masters);
     m->params = calloc((size_t)n, sizeof *m->params);
-    if (!specs || !m->blocks || !m->params) goto fail;
+    if (!specs || !m->blocks || !m->masters || !m->params) goto fail;
     gpt_param_specs(cfg, specs);
     for (int i = 0; i < n; i++) {
         kiln_tensor *t = kiln_tensor_new(ctx, KILN_F32, specs[i].ndim, specs[i].shape);
         if (!t) goto fail;
-        kiln_set_requires_grad(t, 1);
+        kiln_set_requires_grad(t, !specs[i].buffer);
         m->params[i].spec = specs[i];
         m->params[i].t = t;
-        m->n_params++;
+        /* gpt_param_specs puts the buffers last */
+        if (specs[i].buffer)
+            m->n_buffers++;
+        else
+            m->n_params++;
     }
     m->dtype = KILN_F32;
     bind_handles(m);
@@ -130,12 +141,13 @@ fail:
 
 void gpt_free(gpt_model *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_params; i++) {
+    for (int i = 0; i < m->n_params + m->n_buffers; i++) {
         kiln_tensor_free(m->params[i].t);
         kiln_tensor_free(m->params[i].half);
     }
     free(m->params);
     free(m->blocks);
+    free(m->masters);
     free(m);
 }
 
@@ -143,19 +155,29 @@ void gpt_free(gpt_model *m) {
  * so an init never reuses a dropout mask's random numbers. */
 #define GPT_INIT_STREAM_BASE ((uint64_t)1 << 40)
 
+/* sigma-reparam's power iteration at init: enough steps for u^T W v to settle on the top
+ * singular value of a random matrix (the gap between the top two closes slowly). */
+#define GPT_SIGMA_INIT_ITERATIONS 30
+
 kiln_status gpt_init(gpt_model *m, uint64_t seed) {
-    const float std = 0.02f;
-    const float proj_std = std / sqrtf(2.0f * (float)m->cfg.n_layer);
     for (int i = 0; i < m->n_params; i++) {
         const gpt_param *p = &m->params[i];
+        uint64_t stream = GPT_INIT_STREAM_BASE + (uint64_t)i;
         kiln_status s;
-        if (p->spec.ndim == 2)
-            s = kiln_init_normal(p->t, seed, GPT_INIT_STREAM_BASE + (uint64_t)i, 0.0f,
-                                 p->spec.residual_proj ? proj_std : std);
-        else if (strstr(p->spec.name, "ln_") && strstr(p->spec.name, ".weight"))
-            s = kiln_fill(p->t, 1.0f);
+        if (p->spec.layer >= 0)
+            s = block_init_param(&m->block, &p->spec, p->t, seed, stream);
+        else if (p->spec.slot == GPT_SLOT_WTE || p->spec.slot == GPT_SLOT_WPE)
+            s = kiln_init_normal(p->t, seed, stream, 0.0f, 0.02f);
         else
-            s = kiln_fill(p->t, 0.0f);
+            s = kiln_fill(p->t, p->spec.slot == GPT_SLOT_LN_F_W ? 1.0f : 0.0f);
+        if (s) return s;
+    }
+    if (!m->block.o.sigma_reparam) return KILN_OK;
+    /* u and v draw from streams past every tensor's */
+    uint64_t base = GPT_INIT_STREAM_BASE + (uint64_t)(m->n_params + m->n_buffers);
+    for (int l = 0; l < m->cfg.n_layer; l++) {
+        kiln_status s = block_sigma_init(&m->block, &m->masters[l], seed,
+                                         base + 2 * BLOCK_LINEAR_COUNT * (uint64_t)l, GPT_SIGMA_INIT_ITERATIONS);
         if (s) return s;
     }
     return KILN_OK;
@@ -179,6 +201,7 @@ kiln_status gpt_set_precision(gpt_model *m, kiln_dtype dtype, int keep_masters) 
                               kiln_dtype_name(m->dtype), kiln_dtype_name(dtype));
     }
     /* every copy first, so a failure (no f16 storage, out of memory) leaves the model whole */
+    /* the buffers stay f32: the power iteration works on f32 masters */
     kiln_tensor **halves = calloc((size_t)m->n_params, sizeof *halves);
     if (!halves) return KILN_ERR_MEMORY;
     for (int i = 0; i < m->n_params; i++) {
@@ -219,7 +242,7 @@ int64_t gpt_param_count(const gpt_model *m) {
 }
 
 gpt_param *gpt_find_param(gpt_model *m, const char *name) {
-    for (int i = 0; i < m->n_params; i++)
+    for (int i = 0; i < m->n_params + m->n_buffers; i++)
         if (!strcmp(m->params[i].spec.name, name)) return &m->params[i];
     return NULL;
 }

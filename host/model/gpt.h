@@ -1,9 +1,13 @@
-/* GPT with GPT-2's architecture, built from kiln ops:
+/* GPT with GPT-2's architecture, built from kiln ops and the shared block (model/block.h):
  *
  *   x = wte[ids] + wpe[positions]                       (learned positions), dropout
- *   for each block:  x = x + dropout(attn(ln_1(x)))      (Pre-LN)
+ *   for each block:  x = x + dropout(attn(ln_1(x)))      (Pre-LN, GPT-2's default)
  *                    x = x + dropout(mlp(ln_2(x)))       (mlp: c_fc, GELU, c_proj; 4x wide)
  *   logits = ln_f(x) wte^T                               (output tied to the input embedding)
+ *
+ * The block options (norm placement, residual scheme, GAU, RealFormer, sigma-reparam,
+ * temperature) change the blocks; ln_f exists under Pre-LN only (Post-LN's blocks end
+ * normalized, and --norm none has no LayerNorm at all).
  *
  * Weights use Hugging Face GPT-2's names, shapes and Conv1D layout (y = x W + b with W
  * [in, out]), so a checkpoint maps one to one onto HF's GPT2Model. Nothing here knows which
@@ -13,10 +17,14 @@
 #define KILN_HOST_MODEL_GPT_H
 
 #include "kiln/kiln.h"
+#include "model/block.h"
 
 typedef struct gpt_config {
     int n_layer, n_head, n_embd, n_positions, vocab_size;
     float ln_eps; /* layer_norm_epsilon, 1e-5 as GPT-2 */
+    /* the blocks' options; all-zero is GPT-2's block (a temperature of 0 and a GAU width of
+     * 0 mean 1 and 128: gpt_config_check and gpt_new fill them in) */
+    block_options block;
 } gpt_config;
 
 /* GPT-2's defaults for what a checkpoint may leave out. */
@@ -25,30 +33,23 @@ typedef struct gpt_config {
 #define GPT_BYTE_VOCAB 256
 
 /* Checks that a config describes a buildable model (positive sizes within sane limits,
- * n_head dividing n_embd). Returns 0, or -1 with a one-line reason in err. */
-int gpt_config_check(const gpt_config *cfg, char *err, size_t errlen);
+ * n_head dividing n_embd, block options that make sense together). Fills in the block
+ * options' zero defaults. Returns 0, or -1 with a one-line reason in err. */
+int gpt_config_check(gpt_config *cfg, char *err, size_t errlen);
 
-typedef struct gpt_block {
-    kiln_tensor *ln_1_w, *ln_1_b;
-    kiln_tensor *attn_w, *attn_b;           /* c_attn: [C, 3C], [3C] (q, k, v side by side) */
-    kiln_tensor *attn_proj_w, *attn_proj_b; /* c_proj: [C, C], [C] */
-    kiln_tensor *ln_2_w, *ln_2_b;
-    kiln_tensor *fc_w, *fc_b;               /* mlp.c_fc: [C, 4C], [4C] */
-    kiln_tensor *mlp_proj_w, *mlp_proj_b;   /* mlp.c_proj: [4C, C], [C] */
-} gpt_block;
+/* The config every block of this model is built with (DeepNorm's constants for a
+ * decoder-only stack of n_layer blocks, GPT-2's residual-projection init std). */
+block_config gpt_block_config(const gpt_config *cfg);
 
-/* A parameter's checkpoint name, shape and role. */
-typedef struct gpt_param_spec {
-    char name[48];     /* "h.3.attn.c_attn.weight" */
-    int ndim;
-    int64_t shape[2];
-    int decay;         /* weight decay applies (2-D weights: matrices and embeddings) */
-    int residual_proj; /* attn.c_proj / mlp.c_proj weight: init scaled by 1/sqrt(2 n_layer) */
-} gpt_param_spec;
+/* A tensor's checkpoint name, shape and role (model/block.h). The model's own tensors have
+ * layer -1 and these slots: */
+typedef param_spec gpt_param_spec;
+enum { GPT_SLOT_WTE, GPT_SLOT_WPE, GPT_SLOT_LN_F_W, GPT_SLOT_LN_F_B };
 
-/* The parameters of a model with this config, in checkpoint order (HF's state_dict order:
- * wte, wpe, the blocks, ln_f). Writes them to out when it is not NULL (room for
- * gpt_param_specs(cfg, NULL) entries) and returns their number. */
+/* The tensors of a model with this config, in checkpoint order: the trained ones in HF's
+ * state_dict order (wte, wpe, the blocks, ln_f), then the buffers (sigma-reparam's u and v).
+ * Writes them to out when it is not NULL (room for gpt_param_specs(cfg, NULL) entries) and
+ * returns their number. */
 int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out);
 
 /* One parameter: its spec and its tensor. */
@@ -63,10 +64,14 @@ typedef struct gpt_model {
     gpt_config cfg;
     kiln_dtype dtype; /* of the weights the forward pass reads, and of its activations */
     /* the weights the forward pass reads: the f16 copies in mixed-precision training */
-    kiln_tensor *wte, *wpe, *ln_f_w, *ln_f_b;
-    gpt_block *blocks;
-    gpt_param *params; /* every weight, in checkpoint order */
-    int n_params;
+    kiln_tensor *wte, *wpe, *ln_f_w, *ln_f_b; /* ln_f: NULL unless Pre-LN */
+    block_config block;     /* every block's config */
+    block_weights *blocks;  /* per block: the weights the forward pass reads */
+    block_weights *masters; /* per block: the f32 weights (sigma-reparam iterates on them) */
+    /* every tensor in checkpoint order: n_params trained ones, then n_buffers buffers
+     * (f32 whatever the precision, never given to the optimizer) */
+    gpt_param *params;
+    int n_params, n_buffers;
 } gpt_model;
 
 /* Allocates the weights (zero-filled, requiring grad) on ctx. NULL on error (engine
@@ -76,9 +81,24 @@ void gpt_free(gpt_model *m);
 
 /* GPT-2 / nanoGPT initialisation from the counter RNG: every weight normal(0, 0.02), the
  * two residual projections of each block normal(0, 0.02 / sqrt(2 n_layer)), biases 0,
- * LayerNorm weights 1. Tensor i draws from its own stream, so the result depends only on
- * the seed. */
+ * LayerNorm weights 1; the block options' own init where they have one (block_init_param,
+ * block_sigma_init). Tensor i draws from its own stream, so the result depends only on the
+ * seed. Admin's omegas start at 1: gpt_admin_profile or gpt_admin_closed_form set them. */
 kiln_status gpt_init(gpt_model *m, uint64_t seed);
+
+/* Admin's omegas from a profiling forward pass over token ids [B, T] (block.h), on an f32
+ * model. When omegas is not NULL it receives each sublayer's omega, in order
+ * (n_layer * block_sublayers entries). */
+kiln_status gpt_admin_profile(gpt_model *m, kiln_tensor *ids, float *omegas);
+/* Admin's closed form: every omega sqrt((N + 1) / ln(N + 1) - 1), N residual sublayers. */
+kiln_status gpt_admin_closed_form(gpt_model *m);
+
+/* One sigma-reparam power-iteration step on every linear (a no-op without sigma-reparam):
+ * the trainer runs it once per optimizer step, before the forward passes. */
+kiln_status gpt_sigma_step(gpt_model *m);
+
+/* Changes the attention temperature of every block (a schedule in training). */
+void gpt_set_attn_temperature(gpt_model *m, float temperature);
 
 /* Precision (docs/design.md "Precision"). With KILN_F16 the forward pass reads f16 weights and
  * computes f16 activations (statistics and the loss stay f32):
@@ -96,16 +116,25 @@ kiln_status gpt_set_precision(gpt_model *m, kiln_dtype dtype, int keep_masters);
  * training, the weight itself otherwise. */
 kiln_tensor *gpt_grad_leaf(const gpt_model *m, int i);
 
-/* Total number of weights (elements). */
+/* Total number of trained weights (elements; buffers not counted). */
 int64_t gpt_param_count(const gpt_model *m);
 
-/* The parameter with this checkpoint name, or NULL. */
+/* The tensor (weight or buffer) with this checkpoint name, or NULL. */
 gpt_param *gpt_find_param(gpt_model *m, const char *name);
 
 /* Logits [B, T, V] for token ids [B, T] (i32, values in [0, vocab)), T <= n_positions.
  * `dropout` is the probability used in training mode (kiln_set_training); pass 0 for
  * none. Returns NULL on error, with the engine's last error set (kiln_error_message()). */
 kiln_tensor *gpt_forward(gpt_model *m, kiln_tensor *ids, float dropout);
+
+/* Per-layer attention entropy on token ids [B, T] in evaluation mode: per_layer[l] is the
+ * mean over heads and queries of -sum p log p (NaN for a layer without softmax attention:
+ * GAU with relu2), *lowest the lowest head's over every layer (NaN when none). */
+kiln_status gpt_attention_entropy(gpt_model *m, kiln_tensor *ids, double *per_layer, double *lowest);
+
+/* The global norm of each block's parameter gradients as they stand (after backward),
+ * divided by `unscale` (the loss scale in mixed precision, else 1): out[n_layer]. */
+kiln_status gpt_layer_grad_norms(gpt_model *m, double unscale, double *out);
 
 /* Mean cross-entropy of gpt_forward's logits against targets [B, T] (a scalar). When
  * logits_out is not NULL it receives the logits. */

@@ -164,6 +164,10 @@ done:
     return rc;
 }
 
+static const char *meta_get(void *f, const char *key) { return st_meta(f, key); }
+
+static void meta_put(void *w, const char *key, const char *value) { st_writer_meta(w, key, value); }
+
 static int read_config(const st_file *f, const char *path, gpt_config *cfg, char *err,
                        size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
@@ -172,6 +176,10 @@ static int read_config(const st_file *f, const char *path, gpt_config *cfg, char
     if (rc < 0) return -1;
     if (rc == 0 && config_from_json(path, cfg, err, errlen)) return -1;
     char why[256];
+    if (block_options_from_meta(&cfg->block, meta_get, (void *)f, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return -1;
+    }
     if (gpt_config_check(cfg, why, sizeof why)) {
         snprintf(err, errlen, "%s: %s", path, why);
         return -1;
@@ -340,13 +348,13 @@ int gpt_checkpoint_meta(const char *path, const char *key, char *value, size_t s
 int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *extra,
                         int n_extra, char *err, size_t errlen) {
     st_writer *w = st_writer_new();
-    float **host = calloc((size_t)m->n_params, sizeof *host);
+    float **host = calloc((size_t)(m->n_params + m->n_buffers), sizeof *host);
     int rc = -1;
     if (!w || !host) {
         snprintf(err, errlen, "%s: out of host memory", path);
         goto done;
     }
-    for (int i = 0; i < m->n_params; i++) {
+    for (int i = 0; i < m->n_params + m->n_buffers; i++) {
         const kiln_tensor *t = m->params[i].t;
         int64_t n = kiln_numel(t);
         host[i] = malloc((size_t)n * sizeof(float));
@@ -373,11 +381,12 @@ int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *ex
     }
     snprintf(eps, sizeof eps, "%.9g", (double)cfg.ln_eps);
     st_writer_meta(w, "layer_norm_epsilon", eps);
+    block_options_to_meta(&cfg.block, meta_put, w);
     for (int i = 0; i < n_extra; i++) st_writer_meta(w, extra[i].key, extra[i].value);
     rc = st_writer_save(w, path, err, errlen);
 done:
     if (host)
-        for (int i = 0; i < m->n_params; i++) free(host[i]);
+        for (int i = 0; i < m->n_params + m->n_buffers; i++) free(host[i]);
     free(host);
     st_writer_free(w);
     return rc;

@@ -84,6 +84,17 @@ static void number(FILE *f, const char *key, double v) {
         fprintf(f, ", \"%s\": null", key);
 }
 
+static void number_list(FILE *f, const char *key, const double *v, int n) {
+    fprintf(f, ", \"%s\": [", key);
+    for (int i = 0; i < n; i++) {
+        if (isfinite(v[i]))
+            fprintf(f, "%s%.9g", i ? ", " : "", v[i]);
+        else
+            fprintf(f, "%snull", i ? ", " : "");
+    }
+    fputc(']', f);
+}
+
 int metrics_write(FILE *f, const metrics_row *r) {
     fprintf(f, "{\"step\": %lld", (long long)r->step);
     number(f, "loss", r->loss);
@@ -94,6 +105,11 @@ int metrics_write(FILE *f, const metrics_row *r) {
     /* exactly: a scale such as 2^39 has more digits than %.9g keeps */
     if (isfinite(r->loss_scale)) fprintf(f, ", \"loss_scale\": %.17g", r->loss_scale);
     if (r->skipped_steps >= 0) fprintf(f, ", \"skipped_steps\": %lld", (long long)r->skipped_steps);
+    if (r->attn_entropy) {
+        number_list(f, "attn_entropy", r->attn_entropy, r->n_layers);
+        number(f, "attn_entropy_min", r->attn_entropy_min);
+    }
+    if (r->grad_norm_layers) number_list(f, "grad_norm_layers", r->grad_norm_layers, r->n_layers);
     fputs("}\n", f);
     return fflush(f) || ferror(f) ? -1 : 0;
 }

@@ -3,7 +3,11 @@
  *    "tokens_per_s": 18342}
  * val_loss appears only on the steps that evaluated. Mixed-precision (fp16) runs add
  * "loss_scale" (S after the step's update) and "skipped_steps" (overflowing steps skipped
- * so far, cumulative); a skipped step's grad_norm is null. */
+ * so far, cumulative); a skipped step's grad_norm is null. Steps that evaluated add the
+ * monitoring of model/gpt.h: "attn_entropy" (one value per layer: the mean over heads and
+ * queries of -sum p log p on a validation batch; null for a layer without softmax
+ * attention), "attn_entropy_min" (the lowest head's) and "grad_norm_layers" (the gradient
+ * norm of each block's parameters at that step). */
 #ifndef KILN_HOST_MODEL_METRICS_H
 #define KILN_HOST_MODEL_METRICS_H
 
@@ -17,6 +21,10 @@ typedef struct metrics_row {
     double lr, grad_norm, tokens_per_s;
     double loss_scale;     /* NaN: not written (fp32) */
     int64_t skipped_steps; /* < 0: not written (fp32) */
+    int n_layers;                   /* entries of the lists below */
+    const double *attn_entropy;     /* NULL: not written */
+    double attn_entropy_min;        /* written with attn_entropy */
+    const double *grad_norm_layers; /* NULL: not written */
 } metrics_row;
 
 /* Opens DIR/metrics.jsonl. A fresh run (resume_step < 0) starts an empty file; a resumed

@@ -52,7 +52,7 @@ int trainer_save_state(const trainer *t, const char *path, char *err, size_t err
         int p = i / 2, is_v = i % 2;
         const kiln_tensor *moment = is_v ? kiln_adam_v(t->opt, p) : kiln_adam_m(t->opt, p);
         int64_t n = kiln_numel(moment);
-        char name[64];
+        char name[80];
         snprintf(name, sizeof name, "%s.%s", is_v ? "v" : "m", m->params[p].spec.name);
         host[i] = malloc((size_t)n * sizeof(float));
         if (!host[i] || kiln_download_f32(moment, host[i], n)) {
@@ -171,7 +171,7 @@ int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen) {
     for (int i = 0; i < 2 * m->n_params; i++) {
         int p = i / 2, is_v = i % 2;
         kiln_tensor *moment = is_v ? kiln_adam_v(t->opt, p) : kiln_adam_m(t->opt, p);
-        char name[64];
+        char name[80];
         snprintf(name, sizeof name, "%s.%s", is_v ? "v" : "m", m->params[p].spec.name);
         const st_tensor *st = st_find(f, name);
         int64_t n = kiln_numel(moment);

@@ -139,6 +139,7 @@ int trainer_update(trainer *t, float lr, double *grad_norm, char *err, size_t er
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen) {
     const train_hparams *hp = &t->hp;
     double total = 0.0;
+    if (gpt_sigma_step(t->m)) return engine_error(err, errlen, "sigma-reparam power iteration");
     for (int micro = 0; micro < hp->grad_accum; micro++) {
         uint64_t draw = (uint64_t)t->step * (uint64_t)hp->grad_accum + (uint64_t)micro;
         double loss;
@@ -155,6 +156,11 @@ int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen) 
         snprintf(err, errlen, "the loss is %g at step %lld (try a lower --lr, or --clip)",
                  stats->loss, (long long)t->step + 1);
         return -1;
+    }
+    if (t->layer_grad_norms) {
+        double unscale = t->scaler ? kiln_loss_scale_value(t->scaler) : 1.0;
+        if (gpt_layer_grad_norms(t->m, unscale, t->layer_grad_norms))
+            return engine_error(err, errlen, "per-layer gradient norms");
     }
     if (trainer_update_scaled(t, (float)stats->lr, &stats->grad_norm, &stats->skipped, err, errlen))
         return -1;

@@ -47,6 +47,9 @@ typedef struct trainer {
     kiln_loss_scaler *scaler; /* fp16 only, else NULL */
     int32_t *x, *y;       /* one micro-batch of inputs and targets, [batch * block] */
     int64_t step;         /* optimizer steps done */
+    /* when not NULL, the next trainer_step writes each block's gradient norm here
+       (n_layer entries, unscaled), between backward and the update */
+    double *layer_grad_norms;
 } trainer;
 
 /* Sets up AdamW over every weight of m (decay on 2-D weights only, as GPT-2/nanoGPT) and
@@ -83,7 +86,8 @@ typedef struct train_step_stats {
 } train_step_stats;
 
 /* One optimizer step on training batches drawn for (seed, step): grad_accum micro-batches,
- * micro-batch i of step s being data_sample_batch(..., seed, s * grad_accum + i). */
+ * micro-batch i of step s being data_sample_batch(..., seed, s * grad_accum + i). With
+ * sigma-reparam, one power-iteration step runs first. */
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
 
 /* ---- the optimizer state file (DIR/optimizer.safetensors) ----

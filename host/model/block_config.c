@@ -1,0 +1,92 @@
+/* The block's options: their names, defaults, the combinations refused, and the constants
+ * the papers derive from the depth (see block.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/block.h"
+
+const char *const block_norm_names[BLOCK_NORM_COUNT] = {"pre", "post", "none"};
+const char *const block_residual_names[BLOCK_RESIDUAL_COUNT] = {"plain", "rezero", "admin", "deepnorm"};
+const char *const block_layer_names[BLOCK_LAYER_COUNT] = {"transformer", "gau"};
+const char *const block_gau_attn_names[BLOCK_GAU_ATTN_COUNT] = {"relu2", "softmax"};
+
+int block_choice(const char *const *names, int count, const char *text) {
+    for (int i = 0; text && i < count; i++)
+        if (!strcmp(names[i], text)) return i;
+    return -1;
+}
+
+block_options block_options_default(void) {
+    return (block_options){.norm = BLOCK_NORM_PRE, .residual = BLOCK_RESIDUAL_PLAIN,
+                           .layer = BLOCK_LAYER_TRANSFORMER, .attn_temperature = 1.0f,
+                           .gau_s = 128, .gau_attn = BLOCK_GAU_RELU2};
+}
+
+int block_options_is_default(const block_options *o) {
+    block_options d = block_options_default();
+    return o->norm == d.norm && o->residual == d.residual && o->layer == d.layer &&
+           o->sigma_reparam == d.sigma_reparam && o->residual_attention == d.residual_attention &&
+           o->attn_temperature == d.attn_temperature && o->gau_s == d.gau_s && o->gau_attn == d.gau_attn;
+}
+
+int block_options_check(const block_options *o, char *err, size_t errlen) {
+    if ((unsigned)o->norm >= BLOCK_NORM_COUNT || (unsigned)o->residual >= BLOCK_RESIDUAL_COUNT ||
+        (unsigned)o->layer >= BLOCK_LAYER_COUNT || (unsigned)o->gau_attn >= BLOCK_GAU_ATTN_COUNT) {
+        snprintf(err, errlen, "unknown block option value");
+        return -1;
+    }
+    if ((o->residual == BLOCK_RESIDUAL_ADMIN || o->residual == BLOCK_RESIDUAL_DEEPNORM) &&
+        o->norm != BLOCK_NORM_POST) {
+        /* both rescale the skip path of x <- LN(s(x) + F(x)); with Pre-LN or no LN the skip
+         * path is never normalized and the scaling only inflates the stream */
+        snprintf(err, errlen, "--residual %s needs --norm post (it rescales the skip connection "
+                 "that Post-LN normalizes), not --norm %s", block_residual_names[o->residual],
+                 block_norm_names[o->norm]);
+        return -1;
+    }
+    if (o->residual_attention && o->layer == BLOCK_LAYER_GAU) {
+        snprintf(err, errlen, "--residual-attention needs every layer to have the same heads, and "
+                 "a GAU layer has one head of width --gau-s: use --layer-type transformer");
+        return -1;
+    }
+    if (!(o->attn_temperature > 0.0f) || !isfinite(o->attn_temperature)) {
+        snprintf(err, errlen, "attention temperature %g must be a positive number", (double)o->attn_temperature);
+        return -1;
+    }
+    if (o->gau_s < 1 || o->gau_s > 65536) {
+        snprintf(err, errlen, "--gau-s %d is out of range (1 to 65536)", o->gau_s);
+        return -1;
+    }
+    return 0;
+}
+
+void block_deepnorm_constants(int n, int m, int is_decoder, float *alpha, float *beta) {
+    if (m <= 0) { /* encoder-only or decoder-only: N layers */
+        *alpha = (float)pow(2.0 * n, 0.25);
+        *beta = (float)pow(8.0 * n, -0.25);
+    } else if (!is_decoder) {
+        double nm = pow((double)n, 4.0) * m;
+        *alpha = (float)(0.81 * pow(nm, 1.0 / 16.0));
+        *beta = (float)(0.87 * pow(nm, -1.0 / 16.0));
+    } else {
+        *alpha = (float)pow(3.0 * m, 0.25);
+        *beta = (float)pow(12.0 * m, -0.25);
+    }
+}
+
+float block_admin_closed_omega(int n) {
+    double x = (double)(n + 1);
+    return (float)sqrt(x / log(x) - 1.0);
+}
+
+int block_sublayers(const block_options *o) { return o->layer == BLOCK_LAYER_GAU ? 1 : 2; }
+
+block_slot block_linear_slot(block_linear l) {
+    static const block_slot slots[BLOCK_LINEAR_COUNT] = {
+        [BLOCK_LINEAR_QKV] = BLOCK_QKV_W, [BLOCK_LINEAR_ATTN_PROJ] = BLOCK_ATTN_PROJ_W,
+        [BLOCK_LINEAR_FC] = BLOCK_FC_W, [BLOCK_LINEAR_MLP_PROJ] = BLOCK_MLP_PROJ_W,
+        [BLOCK_LINEAR_GAU_UVZ] = BLOCK_GAU_UVZ_W, [BLOCK_LINEAR_GAU_O] = BLOCK_GAU_O_W,
+    };
+    return slots[l];
+}

@@ -1,0 +1,235 @@
+/* One block's forward pass, for training (all positions, recorded on the tape) and for
+ * decoding (new positions only, attending over a KV cache): norm placement, residual
+ * scheme, attention (temperature, RealFormer) or GAU, sigma-reparam (block.h). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "model/block.h"
+
+/* Dropout only where it does something: in evaluation the op is not even recorded. */
+static kiln_tensor *maybe_dropout(kiln_tensor *x, float p) {
+    if (!x || p <= 0.0f || !kiln_training(x->ctx)) return x;
+    return kiln_dropout(x, p);
+}
+
+/* The weight a linear uses: W, or (gamma / sigma(W)) W under sigma-reparam. */
+static kiln_tensor *linear_weight(const block_config *c, const block_weights *w, block_linear l) {
+    kiln_tensor *W = w->w[block_linear_slot(l)];
+    if (!c->o.sigma_reparam) return W;
+    return kiln_mul(W, kiln_div(w->w[BLOCK_SIGMA_GAMMA + l], block_sigma(w, l)));
+}
+
+static kiln_tensor *linear(const block_config *c, const block_weights *w, block_linear l,
+                           kiln_tensor *x) {
+    /* each linear's bias slot follows its weight's */
+    return kiln_matmul(x, linear_weight(c, w, l), w->w[block_linear_slot(l) + 1], 0, 0);
+}
+
+/* Appends the new positions' keys or values [1, T, W] to one layer's cache rows
+ * [pos0, pos0 + T) and returns a [1, Tk, W] view of every cached row. */
+static kiln_tensor *cache_append(kiln_tensor *store, kiln_tensor *fresh, int64_t pos0, int64_t T) {
+    if (!fresh) return NULL;
+    kiln_tensor *slot = kiln_view_rows(store, pos0, T);
+    if (!slot || kiln_copy(slot, fresh)) return NULL;
+    int64_t shape[3] = {1, pos0 + T, store->shape[1]};
+    return kiln_reshape(kiln_view_rows(store, 0, pos0 + T), 3, shape);
+}
+
+/* Attention probabilities from scores [B, H, T, Tk] (QK^T, unscaled) at head width d. */
+static kiln_tensor *attention_probs(const block_config *c, int layer, kiln_tensor *scores,
+                                    int64_t d, block_pass *pass) {
+    float scale = 1.0f / sqrtf((float)d);
+    /* the causal mask is offset by Tk - T = pos0: new queries see every cached key */
+    kiln_softmax_opts opts = {.scale = scale, .causal = 1};
+    if (c->o.attn_temperature != 1.0f) opts.temperature = c->o.attn_temperature;
+    if (c->o.residual_attention) {
+        /* RealFormer: the raw scores, before the mask, pass on to the next layer */
+        kiln_tensor *raw = kiln_scale(scores, scale);
+        if (pass->scores) raw = kiln_add(raw, pass->scores);
+        pass->scores = raw;
+        scores = raw;
+        opts.scale = 1.0f;
+    }
+    kiln_tensor *p = kiln_softmax(scores, &opts);
+    if (pass->entropy && p) pass->entropy[layer] = kiln_attention_entropy(p);
+    return p;
+}
+
+/* Causal multi-head self-attention of x [B, T, C]. */
+static kiln_tensor *attention(const block_config *c, const block_weights *w, int layer,
+                              kiln_tensor *x, block_pass *pass, kiln_tensor *k_store,
+                              kiln_tensor *v_store) {
+    if (!x) return NULL;
+    int64_t C = c->n_embd, H = c->n_head, T = x->shape[1];
+    kiln_tensor *qkv = linear(c, w, BLOCK_LINEAR_QKV, x); /* [B, T, 3C] */
+    kiln_tensor *q = kiln_slice(qkv, -1, 0, C);
+    kiln_tensor *k = kiln_slice(qkv, -1, C, C);
+    kiln_tensor *v = kiln_slice(qkv, -1, 2 * C, C);
+    if (k_store) {
+        k = cache_append(k_store, k, pass->pos0, T);
+        v = cache_append(v_store, v, pass->pos0, T);
+    }
+    kiln_tensor *qh = kiln_split_heads(q, (int)H); /* [B, H, T, D] */
+    kiln_tensor *kh = kiln_split_heads(k, (int)H); /* [B, H, Tk, D] */
+    kiln_tensor *vh = kiln_split_heads(v, (int)H);
+    kiln_tensor *scores = kiln_matmul(qh, kh, NULL, 0, 1); /* [B, H, T, Tk] */
+    if (!scores) return NULL;
+    kiln_tensor *probs = maybe_dropout(attention_probs(c, layer, scores, C / H, pass), pass->dropout);
+    kiln_tensor *y = kiln_merge_heads(kiln_matmul(probs, vh, NULL, 0, 0)); /* [B, T, C] */
+    return linear(c, w, BLOCK_LINEAR_ATTN_PROJ, y);
+}
+
+static kiln_tensor *mlp(const block_config *c, const block_weights *w, kiln_tensor *x) {
+    kiln_tensor *h = kiln_gelu(linear(c, w, BLOCK_LINEAR_FC, x));
+    return linear(c, w, BLOCK_LINEAR_MLP_PROJ, h);
+}
+
+/* GAU's causal weights [T, Tk]: 1/n for the n keys query i may see (j <= pos0 + i), 0
+ * elsewhere. Multiplying relu^2 of the scores by it both masks and averages. */
+static kiln_tensor *gau_weights(kiln_ctx *ctx, kiln_dtype dtype, int64_t T, int64_t Tk, int64_t pos0) {
+    int64_t shape[2] = {T, Tk};
+    kiln_tensor *t = kiln_tensor_temp(ctx, dtype, 2, shape);
+    float *host = malloc((size_t)(T * Tk) * sizeof *host);
+    if (!t || !host) {
+        free(host);
+        if (t) kiln_set_error(KILN_ERR_MEMORY, "gau: out of host memory");
+        return NULL;
+    }
+    for (int64_t i = 0; i < T; i++)
+        for (int64_t j = 0; j < Tk; j++) host[i * Tk + j] = j <= pos0 + i ? 1.0f / (float)(pos0 + i + 1) : 0.0f;
+    kiln_status s = kiln_upload_f32(t, host, T * Tk);
+    free(host);
+    return s ? NULL : t;
+}
+
+/* Q or K from Z [B, T, s]: Z (.) scale[row] + offset[row]. */
+static kiln_tensor *scale_offset(const block_weights *w, kiln_tensor *z, int row) {
+    int64_t s = z->shape[2];
+    kiln_tensor *g = kiln_reshape(kiln_view_rows(w->w[BLOCK_GAU_QK_SCALE], row, 1), 1, &s);
+    kiln_tensor *b = kiln_reshape(kiln_view_rows(w->w[BLOCK_GAU_QK_OFFSET], row, 1), 1, &s);
+    return kiln_add(kiln_mul(z, g), b);
+}
+
+/* The gated attention unit (FLASH): U, V = SiLU(x W_u), SiLU(x W_v) of width e = 2C,
+ * Z = SiLU(x W_z) of width s, Q and K from Z, A = relu^2(Q K^T / sqrt(s)) / n (causal) or
+ * softmax, O = (U (.) A V) W_o. */
+static kiln_tensor *gau(const block_config *c, const block_weights *w, int layer, kiln_tensor *x,
+                        block_pass *pass, kiln_tensor *k_store, kiln_tensor *v_store) {
+    if (!x) return NULL;
+    int64_t E = 2 * (int64_t)c->n_embd, S = c->o.gau_s, T = x->shape[1];
+    kiln_tensor *uvz = kiln_silu(linear(c, w, BLOCK_LINEAR_GAU_UVZ, x)); /* [B, T, 2E + S] */
+    kiln_tensor *u = kiln_slice(uvz, -1, 0, E);
+    kiln_tensor *v = kiln_slice(uvz, -1, E, E);
+    kiln_tensor *z = kiln_slice(uvz, -1, 2 * E, S);
+    if (!z) return NULL;
+    kiln_tensor *q = scale_offset(w, z, 0), *k = scale_offset(w, z, 1);
+    if (k_store) {
+        k = cache_append(k_store, k, pass->pos0, T);
+        v = cache_append(v_store, v, pass->pos0, T);
+    }
+    kiln_tensor *qh = kiln_split_heads(q, 1), *kh = kiln_split_heads(k, 1), *vh = kiln_split_heads(v, 1);
+    kiln_tensor *scores = kiln_matmul(qh, kh, NULL, 0, 1); /* [B, 1, T, Tk] */
+    if (!scores) return NULL;
+    kiln_tensor *a;
+    if (c->o.gau_attn == BLOCK_GAU_SOFTMAX) {
+        a = attention_probs(c, layer, scores, S, pass);
+    } else {
+        int64_t Tk = scores->shape[3];
+        if (!pass->gau_weights || pass->gau_weights->shape[0] != T || pass->gau_weights->shape[1] != Tk)
+            pass->gau_weights = gau_weights(x->ctx, x->dtype, T, Tk, pass->pos0);
+        float scale = 1.0f / (sqrtf((float)S) * c->o.attn_temperature);
+        a = kiln_mul(kiln_relu2(kiln_scale(scores, scale)), pass->gau_weights);
+    }
+    a = maybe_dropout(a, pass->dropout);
+    kiln_tensor *av = kiln_merge_heads(kiln_matmul(a, vh, NULL, 0, 0)); /* [B, T, E] */
+    return linear(c, w, BLOCK_LINEAR_GAU_O, kiln_mul(u, av));
+}
+
+/* Admin's profiling: omega for this sublayer, then the next one's from the variances. */
+static double variance(const kiln_tensor *t) {
+    int64_t n = kiln_numel(t);
+    float *h = malloc((size_t)n * sizeof *h);
+    if (!h || kiln_download_f32(t, h, n)) {
+        free(h);
+        return NAN;
+    }
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < n; i++) sum += h[i];
+    double mean = sum / (double)n;
+    for (int64_t i = 0; i < n; i++) sq += (h[i] - mean) * (h[i] - mean);
+    free(h);
+    return sq / (double)n;
+}
+
+/* The skip path s(x) of sublayer `sub`. */
+static kiln_tensor *skip(const block_config *c, const block_weights *w, int sub, kiln_tensor *x,
+                         block_pass *pass) {
+    switch (c->o.residual) {
+    case BLOCK_RESIDUAL_ADMIN: {
+        kiln_tensor *omega = w->w[sub == 0 ? BLOCK_ADMIN_OMEGA_1 : BLOCK_ADMIN_OMEGA_2];
+        if (pass->admin) {
+            block_admin_profile *p = pass->admin;
+            if (p->omegas) p->omegas[p->count] = p->ratio;
+            p->count++;
+            if (kiln_fill(omega, p->ratio)) return NULL;
+        }
+        return kiln_mul(x, omega);
+    }
+    case BLOCK_RESIDUAL_DEEPNORM: return kiln_scale(x, c->deepnorm_alpha);
+    default: return x;
+    }
+}
+
+/* One residual sublayer: f = F(input) already computed from the input the norm placement
+ * gives it; returns the new stream. */
+static kiln_tensor *residual(const block_config *c, const block_weights *w, int layer, int sub,
+                             kiln_tensor *x, kiln_tensor *f, block_pass *pass) {
+    if (!f) return NULL;
+    if (pass->branches) pass->branches[layer * 2 + sub] = f;
+    kiln_tensor *s = skip(c, w, sub, x, pass);
+    if (pass->skips) pass->skips[layer * 2 + sub] = s;
+    if (pass->admin && s) {
+        double next = variance(s) + variance(f);
+        if (!isfinite(next)) {
+            kiln_set_error(KILN_ERR_ARGUMENT, "admin profiling: the variance of layer %d is not finite", layer);
+            return NULL;
+        }
+        pass->admin->ratio = (float)sqrt(next);
+    }
+    f = maybe_dropout(f, pass->dropout);
+    if (c->o.residual == BLOCK_RESIDUAL_REZERO) f = kiln_mul(f, w->w[BLOCK_REZERO_ALPHA]);
+    kiln_tensor *y = kiln_add(s, f);
+    if (c->o.norm != BLOCK_NORM_POST) return y;
+    block_slot ln = sub == 0 ? BLOCK_LN1_W : BLOCK_LN2_W;
+    return kiln_layernorm(y, w->w[ln], w->w[ln + 1], c->ln_eps);
+}
+
+/* The input a sublayer's F sees: LN(x) under Pre-LN, x otherwise. */
+static kiln_tensor *sublayer_input(const block_config *c, const block_weights *w, int sub, kiln_tensor *x) {
+    if (c->o.norm != BLOCK_NORM_PRE) return x;
+    block_slot ln = sub == 0 ? BLOCK_LN1_W : BLOCK_LN2_W;
+    return kiln_layernorm(x, w->w[ln], w->w[ln + 1], c->ln_eps);
+}
+
+void block_cache_widths(const block_config *c, int64_t *k_width, int64_t *v_width) {
+    if (c->o.layer == BLOCK_LAYER_GAU) {
+        *k_width = c->o.gau_s;
+        *v_width = 2 * (int64_t)c->n_embd;
+    } else {
+        *k_width = *v_width = c->n_embd;
+    }
+}
+
+kiln_tensor *block_forward(const block_config *c, const block_weights *w, int layer,
+                           kiln_tensor *x, block_pass *pass, kiln_tensor *k_store,
+                           kiln_tensor *v_store) {
+    if (!x) return NULL;
+    if (c->o.layer == BLOCK_LAYER_GAU) {
+        kiln_tensor *f = gau(c, w, layer, sublayer_input(c, w, 0, x), pass, k_store, v_store);
+        return residual(c, w, layer, 0, x, f, pass);
+    }
+    kiln_tensor *a = attention(c, w, layer, sublayer_input(c, w, 0, x), pass, k_store, v_store);
+    x = residual(c, w, layer, 0, x, a, pass);
+    if (!x) return NULL;
+    return residual(c, w, layer, 1, x, mlp(c, w, sublayer_input(c, w, 1, x)), pass);
+}

@@ -1,0 +1,591 @@
+/* The shared transformer block and its stability options (host/model/block.h), on every
+ * backend:
+ *   - one table of block configurations: on cpu each one's backward (the input's gradient
+ *     and the option's own learned tensors) against finite differences, elsewhere forward
+ *     and gradients against the CPU, and every case again in f16;
+ *   - the formulas by hand: DeepNorm's constants and init, ReZero's identity at init, the
+ *     temperature as scaled queries, RealFormer's score accumulation, sigma against the top
+ *     singular value, GAU's small output at init, Admin's profiling recurrence;
+ *   - whole GPTs with each option: a checkpoint round trip gives the same logits, the KV
+ *     cache gives the full pass's, entropy falls with the temperature;
+ *   - the combinations refused. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/block.h"
+#include "model/gpt.h"
+#include "model/gpt_checkpoint.h"
+#include "testutil.h"
+
+/* ---- the table ---- */
+
+typedef struct block_case {
+    block_options o;
+    int layers;          /* blocks stacked (RealFormer passes scores between them) */
+    int n_slots;
+    block_slot slots[5]; /* the case's inputs after x, in order: these tensors are checked */
+} block_case;
+
+enum { C = 8, H = 2, S = 4 };
+
+static block_config config_of(const block_options *o, int layers) {
+    block_config c = {.n_embd = C, .n_head = H, .ln_eps = 1e-5f, .o = *o, .deepnorm_alpha = 1.0f,
+                      .deepnorm_beta = 1.0f, .proj_std = 0.02f};
+    if (!c.o.attn_temperature) c.o.attn_temperature = 1.0f;
+    if (!c.o.gau_s) c.o.gau_s = S;
+    if (o->residual == BLOCK_RESIDUAL_DEEPNORM) block_deepnorm_constants(layers, 0, 0, &c.deepnorm_alpha, &c.deepnorm_beta);
+    return c;
+}
+
+/* A value for element i of a tensor in `slot`: large enough weights that every part of the
+ * block matters to the output (GPT-2's 0.02 would hide the attention). */
+static float test_value(block_slot slot, uint64_t stream, int64_t i) {
+    float r = kiln_rng_normal(99, stream, (uint64_t)i);
+    switch (slot) {
+    case BLOCK_LN1_W: case BLOCK_LN2_W: return 1.0f + 0.1f * r;
+    case BLOCK_REZERO_ALPHA: return 0.7f;
+    case BLOCK_ADMIN_OMEGA_1: case BLOCK_ADMIN_OMEGA_2: return 1.2f + 0.1f * r;
+    case BLOCK_GAU_QK_SCALE: return 1.0f + 0.3f * r;
+    default: break;
+    }
+    if (slot >= BLOCK_SIGMA_GAMMA && slot < BLOCK_SIGMA_U) return 1.5f;
+    if (slot >= BLOCK_SIGMA_U) return 0.3f * r; /* u, v: any start; not unit, not needed */
+    return 0.35f * r;
+}
+
+/* A block's weights as step tensors (rebuilt identically by every build). */
+static int make_weights(const block_config *c, int layer, kiln_ctx *ctx, kiln_dtype dtype, block_weights *w) {
+    param_spec specs[64];
+    int n = block_param_specs(c, "h.", layer, 0, specs);
+    n += block_param_specs(c, "h.", layer, 1, specs + n);
+    memset(w, 0, sizeof *w);
+    for (int i = 0; i < n; i++) {
+        /* buffers stay f32 in an f16 model, as gpt_set_precision keeps them */
+        kiln_tensor *t = kiln_tensor_temp(ctx, specs[i].buffer ? KILN_F32 : dtype, specs[i].ndim, specs[i].shape);
+        if (!t) return -1;
+        int64_t count = kiln_numel(t);
+        float *v = malloc((size_t)count * sizeof *v);
+        for (int64_t k = 0; k < count; k++) v[k] = test_value((block_slot)specs[i].slot, (uint64_t)(layer * 64 + i), k);
+        kiln_status s = kiln_upload_f32(t, v, count);
+        free(v);
+        if (s) return -1;
+        w->w[specs[i].slot] = t;
+    }
+    return 0;
+}
+
+static kiln_tensor *build_block(kiln_tensor **in, const void *param) {
+    const block_case *bc = param;
+    int layers = bc->layers ? bc->layers : 1;
+    block_config c = config_of(&bc->o, layers);
+    kiln_tensor *x = in[0];
+    block_pass pass = {.pos0 = 0};
+    for (int l = 0; l < layers && x; l++) {
+        block_weights w;
+        if (make_weights(&c, l, in[0]->ctx, in[0]->dtype, &w)) return NULL;
+        for (int i = 0; i < bc->n_slots; i++) w.w[bc->slots[i]] = in[1 + i];
+        x = block_forward(&c, &w, l, x, &pass, NULL, NULL);
+    }
+    return x;
+}
+
+#define X_IN {.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, C}, .grad = 1}
+#define VEC_IN(n, mean) {.dtype = KILN_F32, .ndim = 1, .shape = {n}, .init = KT_NORMAL, .lo = mean, .hi = 0.1f, .grad = 1}
+#define QK_IN(mean) {.dtype = KILN_F32, .ndim = 2, .shape = {2, S}, .init = KT_NORMAL, .lo = mean, .hi = 0.3f, .grad = 1}
+
+static const block_case PRE = {.o = {.norm = BLOCK_NORM_PRE}};
+static const block_case POST = {.o = {.norm = BLOCK_NORM_POST}};
+static const block_case REZERO_NONE = {.o = {.norm = BLOCK_NORM_NONE, .residual = BLOCK_RESIDUAL_REZERO},
+                                       .n_slots = 1, .slots = {BLOCK_REZERO_ALPHA}};
+static const block_case REZERO_PRE = {.o = {.norm = BLOCK_NORM_PRE, .residual = BLOCK_RESIDUAL_REZERO},
+                                      .n_slots = 1, .slots = {BLOCK_REZERO_ALPHA}};
+static const block_case ADMIN = {.o = {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_ADMIN},
+                                 .n_slots = 2, .slots = {BLOCK_ADMIN_OMEGA_1, BLOCK_ADMIN_OMEGA_2}};
+static const block_case DEEPNORM = {.o = {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_DEEPNORM}, .layers = 2};
+static const block_case SIGMA = {.o = {.norm = BLOCK_NORM_NONE, .sigma_reparam = 1},
+                                 .n_slots = 4,
+                                 .slots = {BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_QKV, BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_ATTN_PROJ,
+                                           BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_FC, BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_MLP_PROJ}};
+static const block_case REALFORMER = {.o = {.norm = BLOCK_NORM_POST, .residual_attention = 1}, .layers = 3};
+static const block_case COLD = {.o = {.norm = BLOCK_NORM_PRE, .attn_temperature = 0.25f}};
+static const block_case GAU_PRE = {.o = {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU},
+                                   .n_slots = 2, .slots = {BLOCK_GAU_QK_SCALE, BLOCK_GAU_QK_OFFSET}};
+static const block_case GAU_POST_SOFTMAX = {.o = {.norm = BLOCK_NORM_POST, .layer = BLOCK_LAYER_GAU,
+                                                  .gau_attn = BLOCK_GAU_SOFTMAX},
+                                            .n_slots = 1, .slots = {BLOCK_GAU_QK_SCALE}};
+static const block_case GAU_SIGMA_ADMIN = {.o = {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_ADMIN,
+                                                 .layer = BLOCK_LAYER_GAU, .sigma_reparam = 1},
+                                           .n_slots = 3,
+                                           .slots = {BLOCK_ADMIN_OMEGA_1, BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_GAU_UVZ,
+                                                     BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_GAU_O}};
+
+static const kt_case cases[] = {
+    {.name = "block_pre", .build = build_block, .param = &PRE, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
+    {.name = "block_post", .build = build_block, .param = &POST, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
+    {.name = "block_rezero_none", .build = build_block, .param = &REZERO_NONE, .n_in = 2,
+     .in = {X_IN, VEC_IN(1, 0.7f)}, .fwd_tol = 1e-9},
+    {.name = "block_rezero_pre", .build = build_block, .param = &REZERO_PRE, .n_in = 2,
+     .in = {X_IN, VEC_IN(1, 0.7f)}, .fwd_tol = 1e-9},
+    {.name = "block_admin", .build = build_block, .param = &ADMIN, .n_in = 3,
+     .in = {X_IN, VEC_IN(C, 1.2f), VEC_IN(C, 1.5f)}, .fwd_tol = 1e-9},
+    {.name = "block_deepnorm", .build = build_block, .param = &DEEPNORM, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
+    {.name = "block_sigma_reparam", .build = build_block, .param = &SIGMA, .n_in = 5,
+     .in = {X_IN, VEC_IN(1, 1.5f), VEC_IN(1, 1.2f), VEC_IN(1, 1.4f), VEC_IN(1, 1.3f)}, .fwd_tol = 1e-9},
+    {.name = "block_realformer", .build = build_block, .param = &REALFORMER, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
+    {.name = "block_temperature", .build = build_block, .param = &COLD, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
+    {.name = "block_gau_pre", .build = build_block, .param = &GAU_PRE, .n_in = 3,
+     .in = {X_IN, QK_IN(1.0f), QK_IN(0.0f)}, .fwd_tol = 1e-9},
+    {.name = "block_gau_post_softmax", .build = build_block, .param = &GAU_POST_SOFTMAX, .n_in = 2,
+     .in = {X_IN, QK_IN(1.0f)}, .fwd_tol = 1e-9},
+    {.name = "block_gau_sigma_admin", .build = build_block, .param = &GAU_SIGMA_ADMIN, .n_in = 4,
+     .in = {X_IN, VEC_IN(C, 1.2f), VEC_IN(1, 1.5f), VEC_IN(1, 1.2f)}, .fwd_tol = 1e-9},
+};
+
+/* ---- formulas by hand ---- */
+
+static void download(const kiln_tensor *t, float *out) {
+    ck_assert_msg(t != NULL, "%s", kiln_error_message());
+    ck_assert_int_eq(kiln_download_f32(t, out, kiln_numel(t)), KILN_OK);
+}
+
+static kiln_tensor *random_x(kiln_ctx *ctx, int64_t B, int64_t T, uint64_t stream) {
+    int64_t shape[3] = {B, T, C};
+    kiln_tensor *x = kiln_tensor_temp(ctx, KILN_F32, 3, shape);
+    ck_assert_int_eq(kiln_init_normal(x, 5, stream, 0.0f, 1.0f), KILN_OK);
+    return x;
+}
+
+START_TEST(deepnorm_constants_follow_the_paper) {
+    float a, b;
+    block_deepnorm_constants(6, 0, 0, &a, &b); /* decoder-only, N = 6 */
+    ck_assert_float_eq_tol(a, powf(12.0f, 0.25f), 1e-6f);
+    ck_assert_float_eq_tol(b, powf(48.0f, -0.25f), 1e-6f);
+    block_deepnorm_constants(6, 6, 0, &a, &b); /* encoder of a 6-6 encoder-decoder */
+    ck_assert_float_eq_tol(a, 0.81f * powf(6.0f * 6 * 6 * 6 * 6, 1.0f / 16), 1e-5f);
+    ck_assert_float_eq_tol(b, 0.87f * powf(6.0f * 6 * 6 * 6 * 6, -1.0f / 16), 1e-5f);
+    block_deepnorm_constants(6, 6, 1, &a, &b); /* its decoder */
+    ck_assert_float_eq_tol(a, powf(18.0f, 0.25f), 1e-6f);
+    ck_assert_float_eq_tol(b, powf(72.0f, -0.25f), 1e-6f);
+    /* the paper's table, N = 18 decoder-only: alpha = 36^(1/4) = 2.449, beta = 144^(-1/4) = 0.2887 */
+    block_deepnorm_constants(18, 0, 0, &a, &b);
+    ck_assert_float_eq_tol(a, 2.4495f, 1e-4f);
+    ck_assert_float_eq_tol(b, 0.28868f, 1e-4f);
+    /* Admin's closed form for 24 sublayers: sqrt(25 / ln 25 - 1) */
+    ck_assert_float_eq_tol(block_admin_closed_omega(24), sqrtf(25.0f / logf(25.0f) - 1.0f), 1e-6f);
+}
+END_TEST
+
+/* DeepNorm's init: the value columns of c_attn and the FFN have beta times the std of the
+ * query and key columns' Xavier-normal. */
+START_TEST(deepnorm_init_scales_by_beta) {
+    enum { WIDE = 64 };
+    block_options o = {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_DEEPNORM};
+    block_config c = config_of(&o, 6);
+    c.n_embd = WIDE;
+    param_spec spec = {.ndim = 2, .shape = {WIDE, 3 * WIDE}, .slot = BLOCK_QKV_W};
+    kiln_tensor *w = kiln_tensor_new(kt_ctx(), KILN_F32, 2, spec.shape);
+    ck_assert_int_eq(block_init_param(&c, &spec, w, 3, 7), KILN_OK);
+    static float v[WIDE * 3 * WIDE];
+    download(w, v);
+    double sq[3] = {0, 0, 0};
+    for (int r = 0; r < WIDE; r++)
+        for (int k = 0; k < 3 * WIDE; k++) sq[k / WIDE] += (double)v[r * 3 * WIDE + k] * v[r * 3 * WIDE + k];
+    double xavier = sqrt(2.0 / (2.0 * WIDE)), n = (double)WIDE * WIDE;
+    ck_assert_double_eq_tol(sqrt(sq[0] / n), xavier, 0.05 * xavier);
+    ck_assert_double_eq_tol(sqrt(sq[1] / n), xavier, 0.05 * xavier);
+    ck_assert_double_eq_tol(sqrt(sq[2] / n), c.deepnorm_beta * xavier, 0.05 * c.deepnorm_beta * xavier);
+    kiln_tensor_free(w);
+}
+END_TEST
+
+/* ReZero at init (alpha = 0, no LayerNorm): the block is the identity. */
+START_TEST(rezero_starts_as_the_identity) {
+    kiln_ctx *ctx = kt_ctx();
+    block_options o = {.norm = BLOCK_NORM_NONE, .residual = BLOCK_RESIDUAL_REZERO};
+    block_config c = config_of(&o, 1);
+    block_weights w;
+    ck_assert_int_eq(make_weights(&c, 0, ctx, KILN_F32, &w), 0);
+    ck_assert_int_eq(kiln_fill(w.w[BLOCK_REZERO_ALPHA], 0.0f), KILN_OK);
+    kiln_tensor *x = random_x(ctx, 2, 5, 1);
+    block_pass pass = {0};
+    static float got[2 * 5 * C], want[2 * 5 * C];
+    download(block_forward(&c, &w, 0, x, &pass, NULL, NULL), got);
+    download(x, want);
+    for (int i = 0; i < 2 * 5 * C; i++) ck_assert_float_eq(got[i], want[i]);
+    kiln_step_reset(ctx);
+}
+END_TEST
+
+/* Temperature T divides the scores: the same as dividing the query columns of c_attn (and
+ * their bias) by T. */
+START_TEST(temperature_divides_the_scores) {
+    kiln_ctx *ctx = kt_ctx();
+    block_options hot = {.norm = BLOCK_NORM_PRE, .attn_temperature = 2.0f}, plain = {.norm = BLOCK_NORM_PRE};
+    block_config ch = config_of(&hot, 1), cp = config_of(&plain, 1);
+    block_weights w;
+    ck_assert_int_eq(make_weights(&cp, 0, ctx, KILN_F32, &w), 0);
+    kiln_tensor *x = random_x(ctx, 2, 5, 2);
+    block_pass p1 = {0}, p2 = {0};
+    static float a[2 * 5 * C], b[2 * 5 * C], qkv[C * 3 * C], bias[3 * C];
+    download(block_forward(&ch, &w, 0, x, &p1, NULL, NULL), a);
+    download(w.w[BLOCK_QKV_W], qkv);
+    download(w.w[BLOCK_QKV_B], bias);
+    for (int r = 0; r < C; r++)
+        for (int k = 0; k < C; k++) qkv[r * 3 * C + k] *= 0.5f;
+    for (int k = 0; k < C; k++) bias[k] *= 0.5f;
+    ck_assert_int_eq(kiln_upload_f32(w.w[BLOCK_QKV_W], qkv, C * 3 * C), KILN_OK);
+    ck_assert_int_eq(kiln_upload_f32(w.w[BLOCK_QKV_B], bias, 3 * C), KILN_OK);
+    download(block_forward(&cp, &w, 0, x, &p2, NULL, NULL), b);
+    ck_assert_double_le(kt_normalized_error(a, b, 2 * 5 * C), 1e-10);
+    kiln_step_reset(ctx);
+}
+END_TEST
+
+/* RealFormer: each layer's raw scores add the previous layer's. Two layers with the same
+ * weights on the same input: the second layer's scores are twice the first's. */
+START_TEST(realformer_accumulates_scores) {
+    kiln_ctx *ctx = kt_ctx();
+    block_options o = {.norm = BLOCK_NORM_POST, .residual_attention = 1};
+    block_config c = config_of(&o, 2);
+    block_weights w;
+    ck_assert_int_eq(make_weights(&c, 0, ctx, KILN_F32, &w), 0);
+    kiln_tensor *x = random_x(ctx, 2, 5, 3);
+    block_pass pass = {0};
+    ck_assert_ptr_nonnull(block_forward(&c, &w, 0, x, &pass, NULL, NULL));
+    static float first[2 * H * 5 * 5], second[2 * H * 5 * 5];
+    ck_assert_int_eq((int)kiln_numel(pass.scores), 2 * H * 5 * 5);
+    download(pass.scores, first);
+    ck_assert_ptr_nonnull(block_forward(&c, &w, 1, x, &pass, NULL, NULL));
+    download(pass.scores, second);
+    for (int i = 0; i < 2 * H * 5 * 5; i++) ck_assert_float_eq_tol(second[i], 2.0f * first[i], 1e-5f * (1 + fabsf(first[i])));
+    kiln_step_reset(ctx);
+}
+END_TEST
+
+/* The largest eigenvalue of a symmetric n x n matrix (cyclic Jacobi): the reference sigma^2
+ * for the power iteration, computed another way. */
+static double top_eigenvalue(double *a, int n) {
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) off += a[p * n + q] * a[p * n + q];
+        if (off < 1e-24) break;
+        for (int p = 0; p < n; p++) {
+            for (int q = p + 1; q < n; q++) {
+                if (fabs(a[p * n + q]) < 1e-300) continue;
+                double theta = (a[q * n + q] - a[p * n + p]) / (2 * a[p * n + q]);
+                double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+                double cs = 1 / sqrt(t * t + 1), sn = t * cs;
+                for (int k = 0; k < n; k++) { /* columns p, q */
+                    double akp = a[k * n + p], akq = a[k * n + q];
+                    a[k * n + p] = cs * akp - sn * akq;
+                    a[k * n + q] = sn * akp + cs * akq;
+                }
+                for (int k = 0; k < n; k++) { /* rows p, q */
+                    double apk = a[p * n + k], aqk = a[q * n + k];
+                    a[p * n + k] = cs * apk - sn * aqk;
+                    a[q * n + k] = sn * apk + cs * aqk;
+                }
+            }
+        }
+    }
+    double best = a[0];
+    for (int i = 1; i < n; i++) best = fmax(best, a[i * n + i]);
+    return best;
+}
+
+/* sigma-reparam: after enough power iterations u^T W v is W's top singular value, and gamma
+ * starts equal to it (the layer starts as it would without the reparametrization). */
+START_TEST(sigma_is_the_top_singular_value) {
+    kiln_ctx *ctx = kt_ctx();
+    block_options o = {.norm = BLOCK_NORM_NONE, .sigma_reparam = 1};
+    block_config c = config_of(&o, 1);
+    block_weights w;
+    ck_assert_int_eq(make_weights(&c, 0, ctx, KILN_F32, &w), 0);
+    /* persistent copies: block_sigma_init resets the step arena between iterations */
+    for (int s = 0; s < BLOCK_SLOT_COUNT; s++) {
+        if (!w.w[s]) continue;
+        kiln_tensor *p = kiln_tensor_new(ctx, KILN_F32, w.w[s]->ndim, w.w[s]->shape);
+        ck_assert_int_eq(kiln_copy(p, w.w[s]), KILN_OK);
+        w.w[s] = p;
+    }
+    ck_assert_int_eq(block_sigma_init(&c, &w, 11, 100, 200), KILN_OK);
+    static float W[4 * C * C];
+    static double ata[4 * C * 4 * C];
+    float sigma, gamma;
+    const struct { block_linear l; int in, out; } linears[] = {{BLOCK_LINEAR_QKV, C, 3 * C}, {BLOCK_LINEAR_FC, C, 4 * C},
+                                                               {BLOCK_LINEAR_MLP_PROJ, 4 * C, C}};
+    for (int k = 0; k < 3; k++) {
+        int in = linears[k].in, out = linears[k].out;
+        download(w.w[block_linear_slot(linears[k].l)], W);
+        /* the smaller Gram matrix: its top eigenvalue is sigma^2 either way */
+        int n = in < out ? in : out;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                double sum = 0;
+                if (n == in)
+                    for (int t = 0; t < out; t++) sum += (double)W[i * out + t] * W[j * out + t];
+                else
+                    for (int t = 0; t < in; t++) sum += (double)W[t * out + i] * W[t * out + j];
+                ata[i * n + j] = sum;
+            }
+        double reference = sqrt(top_eigenvalue(ata, n));
+        ck_assert_int_eq(kiln_read_scalar(block_sigma(&w, linears[k].l), &sigma), KILN_OK);
+        ck_assert_int_eq(kiln_read_scalar(w.w[BLOCK_SIGMA_GAMMA + linears[k].l], &gamma), KILN_OK);
+        ck_assert_msg(fabs(sigma - reference) < 1e-3 * reference, "linear %d: sigma %g, SVD %g", (int)linears[k].l,
+                      (double)sigma, reference);
+        ck_assert_float_eq_tol(gamma, sigma, 1e-5f * sigma);
+    }
+    for (int s = 0; s < BLOCK_SLOT_COUNT; s++) kiln_tensor_free(w.w[s]);
+    kiln_step_reset(ctx);
+}
+END_TEST
+
+/* GAU at init (FLASH's near-zero Q/K scales): the unit's output is far smaller than its
+ * input, so a deep GAU stack starts close to the identity. */
+START_TEST(gau_starts_small) {
+    kiln_ctx *ctx = kt_ctx();
+    block_options o = {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU, .gau_s = 16};
+    block_config c = config_of(&o, 4);
+    c.n_embd = 32;
+    param_spec specs[32];
+    int n = block_param_specs(&c, "h.", 0, 0, specs);
+    block_weights w = {0};
+    for (int i = 0; i < n; i++) {
+        w.w[specs[i].slot] = kiln_tensor_temp(ctx, KILN_F32, specs[i].ndim, specs[i].shape);
+        ck_assert_int_eq(block_init_param(&c, &specs[i], w.w[specs[i].slot], 1, (uint64_t)i), KILN_OK);
+    }
+    int64_t shape[3] = {2, 16, 32};
+    kiln_tensor *x = kiln_tensor_temp(ctx, KILN_F32, 3, shape);
+    ck_assert_int_eq(kiln_init_normal(x, 5, 9, 0.0f, 1.0f), KILN_OK);
+    kiln_tensor *branch[2] = {0};
+    block_pass pass = {.branches = branch};
+    ck_assert_ptr_nonnull(block_forward(&c, &w, 0, x, &pass, NULL, NULL));
+    static float f[2 * 16 * 32];
+    download(branch[0], f);
+    double sq = 0;
+    for (int i = 0; i < 2 * 16 * 32; i++) sq += (double)f[i] * f[i];
+    double rms = sqrt(sq / (2 * 16 * 32));
+    ck_assert_msg(rms < 0.05, "GAU's output rms at init is %g for an input of rms 1", rms);
+    ck_assert_msg(rms > 0, "GAU's output is exactly zero: the unit is cut off");
+    kiln_step_reset(ctx);
+}
+END_TEST
+
+static double variance_of(const kiln_tensor *t) {
+    int64_t n = kiln_numel(t);
+    float *v = malloc((size_t)n * sizeof *v);
+    download(t, v);
+    double mean = 0, sq = 0;
+    for (int64_t i = 0; i < n; i++) mean += v[i];
+    mean /= (double)n;
+    for (int64_t i = 0; i < n; i++) sq += (v[i] - mean) * (v[i] - mean);
+    free(v);
+    return sq / (double)n;
+}
+
+static const gpt_config TINY = {.n_layer = 2, .n_head = H, .n_embd = C, .n_positions = 8, .vocab_size = 16,
+                                .ln_eps = GPT_DEFAULT_LN_EPS};
+
+static kiln_tensor *tiny_ids(kiln_ctx *ctx, int B, int T, int salt) {
+    int32_t ids[4 * 8];
+    for (int i = 0; i < B * T; i++) ids[i] = (i * 7 + salt * 3 + i / 3) % 16;
+    int64_t shape[2] = {B, T};
+    kiln_tensor *t = kiln_tensor_temp(ctx, KILN_I32, 2, shape);
+    ck_assert_int_eq(kiln_upload(t, ids, (size_t)(B * T) * sizeof *ids), KILN_OK);
+    return t;
+}
+
+/* Admin's profiling: omega_1 = 1 and omega_{i+1}^2 = Var[omega_i x_i] + Var[f_i(x_i)],
+ * checked against the skip and branch tensors of a pass with the final omegas. */
+START_TEST(admin_profile_follows_the_recurrence) {
+    kiln_ctx *ctx = kt_ctx();
+    gpt_config cfg = TINY;
+    cfg.n_layer = 3;
+    cfg.block = (block_options){.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_ADMIN};
+    gpt_model *m = gpt_new(ctx, &cfg);
+    ck_assert_msg(m && gpt_init(m, 4) == KILN_OK, "%s", kiln_error_message());
+    float omegas[6];
+    ck_assert_msg(gpt_admin_profile(m, tiny_ids(ctx, 4, 8, 1), omegas) == KILN_OK, "%s", kiln_error_message());
+    ck_assert_float_eq(omegas[0], 1.0f);
+    kiln_tensor *skips[6] = {0}, *branches[6] = {0};
+    block_pass pass = {.skips = skips, .branches = branches};
+    kiln_set_grad_enabled(ctx, 0);
+    kiln_tensor *ids = tiny_ids(ctx, 4, 8, 1), *x = kiln_add(kiln_embedding(m->wte, ids), kiln_view_rows(m->wpe, 0, 8));
+    for (int l = 0; l < 3; l++) x = block_forward(&m->block, &m->blocks[l], l, x, &pass, NULL, NULL);
+    ck_assert_ptr_nonnull(x);
+    for (int i = 0; i < 5; i++) {
+        double want = sqrt(variance_of(skips[i]) + variance_of(branches[i]));
+        ck_assert_msg(fabs(omegas[i + 1] - want) < 1e-4 * want, "omega %d = %g, want %g", i + 2, (double)omegas[i + 1], want);
+        ck_assert(omegas[i + 1] > omegas[i]); /* each branch adds variance */
+    }
+    float got;
+    ck_assert_int_eq(kiln_read_scalar(m->blocks[2].w[BLOCK_ADMIN_OMEGA_2], &got), KILN_OK);
+    ck_assert_float_eq(got, omegas[5]);
+    kiln_set_grad_enabled(ctx, 1);
+    kiln_step_reset(ctx);
+    gpt_free(m);
+}
+END_TEST
+
+/* ---- whole models ---- */
+
+static const block_options model_options[] = {
+    {.norm = BLOCK_NORM_PRE},
+    {.norm = BLOCK_NORM_POST},
+    {.norm = BLOCK_NORM_NONE, .residual = BLOCK_RESIDUAL_REZERO},
+    {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_ADMIN},
+    {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_DEEPNORM},
+    {.norm = BLOCK_NORM_PRE, .sigma_reparam = 1},
+    {.norm = BLOCK_NORM_POST, .residual_attention = 1, .attn_temperature = 0.5f},
+    {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU, .gau_s = 4},
+    {.norm = BLOCK_NORM_POST, .layer = BLOCK_LAYER_GAU, .gau_s = 4, .gau_attn = BLOCK_GAU_SOFTMAX, .sigma_reparam = 1},
+};
+enum { N_MODEL_OPTIONS = sizeof model_options / sizeof model_options[0] };
+
+static gpt_model *tiny_model(int which) {
+    gpt_config cfg = TINY;
+    cfg.block = model_options[which];
+    char err[256];
+    ck_assert_msg(gpt_config_check(&cfg, err, sizeof err) == 0, "%s", err);
+    gpt_model *m = gpt_new(kt_ctx(), &cfg);
+    ck_assert_msg(m && gpt_init(m, 21) == KILN_OK, "%s", kiln_error_message());
+    /* nonzero ReZero alphas and Admin omegas, so the blocks count */
+    for (int i = 0; i < m->n_params; i++) {
+        int slot = m->params[i].spec.slot;
+        if (m->params[i].spec.layer >= 0 && (slot == BLOCK_REZERO_ALPHA || slot == BLOCK_ADMIN_OMEGA_1))
+            ck_assert_int_eq(kiln_fill(m->params[i].t, 0.8f), KILN_OK);
+    }
+    return m;
+}
+
+static void logits_of(gpt_model *m, kiln_tensor *ids, float *out) {
+    kiln_set_grad_enabled(m->ctx, 0);
+    download(gpt_forward(m, ids, 0.0f), out);
+    kiln_set_grad_enabled(m->ctx, 1);
+}
+
+/* Every option survives a save and a load: the same logits, and the metadata rebuilds the
+ * same block. */
+START_TEST(checkpoint_round_trip_keeps_every_option) {
+    kiln_ctx *ctx = kt_ctx();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/kiln_block_%d.safetensors", (int)getpid());
+    for (int k = 0; k < N_MODEL_OPTIONS; k++) {
+        gpt_model *m = tiny_model(k), *back = NULL;
+        static float a[2 * 8 * 16], b[2 * 8 * 16];
+        logits_of(m, tiny_ids(ctx, 2, 8, k), a);
+        char err[512];
+        ck_assert_msg(gpt_checkpoint_save(m, path, NULL, 0, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(gpt_checkpoint_load(ctx, path, &back, err, sizeof err) == 0, "option set %d: %s", k, err);
+        ck_assert_int_eq(back->n_params, m->n_params);
+        ck_assert_int_eq(back->n_buffers, m->n_buffers);
+        ck_assert(memcmp(&back->block.o, &m->block.o, sizeof m->block.o) == 0);
+        logits_of(back, tiny_ids(ctx, 2, 8, k), b);
+        ck_assert_msg(kt_normalized_error(a, b, 2 * 8 * 16) == 0.0, "option set %d: logits differ after a reload", k);
+        kiln_step_reset(ctx);
+        gpt_free(back);
+        gpt_free(m);
+    }
+    unlink(path);
+}
+END_TEST
+
+/* Decoding with the KV cache, a token at a time, gives the full pass's last logits for
+ * every option (RealFormer's scores and GAU's 1/n weights over cached keys included). */
+START_TEST(kv_cache_matches_the_full_pass) {
+    kiln_ctx *ctx = kt_ctx();
+    for (int k = 0; k < N_MODEL_OPTIONS; k++) {
+        gpt_model *m = tiny_model(k);
+        kiln_set_grad_enabled(ctx, 0);
+        const int32_t ids[6] = {3, 9, 1, 14, 7, 2};
+        int64_t shape[2] = {1, 6};
+        kiln_tensor *t = kiln_tensor_temp(ctx, KILN_I32, 2, shape);
+        ck_assert_int_eq(kiln_upload(t, ids, sizeof ids), KILN_OK);
+        static float full[6 * 16], step[16];
+        download(gpt_forward(m, t, 0.0f), full);
+        gpt_kv_cache *cache = gpt_kv_new(m);
+        ck_assert_ptr_nonnull(cache);
+        ck_assert_ptr_nonnull(gpt_forward_cached(m, cache, ids, 3)); /* a prompt of 3 */
+        for (int i = 3; i < 6; i++) {
+            kiln_tensor *l = gpt_forward_cached(m, cache, ids + i, 1);
+            download(l, step);
+        }
+        ck_assert_msg(kt_normalized_error(full + 5 * 16, step, 16) < 1e-10, "option set %d: cached logits differ", k);
+        kiln_set_grad_enabled(ctx, 1);
+        kiln_step_reset(ctx);
+        gpt_kv_free(cache);
+        gpt_free(m);
+    }
+}
+END_TEST
+
+/* Attention entropy lies in [0, ln Tk] and falls as the temperature does. */
+START_TEST(entropy_falls_with_the_temperature) {
+    kiln_ctx *ctx = kt_ctx();
+    gpt_model *m = tiny_model(0);
+    /* larger weights than GPT-2's init, so the scores are not all near zero */
+    for (int i = 0; i < m->n_params; i++)
+        if (m->params[i].spec.slot == BLOCK_QKV_W && m->params[i].spec.layer >= 0)
+            ck_assert_int_eq(kiln_init_normal(m->params[i].t, 3, (uint64_t)i, 0.0f, 0.8f), KILN_OK);
+    double previous = INFINITY;
+    const float temperatures[3] = {4.0f, 1.0f, 0.1f};
+    for (int k = 0; k < 3; k++) {
+        gpt_set_attn_temperature(m, temperatures[k]);
+        double per_layer[2], lowest;
+        ck_assert_int_eq(gpt_attention_entropy(m, tiny_ids(ctx, 2, 8, 5), per_layer, &lowest), KILN_OK);
+        for (int l = 0; l < 2; l++) {
+            ck_assert(per_layer[l] >= 0 && per_layer[l] <= log(8.0));
+            ck_assert(lowest <= per_layer[l] + 1e-9);
+        }
+        ck_assert_msg(per_layer[0] < previous, "entropy %g at T = %g is not below the warmer one's", per_layer[0],
+                      (double)temperatures[k]);
+        previous = per_layer[0];
+    }
+    gpt_free(m);
+}
+END_TEST
+
+START_TEST(nonsense_combinations_are_refused) {
+    char err[256];
+    const struct { block_options o; const char *says; } refused[] = {
+        {.o = {.norm = BLOCK_NORM_PRE, .residual = BLOCK_RESIDUAL_ADMIN, .attn_temperature = 1, .gau_s = 8},
+         .says = "--residual admin needs --norm post"},
+        {.o = {.norm = BLOCK_NORM_NONE, .residual = BLOCK_RESIDUAL_DEEPNORM, .attn_temperature = 1, .gau_s = 8},
+         .says = "--residual deepnorm needs --norm post"},
+        {.o = {.layer = BLOCK_LAYER_GAU, .residual_attention = 1, .attn_temperature = 1, .gau_s = 8},
+         .says = "--residual-attention needs every layer to have the same heads"},
+        {.o = {.attn_temperature = 0, .gau_s = 8}, .says = "attention temperature 0 must be a positive number"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        ck_assert_int_eq(block_options_check(&refused[i].o, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, refused[i].says) != NULL, "got: %s", err);
+    }
+    block_options fine = block_options_default();
+    ck_assert_int_eq(block_options_check(&fine, err, sizeof err), 0);
+}
+END_TEST
+
+static void add_tests(Suite *s, TCase *tc) {
+    (void)s;
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, deepnorm_constants_follow_the_paper);
+    tcase_add_test(tc, deepnorm_init_scales_by_beta);
+    tcase_add_test(tc, rezero_starts_as_the_identity);
+    tcase_add_test(tc, temperature_divides_the_scores);
+    tcase_add_test(tc, realformer_accumulates_scores);
+    tcase_add_test(tc, sigma_is_the_top_singular_value);
+    tcase_add_test(tc, gau_starts_small);
+    tcase_add_test(tc, admin_profile_follows_the_recurrence);
+    tcase_add_test(tc, checkpoint_round_trip_keeps_every_option);
+    tcase_add_test(tc, kv_cache_matches_the_full_pass);
+    tcase_add_test(tc, entropy_falls_with_the_temperature);
+    tcase_add_test(tc, nonsense_combinations_are_refused);
+}
+
+int main(int argc, char **argv) {
+    return kt_main(argc, argv, "host_block", add_tests, cases, (int)(sizeof cases / sizeof cases[0]));
+}
