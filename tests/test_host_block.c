@@ -134,8 +134,12 @@ static const kt_case cases[] = {
     {.name = "block_deepnorm", .build = build_block, .param = &DEEPNORM, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
     {.name = "block_sigma_reparam", .build = build_block, .param = &SIGMA, .n_in = 5,
      .in = {X_IN, VEC_IN(1, 1.5f), VEC_IN(1, 1.2f), VEC_IN(1, 1.4f), VEC_IN(1, 1.3f)}, .fwd_tol = 1e-9},
-    {.name = "block_realformer", .build = build_block, .param = &REALFORMER, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
-    {.name = "block_temperature", .build = build_block, .param = &COLD, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
+    /* three layers of accumulated scores, and a temperature of 1/4, sharpen the softmax: its
+     * gradient amplifies f16's input rounding a few times over a single block's */
+    {.name = "block_realformer", .build = build_block, .param = &REALFORMER, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9,
+     .f16_tol = 1e-4},
+    {.name = "block_temperature", .build = build_block, .param = &COLD, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9,
+     .f16_tol = 1e-4},
     {.name = "block_gau_pre", .build = build_block, .param = &GAU_PRE, .n_in = 3,
      .in = {X_IN, QK_IN(1.0f), QK_IN(0.0f)}, .fwd_tol = 1e-9},
     {.name = "block_gau_post_softmax", .build = build_block, .param = &GAU_POST_SOFTMAX, .n_in = 2,
@@ -420,7 +424,9 @@ START_TEST(admin_profile_follows_the_recurrence) {
     for (int i = 0; i < 5; i++) {
         double want = sqrt(variance_of(skips[i]) + variance_of(branches[i]));
         ck_assert_msg(fabs(omegas[i + 1] - want) < 1e-4 * want, "omega %d = %g, want %g", i + 2, (double)omegas[i + 1], want);
-        ck_assert(omegas[i + 1] > omegas[i]); /* each branch adds variance */
+        /* past the first sublayer (whose input is the small embedding) every input is a
+         * LayerNorm output of variance 1, so each branch adds to omega */
+        if (i > 0) ck_assert(omegas[i + 1] > omegas[i]);
     }
     float got;
     ck_assert_int_eq(kiln_read_scalar(m->blocks[2].w[BLOCK_ADMIN_OMEGA_2], &got), KILN_OK);
