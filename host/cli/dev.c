@@ -96,7 +96,7 @@ static int dump_gradients(trainer *t, const batches *b, st_writer *w) {
     kiln_tensor *loss1 = kiln_reshape(loss, 1, &one);
     if (!loss1 || add_tensor(w, "logits", logits) || add_tensor(w, "loss", loss1)) return -1;
     for (int i = 0; i < m->n_params; i++) {
-        char name[64];
+        char name[80];
         snprintf(name, sizeof name, "grad.%s", m->params[i].spec.name);
         if (add_tensor(w, name, kiln_grad(m->params[i].t))) return -1;
     }
