@@ -37,7 +37,8 @@ float binary_value(float x, float y, int op) {
     switch (op) {
     case KILN_ABI_BIN_ADD: return x + y;
     case KILN_ABI_BIN_SUB: return x - y;
-    default: return x * y; /* KILN_ABI_BIN_MUL */
+    case KILN_ABI_BIN_MUL: return x * y;
+    default: return x / y; /* KILN_ABI_BIN_DIV */
     }
 }
 
@@ -57,3 +58,4 @@ float binary_value(float x, float y, int op) {
 BINARY(binary_add, KILN_ABI_BIN_ADD)
 BINARY(binary_sub, KILN_ABI_BIN_SUB)
 BINARY(binary_mul, KILN_ABI_BIN_MUL)
+BINARY(binary_div, KILN_ABI_BIN_DIV)

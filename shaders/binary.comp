@@ -1,5 +1,5 @@
-// binary: out[i] = a[i] op b[i % nb], op KILN_ABI_BIN_ADD / SUB / MUL (kiln_binary_args);
-// f32 or f16.
+// binary: out[i] = a[i] op b[i % nb], op KILN_ABI_BIN_ADD / SUB / MUL / DIV
+// (kiln_binary_args); nb == n is no broadcast, nb == 1 a scalar b; f32 or f16.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "flat.glsl"
@@ -13,7 +13,12 @@ void main() {
     uint i = kiln_flat_id();
     if (i >= pc.n) return;
     float av = LD(a[pc.off[0] + i]);
-    float bv = LD(b[pc.off[1] + (pc.nb == pc.n ? i : i % pc.nb)]);
-    float r = pc.op == KILN_ABI_BIN_ADD ? av + bv : pc.op == KILN_ABI_BIN_SUB ? av - bv : av * bv;
+    // the two common cases need no integer division per element
+    uint j = pc.nb == pc.n ? i : pc.nb == 1u ? 0u : i % pc.nb;
+    float bv = LD(b[pc.off[1] + j]);
+    float r = pc.op == KILN_ABI_BIN_ADD   ? av + bv
+              : pc.op == KILN_ABI_BIN_SUB ? av - bv
+              : pc.op == KILN_ABI_BIN_MUL ? av * bv
+                                          : av / bv;
     outv[pc.off[2] + i] = ST(r);
 }

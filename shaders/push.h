@@ -39,7 +39,7 @@ typedef float f32;
 #define AXPBY_OPS 4
 #define AXPBY_PUSH u32 off[AXPBY_OPS]; u32 n; f32 alpha; f32 beta;
 
-/* binary: a, b, out; op KILN_ABI_BIN_* */
+/* binary: a, b, out; op KILN_ABI_BIN_* (add, sub, mul, div) */
 #define BINARY_OPS 3
 #define BINARY_PUSH u32 off[BINARY_OPS]; u32 n; u32 nb; u32 op;
 

@@ -167,9 +167,13 @@ static kiln_status run_axpby(kiln_ref *r, kiln_dtype dt, const void *p) {
                          .dtype = dt};
     return cpu_axpby(NULL, &a);
 }
+typedef struct binary_param {
+    kiln_binary_op op;
+    int64_t nb; /* 41: a row of b per row of a; 1: a scalar b */
+} binary_param;
 static kiln_status run_binary(kiln_ref *r, kiln_dtype dt, const void *p) {
-    kiln_binary_args a = {.a = r[0], .b = r[1], .out = r[2], .n = 37 * 41, .nb = 41, .op = *(const kiln_binary_op *)p,
-                          .dtype = dt};
+    const binary_param *bp = p;
+    kiln_binary_args a = {.a = r[0], .b = r[1], .out = r[2], .n = 37 * 41, .nb = bp->nb, .op = bp->op, .dtype = dt};
     return cpu_binary(NULL, &a);
 }
 static kiln_status run_sum_rows(kiln_ref *r, kiln_dtype dt, const void *p) {
@@ -204,7 +208,9 @@ START_TEST(elementwise_kernels) {
                      {.count = 0, .role = ROLE_IN, .f32 = 1, .scale = 1},
                      {.count = 0, .role = ROLE_IN, .f32 = 1, .scale = 1}),
                  run_axpby, &beta0);
-    static const kiln_binary_op mul = KILN_BIN_MUL, sub = KILN_BIN_SUB;
+    static const binary_param mul = {.op = KILN_BIN_MUL, .nb = 41}, sub = {.op = KILN_BIN_SUB, .nb = 41},
+                              div = {.op = KILN_BIN_DIV, .nb = 41}, div_scalar = {.op = KILN_BIN_DIV, .nb = 1},
+                              mul_scalar = {.op = KILN_BIN_MUL, .nb = 1};
     check_kernel("binary mul",
                  OPS({.count = 37 * 41, .role = ROLE_IN, .scale = 2}, {.count = 41, .role = ROLE_IN, .scale = 2},
                      {.count = 37 * 41, .role = ROLE_OUT, .scale = 1}),
@@ -213,6 +219,20 @@ START_TEST(elementwise_kernels) {
                  OPS({.count = 37 * 41, .role = ROLE_IN, .scale = 2}, {.count = 41, .role = ROLE_IN, .scale = 2},
                      {.count = 37 * 41, .role = ROLE_OUT, .scale = 1}),
                  run_binary, &sub);
+    /* divisors in [1, 3], away from 0 */
+    check_kernel("binary div",
+                 OPS({.count = 37 * 41, .role = ROLE_IN, .scale = 2},
+                     {.count = 41, .role = ROLE_IN, .center = 2, .scale = 1},
+                     {.count = 37 * 41, .role = ROLE_OUT, .scale = 1}),
+                 run_binary, &div);
+    check_kernel("binary div scalar",
+                 OPS({.count = 37 * 41, .role = ROLE_IN, .scale = 2}, {.count = 1, .role = ROLE_IN, .center = 2, .scale = 1},
+                     {.count = 37 * 41, .role = ROLE_OUT, .scale = 1}),
+                 run_binary, &div_scalar);
+    check_kernel("binary mul scalar",
+                 OPS({.count = 37 * 41, .role = ROLE_IN, .scale = 2}, {.count = 1, .role = ROLE_IN, .scale = 2},
+                     {.count = 37 * 41, .role = ROLE_OUT, .scale = 1}),
+                 run_binary, &mul_scalar);
     check_kernel("sum_rows",
                  OPS({.count = 67 * 131, .role = ROLE_IN, .scale = 1}, {.count = 131, .role = ROLE_INOUT, .scale = 4}),
                  run_sum_rows, NULL);

@@ -135,15 +135,16 @@ END_TEST
 /* ---- elementwise: bit for bit ---- */
 
 START_TEST(binary_matches_loops) {
-    const int64_t shapes[][2] = {{20000, 10000}, {40000, 40000}, {7, 1}, {12288, 128}, {1, 1}};
+    /* {n, nb}: nb == 1 is a scalar b, taken in blocks of a (one block, several) */
+    const int64_t shapes[][2] = {{20000, 10000}, {40000, 40000}, {7, 1}, {20000, 1}, {12288, 128}, {1, 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t n = shapes[s][0], nb = shapes[s][1];
-        for (int op = KILN_BIN_ADD; op <= KILN_BIN_MUL; op++) {
+        for (int op = KILN_BIN_ADD; op <= KILN_BIN_DIV; op++) {
             host_arr *a = arr_new(n, 3), *b = arr_new(nb, 3), *out = arr_new(n, 1);
             float *want = malloc((size_t)n * sizeof *want);
             for (int64_t i = 0; i < n; i++) {
                 float x = a->p[i], y = b->p[i % nb];
-                want[i] = op == KILN_BIN_ADD ? x + y : op == KILN_BIN_SUB ? x - y : x * y;
+                want[i] = op == KILN_BIN_ADD ? x + y : op == KILN_BIN_SUB ? x - y : op == KILN_BIN_MUL ? x * y : x / y;
             }
             kiln_binary_args args = {.a = ref(a), .b = ref(b), .out = ref(out), .n = n, .nb = nb,
                                      .op = (kiln_binary_op)op, .dtype = KILN_F32};

@@ -67,6 +67,9 @@ static kiln_status binary_call(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt, ki
 static kiln_status add_bcast(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return binary_call(c, r, dt, KILN_BIN_ADD, 37); }
 static kiln_status sub_full(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return binary_call(c, r, dt, KILN_BIN_SUB, 222); }
 static kiln_status mul_bcast(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return binary_call(c, r, dt, KILN_BIN_MUL, 37); }
+static kiln_status mul_scalar(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return binary_call(c, r, dt, KILN_BIN_MUL, 1); }
+static kiln_status div_bcast(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return binary_call(c, r, dt, KILN_BIN_DIV, 37); }
+static kiln_status div_scalar(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) { return binary_call(c, r, dt, KILN_BIN_DIV, 1); }
 static kiln_status sum_rows(kiln_ctx *c, const kiln_ref *r, kiln_dtype dt) {
     kiln_sum_rows_args a = {.x = r[0], .out = r[1], .rows = 45, .cols = 37, .alpha = 0.5f, .dtype = dt};
     return BE(c)->sum_rows(DEV(c), &a);
@@ -212,6 +215,9 @@ static const f16_case cases[] = {
     {.name = "add_broadcast", .call = add_bcast, .n_ops = 3, .ops = {D(222, -3, 3), D(37, -3, 3), DOUT(222, 0, 0)}},
     {.name = "sub", .call = sub_full, .n_ops = 3, .ops = {D(222, -3, 3), D(222, -3, 3), DOUT(222, 0, 0)}},
     {.name = "mul_broadcast", .call = mul_bcast, .n_ops = 3, .ops = {D(222, -3, 3), D(37, -3, 3), DOUT(222, 0, 0)}},
+    {.name = "mul_scalar", .call = mul_scalar, .n_ops = 3, .ops = {D(222, -3, 3), D(1, -3, 3), DOUT(222, 0, 0)}},
+    {.name = "div_broadcast", .call = div_bcast, .n_ops = 3, .ops = {D(222, -3, 3), D(37, 0.5f, 3), DOUT(222, 0, 0)}},
+    {.name = "div_scalar", .call = div_scalar, .n_ops = 3, .ops = {D(222, -3, 3), D(1, -3, -0.5f), DOUT(222, 0, 0)}},
     {.name = "sum_rows", .call = sum_rows, .n_ops = 2, .ops = {D(45 * 37, -2, 2), DOUT(37, -1, 1)}},
     {.name = "gelu_fwd", .call = gelu_fwd, .n_ops = 2, .ops = {D(999, -4, 4), DOUT(999, 0, 0)}},
     {.name = "silu_fwd", .call = silu_fwd, .n_ops = 2, .ops = {D(999, -4, 4), DOUT(999, 0, 0)}},

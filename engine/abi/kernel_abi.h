@@ -21,6 +21,7 @@
 #define KILN_ABI_BIN_ADD 0
 #define KILN_ABI_BIN_SUB 1
 #define KILN_ABI_BIN_MUL 2
+#define KILN_ABI_BIN_DIV 3 /* a / b: IEEE division, b == 0 gives inf or NaN */
 
 /* ---- normalization: one kernel family serves LayerNorm and RMSNorm; the flag `rms` is 1
  * for RMSNorm (no centering, no bias, no saved mean) and 0 for LayerNorm, on every backend */

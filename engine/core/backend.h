@@ -63,8 +63,9 @@ typedef struct kiln_axpby_args {
     kiln_dtype dtype; /* x and y; num and den are f32 */
 } kiln_axpby_args;
 
-typedef enum kiln_binary_op { KILN_BIN_ADD = 0, KILN_BIN_SUB, KILN_BIN_MUL } kiln_binary_op;
-/* out[i] = a[i] op b[i % nb] over n elements (nb divides n; nb == n is no broadcast). */
+typedef enum kiln_binary_op { KILN_BIN_ADD = 0, KILN_BIN_SUB, KILN_BIN_MUL, KILN_BIN_DIV } kiln_binary_op;
+/* out[i] = a[i] op b[i % nb] over n elements (nb divides n; nb == n is no broadcast, nb == 1
+ * a scalar b). */
 typedef struct kiln_binary_args {
     kiln_ref a, b, out;
     int64_t n, nb;

@@ -1,4 +1,5 @@
-/* CPU kernels for memory and elementwise arithmetic: fill, cast, axpby, binary, sum_rows. */
+/* CPU kernels for memory and elementwise arithmetic: fill, cast, axpby, binary (add, sub,
+ * mul, div), sum_rows. */
 #include <math.h>
 #include <string.h>
 
@@ -108,11 +109,34 @@ static void binary_run(float *out, const float *a, const float *b, int64_t n, ki
     case KILN_BIN_MUL:
         for (int64_t j = 0; j < n; j++) out[j] = a[j] * b[j];
         break;
+    case KILN_BIN_DIV:
+        for (int64_t j = 0; j < n; j++) out[j] = a[j] / b[j];
+        break;
+    }
+}
+
+/* out[j] = a[j] op s for j < n: b is one element. (a[j] / s stays a division, not a
+ * product with 1/s, so that a scalar b gives the bits a full b of equal values gives.) */
+static void binary_run_scalar(float *out, const float *a, float s, int64_t n, kiln_binary_op op) {
+    switch (op) {
+    case KILN_BIN_ADD:
+        for (int64_t j = 0; j < n; j++) out[j] = a[j] + s;
+        break;
+    case KILN_BIN_SUB:
+        for (int64_t j = 0; j < n; j++) out[j] = a[j] - s;
+        break;
+    case KILN_BIN_MUL:
+        for (int64_t j = 0; j < n; j++) out[j] = a[j] * s;
+        break;
+    case KILN_BIN_DIV:
+        for (int64_t j = 0; j < n; j++) out[j] = a[j] / s;
+        break;
     }
 }
 
 /* a is n / nb rows of nb, each combined with all of b; a work item is one row, or a
- * BASIC_BLOCK piece of it, so the broadcast costs no index arithmetic per element. */
+ * BASIC_BLOCK piece of it, so the broadcast costs no index arithmetic per element. A scalar
+ * b (nb == 1) would make every element a work item of its own: it takes blocks of a. */
 kiln_status cpu_binary(void *dev, const kiln_binary_args *a) {
     if (a->dtype != KILN_F32) { /* f16: on widened copies (cpu_f16.h) */
         kiln_binary_args w = *a;
@@ -129,6 +153,17 @@ kiln_status cpu_binary(void *dev, const kiln_binary_args *a) {
     float *out = CPU_PTR(a->out, float);
     const int64_t n = a->n, nb = a->nb;
     if (n <= 0 || nb <= 0) return KILN_OK;
+    if (nb == 1 && n > 1) {
+        const int64_t blocks = (n + BASIC_BLOCK - 1) / BASIC_BLOCK;
+        const float scalar = b[0];
+        const kiln_binary_op op = a->op;
+#pragma omp parallel for if (cpu_use_threads(n, CPU_PAR_MIN))
+        for (int64_t blk = 0; blk < blocks; blk++) {
+            const int64_t i0 = blk * BASIC_BLOCK, len = n - i0 < BASIC_BLOCK ? n - i0 : BASIC_BLOCK;
+            binary_run_scalar(out + i0, x + i0, scalar, len, op);
+        }
+        return KILN_OK;
+    }
     const int64_t pieces = (nb + BASIC_BLOCK - 1) / BASIC_BLOCK; /* per row */
     const int64_t items = n / nb * pieces;
     const kiln_binary_op op = a->op;

@@ -82,8 +82,9 @@ kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
         [KILN_ABI_BIN_ADD] = "binary_add",
         [KILN_ABI_BIN_SUB] = "binary_sub",
         [KILN_ABI_BIN_MUL] = "binary_mul",
+        [KILN_ABI_BIN_DIV] = "binary_div",
     };
-    if ((unsigned)a->op > KILN_BIN_MUL)
+    if ((unsigned)a->op > KILN_BIN_DIV)
         return kiln_set_error(KILN_ERR_ARGUMENT, "opencl binary: unknown op %d", (int)a->op);
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(dev, "elementwise", kernels[a->op], a->dtype);

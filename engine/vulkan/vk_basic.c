@@ -79,6 +79,8 @@ kiln_status vk_axpby(void *dev, const kiln_axpby_args *a) {
 
 kiln_status vk_binary(void *dev, const kiln_binary_args *a) {
     vk_dev *d = vk_of(dev);
+    if ((unsigned)a->op > KILN_BIN_DIV) /* the shader would take any other value for a division */
+        return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan binary: unknown op %d", (int)a->op);
     vk_shader_id shader;
     kiln_status s = vk_variant(d, VK_SHADER_binary, a->dtype, &shader);
     if (s) return s;

@@ -32,11 +32,15 @@ kiln_tensor *kiln_matmul(kiln_tensor *a, kiln_tensor *b, kiln_tensor *bias, int 
                          int trans_b);
 
 /* ---- elementwise ----
- * b must have a's shape, or a's trailing dims (it is then broadcast over the leading
- * ones: a bias, a position table). */
+ * out has a's shape. b must have a's shape, or a's trailing dims (it is then broadcast over
+ * the leading ones: a bias, a position table), or be a single element of any shape ([1],
+ * [], [1, 1]: broadcast over all of a, a learned scalar gain). b's gradient is summed over
+ * the broadcast. */
 kiln_tensor *kiln_add(kiln_tensor *a, kiln_tensor *b);
 kiln_tensor *kiln_sub(kiln_tensor *a, kiln_tensor *b);
 kiln_tensor *kiln_mul(kiln_tensor *a, kiln_tensor *b);
+/* a / b (IEEE: b == 0 gives inf or NaN, no error). da = dy / b, db = -sum dy * a / b^2. */
+kiln_tensor *kiln_div(kiln_tensor *a, kiln_tensor *b);
 kiln_tensor *kiln_scale(kiln_tensor *x, float alpha);
 
 /* ---- activations ---- */
