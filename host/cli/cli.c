@@ -75,6 +75,14 @@ static int set_value(cli_opt *o, const char *value) {
         *(float *)o->target = (float)v;
         return 0;
     }
+    case CLI_LIST:
+    case CLI_POSITIONAL: {
+        cli_list *l = o->target;
+        if (!*value) return opt_error("%s expects a value, got an empty string", o->name);
+        if (l->count >= CLI_LIST_MAX) return opt_error("%s: at most %d values", o->name, CLI_LIST_MAX);
+        l->items[l->count++] = value;
+        return 0;
+    }
     case CLI_STRING:
         if (!*value) return opt_error("%s expects a value, got an empty string", o->name);
         *(const char **)o->target = value;
@@ -94,14 +102,23 @@ int cli_parse(const char *command, const char *summary, int argc, char **argv, i
             cli_usage(command, summary, opts, n);
             return 1;
         }
-        if (strncmp(arg, "--", 2) != 0)
-            return opt_error("kiln %s: unexpected argument '%s' (options start with --; see "
-                              "kiln %s --help)", command, arg, command);
+        if (strncmp(arg, "--", 2) != 0) {
+            cli_opt *positional = NULL;
+            for (int k = 0; k < n && !positional; k++)
+                if (opts[k].kind == CLI_POSITIONAL) positional = &opts[k];
+            if (!positional)
+                return opt_error("kiln %s: unexpected argument '%s' (options start with --; see "
+                                  "kiln %s --help)", command, arg, command);
+            if (set_value(positional, arg)) return -1;
+            positional->seen = 1;
+            continue;
+        }
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         cli_opt *o = NULL;
         for (int k = 0; k < n && !o; k++)
-            if (strlen(opts[k].name) == name_len && !strncmp(opts[k].name, arg, name_len))
+            if (opts[k].kind != CLI_POSITIONAL && strlen(opts[k].name) == name_len &&
+                !strncmp(opts[k].name, arg, name_len))
                 o = &opts[k];
         if (!o)
             return opt_error("kiln %s: unknown option '%.*s' (see kiln %s --help)", command,
@@ -115,7 +132,7 @@ int cli_parse(const char *command, const char *summary, int argc, char **argv, i
             if (i + 1 >= argc) return opt_error("%s expects a value", o->name);
             value = argv[++i];
         }
-        if (o->seen && o->kind != CLI_FLAG)
+        if (o->seen && o->kind != CLI_FLAG && o->kind != CLI_LIST)
             return opt_error("%s is given twice", o->name);
         if (set_value(o, value)) return -1;
         o->seen = 1;
@@ -124,9 +141,14 @@ int cli_parse(const char *command, const char *summary, int argc, char **argv, i
 }
 
 void cli_usage(const char *command, const char *summary, const cli_opt *opts, int n) {
-    printf("usage: kiln %s [options]\n\n%s\n\noptions:\n", command, summary);
+    const char *positional = NULL;
+    for (int i = 0; i < n; i++)
+        if (opts[i].kind == CLI_POSITIONAL) positional = opts[i].name;
+    printf("usage: kiln %s%s%s%s [options]\n\n%s\n\noptions:\n", command, positional ? " " : "",
+           positional ? positional : "", positional ? "..." : "", summary);
     for (int i = 0; i < n; i++) {
         const cli_opt *o = &opts[i];
+        if (o->kind == CLI_POSITIONAL) continue;
         char left[64], def[96] = "";
         snprintf(left, sizeof left, "%s%s%s", o->name, o->meta ? " " : "", o->meta ? o->meta : "");
         switch (o->kind) {
@@ -135,6 +157,8 @@ void cli_usage(const char *command, const char *summary, const cli_opt *opts, in
             snprintf(def, sizeof def, " (default %llu)", (unsigned long long)*(uint64_t *)o->target);
             break;
         case CLI_FLOAT: snprintf(def, sizeof def, " (default %g)", (double)*(float *)o->target); break;
+        case CLI_LIST: snprintf(def, sizeof def, " (repeatable)"); break;
+        case CLI_POSITIONAL: break;
         case CLI_STRING:
             if (*(const char **)o->target)
                 snprintf(def, sizeof def, " (default %s)", *(const char **)o->target);

@@ -10,8 +10,18 @@ typedef enum cli_kind {
     CLI_U64,    /* uint64_t (seeds) */
     CLI_FLOAT,  /* float, finite, within [min, max] */
     CLI_STRING, /* const char * (points into argv) */
-    CLI_FLAG    /* int set to 1; takes no value */
+    CLI_FLAG,   /* int set to 1; takes no value */
+    CLI_LIST,   /* repeatable: each value is appended to a cli_list */
+    CLI_POSITIONAL /* the command's positional arguments, appended to a cli_list; its name
+                      (e.g. "RUN") is for the usage text only */
 } cli_kind;
+
+/* The values of a CLI_LIST or CLI_POSITIONAL entry, in the order given (pointing into argv). */
+#define CLI_LIST_MAX 64
+typedef struct cli_list {
+    const char *items[CLI_LIST_MAX];
+    int count;
+} cli_list;
 
 typedef struct cli_opt {
     const char *name; /* "--layers" */
@@ -26,7 +36,8 @@ typedef struct cli_opt {
 /* Parses argv[first..argc) against opts[0..n). Returns 0 on success, 1 when --help or -h
  * was given (usage already printed to stdout), -1 on an error (already printed as one
  * line "kiln: error: ..."). Every option may be given as "--name value" or
- * "--name=value". Positional arguments are errors. */
+ * "--name=value". Positional arguments are errors unless the table has a CLI_POSITIONAL
+ * entry; a CLI_LIST option may be repeated, any other option given twice is an error. */
 int cli_parse(const char *command, const char *summary, int argc, char **argv, int first,
               cli_opt *opts, int n);
 
