@@ -10,6 +10,7 @@ PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo oclgrind  # OpenCL backend
   libopenblas-dev libclblast-dev                    # benchmark peers
   python3-torch python3-numpy                       # PyTorch parity tests
+  librsvg2-bin                                      # renders kiln plot's SVG in its test
 )
 
 missing=()

@@ -77,3 +77,9 @@ if(KILN_TORCH_PYTHON)
 else()
   message(STATUS "kiln: /usr/bin/python3 not found; the PyTorch parity test of the GPT is skipped")
 endif()
+
+# kiln plot renders a real picture (rsvg-convert) and refuses bad metrics files: not a device
+# matter, cpu only.
+add_test(NAME host_plot COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_plot.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/plot)
+set_tests_properties(host_plot PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -102,7 +102,12 @@ int cli_parse(const char *command, const char *summary, int argc, char **argv, i
             cli_usage(command, summary, opts, n);
             return 1;
         }
-        if (strncmp(arg, "--", 2) != 0) {
+        /* a short option ("-o") is one the table spells that way */
+        int short_option = 0;
+        for (int k = 0; k < n; k++)
+            if (opts[k].kind != CLI_POSITIONAL && arg[0] == '-' && arg[1] != '-' && !strcmp(opts[k].name, arg))
+                short_option = 1;
+        if (strncmp(arg, "--", 2) != 0 && !short_option) {
             cli_opt *positional = NULL;
             for (int k = 0; k < n && !positional; k++)
                 if (opts[k].kind == CLI_POSITIONAL) positional = &opts[k];

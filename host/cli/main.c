@@ -19,6 +19,7 @@ static void usage(FILE *out) {
             "  eval         mean cross-entropy of a checkpoint on a text file\n"
             "  decode       continue a prompt with a checkpoint\n"
             "  info         backends and devices of this machine\n"
+            "  plot         training runs' metrics overlaid as an SVG\n"
             "  bench        each device's ceilings, kernels and models (kiln bench --help)\n"
             "  bench compare  several `kiln bench --json` results side by side\n"
             "  bench train  training throughput of kiln and PyTorch on the same model\n"
@@ -58,6 +59,7 @@ int main(int argc, char **argv) {
     } commands[] = {
         {.name = "train", .run = cmd_train}, {.name = "eval", .run = cmd_eval},
         {.name = "decode", .run = cmd_decode}, {.name = "info", .run = cmd_info},
+        {.name = "plot", .run = cmd_plot},
         {.name = "bench", .run = cmd_bench}, {.name = "dev", .run = cmd_dev},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -1,0 +1,240 @@
+/* SVG line charts (see svg_chart.h). Plain SVG 1.1 that browsers and rsvg render alike. */
+#include "formats/svg_chart.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/error_printf.h"
+
+/* Colour-blind-safe palette (Okabe and Ito), then darker repeats. */
+static const char *const palette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
+                                      "#56B4E9", "#000000", "#F0E442", "#7F3C8D", "#11A579",
+                                      "#3969AC", "#F2B701", "#E73F74", "#80BA5A"};
+enum { N_COLORS = sizeof palette / sizeof palette[0] };
+
+enum { WIDTH = 960, PANEL_H = 260, TOP = 50, GAP = 75, LEFT = 80, RIGHT = 280, PLOT_W = WIDTH - LEFT - RIGHT };
+
+int chart_wants_log(const chart_series *series, int n_series) {
+    double lo = INFINITY, hi = 0;
+    for (int s = 0; s < n_series; s++)
+        for (int i = 0; i < series[s].n; i++) {
+            double y = series[s].y[i];
+            if (!isfinite(y)) continue;
+            if (y <= 0) return 0;
+            lo = fmin(lo, y);
+            hi = fmax(hi, y);
+        }
+    return isfinite(lo) && hi / lo >= 100;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A diverged run's last values (1e9 where the rest sit near 2) would flatten every other
+ * line: the top of a linear y range stops at the 90th percentile plus three times the
+ * 10-90 spread, and points above it are drawn clipped at the edge. */
+static double robust_top(const chart_panel *p, double hi) {
+    int n = 0;
+    for (int s = 0; s < p->n_series; s++) n += p->series[s].n;
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) return hi;
+    int k = 0;
+    for (int s = 0; s < p->n_series; s++)
+        for (int i = 0; i < p->series[s].n; i++)
+            if (isfinite(p->series[s].y[i])) v[k++] = p->series[s].y[i];
+    double top = hi;
+    if (k >= 10) {
+        qsort(v, (size_t)k, sizeof *v, by_value);
+        double q10 = v[k / 10], q90 = v[(k * 9) / 10], cap = q90 + 3 * (q90 - q10);
+        if (cap > q90 && cap < hi) top = cap;
+    }
+    free(v);
+    return top;
+}
+
+/* The range of the finite (and, on a log scale, positive) values. */
+static int data_range(const chart_panel *p, int axis_y, double *lo, double *hi) {
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int s = 0; s < p->n_series; s++)
+        for (int i = 0; i < p->series[s].n; i++) {
+            double v = axis_y ? p->series[s].y[i] : p->series[s].x[i];
+            if (!isfinite(v) || (axis_y && p->log_y && v <= 0)) continue;
+            *lo = fmin(*lo, v);
+            *hi = fmax(*hi, v);
+        }
+    if (!isfinite(*lo)) return 0;
+    if (axis_y && !p->log_y) *hi = robust_top(p, *hi);
+    if (*hi == *lo) { /* one value: a range around it */
+        double pad = *lo == 0 ? 1 : fabs(*lo) * 0.1;
+        *lo -= pad;
+        *hi += pad;
+    }
+    return 1;
+}
+
+/* A "nice" tick step for a range: 1, 2 or 5 times a power of ten, about 5 ticks. */
+static double nice_step(double span) {
+    double raw = span / 5, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
+}
+
+typedef struct axis {
+    double lo, hi; /* in data units (log10 of them on a log scale) */
+    int log;
+    double px0, px1;
+} axis;
+
+static double to_px(const axis *a, double v) {
+    double t = a->log ? log10(v) : v;
+    return a->px0 + (t - a->lo) / (a->hi - a->lo) * (a->px1 - a->px0);
+}
+
+static void text(FILE *f, double x, double y, const char *anchor, int size, const char *s, const char *extra) {
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s>", x, y, anchor, size, extra);
+    for (; *s; s++) { /* escape the three characters XML needs escaped in text */
+        if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '&') fputs("&amp;", f);
+        else fputc(*s, f);
+    }
+    fputs("</text>\n", f);
+}
+
+static void panel(FILE *f, const chart_panel *p, double top) {
+    double bottom = top + PANEL_H;
+    fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" stroke=\"#444444\"/>\n", LEFT,
+            top, PLOT_W, PANEL_H);
+    text(f, LEFT + PLOT_W / 2.0, top - 8, "middle", 15, p->title, " font-weight=\"bold\"");
+    axis ax = {.px0 = LEFT, .px1 = LEFT + PLOT_W}, ay = {.px0 = bottom, .px1 = top, .log = p->log_y};
+    double ylo, yhi;
+    if (!data_range(p, 0, &ax.lo, &ax.hi) || !data_range(p, 1, &ylo, &yhi)) {
+        text(f, LEFT + PLOT_W / 2.0, top + PANEL_H / 2.0, "middle", 14, "no data", "");
+        return;
+    }
+    ay.lo = p->log_y ? log10(ylo) : ylo;
+    ay.hi = p->log_y ? log10(yhi) : yhi;
+    if (p->log_y && ay.hi - ay.lo < 1e-9) ay.hi = ay.lo + 1;
+    /* ticks and grid */
+    double xs = nice_step(ax.hi - ax.lo);
+    for (double v = ceil(ax.lo / xs) * xs; v <= ax.hi + 1e-9 * xs; v += xs) {
+        double x = to_px(&ax, v);
+        char label[32];
+        snprintf(label, sizeof label, "%g", v);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", x, top, x, bottom);
+        text(f, x, bottom + 16, "middle", 12, label, "");
+    }
+    if (p->log_y) {
+        for (double e = floor(ay.lo); e <= ceil(ay.hi); e++) {
+            if (e < ay.lo - 1e-9 || e > ay.hi + 1e-9) continue;
+            double y = ay.px0 + (e - ay.lo) / (ay.hi - ay.lo) * (ay.px1 - ay.px0);
+            char label[32];
+            snprintf(label, sizeof label, "%g", pow(10, e));
+            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
+            text(f, LEFT - 6, y + 4, "end", 12, label, "");
+        }
+    } else {
+        double ys = nice_step(ay.hi - ay.lo);
+        for (double v = ceil(ay.lo / ys) * ys; v <= ay.hi + 1e-9 * ys; v += ys) {
+            double y = to_px(&ay, v);
+            char label[32];
+            snprintf(label, sizeof label, "%g", fabs(v) < 1e-12 * ys ? 0.0 : v);
+            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
+            text(f, LEFT - 6, y + 4, "end", 12, label, "");
+        }
+    }
+    text(f, LEFT + PLOT_W / 2.0, bottom + 34, "middle", 13, p->x_label, "");
+    char ylab[96];
+    snprintf(ylab, sizeof ylab, "%s%s", p->y_label, p->log_y ? " (log scale)" : "");
+    fprintf(f, "<g transform=\"translate(%d,%.1f) rotate(-90)\">\n", LEFT - 52, top + PANEL_H / 2.0);
+    text(f, 0, 0, "middle", 13, ylab, "");
+    fputs("</g>\n", f);
+    /* the series: a polyline per unbroken stretch */
+    for (int s = 0; s < p->n_series; s++) {
+        const chart_series *c = &p->series[s];
+        const char *colour = palette[c->color % N_COLORS];
+        int open = 0;
+        for (int i = 0; i < c->n; i++) {
+            double y = c->y[i];
+            int drawable = isfinite(y) && isfinite(c->x[i]) && !(p->log_y && y <= 0);
+            if (!drawable) {
+                if (open) fputs("\"/>\n", f);
+                open = 0;
+                continue;
+            }
+            double py = to_px(&ay, y), px = to_px(&ax, c->x[i]);
+            if (py < top) py = top; /* above the range: at the edge, marked below */
+            if (!open) {
+                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", colour,
+                        c->dashed ? " stroke-dasharray=\"6,4\"" : "");
+                open = 1;
+            }
+            fprintf(f, "%.1f,%.1f ", px, py);
+        }
+        if (open) fputs("\"/>\n", f);
+        for (int i = 0; i < c->n; i++)
+            if (isfinite(c->y[i]) && !(p->log_y && c->y[i] <= 0) && to_px(&ay, c->y[i]) < top)
+                fprintf(f, "<path d=\"M%.1f,%.1f l-4,7 h8 z\" fill=\"%s\"/>\n", to_px(&ax, c->x[i]), top + 1, colour);
+        /* a lone point would draw nothing: a dot for each point without a neighbour */
+        for (int i = 0; i < c->n; i++) {
+            int here = isfinite(c->y[i]) && !(p->log_y && c->y[i] <= 0);
+            int before = i > 0 && isfinite(c->y[i - 1]), after = i + 1 < c->n && isfinite(c->y[i + 1]);
+            if (here && !before && !after)
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", to_px(&ax, c->x[i]),
+                        to_px(&ay, c->y[i]), colour);
+        }
+        /* a run that ended in inf or NaN: an x at its last finite point */
+        if (c->n && !isfinite(c->y[c->n - 1])) {
+            for (int i = c->n - 1; i >= 0; i--) {
+                if (isfinite(c->y[i]) && !(p->log_y && c->y[i] <= 0)) {
+                    double px = to_px(&ax, c->x[i]), py = to_px(&ay, c->y[i]);
+                    fprintf(f, "<path d=\"M%.1f,%.1f l8,8 m0,-8 l-8,8\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                            px - 4, py - 4, colour);
+                    text(f, px + 8, py - 6, "start", 11, "diverged", "");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+int svg_chart_write(const char *path, const char *title, const chart_panel *panels, int n_panels,
+                    const char *const *legend, int n_legend, char *err, size_t errlen) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        error_printf(err, errlen, "%s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    int legend_h = 30 + 20 * n_legend;
+    int height = TOP + n_panels * (PANEL_H + GAP);
+    if (height < TOP + legend_h) height = TOP + legend_h;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "font-family=\"sans-serif\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
+            WIDTH, height, WIDTH, height);
+    text(f, WIDTH / 2.0, 24, "middle", 17, title, " font-weight=\"bold\"");
+    for (int i = 0; i < n_panels; i++) panel(f, &panels[i], TOP + 20 + i * (PANEL_H + GAP));
+    /* the legend, right of the panels */
+    double lx = LEFT + PLOT_W + 20, ly = TOP + 30;
+    for (int i = 0; i < n_legend; i++) {
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n", lx,
+                ly + 20 * i, lx + 24, ly + 20 * i, palette[i % N_COLORS]);
+        text(f, lx + 30, ly + 20 * i + 4, "start", 12, legend[i], "");
+    }
+    fputs("</svg>\n", f);
+    int bad = ferror(f);
+    if (fclose(f) || bad || rename(tmp, path)) {
+        error_printf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
