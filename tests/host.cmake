@@ -64,15 +64,18 @@ endforeach()
 # script exits 77 (skipped) when torch is missing or the backend cannot open here.
 find_program(KILN_TORCH_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(KILN_TORCH_PYTHON)
+  # gpt_parity: GPT-2 itself; block_parity: each stability option (docs/stability.md)
   foreach(backend ${_kiln_host_backends})
-    kiln_host_test_name(gpt_parity ${backend} name)
-    kiln_host_test_env(${backend} "" env)
-    add_test(NAME ${name}
-      COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/gpt_parity.py
-              --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/parity_${backend}
-              --backend ${backend})
-    set_tests_properties(${name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300
-      ENVIRONMENT "${env}")
+    foreach(script gpt_parity block_parity)
+      kiln_host_test_name(${script} ${backend} name)
+      kiln_host_test_env(${backend} "" env)
+      add_test(NAME ${name}
+        COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/${script}.py
+                --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/${script}_${backend}
+                --backend ${backend})
+      set_tests_properties(${name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300
+        ENVIRONMENT "${env}")
+    endforeach()
   endforeach()
 else()
   message(STATUS "kiln: /usr/bin/python3 not found; the PyTorch parity test of the GPT is skipped")
