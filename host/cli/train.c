@@ -224,17 +224,23 @@ static int admin_init(gpt_model *m, const train_options *o, const data_set *ds) 
     const train_hparams *hp = &o->hp;
     size_t cells = (size_t)hp->batch * (size_t)hp->block;
     int32_t *x = malloc(cells * sizeof *x), *y = malloc(cells * sizeof *y);
+    int n_omegas = m->cfg.n_layer * block_sublayers(&m->block.o);
+    float *omegas = malloc((size_t)n_omegas * sizeof *omegas);
     int rc = 0;
-    if (!x || !y)
+    if (!x || !y || !omegas)
         rc = host_error("out of host memory");
     else if (data_sample_batch(ds, DATA_TRAIN, hp->batch, hp->block, hp->seed, 0, x, y, err, sizeof err))
         rc = host_error("%s", err);
     else {
         int64_t shape[2] = {hp->batch, hp->block};
         kiln_tensor *ids = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
-        if (!ids || kiln_upload(ids, x, cells * sizeof *x) || gpt_admin_profile(m, ids, NULL))
+        if (!ids || kiln_upload(ids, x, cells * sizeof *x) || gpt_admin_profile(m, ids, omegas))
             rc = host_engine_error("admin profiling");
+        else
+            fprintf(stderr, "kiln train: Admin's omegas from the profiling pass: %.4g, %.4g, ... %.4g (%d sublayers)\n",
+                    (double)omegas[0], (double)omegas[n_omegas > 1 ? 1 : 0], (double)omegas[n_omegas - 1], n_omegas);
     }
+    free(omegas);
     free(x);
     free(y);
     return rc;
