@@ -24,32 +24,19 @@ except ImportError as e:  # CTest reads 77 as "skipped"
     print(f"skipped: {e} (needs Debian's python3-torch and python3-numpy)")
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
+from parity_checks import check, failures, rel_err  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 
 L, H, C, T_POS, V, EPS = 3, 2, 16, 24, 64, 1e-5
 BATCH, T, STEPS, LR = 2, 11, 6, 3e-3
-failures = []
-
-
-def check(what, ok, detail):
-    print(f"{'ok  ' if ok else 'FAIL'} {what}: {detail}")
-    if not ok:
-        failures.append(what)
-
-
-def rel_err(a, b):
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if not np.all(np.isfinite(a)):
-        return float("inf")
-    return float(np.sqrt(np.sum((a - b) ** 2) / max(np.sum(b ** 2), 1e-30)))
 
 
 class Reference:
     """A GPT whose blocks follow the papers' formulas, written from them (not from kiln)."""
 
     def __init__(self, o, seed):
-
         self.o = o
         g = torch.Generator().manual_seed(seed)
         r = lambda *shape, std=0.3: torch.nn.Parameter(torch.randn(*shape, generator=g) * std)

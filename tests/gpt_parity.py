@@ -27,30 +27,15 @@ except ImportError as e:  # CTest reads 77 as "skipped"
     print(f"skipped: {e} (needs Debian's python3-torch and python3-numpy)")
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
+from parity_checks import check, failures, rel_err  # noqa: E402
 from nanogpt_torch import GPT, adamw, load_safetensors, save_safetensors, window_loss  # noqa: E402
 
 CFG = {"n_layer": 2, "n_head": 3, "n_embd": 48, "n_positions": 40, "vocab_size": 256,
        "layer_norm_epsilon": 1e-5}
 BATCH, T, BATCHES, STEPS = 3, 33, 2, 10  # T < n_positions and odd on purpose
 ADAM = {"lr": 3e-3, "beta1": 0.9, "beta2": 0.95, "weight_decay": 0.1, "clip": 0.5}
-
-failures = []
-
-
-def check(what, ok, detail):
-    print(f"{'ok  ' if ok else 'FAIL'} {what}: {detail}")
-    if not ok:
-        failures.append(what)
-
-
-def rel_err(a, b):
-    """sqrt(sum (a-b)^2 / sum b^2): NaN never passes."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if not np.all(np.isfinite(a)):
-        return float("inf")
-    return float(np.sqrt(np.sum((a - b) ** 2) / max(np.sum(b ** 2), 1e-30)))
-
 
 def kiln(args, *cmd):
     """Runs kiln; returns stdout. Exits 77 when the backend is unavailable."""

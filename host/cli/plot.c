@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "formats/json.h"
 #include "formats/svg_chart.h"
+#include "formats/text_line.h"
 
 enum { MAX_METRICS = 8 };
 
@@ -66,25 +67,13 @@ static int read_run(const char *arg, run *r) {
     FILE *f = fopen(path, "rb");
     if (!f) return host_error("%s: cannot open (a run directory with metrics.jsonl, or a .jsonl file)", path);
     char *line = NULL;
-    size_t cap = 0;
-    int lineno = 0, rc = 0;
-    for (;;) {
-        size_t n = 0;
-        int c;
-        while ((c = fgetc(f)) != EOF && c != '\n') {
-            if (n + 1 >= cap) {
-                size_t ncap = cap ? 2 * cap : 512;
-                char *grown = realloc(line, ncap);
-                if (!grown) {
-                    rc = host_error("%s: out of memory", path);
-                    break;
-                }
-                line = grown;
-                cap = ncap;
-            }
-            line[n++] = (char)c;
+    size_t cap = 0, n;
+    int lineno = 0, rc = 0, got;
+    while (!rc && (got = text_read_line(f, &line, &cap, &n)) != 0) {
+        if (got < 0) {
+            rc = host_error("%s: out of memory", path);
+            break;
         }
-        if (rc || (c == EOF && n == 0)) break;
         lineno++;
         json_value *row;
         char jerr[128];
@@ -106,7 +95,6 @@ static int read_run(const char *arg, run *r) {
         }
         r->rows = grown;
         r->rows[r->n_rows++] = row;
-        if (c == EOF) break;
     }
     free(line);
     fclose(f);

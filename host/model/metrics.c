@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "formats/text_line.h"
 
 /* Rewrites the file with only the rows whose step is <= keep_step. Lines that are not JSON
  * objects with a step (a torn last line after a crash) are dropped too. */
@@ -26,26 +27,9 @@ static int truncate_rows(const char *path, int64_t keep_step, char *err, size_t 
         return -1;
     }
     char *line = NULL;
-    size_t cap = 0;
-    int ok = 1;
-    while (ok) {
-        /* getline is POSIX, not C11: read by hand, growing the buffer */
-        size_t len = 0;
-        int c;
-        while ((c = fgetc(in)) != EOF && c != '\n') {
-            if (len + 1 >= cap) {
-                size_t ncap = cap ? 2 * cap : 256;
-                char *grown = realloc(line, ncap);
-                if (!grown) {
-                    ok = 0;
-                    break;
-                }
-                line = grown;
-                cap = ncap;
-            }
-            line[len++] = (char)c;
-        }
-        if (!ok || (c == EOF && len == 0)) break;
+    size_t cap = 0, len;
+    int got;
+    while ((got = text_read_line(in, &line, &cap, &len)) > 0) {
         json_value *row;
         int64_t step;
         if (json_parse(line, len, &row, NULL, 0) == 0) {
@@ -55,8 +39,8 @@ static int truncate_rows(const char *path, int64_t keep_step, char *err, size_t 
             }
             json_free(row);
         }
-        if (c == EOF) break;
     }
+    int ok = got == 0;
     free(line);
     fclose(in);
     if (fclose(out) || !ok || rename(tmp, path)) {
