@@ -108,6 +108,30 @@ START_TEST(schedule_warms_up_then_decays) {
 }
 END_TEST
 
+/* Each schedule against its formula at chosen steps (s = step + 1). */
+START_TEST(schedules_follow_their_formulas) {
+    train_hparams hp = train_nanogpt_hparams(); /* lr 1e-3, min 1e-4, warmup 100, 2000 steps */
+    hp.schedule = TRAIN_SCHEDULE_NOAM;
+    hp.d_model = 64;
+    hp.noam_factor = 2.0f;
+    hp.warmup = 400;
+    /* rising as s warmup^-3/2 to the peak at s = warmup, then falling as s^-1/2 */
+    ck_assert_float_eq_tol(train_lr_at(&hp, 9), 2.0f / 8.0f * 10.0f * powf(400.0f, -1.5f), 1e-9f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 399), 2.0f / 8.0f / 20.0f, 1e-9f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 1599), 2.0f / 8.0f / 40.0f, 1e-9f);
+    hp = train_nanogpt_hparams();
+    hp.schedule = TRAIN_SCHEDULE_INVERSE_SQRT;
+    ck_assert_float_eq_tol(train_lr_at(&hp, 49), 1e-3f * 50.0f / 101.0f, 1e-9f); /* the shared warmup */
+    ck_assert_float_eq_tol(train_lr_at(&hp, 399), 1e-3f * sqrtf(100.0f / 400.0f), 1e-9f);
+    hp.schedule = TRAIN_SCHEDULE_LINEAR;
+    ck_assert_float_eq_tol(train_lr_at(&hp, 1050), 1e-3f + 0.5f * (1e-4f - 1e-3f), 1e-8f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 2000), 1e-4f, 1e-9f);
+    hp.schedule = TRAIN_SCHEDULE_CONSTANT;
+    ck_assert_float_eq_tol(train_lr_at(&hp, 1999), 1e-3f, 1e-12f);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 0), 1e-3f / 101.0f, 1e-12f);
+}
+END_TEST
+
 /* A caller's mistake (positions past the context, a precision change the model does not
  * make) fails with the engine's last error saying what, for the command to print. */
 START_TEST(refusals_read_back_as_the_engine_error) {
@@ -140,6 +164,7 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, top_k_and_top_p_cut_the_tail);
     tcase_add_test(tc, a_seed_reproduces_a_sample);
     tcase_add_test(tc, schedule_warms_up_then_decays);
+    tcase_add_test(tc, schedules_follow_their_formulas);
     tcase_add_test(tc, refusals_read_back_as_the_engine_error);
 }
 

@@ -445,8 +445,10 @@ static int replay_scenario(FILE *f) {
     if (fscanf(f, "%63s", word) != 1) return 0;
     ck_assert_msg(!strcmp(word, "scenario"), "optim reference: expected 'scenario', got '%s'", word);
     ck_assert(fscanf(f, "%63s", name) == 1);
-    kiln_adam_opts o;
-    o.decoupled = (int)next_num(f);
+    kiln_adam_opts o = {0};
+    int mode = (int)next_num(f); /* 0: Adam (L2), 1: AdamW, 2: RAdam (L2) */
+    o.decoupled = mode == 1;
+    o.rectified = mode == 2;
     o.beta1 = (float)next_num(f), o.beta2 = (float)next_num(f), o.eps = (float)next_num(f);
     o.weight_decay = (float)next_num(f);
     float clip = (float)next_num(f);

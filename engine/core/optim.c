@@ -206,6 +206,23 @@ kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step) {
     double t = (double)opt->steps;
     float bc1 = (float)(1.0 - pow((double)o->beta1, t));
     float bc2 = (float)(1.0 - pow((double)o->beta2, t));
+    /* RAdam through the same kernels, p -= lr (m / bc1) / (sqrt(v / bc2) + eps) and
+     * p -= lr wd p: the rectified step is Adam's at lr r_t (its decoupled decay divided by r_t
+     * to stay lr wd); the momentum step takes bc2 = 1e30 and eps = 1, for which
+     * sqrt(v / bc2) < 2^-25 for any v below 1e15, so the denominator is exactly 1 in f32 */
+    float lr = step->lr, eps = o->eps, decay_scale = 1.0f;
+    if (o->rectified) {
+        double b2t = pow((double)o->beta2, t), rho_inf = 2.0 / (1.0 - o->beta2) - 1.0;
+        double rho = rho_inf - 2.0 * t * b2t / (1.0 - b2t);
+        if (rho > 5.0) {
+            double r = sqrt((rho - 4.0) * (rho - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho));
+            lr = (float)(step->lr * r);
+            decay_scale = o->decoupled ? (float)(1.0 / r) : 1.0f;
+        } else {
+            bc2 = 1e30f;
+            eps = 1.0f;
+        }
+    }
     for (int i = 0; i < opt->count; i++) {
         const kiln_tensor *g = param_grad(opt, i);
         if (!g) continue;
@@ -219,11 +236,11 @@ kiln_status kiln_adam_step(kiln_adam *opt, const kiln_adam_step_opts *step) {
             .skip = kiln_ref_of(skip),
             .grad_dtype = g->dtype,
             .n = kiln_numel(opt->params[i]),
-            .lr = step->lr,
+            .lr = lr,
             .beta1 = o->beta1,
             .beta2 = o->beta2,
-            .eps = o->eps,
-            .weight_decay = opt->decay[i] ? o->weight_decay : 0.0f,
+            .eps = eps,
+            .weight_decay = opt->decay[i] ? o->weight_decay * decay_scale : 0.0f,
             .bc1 = bc1,
             .bc2 = bc2,
             .decoupled = o->decoupled,

@@ -48,6 +48,7 @@ typedef struct stability_options {
 
 typedef struct train_options {
     const char *data, *out, *init, *backend, *precision;
+    const char *schedule, *optimizer;
     stability_options st;
     int device, resume;
     float ls_init, ls_growth, ls_backoff; /* --loss-scale-*: fp16 only */
@@ -123,6 +124,20 @@ static int validate_stability(stability_options *s) {
 /* Semantic checks that the option table's ranges cannot express. */
 static int validate_train_options(train_options *o, const cli_opt *opts, int n) {
     if (validate_stability(&o->st)) return 1;
+    int choice;
+    if (parse_choice("--lr-schedule", o->schedule, train_schedule_names, TRAIN_SCHEDULE_COUNT, &choice)) return 1;
+    o->hp.schedule = (train_schedule)choice;
+    if (parse_choice("--optimizer", o->optimizer, train_optimizer_names, TRAIN_OPTIMIZER_COUNT, &choice)) return 1;
+    o->hp.optimizer = (train_optimizer)choice;
+    if (o->hp.schedule == TRAIN_SCHEDULE_NOAM) {
+        static const char *const unused[] = {"--lr", "--min-lr"};
+        for (int i = 0; i < 2; i++)
+            if (cli_find(opts, n, unused[i])->seen)
+                return host_error("%s does not apply to --lr-schedule noam (its rate is --noam-factor "
+                                  "d_model^-1/2 min(s^-1/2, s warmup^-3/2))", unused[i]);
+    } else if (cli_find(opts, n, "--noam-factor")->seen) {
+        return host_error("--noam-factor applies to --lr-schedule noam only");
+    }
     static const struct { const char *option, *needs; } scoped[] = {
         {.option = "--admin-init", .needs = "--residual admin"},
         {.option = "--gau-s", .needs = "--layer-type gau"},
@@ -149,7 +164,7 @@ static int validate_train_options(train_options *o, const cli_opt *opts, int n) 
     if (o->dim % o->heads != 0)
         return host_error("--heads %d does not divide --dim %d", o->heads, o->dim);
     if (!(hp->lr > 0.0f)) return host_error("--lr must be above 0");
-    if (hp->min_lr > hp->lr)
+    if (hp->schedule != TRAIN_SCHEDULE_NOAM && hp->min_lr > hp->lr)
         return host_error("--min-lr %g is above --lr %g", (double)hp->min_lr, (double)hp->lr);
     return 0;
 }
@@ -425,7 +440,8 @@ static int run(trainer *t, const train_options *o, const run_paths *paths, FILE 
 
 int cmd_train(int argc, char **argv) {
     kiln_loss_scale_opts ls = kiln_loss_scale_defaults();
-    train_options o = {.backend = "auto", .precision = "fp32", .device = -1,
+    train_options o = {.backend = "auto", .precision = "fp32", .device = -1, .schedule = "cosine",
+                       .optimizer = "adamw",
                        .ls_init = (float)ls.init, .ls_growth = (float)ls.growth,
                        .ls_backoff = (float)ls.backoff, .ls_interval = (int)ls.interval,
                        .layers = 4, .heads = 4, .dim = 128,
@@ -457,13 +473,13 @@ int cmd_train(int argc, char **argv) {
         {.name = "--min-lr", .kind = CLI_FLOAT, .target = &hp->min_lr, .meta = "X",
          .help = "learning rate at the end of the cosine decay", .min = 0, .max = 10},
         {.name = "--warmup", .kind = CLI_INT, .target = &hp->warmup, .meta = "N",
-         .help = "steps of linear warmup", .min = 0, .max = 1 << 30},
+         .help = "steps of linear warmup (noam: its warmup steps)", .min = 0, .max = 1 << 30},
         {.name = "--beta1", .kind = CLI_FLOAT, .target = &hp->beta1, .meta = "X",
-         .help = "AdamW beta1", .min = 0, .max = 0.999999},
+         .help = "Adam's beta1", .min = 0, .max = 0.999999},
         {.name = "--beta2", .kind = CLI_FLOAT, .target = &hp->beta2, .meta = "X",
-         .help = "AdamW beta2", .min = 0, .max = 0.999999},
+         .help = "Adam's beta2", .min = 0, .max = 0.999999},
         {.name = "--weight-decay", .kind = CLI_FLOAT, .target = &hp->weight_decay, .meta = "X",
-         .help = "AdamW weight decay of 2-D weights", .min = 0, .max = 10},
+         .help = "weight decay of 2-D weights", .min = 0, .max = 10},
         {.name = "--clip", .kind = CLI_FLOAT, .target = &hp->clip, .meta = "X",
          .help = "clip gradients to this global norm (0: off)", .min = 0, .max = 1e9},
         {.name = "--dropout", .kind = CLI_FLOAT, .target = &hp->dropout, .meta = "P",
@@ -482,6 +498,17 @@ int cmd_train(int argc, char **argv) {
          .help = "start from these weights (GPT-2 layout safetensors)"},
         {.name = "--resume", .kind = CLI_FLAG, .target = &o.resume,
          .help = "continue the run in --out exactly where it stopped"},
+        /* schedules, optimizers, the loss */
+        {.name = "--lr-schedule", .kind = CLI_STRING, .target = &o.schedule, .meta = "NAME",
+         .help = "cosine (to --min-lr), linear (to --min-lr), constant, inverse-sqrt (lr sqrt(warmup/step)) or "
+                 "noam (--noam-factor d^-1/2 min(step^-1/2, step warmup^-3/2)); all but noam warm up linearly"},
+        {.name = "--noam-factor", .kind = CLI_FLOAT, .target = &hp->noam_factor, .meta = "X",
+         .help = "the noam schedule's factor", .min = 1e-6, .max = 1e6},
+        {.name = "--optimizer", .kind = CLI_STRING, .target = &o.optimizer, .meta = "NAME",
+         .help = "adamw (decoupled weight decay), adam (weight decay as L2) or radam (rectified Adam)"},
+        {.name = "--label-smoothing", .kind = CLI_FLOAT, .target = &hp->label_smoothing, .meta = "E",
+         .help = "smooth the training targets by E (the validation loss stays plain cross-entropy)",
+         .min = 0, .max = 0.999},
         /* the stability toolkit (model/block.h, docs/stability.md) */
         {.name = "--norm", .kind = CLI_STRING, .target = &o.st.norm, .meta = "WHERE",
          .help = "LayerNorm placement: pre (GPT-2), post (the original Transformer) or none"},

@@ -70,6 +70,12 @@ int trainer_save_state(const trainer *t, const char *path, char *err, size_t err
         st_writer_meta(w, key_names[i], value);
     }
     st_writer_meta(w, "precision", precision_name(t->hp.precision));
+    /* the optimizer must match on resume; the schedule and smoothing are kept for the record
+     * (a resumed run may change them) */
+    st_writer_meta(w, "optimizer", train_optimizer_names[t->hp.optimizer]);
+    st_writer_meta(w, "lr_schedule", train_schedule_names[t->hp.schedule]);
+    snprintf(value, sizeof value, "%.9g", (double)t->hp.label_smoothing);
+    st_writer_meta(w, "label_smoothing", value);
     if (t->scaler) {
         kiln_loss_scale_state ls = kiln_loss_scaler_state(t->scaler);
         /* %.9g round-trips an f32: the resumed run seeds backward with the same S */
@@ -123,6 +129,19 @@ static int check_same_run(const state_keys *saved, const state_keys *now, const 
     return 0;
 }
 
+/* The optimizer of the saved run must be this run's (files written before --optimizer
+ * existed are adamw): the moments mean the same to each, but a switch would not be the
+ * run the user resumes. */
+static int check_optimizer(const trainer *t, const st_file *f, const char *path, char *err, size_t errlen) {
+    const char *saved = st_meta(f, "optimizer"), *now = train_optimizer_names[t->hp.optimizer];
+    if (!saved) saved = "adamw";
+    if (strcmp(saved, now)) {
+        snprintf(err, errlen, "cannot resume: --optimizer is %s here but %s in %s", now, saved, path);
+        return -1;
+    }
+    return 0;
+}
+
 /* The precision of the saved run must be this run's (files written before --precision
  * existed are fp32); in fp16 the loss scaler continues from its saved state. */
 static int load_precision(trainer *t, const st_file *f, const char *path, char *err, size_t errlen) {
@@ -160,7 +179,7 @@ int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen) {
     float *host = NULL;
     state_keys saved, now = current_keys(t);
     if (read_keys(f, path, &saved, err, errlen) || check_same_run(&saved, &now, path, err, errlen) ||
-        load_precision(t, f, path, err, errlen))
+        check_optimizer(t, f, path, err, errlen) || load_precision(t, f, path, err, errlen))
         goto done;
     const gpt_model *m = t->m;
     if ((int64_t)st_count(f) != 2 * (int64_t)m->n_params) {

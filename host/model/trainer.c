@@ -9,13 +9,29 @@
 train_hparams train_nanogpt_hparams(void) {
     return (train_hparams){.batch = 12, .block = 64, .grad_accum = 1, .steps = 2000, .warmup = 100,
                            .lr = 1e-3f, .min_lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f,
-                           .weight_decay = 0.1f, .clip = 1.0f, .dropout = 0.0f, .seed = 1337};
+                           .weight_decay = 0.1f, .clip = 1.0f, .dropout = 0.0f, .seed = 1337,
+                           .noam_factor = 1.0f};
 }
 
+const char *const train_schedule_names[TRAIN_SCHEDULE_COUNT] = {"cosine", "noam", "inverse-sqrt", "linear",
+                                                                 "constant"};
+const char *const train_optimizer_names[TRAIN_OPTIMIZER_COUNT] = {"adamw", "adam", "radam"};
+
 float train_lr_at(const train_hparams *hp, int64_t step) {
+    double s = (double)(step + 1);
+    if (hp->schedule == TRAIN_SCHEDULE_NOAM) {
+        double rise = hp->warmup > 0 ? s * pow((double)hp->warmup, -1.5) : INFINITY;
+        return (float)(hp->noam_factor / sqrt((double)hp->d_model) * fmin(1.0 / sqrt(s), rise));
+    }
     if (step < hp->warmup) return hp->lr * (float)(step + 1) / (float)(hp->warmup + 1);
+    switch (hp->schedule) {
+    case TRAIN_SCHEDULE_CONSTANT: return hp->lr;
+    case TRAIN_SCHEDULE_INVERSE_SQRT: return (float)(hp->lr * sqrt((double)(hp->warmup > 1 ? hp->warmup : 1) / s));
+    default: break;
+    }
     if (step >= hp->steps || hp->steps <= hp->warmup) return hp->min_lr;
     double ratio = (double)(step - hp->warmup) / (double)(hp->steps - hp->warmup);
+    if (hp->schedule == TRAIN_SCHEDULE_LINEAR) return (float)(hp->lr + ratio * (hp->min_lr - hp->lr));
     double coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * ratio));
     return (float)(hp->min_lr + coeff * (hp->lr - hp->min_lr));
 }
@@ -31,6 +47,7 @@ int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hpara
     t->m = m;
     t->ds = ds;
     t->hp = *hp;
+    if (!t->hp.d_model) t->hp.d_model = m->cfg.n_embd;
     size_t cells = (size_t)hp->batch * (size_t)hp->block;
     t->params = malloc((size_t)m->n_params * sizeof *t->params);
     t->leaves = malloc((size_t)m->n_params * sizeof *t->leaves);
@@ -55,7 +72,8 @@ int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hpara
     o.beta2 = hp->beta2;
     o.eps = 1e-8f;
     o.weight_decay = hp->weight_decay;
-    o.decoupled = 1;
+    o.decoupled = hp->optimizer != TRAIN_OPTIMIZER_ADAM;
+    o.rectified = hp->optimizer == TRAIN_OPTIMIZER_RADAM;
     t->opt = kiln_adam_new(m->ctx, t->params, m->n_params, &o);
     if (!t->opt) {
         trainer_free(t);
@@ -102,7 +120,9 @@ int trainer_accumulate(trainer *t, const int32_t *x, const int32_t *y, int rows,
     kiln_set_training(ctx, 1);
     kiln_tensor *ids = upload_ids(ctx, x, rows, t->hp.block);
     kiln_tensor *targets = upload_ids(ctx, y, rows, t->hp.block);
-    kiln_tensor *l = ids && targets ? gpt_loss(t->m, ids, targets, t->hp.dropout, NULL) : NULL;
+    /* gpt_loss's cross-entropy, with the run's label smoothing */
+    kiln_tensor *logits = ids && targets ? gpt_forward(t->m, ids, t->hp.dropout) : NULL;
+    kiln_tensor *l = logits ? kiln_cross_entropy(logits, targets, t->hp.label_smoothing, -1) : NULL;
     float value = 0.0f;
     int rc = 0;
     /* the loss scale enters as backward's seed: the loss itself stays unscaled */

@@ -12,10 +12,34 @@
 #include "kiln/loss_scale.h"
 #include "model/gpt.h"
 
+/* The learning-rate schedules (train_lr_at) and optimizers, by the names users type. */
+typedef enum train_schedule {
+    TRAIN_SCHEDULE_COSINE,       /* warmup, then a cosine from lr to min_lr at `steps` */
+    TRAIN_SCHEDULE_NOAM,         /* factor d^-1/2 min(s^-1/2, s warmup^-3/2) (Vaswani et al.) */
+    TRAIN_SCHEDULE_INVERSE_SQRT, /* warmup, then lr sqrt(warmup / s) (fairseq) */
+    TRAIN_SCHEDULE_LINEAR,       /* warmup, then a line from lr to min_lr at `steps` */
+    TRAIN_SCHEDULE_CONSTANT,     /* warmup, then lr */
+    TRAIN_SCHEDULE_COUNT
+} train_schedule;
+extern const char *const train_schedule_names[TRAIN_SCHEDULE_COUNT];
+
+typedef enum train_optimizer {
+    TRAIN_OPTIMIZER_ADAMW, /* decoupled weight decay (Loshchilov and Hutter) */
+    TRAIN_OPTIMIZER_ADAM,  /* weight decay as an L2 term in the gradient */
+    TRAIN_OPTIMIZER_RADAM, /* rectified Adam (Liu et al. 2019), decoupled decay */
+    TRAIN_OPTIMIZER_COUNT
+} train_optimizer;
+extern const char *const train_optimizer_names[TRAIN_OPTIMIZER_COUNT];
+
 typedef struct train_hparams {
     int batch, block, grad_accum;
     int steps, warmup;
     float lr, min_lr;
+    train_schedule schedule;
+    float noam_factor; /* noam's factor; its d is d_model */
+    int d_model;       /* the model's width, for noam (set from the model) */
+    train_optimizer optimizer;
+    float label_smoothing; /* of the training loss; evaluation stays plain cross-entropy */
     float beta1, beta2, weight_decay, clip;
     float dropout;
     uint64_t seed;
@@ -31,9 +55,12 @@ typedef struct train_hparams {
  * 1337): the defaults of `kiln train` and of the benchmarks that train, in one place. */
 train_hparams train_nanogpt_hparams(void);
 
-/* The learning rate of optimizer step `step` (0-based), as nanoGPT: a linear warmup
- * lr * (step + 1) / (warmup + 1) for step < warmup, then a cosine from lr down to min_lr at
- * step == steps. */
+/* The learning rate of optimizer step `step` (0-based). Every schedule but noam starts with
+ * nanoGPT's linear warmup lr * (step + 1) / (warmup + 1) for step < warmup; then cosine
+ * (nanoGPT's default) goes from lr down to min_lr at step == steps, linear the same in a
+ * line, constant stays at lr, inverse-sqrt is lr sqrt(max(warmup, 1) / (step + 1)); noam is
+ * noam_factor d_model^-1/2 min(s^-1/2, s warmup^-3/2) with s = step + 1 (s^-1/2 alone when
+ * warmup is 0). */
 float train_lr_at(const train_hparams *hp, int64_t step);
 
 typedef struct trainer {

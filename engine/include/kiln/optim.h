@@ -16,6 +16,10 @@ typedef struct kiln_adam_opts {
     float eps;          /* 1e-8 */
     float weight_decay; /* 0: Adam; > 0: applied as set by `decoupled` */
     int decoupled;      /* 1: AdamW (p -= lr*wd*p); 0: L2 added to the gradient (Adam) */
+    int rectified;      /* 1: RAdam (Liu et al. 2019), as torch.optim.RAdam: while the variance
+                           of the adaptive term is intractable (rho_t <= 5) a momentum step
+                           p -= lr m_hat, then the adaptive step scaled by the rectification r_t;
+                           decoupled decay stays lr*wd*p */
 } kiln_adam_opts;
 
 /* Per-step inputs. */
