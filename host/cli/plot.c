@@ -63,7 +63,7 @@ static int read_run(const char *arg, run *r) {
     while (len > 1 && trimmed[len - 1] == '/') trimmed[--len] = 0;
     if (!is_dir && len > 14 && !strcmp(trimmed + len - 14, "/metrics.jsonl")) trimmed[len -= 14] = 0;
     const char *base = strrchr(trimmed, '/');
-    snprintf(r->name, sizeof r->name, "%s", base ? base + 1 : trimmed);
+    snprintf(r->name, sizeof r->name, "%.255s", base ? base + 1 : trimmed); /* a legend entry, not a path */
     FILE *f = fopen(path, "rb");
     if (!f) return host_error("%s: cannot open (a run directory with metrics.jsonl, or a .jsonl file)", path);
     char *line = NULL;
