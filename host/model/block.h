@@ -60,7 +60,6 @@ typedef struct block_options {
 
 /* GPT-2's block: pre, plain, transformer, no sigma-reparam, no RealFormer, T = 1, s = 128. */
 block_options block_options_default(void);
-int block_options_is_default(const block_options *o);
 
 /* Refuses combinations that make no sense, with one line saying why: Admin and DeepNorm
  * with any norm placement but post, RealFormer with GAU layers (one head of width s: the

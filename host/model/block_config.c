@@ -23,13 +23,6 @@ block_options block_options_default(void) {
                            .gau_s = 128, .gau_attn = BLOCK_GAU_RELU2};
 }
 
-int block_options_is_default(const block_options *o) {
-    block_options d = block_options_default();
-    return o->norm == d.norm && o->residual == d.residual && o->layer == d.layer &&
-           o->sigma_reparam == d.sigma_reparam && o->residual_attention == d.residual_attention &&
-           o->attn_temperature == d.attn_temperature && o->gau_s == d.gau_s && o->gau_attn == d.gau_attn;
-}
-
 int block_options_check(const block_options *o, char *err, size_t errlen) {
     if ((unsigned)o->norm >= BLOCK_NORM_COUNT || (unsigned)o->residual >= BLOCK_RESIDUAL_COUNT ||
         (unsigned)o->layer >= BLOCK_LAYER_COUNT || (unsigned)o->gau_attn >= BLOCK_GAU_ATTN_COUNT) {

@@ -66,6 +66,13 @@ static int linear_present(const block_weights *w, int l) {
     return w->w[block_linear_slot((block_linear)l)] && w->w[BLOCK_SIGMA_U + l];
 }
 
+/* The context of the block's sigma-reparam buffers, or NULL when it has none. */
+static kiln_ctx *sigma_ctx(const block_weights *m) {
+    for (int l = 0; l < BLOCK_LINEAR_COUNT; l++)
+        if (linear_present(m, l)) return m->w[BLOCK_SIGMA_U + l]->ctx;
+    return NULL;
+}
+
 kiln_tensor *block_sigma(const block_weights *w, block_linear l) {
     kiln_tensor *W = w->w[block_linear_slot(l)], *u = w->w[BLOCK_SIGMA_U + l], *v = w->w[BLOCK_SIGMA_V + l];
     if (!W || !u || !v) {
@@ -97,9 +104,7 @@ static kiln_status iterate_one(block_weights *m, int l) {
 
 kiln_status block_sigma_iterate(const block_config *c, block_weights *m) {
     (void)c;
-    kiln_ctx *ctx = NULL;
-    for (int l = 0; l < BLOCK_LINEAR_COUNT && !ctx; l++)
-        if (linear_present(m, l)) ctx = m->w[BLOCK_SIGMA_U + l]->ctx;
+    kiln_ctx *ctx = sigma_ctx(m);
     if (!ctx) return KILN_OK;
     int grad = kiln_grad_enabled(ctx);
     kiln_set_grad_enabled(ctx, 0);
@@ -121,9 +126,7 @@ kiln_status block_sigma_init(const block_config *c, block_weights *m, uint64_t s
             (s = kiln_init_normal(v, seed, stream + 2 * (uint64_t)l + 1, 0.0f, 1.0f)))
             return s;
     }
-    kiln_ctx *ctx = NULL;
-    for (int l = 0; l < BLOCK_LINEAR_COUNT && !ctx; l++)
-        if (linear_present(m, l)) ctx = m->w[BLOCK_SIGMA_U + l]->ctx;
+    kiln_ctx *ctx = sigma_ctx(m);
     if (!ctx) return KILN_OK;
     for (int i = 0; i < iterations && !s; i++) {
         s = block_sigma_iterate(c, m);
