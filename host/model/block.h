@@ -80,6 +80,10 @@ typedef struct block_config {
     int n_embd, n_head;
     float ln_eps;
     block_options o;
+    /* what the model's role asks of the block (all zero: GPT's causal decoder block) */
+    int bidirectional;   /* self-attention sees every key (an encoder), not only the past */
+    int cross_attention; /* a decoder's sublayer attending to the encoder's output */
+    kiln_act mlp_act;    /* the MLP's activation: GELU (GPT, BERT) or ReLU (Vaswani et al.) */
     float deepnorm_alpha; /* s(x) = alpha * x under DeepNorm (1 otherwise) */
     float deepnorm_beta;  /* DeepNorm's init gain of the value, output and FFN weights */
     float proj_std;       /* GPT-2's init std of the residual projections: 0.02 / sqrt(2 L) */
@@ -95,8 +99,10 @@ void block_deepnorm_constants(int n_layers, int m_decoder_layers, int is_decoder
 /* Admin's closed-form omega for N residual sublayers: sqrt((N + 1) / ln(N + 1) - 1). */
 float block_admin_closed_omega(int n_sublayers);
 
-/* Residual sublayers per block: 2 (attention, MLP) or 1 (GAU). */
+/* Residual sublayers per block of a causal stack: 2 (attention, MLP) or 1 (GAU). */
 int block_sublayers(const block_options *o);
+/* Residual sublayers of a block as configured: block_sublayers, plus cross-attention's. */
+int block_config_sublayers(const block_config *c);
 
 /* ---- parameters ---- */
 
@@ -113,16 +119,25 @@ typedef enum block_slot {
     BLOCK_GAU_O_W, BLOCK_GAU_O_B,         /* gau.o: [e, C] */
     BLOCK_REZERO_ALPHA,                   /* [1] */
     BLOCK_ADMIN_OMEGA_1, BLOCK_ADMIN_OMEGA_2, /* [C] per sublayer */
+    /* cross-attention (decoder blocks): queries from the stream, keys and values from the
+     * encoder's output */
+    BLOCK_LNX_W, BLOCK_LNX_B,             /* ln_cross */
+    BLOCK_XQ_W, BLOCK_XQ_B,               /* cross.q: [C, C] */
+    BLOCK_XKV_W, BLOCK_XKV_B,             /* cross.kv: [C, 2C] (k, v side by side) */
+    BLOCK_XPROJ_W, BLOCK_XPROJ_B,         /* cross.c_proj: [C, C] */
+    BLOCK_ADMIN_OMEGA_X,                  /* [C] */
     BLOCK_SIGMA_GAMMA,                    /* + block_linear: [1] learned */
-    BLOCK_SIGMA_U = BLOCK_SIGMA_GAMMA + 6, /* + block_linear: [in] buffer */
-    BLOCK_SIGMA_V = BLOCK_SIGMA_U + 6,     /* + block_linear: [out] buffer */
-    BLOCK_SLOT_COUNT = BLOCK_SIGMA_V + 6
+    BLOCK_SIGMA_U = BLOCK_SIGMA_GAMMA + 9, /* + block_linear: [in] buffer */
+    BLOCK_SIGMA_V = BLOCK_SIGMA_U + 9,     /* + block_linear: [out] buffer */
+    BLOCK_SLOT_COUNT = BLOCK_SIGMA_V + 9
 } block_slot;
 
 /* The linear weights sigma-reparam applies to. */
 typedef enum block_linear {
     BLOCK_LINEAR_QKV, BLOCK_LINEAR_ATTN_PROJ, BLOCK_LINEAR_FC, BLOCK_LINEAR_MLP_PROJ,
-    BLOCK_LINEAR_GAU_UVZ, BLOCK_LINEAR_GAU_O, BLOCK_LINEAR_COUNT
+    BLOCK_LINEAR_GAU_UVZ, BLOCK_LINEAR_GAU_O,
+    BLOCK_LINEAR_CROSS_Q, BLOCK_LINEAR_CROSS_KV, BLOCK_LINEAR_CROSS_PROJ,
+    BLOCK_LINEAR_COUNT
 } block_linear;
 /* The weight slot of a linear. */
 block_slot block_linear_slot(block_linear l);
@@ -191,18 +206,32 @@ typedef struct block_pass {
     float dropout;           /* probability in training mode */
     kiln_tensor *scores;     /* RealFormer: the previous layer's raw scores (NULL at first) */
     kiln_tensor *gau_weights;/* GAU relu2: the [T, Tk] causal 1/n table, built once per pass */
+    kiln_tensor *key_lengths;    /* i32 [B] or NULL: self-attention ignores keys j >= len[b]
+                                    (an encoder's padding; a causal stack needs none) */
+    kiln_tensor *memory;         /* cross-attention: the encoder's output [B, S, C] */
+    kiln_tensor *memory_lengths; /* i32 [B] or NULL: cross-attention ignores source padding */
+    kiln_tensor **cross_kv;      /* when not NULL and cross_kv[layer] is set: that layer's
+                                    memory keys and values [B, S, 2C] (block_cross_kv),
+                                    computed once for a whole decode */
     kiln_tensor **entropy;   /* when not NULL: entropy[layer] = per-head entropy [H] (f32) */
-    kiln_tensor **branches;  /* when not NULL: branches[layer * 2 + i] = sublayer i's F(x) */
-    kiln_tensor **skips;     /* when not NULL: skips[layer * 2 + i] = sublayer i's s(x) */
+    kiln_tensor **branches;  /* when not NULL: branches[layer * n + i] = sublayer i's F(x), n =
+                                block_config_sublayers (self-attention, cross, MLP in order) */
+    kiln_tensor **skips;     /* when not NULL: skips[layer * n + i] = sublayer i's s(x) */
     block_admin_profile *admin; /* when not NULL: profile Admin's omegas (f32 model, no grad) */
 } block_pass;
+
+/* A decoder block's cross-attention keys and values [B, S, 2C] of the encoder's output
+ * memory [B, S, C]: what block_pass.cross_kv holds while decoding. */
+kiln_tensor *block_cross_kv(const block_config *c, const block_weights *w, kiln_tensor *memory);
 
 /* Widths of one layer's cached keys and values: C and C, or GAU's s and e. */
 void block_cache_widths(const block_config *c, int64_t *k_width, int64_t *v_width);
 
 /* One block on x [B, T, C]. With a cache (k_store, v_store: [n_positions, width] persistent
- * tensors), the new keys and values are written at rows [pos0, pos0 + T) and attention
- * covers every cached row; else attention is causal over x alone. */
+ * tensors, B = 1), the new keys and values are written at rows [pos0, pos0 + T) and
+ * attention covers every cached row; else self-attention covers x alone: causal, or every
+ * unpadded key when the block is bidirectional. A cross-attention block also attends to
+ * pass->memory. */
 kiln_tensor *block_forward(const block_config *c, const block_weights *w, int layer,
                            kiln_tensor *x, block_pass *pass, kiln_tensor *k_store,
                            kiln_tensor *v_store);

@@ -75,11 +75,15 @@ float block_admin_closed_omega(int n) {
 
 int block_sublayers(const block_options *o) { return o->layer == BLOCK_LAYER_GAU ? 1 : 2; }
 
+int block_config_sublayers(const block_config *c) { return block_sublayers(&c->o) + (c->cross_attention ? 1 : 0); }
+
 block_slot block_linear_slot(block_linear l) {
     static const block_slot slots[BLOCK_LINEAR_COUNT] = {
         [BLOCK_LINEAR_QKV] = BLOCK_QKV_W, [BLOCK_LINEAR_ATTN_PROJ] = BLOCK_ATTN_PROJ_W,
         [BLOCK_LINEAR_FC] = BLOCK_FC_W, [BLOCK_LINEAR_MLP_PROJ] = BLOCK_MLP_PROJ_W,
         [BLOCK_LINEAR_GAU_UVZ] = BLOCK_GAU_UVZ_W, [BLOCK_LINEAR_GAU_O] = BLOCK_GAU_O_W,
+        [BLOCK_LINEAR_CROSS_Q] = BLOCK_XQ_W, [BLOCK_LINEAR_CROSS_KV] = BLOCK_XKV_W,
+        [BLOCK_LINEAR_CROSS_PROJ] = BLOCK_XPROJ_W,
     };
     return slots[l];
 }

@@ -35,14 +35,15 @@ static kiln_tensor *cache_append(kiln_tensor *store, kiln_tensor *fresh, int64_t
     return kiln_reshape(kiln_view_rows(store, 0, pos0 + T), 3, shape);
 }
 
-/* Attention probabilities from scores [B, H, T, Tk] (QK^T, unscaled) at head width d. */
+/* Attention probabilities from scores [B, H, T, Tk] (QK^T, unscaled) at head width d, under
+ * the mask in `opts` (causality, key lengths). Self-attention's scores carry RealFormer's
+ * residual and the entropy probe; cross-attention's have another shape and take neither. */
 static kiln_tensor *attention_probs(const block_config *c, int layer, kiln_tensor *scores,
-                                    int64_t d, block_pass *pass) {
+                                    int64_t d, block_pass *pass, kiln_softmax_opts opts, int self) {
     float scale = 1.0f / sqrtf((float)d);
-    /* the causal mask is offset by Tk - T = pos0: new queries see every cached key */
-    kiln_softmax_opts opts = {.scale = scale, .causal = 1};
+    opts.scale = scale;
     if (c->o.attn_temperature != 1.0f) opts.temperature = c->o.attn_temperature;
-    if (c->o.residual_attention) {
+    if (self && c->o.residual_attention) {
         /* RealFormer: the raw scores, before the mask, pass on to the next layer */
         kiln_tensor *raw = kiln_scale(scores, scale);
         if (pass->scores) raw = kiln_add(raw, pass->scores);
@@ -51,16 +52,32 @@ static kiln_tensor *attention_probs(const block_config *c, int layer, kiln_tenso
         opts.scale = 1.0f;
     }
     kiln_tensor *p = kiln_softmax(scores, &opts);
-    if (pass->entropy && p) pass->entropy[layer] = kiln_attention_entropy(p);
+    if (self && pass->entropy && p) pass->entropy[layer] = kiln_attention_entropy(p);
     return p;
 }
 
-/* Causal multi-head self-attention of x [B, T, C]. */
+/* Multi-head attention of queries q [B, T, C] over keys k and values v [B, Tk, C], before
+ * the output projection. */
+static kiln_tensor *multi_head(const block_config *c, int layer, kiln_tensor *q, kiln_tensor *k,
+                               kiln_tensor *v, block_pass *pass, kiln_softmax_opts mask, int self) {
+    int64_t C = c->n_embd, H = c->n_head;
+    kiln_tensor *qh = kiln_split_heads(q, (int)H); /* [B, H, T, D] */
+    kiln_tensor *kh = kiln_split_heads(k, (int)H); /* [B, H, Tk, D] */
+    kiln_tensor *vh = kiln_split_heads(v, (int)H);
+    kiln_tensor *scores = kiln_matmul(qh, kh, NULL, 0, 1); /* [B, H, T, Tk] */
+    if (!scores) return NULL;
+    kiln_tensor *probs = maybe_dropout(attention_probs(c, layer, scores, C / H, pass, mask, self), pass->dropout);
+    return kiln_merge_heads(kiln_matmul(probs, vh, NULL, 0, 0)); /* [B, T, C] */
+}
+
+/* Multi-head self-attention of x [B, T, C]: causal (the causal mask is offset by Tk - T =
+ * pos0, so new queries see every cached key), or over every unpadded key when the block is
+ * bidirectional. */
 static kiln_tensor *attention(const block_config *c, const block_weights *w, int layer,
                               kiln_tensor *x, block_pass *pass, kiln_tensor *k_store,
                               kiln_tensor *v_store) {
     if (!x) return NULL;
-    int64_t C = c->n_embd, H = c->n_head, T = x->shape[1];
+    int64_t C = c->n_embd, T = x->shape[1];
     kiln_tensor *qkv = linear(c, w, BLOCK_LINEAR_QKV, x); /* [B, T, 3C] */
     kiln_tensor *q = kiln_slice(qkv, -1, 0, C);
     kiln_tensor *k = kiln_slice(qkv, -1, C, C);
@@ -69,18 +86,35 @@ static kiln_tensor *attention(const block_config *c, const block_weights *w, int
         k = cache_append(k_store, k, pass->pos0, T);
         v = cache_append(v_store, v, pass->pos0, T);
     }
-    kiln_tensor *qh = kiln_split_heads(q, (int)H); /* [B, H, T, D] */
-    kiln_tensor *kh = kiln_split_heads(k, (int)H); /* [B, H, Tk, D] */
-    kiln_tensor *vh = kiln_split_heads(v, (int)H);
-    kiln_tensor *scores = kiln_matmul(qh, kh, NULL, 0, 1); /* [B, H, T, Tk] */
-    if (!scores) return NULL;
-    kiln_tensor *probs = maybe_dropout(attention_probs(c, layer, scores, C / H, pass), pass->dropout);
-    kiln_tensor *y = kiln_merge_heads(kiln_matmul(probs, vh, NULL, 0, 0)); /* [B, T, C] */
+    kiln_softmax_opts mask = {.causal = !c->bidirectional, .key_lengths = pass->key_lengths};
+    kiln_tensor *y = multi_head(c, layer, q, k, v, pass, mask, 1);
     return linear(c, w, BLOCK_LINEAR_ATTN_PROJ, y);
 }
 
+kiln_tensor *block_cross_kv(const block_config *c, const block_weights *w, kiln_tensor *memory) {
+    if (!memory) {
+        kiln_set_error(KILN_ERR_ARGUMENT, "cross-attention: no encoder output to attend to");
+        return NULL;
+    }
+    return linear(c, w, BLOCK_LINEAR_CROSS_KV, memory);
+}
+
+/* Cross-attention of x [B, T, C] to the encoder's output: queries from x, keys and values
+ * from pass->memory (or the decode's precomputed ones), source padding masked. */
+static kiln_tensor *cross_attention(const block_config *c, const block_weights *w, int layer,
+                                    kiln_tensor *x, block_pass *pass) {
+    if (!x) return NULL;
+    int64_t C = c->n_embd;
+    kiln_tensor *kv = pass->cross_kv && pass->cross_kv[layer] ? pass->cross_kv[layer]
+                                                              : block_cross_kv(c, w, pass->memory);
+    kiln_tensor *q = linear(c, w, BLOCK_LINEAR_CROSS_Q, x);
+    kiln_softmax_opts mask = {.key_lengths = pass->memory_lengths};
+    kiln_tensor *y = multi_head(c, layer, q, kiln_slice(kv, -1, 0, C), kiln_slice(kv, -1, C, C), pass, mask, 0);
+    return linear(c, w, BLOCK_LINEAR_CROSS_PROJ, y);
+}
+
 static kiln_tensor *mlp(const block_config *c, const block_weights *w, kiln_tensor *x) {
-    kiln_tensor *h = kiln_gelu(linear(c, w, BLOCK_LINEAR_FC, x));
+    kiln_tensor *h = kiln_activation(linear(c, w, BLOCK_LINEAR_FC, x), c->mlp_act);
     return linear(c, w, BLOCK_LINEAR_MLP_PROJ, h);
 }
 
@@ -132,7 +166,8 @@ static kiln_tensor *gau(const block_config *c, const block_weights *w, int layer
     if (!scores) return NULL;
     kiln_tensor *a;
     if (c->o.gau_attn == BLOCK_GAU_SOFTMAX) {
-        a = attention_probs(c, layer, scores, S, pass);
+        kiln_softmax_opts mask = {.causal = !c->bidirectional, .key_lengths = pass->key_lengths};
+        a = attention_probs(c, layer, scores, S, pass, mask, 1);
     } else {
         int64_t Tk = scores->shape[3];
         if (!pass->gau_weights || pass->gau_weights->shape[0] != T || pass->gau_weights->shape[1] != Tk)
@@ -161,12 +196,25 @@ static double variance(const kiln_tensor *t) {
     return sq / (double)n;
 }
 
-/* The skip path s(x) of sublayer `sub`. */
-static kiln_tensor *skip(const block_config *c, const block_weights *w, int sub, kiln_tensor *x,
+/* A residual sublayer: where its captures go, its LayerNorm and its Admin omega. */
+typedef struct sublayer {
+    int index;        /* within the block: self-attention (or GAU), cross-attention, MLP */
+    block_slot ln;    /* the LayerNorm's weight (its bias follows) */
+    block_slot omega; /* Admin's omega */
+} sublayer;
+
+static sublayer self_sublayer(void) { return (sublayer){.index = 0, .ln = BLOCK_LN1_W, .omega = BLOCK_ADMIN_OMEGA_1}; }
+static sublayer cross_sublayer(void) { return (sublayer){.index = 1, .ln = BLOCK_LNX_W, .omega = BLOCK_ADMIN_OMEGA_X}; }
+static sublayer mlp_sublayer(const block_config *c) {
+    return (sublayer){.index = c->cross_attention ? 2 : 1, .ln = BLOCK_LN2_W, .omega = BLOCK_ADMIN_OMEGA_2};
+}
+
+/* The skip path s(x) of a sublayer. */
+static kiln_tensor *skip(const block_config *c, const block_weights *w, sublayer sub, kiln_tensor *x,
                          block_pass *pass) {
     switch (c->o.residual) {
     case BLOCK_RESIDUAL_ADMIN: {
-        kiln_tensor *omega = w->w[sub == 0 ? BLOCK_ADMIN_OMEGA_1 : BLOCK_ADMIN_OMEGA_2];
+        kiln_tensor *omega = w->w[sub.omega];
         if (pass->admin) {
             block_admin_profile *p = pass->admin;
             if (p->omegas) p->omegas[p->count] = p->ratio;
@@ -182,12 +230,13 @@ static kiln_tensor *skip(const block_config *c, const block_weights *w, int sub,
 
 /* One residual sublayer: f = F(input) already computed from the input the norm placement
  * gives it; returns the new stream. */
-static kiln_tensor *residual(const block_config *c, const block_weights *w, int layer, int sub,
+static kiln_tensor *residual(const block_config *c, const block_weights *w, int layer, sublayer sub,
                              kiln_tensor *x, kiln_tensor *f, block_pass *pass) {
     if (!f) return NULL;
-    if (pass->branches) pass->branches[layer * 2 + sub] = f;
+    int capture = layer * block_config_sublayers(c) + sub.index;
+    if (pass->branches) pass->branches[capture] = f;
     kiln_tensor *s = skip(c, w, sub, x, pass);
-    if (pass->skips) pass->skips[layer * 2 + sub] = s;
+    if (pass->skips) pass->skips[capture] = s;
     if (pass->admin && s) {
         double next = variance(s) + variance(f);
         if (!isfinite(next)) {
@@ -200,15 +249,13 @@ static kiln_tensor *residual(const block_config *c, const block_weights *w, int 
     if (c->o.residual == BLOCK_RESIDUAL_REZERO) f = kiln_mul(f, w->w[BLOCK_REZERO_ALPHA]);
     kiln_tensor *y = kiln_add(s, f);
     if (c->o.norm != BLOCK_NORM_POST) return y;
-    block_slot ln = sub == 0 ? BLOCK_LN1_W : BLOCK_LN2_W;
-    return kiln_layernorm(y, w->w[ln], w->w[ln + 1], c->ln_eps);
+    return kiln_layernorm(y, w->w[sub.ln], w->w[sub.ln + 1], c->ln_eps);
 }
 
 /* The input a sublayer's F sees: LN(x) under Pre-LN, x otherwise. */
-static kiln_tensor *sublayer_input(const block_config *c, const block_weights *w, int sub, kiln_tensor *x) {
+static kiln_tensor *sublayer_input(const block_config *c, const block_weights *w, sublayer sub, kiln_tensor *x) {
     if (c->o.norm != BLOCK_NORM_PRE) return x;
-    block_slot ln = sub == 0 ? BLOCK_LN1_W : BLOCK_LN2_W;
-    return kiln_layernorm(x, w->w[ln], w->w[ln + 1], c->ln_eps);
+    return kiln_layernorm(x, w->w[sub.ln], w->w[sub.ln + 1], c->ln_eps);
 }
 
 void block_cache_widths(const block_config *c, int64_t *k_width, int64_t *v_width) {
@@ -224,12 +271,16 @@ kiln_tensor *block_forward(const block_config *c, const block_weights *w, int la
                            kiln_tensor *x, block_pass *pass, kiln_tensor *k_store,
                            kiln_tensor *v_store) {
     if (!x) return NULL;
-    if (c->o.layer == BLOCK_LAYER_GAU) {
-        kiln_tensor *f = gau(c, w, layer, sublayer_input(c, w, 0, x), pass, k_store, v_store);
-        return residual(c, w, layer, 0, x, f, pass);
+    sublayer self = self_sublayer();
+    kiln_tensor *a = c->o.layer == BLOCK_LAYER_GAU
+                         ? gau(c, w, layer, sublayer_input(c, w, self, x), pass, k_store, v_store)
+                         : attention(c, w, layer, sublayer_input(c, w, self, x), pass, k_store, v_store);
+    x = residual(c, w, layer, self, x, a, pass);
+    if (x && c->cross_attention) {
+        sublayer cross = cross_sublayer();
+        x = residual(c, w, layer, cross, x, cross_attention(c, w, layer, sublayer_input(c, w, cross, x), pass), pass);
     }
-    kiln_tensor *a = attention(c, w, layer, sublayer_input(c, w, 0, x), pass, k_store, v_store);
-    x = residual(c, w, layer, 0, x, a, pass);
-    if (!x) return NULL;
-    return residual(c, w, layer, 1, x, mlp(c, w, sublayer_input(c, w, 1, x)), pass);
+    if (!x || c->o.layer == BLOCK_LAYER_GAU) return x;
+    sublayer ffn = mlp_sublayer(c);
+    return residual(c, w, layer, ffn, x, mlp(c, w, sublayer_input(c, w, ffn, x)), pass);
 }

@@ -14,6 +14,8 @@ static float deepnorm_std(const block_config *c, block_slot slot, int64_t col) {
     case BLOCK_QKV_W: return (float)((col >= 2 * c->n_embd ? beta : 1.0) * sqrt(2.0 / (C + C)));
     case BLOCK_GAU_UVZ_W:
         return (float)(col >= 2 * (int64_t)E ? sqrt(2.0 / (C + S)) : beta * sqrt(2.0 / (C + E)));
+    case BLOCK_XQ_W: return (float)sqrt(2.0 / (C + C));
+    case BLOCK_XKV_W: return (float)((col >= c->n_embd ? beta : 1.0) * sqrt(2.0 / (C + C)));
     default: return 0.0f;
     }
 }
@@ -38,11 +40,12 @@ kiln_status block_init_param(const block_config *c, const param_spec *spec, kiln
     int deepnorm = c->o.residual == BLOCK_RESIDUAL_DEEPNORM;
     block_slot slot = (block_slot)spec->slot;
     switch (slot) {
-    case BLOCK_LN1_W: case BLOCK_LN2_W: case BLOCK_ADMIN_OMEGA_1: case BLOCK_ADMIN_OMEGA_2:
+    case BLOCK_LN1_W: case BLOCK_LN2_W: case BLOCK_LNX_W:
+    case BLOCK_ADMIN_OMEGA_1: case BLOCK_ADMIN_OMEGA_2: case BLOCK_ADMIN_OMEGA_X:
         return kiln_fill(t, 1.0f);
-    case BLOCK_QKV_W: case BLOCK_GAU_UVZ_W:
+    case BLOCK_QKV_W: case BLOCK_GAU_UVZ_W: case BLOCK_XQ_W: case BLOCK_XKV_W:
         return deepnorm ? fill_columns(c, slot, t, seed, stream) : kiln_init_normal(t, seed, stream, 0.0f, std);
-    case BLOCK_FC_W: case BLOCK_ATTN_PROJ_W: case BLOCK_MLP_PROJ_W: case BLOCK_GAU_O_W: {
+    case BLOCK_FC_W: case BLOCK_ATTN_PROJ_W: case BLOCK_MLP_PROJ_W: case BLOCK_GAU_O_W: case BLOCK_XPROJ_W: {
         if (deepnorm) {
             double fan = (double)(t->shape[0] + t->shape[1]);
             return kiln_init_normal(t, seed, stream, 0.0f, (float)(c->deepnorm_beta * sqrt(2.0 / fan)));

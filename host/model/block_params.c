@@ -15,11 +15,14 @@ enum when {
     REZERO,
     ADMIN,
     ADMIN_TRANSFORMER, /* Admin's second omega: the MLP sublayer */
+    CROSS,             /* a decoder block's cross-attention */
+    CROSS_NORM,        /* and its LayerNorm */
+    ADMIN_CROSS,       /* and its omega */
 };
 
 /* A tensor's shape as (c0, c1) multiples of the widths: C = n_embd, E = GAU's expansion
  * 2C, S = GAU's s. */
-enum dim { D_NONE, D_ONE, D_C, D_3C, D_4C, D_E, D_UVZ, D_S, D_TWO };
+enum dim { D_NONE, D_ONE, D_C, D_2C, D_3C, D_4C, D_E, D_UVZ, D_S, D_TWO };
 
 typedef struct slot_desc {
     block_slot slot;
@@ -36,6 +39,14 @@ static const slot_desc trained[] = {
     {.slot = BLOCK_QKV_B, .suffix = "attn.c_attn.bias", .when = TRANSFORMER, .d0 = D_3C},
     {.slot = BLOCK_ATTN_PROJ_W, .suffix = "attn.c_proj.weight", .when = TRANSFORMER, .d0 = D_C, .d1 = D_C, .decay = 1},
     {.slot = BLOCK_ATTN_PROJ_B, .suffix = "attn.c_proj.bias", .when = TRANSFORMER, .d0 = D_C},
+    {.slot = BLOCK_LNX_W, .suffix = "ln_cross.weight", .when = CROSS_NORM, .d0 = D_C},
+    {.slot = BLOCK_LNX_B, .suffix = "ln_cross.bias", .when = CROSS_NORM, .d0 = D_C},
+    {.slot = BLOCK_XQ_W, .suffix = "cross.q.weight", .when = CROSS, .d0 = D_C, .d1 = D_C, .decay = 1},
+    {.slot = BLOCK_XQ_B, .suffix = "cross.q.bias", .when = CROSS, .d0 = D_C},
+    {.slot = BLOCK_XKV_W, .suffix = "cross.kv.weight", .when = CROSS, .d0 = D_C, .d1 = D_2C, .decay = 1},
+    {.slot = BLOCK_XKV_B, .suffix = "cross.kv.bias", .when = CROSS, .d0 = D_2C},
+    {.slot = BLOCK_XPROJ_W, .suffix = "cross.c_proj.weight", .when = CROSS, .d0 = D_C, .d1 = D_C, .decay = 1},
+    {.slot = BLOCK_XPROJ_B, .suffix = "cross.c_proj.bias", .when = CROSS, .d0 = D_C},
     {.slot = BLOCK_LN2_W, .suffix = "ln_2.weight", .when = TRANSFORMER_NORM, .d0 = D_C},
     {.slot = BLOCK_LN2_B, .suffix = "ln_2.bias", .when = TRANSFORMER_NORM, .d0 = D_C},
     {.slot = BLOCK_FC_W, .suffix = "mlp.c_fc.weight", .when = TRANSFORMER, .d0 = D_C, .d1 = D_4C, .decay = 1},
@@ -51,6 +62,7 @@ static const slot_desc trained[] = {
     {.slot = BLOCK_REZERO_ALPHA, .suffix = "rezero.alpha", .when = REZERO, .d0 = D_ONE},
     {.slot = BLOCK_ADMIN_OMEGA_1, .suffix = "admin.omega_1", .when = ADMIN, .d0 = D_C},
     {.slot = BLOCK_ADMIN_OMEGA_2, .suffix = "admin.omega_2", .when = ADMIN_TRANSFORMER, .d0 = D_C},
+    {.slot = BLOCK_ADMIN_OMEGA_X, .suffix = "admin.omega_cross", .when = ADMIN_CROSS, .d0 = D_C},
 };
 
 /* The linears' checkpoint stems, for sigma-reparam's "<stem>.sigma_gamma/u/v". */
@@ -60,8 +72,9 @@ static const char *const linear_stems[BLOCK_LINEAR_COUNT] = {
     [BLOCK_LINEAR_GAU_UVZ] = "gau.uvz", [BLOCK_LINEAR_GAU_O] = "gau.o",
 };
 
-static int present(const block_options *o, enum when w) {
-    int gau = o->layer == BLOCK_LAYER_GAU, norm = o->norm != BLOCK_NORM_NONE;
+static int present(const block_config *c, enum when w) {
+    const block_options *o = &c->o;
+    int gau = o->layer == BLOCK_LAYER_GAU, norm = o->norm != BLOCK_NORM_NONE, cross = c->cross_attention;
     switch (w) {
     case ALWAYS: return 1;
     case WITH_NORM: return norm;
@@ -71,6 +84,9 @@ static int present(const block_options *o, enum when w) {
     case REZERO: return o->residual == BLOCK_RESIDUAL_REZERO;
     case ADMIN: return o->residual == BLOCK_RESIDUAL_ADMIN;
     case ADMIN_TRANSFORMER: return o->residual == BLOCK_RESIDUAL_ADMIN && !gau;
+    case CROSS: return cross;
+    case CROSS_NORM: return cross && norm;
+    case ADMIN_CROSS: return cross && o->residual == BLOCK_RESIDUAL_ADMIN;
     }
     return 0;
 }
@@ -81,6 +97,7 @@ static int64_t width(const block_config *c, enum dim d) {
     case D_NONE: return 1;
     case D_ONE: return 1;
     case D_C: return C;
+    case D_2C: return 2 * C;
     case D_3C: return 3 * C;
     case D_4C: return 4 * C;
     case D_E: return E;
@@ -110,7 +127,7 @@ int block_param_specs(const block_config *c, const char *prefix, int layer, int 
     if (!buffers) {
         for (size_t i = 0; i < sizeof trained / sizeof trained[0]; i++) {
             const slot_desc *d = &trained[i];
-            if (!present(o, d->when)) continue;
+            if (!present(c, d->when)) continue;
             if (out)
                 put(&out[n], prefix, layer, d->suffix, "", d->d1 == D_NONE ? 1 : 2, width(c, d->d0),
                     width(c, d->d1), d->decay, 0, (int)d->slot);
@@ -122,7 +139,8 @@ int block_param_specs(const block_config *c, const char *prefix, int layer, int 
     for (int l = 0; l < BLOCK_LINEAR_COUNT; l++) {
         block_slot ws = block_linear_slot((block_linear)l);
         int gau_linear = l == BLOCK_LINEAR_GAU_UVZ || l == BLOCK_LINEAR_GAU_O;
-        if (gau_linear != (o->layer == BLOCK_LAYER_GAU)) continue;
+        int cross_linear = l >= BLOCK_LINEAR_CROSS_Q;
+        if (cross_linear ? !c->cross_attention : gau_linear != (o->layer == BLOCK_LAYER_GAU)) continue;
         const slot_desc *d = NULL;
         for (size_t i = 0; i < sizeof trained / sizeof trained[0]; i++)
             if (trained[i].slot == ws) d = &trained[i];

@@ -159,6 +159,10 @@ void gpt_free(gpt_model *m) {
  * singular value of a random matrix (the gap between the top two closes slowly). */
 #define GPT_SIGMA_INIT_ITERATIONS 30
 
+/* Streams for u and v per layer: two for each of the six linears a GPT block can have
+ * (fixed, so that cross-attention's linears, which a GPT never has, change no GPT's init). */
+#define GPT_SIGMA_STREAMS_PER_LAYER 12
+
 kiln_status gpt_init(gpt_model *m, uint64_t seed) {
     for (int i = 0; i < m->n_params; i++) {
         const gpt_param *p = &m->params[i];
@@ -177,7 +181,7 @@ kiln_status gpt_init(gpt_model *m, uint64_t seed) {
     uint64_t base = GPT_INIT_STREAM_BASE + (uint64_t)(m->n_params + m->n_buffers);
     for (int l = 0; l < m->cfg.n_layer; l++) {
         kiln_status s = block_sigma_init(&m->block, &m->masters[l], seed,
-                                         base + 2 * BLOCK_LINEAR_COUNT * (uint64_t)l, GPT_SIGMA_INIT_ITERATIONS);
+                                         base + GPT_SIGMA_STREAMS_PER_LAYER * (uint64_t)l, GPT_SIGMA_INIT_ITERATIONS);
         if (s) return s;
     }
     return KILN_OK;
