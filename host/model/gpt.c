@@ -80,18 +80,13 @@ int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out) {
     return (int)n;
 }
 
-/* The weight the forward pass reads for parameter i. */
-static kiln_tensor *compute_weight(const gpt_model *m, int i) {
-    return m->params[i].half ? m->params[i].half : m->params[i].t;
-}
-
 /* Points the handles of the forward pass at the weights it reads, and the masters' at the
  * f32 weights. */
 static void bind_handles(gpt_model *m) {
     m->ln_f_w = m->ln_f_b = NULL;
     for (int i = 0; i < m->n_params + m->n_buffers; i++) {
         const gpt_param_spec *s = &m->params[i].spec;
-        kiln_tensor *t = compute_weight(m, i);
+        kiln_tensor *t = model_param_compute(&m->params[i]);
         if (s->layer >= 0) {
             m->blocks[s->layer].w[s->slot] = t;
             m->masters[s->layer].w[s->slot] = m->params[i].t;
@@ -114,21 +109,10 @@ gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) {
     gpt_param_spec *specs = calloc((size_t)n, sizeof *specs);
     m->blocks = calloc((size_t)cfg->n_layer, sizeof *m->blocks);
     m->masters = calloc((size_t)cfg->n_layer, sizeof *m->masters);
-    m->params = calloc((size_t)n, sizeof *m->params);
-    if (!specs || !m->blocks || !m->masters || !m->params) goto fail;
+    if (!specs || !m->blocks || !m->masters) goto fail;
+    /* gpt_param_specs puts the buffers last */
     gpt_param_specs(cfg, specs);
-    for (int i = 0; i < n; i++) {
-        kiln_tensor *t = kiln_tensor_new(ctx, KILN_F32, specs[i].ndim, specs[i].shape);
-        if (!t) goto fail;
-        kiln_set_requires_grad(t, !specs[i].buffer);
-        m->params[i].spec = specs[i];
-        m->params[i].t = t;
-        /* gpt_param_specs puts the buffers last */
-        if (specs[i].buffer)
-            m->n_buffers++;
-        else
-            m->n_params++;
-    }
+    if (!(m->params = model_params_new(ctx, specs, n, &m->n_params, &m->n_buffers))) goto fail;
     m->dtype = KILN_F32;
     bind_handles(m);
     free(specs);
@@ -141,11 +125,7 @@ fail:
 
 void gpt_free(gpt_model *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_params + m->n_buffers; i++) {
-        kiln_tensor_free(m->params[i].t);
-        kiln_tensor_free(m->params[i].half);
-    }
-    free(m->params);
+    model_params_free(m->params, m->n_params + m->n_buffers);
     free(m->blocks);
     free(m->masters);
     free(m);
@@ -187,16 +167,6 @@ kiln_status gpt_init(gpt_model *m, uint64_t seed) {
     return KILN_OK;
 }
 
-/* An f16 tensor of t's shape holding t rounded to f16, or NULL (engine error set). */
-static kiln_tensor *half_of(kiln_ctx *ctx, const kiln_tensor *t) {
-    kiln_tensor *h = kiln_tensor_new(ctx, KILN_F16, t->ndim, t->shape);
-    if (h && kiln_copy(h, t)) {
-        kiln_tensor_free(h);
-        return NULL;
-    }
-    return h;
-}
-
 kiln_status gpt_set_precision(gpt_model *m, kiln_dtype dtype, int keep_masters) {
     if (dtype == m->dtype) return KILN_OK;
     if (dtype != KILN_F16 || m->dtype != KILN_F32) {
@@ -204,49 +174,17 @@ kiln_status gpt_set_precision(gpt_model *m, kiln_dtype dtype, int keep_masters) 
         return kiln_set_error(KILN_ERR_ARGUMENT, "gpt_set_precision: unsupported change %s -> %s",
                               kiln_dtype_name(m->dtype), kiln_dtype_name(dtype));
     }
-    /* every copy first, so a failure (no f16 storage, out of memory) leaves the model whole */
-    /* the buffers stay f32: the power iteration works on f32 masters */
-    kiln_tensor **halves = calloc((size_t)m->n_params, sizeof *halves);
-    if (!halves) return KILN_ERR_MEMORY;
-    for (int i = 0; i < m->n_params; i++) {
-        if (!(halves[i] = half_of(m->ctx, m->params[i].t))) {
-            kiln_status s = kiln_error_status();
-            for (int k = 0; k < i; k++) kiln_tensor_free(halves[k]);
-            free(halves);
-            return s ? s : KILN_ERR_MEMORY;
-        }
-    }
-    for (int i = 0; i < m->n_params; i++) {
-        gpt_param *p = &m->params[i];
-        if (keep_masters) {
-            /* backward reaches the copies, never the masters: no f32 gradient is kept */
-            kiln_set_requires_grad(p->t, 0);
-            kiln_set_requires_grad(halves[i], 1);
-            p->half = halves[i];
-        } else {
-            kiln_set_requires_grad(halves[i], kiln_requires_grad(p->t));
-            kiln_tensor_free(p->t);
-            p->t = halves[i];
-        }
-    }
-    free(halves);
+    kiln_status s = model_params_to_half(m->ctx, m->params, m->n_params, keep_masters);
+    if (s) return s;
     m->dtype = KILN_F16;
     bind_handles(m);
     return KILN_OK;
 }
 
-kiln_tensor *gpt_grad_leaf(const gpt_model *m, int i) {
-    return m->params[i].half ? m->params[i].half : m->params[i].t;
-}
+kiln_tensor *gpt_grad_leaf(const gpt_model *m, int i) { return model_param_compute(&m->params[i]); }
 
-int64_t gpt_param_count(const gpt_model *m) {
-    int64_t n = 0;
-    for (int i = 0; i < m->n_params; i++) n += kiln_numel(m->params[i].t);
-    return n;
-}
+int64_t gpt_param_count(const gpt_model *m) { return model_params_count(m->params, m->n_params); }
 
 gpt_param *gpt_find_param(gpt_model *m, const char *name) {
-    for (int i = 0; i < m->n_params + m->n_buffers; i++)
-        if (!strcmp(m->params[i].spec.name, name)) return &m->params[i];
-    return NULL;
+    return model_params_find(m->params, m->n_params + m->n_buffers, name);
 }

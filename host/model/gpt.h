@@ -18,6 +18,7 @@
 
 #include "kiln/kiln.h"
 #include "model/block.h"
+#include "model/model_params.h"
 
 typedef struct gpt_config {
     int n_layer, n_head, n_embd, n_positions, vocab_size;
@@ -52,12 +53,8 @@ enum { GPT_SLOT_WTE, GPT_SLOT_WPE, GPT_SLOT_LN_F_W, GPT_SLOT_LN_F_B };
  * returns their number. */
 int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out);
 
-/* One parameter: its spec and its tensor. */
-typedef struct gpt_param {
-    gpt_param_spec spec;
-    kiln_tensor *t;    /* the weight: f32 (the master in mixed-precision training) */
-    kiln_tensor *half; /* its f16 working copy in mixed-precision training, else NULL */
-} gpt_param;
+/* One parameter: its spec, its tensor and its f16 copy (model/model_params.h). */
+typedef model_param gpt_param;
 
 typedef struct gpt_model {
     kiln_ctx *ctx;

@@ -1,0 +1,88 @@
+/* A model's parameter table (model_params.h). */
+#include "model/model_params.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+model_param *model_params_new(kiln_ctx *ctx, const param_spec *specs, int n, int *n_params, int *n_buffers) {
+    model_param *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
+    if (!p) return NULL;
+    *n_params = *n_buffers = 0;
+    for (int i = 0; i < n; i++) {
+        kiln_tensor *t = kiln_tensor_new(ctx, KILN_F32, specs[i].ndim, specs[i].shape);
+        if (!t) {
+            model_params_free(p, i);
+            return NULL;
+        }
+        kiln_set_requires_grad(t, !specs[i].buffer);
+        p[i].spec = specs[i];
+        p[i].t = t;
+        if (specs[i].buffer)
+            ++*n_buffers;
+        else
+            ++*n_params;
+    }
+    return p;
+}
+
+void model_params_free(model_param *p, int n) {
+    if (!p) return;
+    for (int i = 0; i < n; i++) {
+        kiln_tensor_free(p[i].t);
+        kiln_tensor_free(p[i].half);
+    }
+    free(p);
+}
+
+kiln_tensor *model_param_compute(const model_param *p) { return p->half ? p->half : p->t; }
+
+/* An f16 tensor of t's shape holding t rounded to f16, or NULL (engine error set). */
+static kiln_tensor *half_of(kiln_ctx *ctx, const kiln_tensor *t) {
+    kiln_tensor *h = kiln_tensor_new(ctx, KILN_F16, t->ndim, t->shape);
+    if (h && kiln_copy(h, t)) {
+        kiln_tensor_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+kiln_status model_params_to_half(kiln_ctx *ctx, model_param *p, int n_params, int keep_masters) {
+    /* every copy first, so a failure (no f16 storage, out of memory) leaves the model whole;
+     * the buffers stay f32: the power iteration works on f32 masters */
+    kiln_tensor **halves = calloc((size_t)(n_params > 0 ? n_params : 1), sizeof *halves);
+    if (!halves) return KILN_ERR_MEMORY;
+    for (int i = 0; i < n_params; i++) {
+        if (!(halves[i] = half_of(ctx, p[i].t))) {
+            kiln_status s = kiln_error_status();
+            for (int k = 0; k < i; k++) kiln_tensor_free(halves[k]);
+            free(halves);
+            return s ? s : KILN_ERR_MEMORY;
+        }
+    }
+    for (int i = 0; i < n_params; i++) {
+        if (keep_masters) {
+            /* backward reaches the copies, never the masters: no f32 gradient is kept */
+            kiln_set_requires_grad(p[i].t, 0);
+            kiln_set_requires_grad(halves[i], 1);
+            p[i].half = halves[i];
+        } else {
+            kiln_set_requires_grad(halves[i], kiln_requires_grad(p[i].t));
+            kiln_tensor_free(p[i].t);
+            p[i].t = halves[i];
+        }
+    }
+    free(halves);
+    return KILN_OK;
+}
+
+int64_t model_params_count(const model_param *p, int n_params) {
+    int64_t n = 0;
+    for (int i = 0; i < n_params; i++) n += kiln_numel(p[i].t);
+    return n;
+}
+
+model_param *model_params_find(model_param *p, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(p[i].spec.name, name)) return &p[i];
+    return NULL;
+}
