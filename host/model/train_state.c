@@ -30,17 +30,17 @@ static state_keys current_keys(const trainer *t) {
     state_keys k;
     k.step = (uint64_t)t->step;
     k.adam_steps = (uint64_t)kiln_adam_steps(t->opt);
-    k.rng_stream = kiln_rng_stream(t->m->ctx);
+    k.rng_stream = kiln_rng_stream(t->model.ctx);
     k.seed = t->hp.seed;
     k.batch = (uint64_t)t->hp.batch;
     k.block = (uint64_t)t->hp.block;
     k.grad_accum = (uint64_t)t->hp.grad_accum;
-    k.data_tokens = t->ds ? (uint64_t)t->ds->n_tokens : 0;
+    k.data_tokens = t->model.data_tokens;
     return k;
 }
 
 int trainer_save_state(const trainer *t, const char *path, char *err, size_t errlen) {
-    const gpt_model *m = t->m;
+    const train_model *m = &t->model;
     st_writer *w = st_writer_new();
     float **host = calloc((size_t)(2 * m->n_params), sizeof *host);
     int rc = -1;
@@ -181,7 +181,7 @@ int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen) {
     if (read_keys(f, path, &saved, err, errlen) || check_same_run(&saved, &now, path, err, errlen) ||
         check_optimizer(t, f, path, err, errlen) || load_precision(t, f, path, err, errlen))
         goto done;
-    const gpt_model *m = t->m;
+    const train_model *m = &t->model;
     if ((int64_t)st_count(f) != 2 * (int64_t)m->n_params) {
         snprintf(err, errlen, "%s: %zu tensors, the model's optimizer state has %d", path,
                  st_count(f), 2 * m->n_params);
@@ -212,7 +212,7 @@ int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen) {
     }
     t->step = (int64_t)saved.step;
     kiln_adam_set_steps(t->opt, (int64_t)saved.adam_steps);
-    kiln_set_rng_stream(t->m->ctx, saved.rng_stream);
+    kiln_set_rng_stream(t->model.ctx, saved.rng_stream);
     rc = 0;
 done:
     free(host);

@@ -41,31 +41,28 @@ static int engine_error(char *err, size_t errlen, const char *what) {
     return -1;
 }
 
-int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hparams *hp,
-                 char *err, size_t errlen) {
+int trainer_init_model(trainer *t, const train_model *model, const train_hparams *hp, char *err,
+                       size_t errlen) {
     memset(t, 0, sizeof *t);
-    t->m = m;
-    t->ds = ds;
+    t->model = *model;
     t->hp = *hp;
-    if (!t->hp.d_model) t->hp.d_model = m->cfg.n_embd;
-    size_t cells = (size_t)hp->batch * (size_t)hp->block;
-    t->params = malloc((size_t)m->n_params * sizeof *t->params);
-    t->leaves = malloc((size_t)m->n_params * sizeof *t->leaves);
-    t->x = malloc(cells * sizeof *t->x);
-    t->y = malloc(cells * sizeof *t->y);
-    if (!t->params || !t->leaves || !t->x || !t->y) {
+    if (!t->hp.d_model) t->hp.d_model = model->d_model;
+    int n = model->n_params;
+    t->params = malloc((size_t)(n > 0 ? n : 1) * sizeof *t->params);
+    t->leaves = malloc((size_t)(n > 0 ? n : 1) * sizeof *t->leaves);
+    if (!t->params || !t->leaves) {
         trainer_free(t);
         snprintf(err, errlen, "out of host memory");
         return -1;
     }
     int half = hp->precision == KILN_F16;
-    if (half && gpt_set_precision(m, KILN_F16, 1)) {
+    if (half && model->set_precision(model->self, KILN_F16, 1)) {
         trainer_free(t);
         return engine_error(err, errlen, "cannot train in fp16");
     }
-    for (int i = 0; i < m->n_params; i++) {
-        t->params[i] = m->params[i].t;
-        t->leaves[i] = gpt_grad_leaf(m, i);
+    for (int i = 0; i < n; i++) {
+        t->params[i] = model->params[i].t;
+        t->leaves[i] = model_param_compute(&model->params[i]);
     }
     kiln_adam_opts o = kiln_adam_defaults();
     o.beta1 = hp->beta1;
@@ -74,24 +71,78 @@ int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hpara
     o.weight_decay = hp->weight_decay;
     o.decoupled = hp->optimizer != TRAIN_OPTIMIZER_ADAM;
     o.rectified = hp->optimizer == TRAIN_OPTIMIZER_RADAM;
-    t->opt = kiln_adam_new(m->ctx, t->params, m->n_params, &o);
+    t->opt = kiln_adam_new(model->ctx, t->params, n, &o);
     if (!t->opt) {
         trainer_free(t);
         return engine_error(err, errlen, "cannot create the optimizer");
     }
-    for (int i = 0; i < m->n_params; i++) kiln_adam_set_decay(t->opt, i, m->params[i].spec.decay);
+    for (int i = 0; i < n; i++) kiln_adam_set_decay(t->opt, i, model->params[i].spec.decay);
     if (half) {
         kiln_loss_scale_opts lo = hp->loss_scale.init > 0 ? hp->loss_scale : kiln_loss_scale_defaults();
-        if (kiln_adam_set_half_copies(t->opt, t->leaves) || !(t->scaler = kiln_loss_scaler_new(m->ctx, &lo))) {
+        if (kiln_adam_set_half_copies(t->opt, t->leaves) || !(t->scaler = kiln_loss_scaler_new(model->ctx, &lo))) {
             trainer_free(t);
             return engine_error(err, errlen, "cannot set up fp16 training");
         }
     }
-    if (kiln_zero_grad(t->leaves, m->n_params)) {
+    if (kiln_zero_grad(t->leaves, n)) {
         trainer_free(t);
         return engine_error(err, errlen, "cannot allocate the gradients");
     }
-    kiln_set_seed(m->ctx, hp->seed);
+    kiln_set_seed(model->ctx, hp->seed);
+    return 0;
+}
+
+/* An i32 [rows, block] step tensor holding host ids. */
+static kiln_tensor *upload_ids(kiln_ctx *ctx, const int32_t *ids, int rows, int block) {
+    int64_t shape[2] = {rows, block};
+    kiln_tensor *t = kiln_tensor_temp(ctx, KILN_I32, 2, shape);
+    if (!t || kiln_upload(t, ids, (size_t)rows * (size_t)block * sizeof *ids)) return NULL;
+    return t;
+}
+
+/* The GPT's cross-entropy of token ids x against targets y ([rows, block]), with the run's
+ * label smoothing. */
+static kiln_tensor *gpt_batch_loss(trainer *t, const int32_t *x, const int32_t *y, int rows) {
+    kiln_ctx *ctx = t->m->ctx;
+    kiln_tensor *ids = upload_ids(ctx, x, rows, t->hp.block);
+    kiln_tensor *targets = upload_ids(ctx, y, rows, t->hp.block);
+    kiln_tensor *logits = ids && targets ? gpt_forward(t->m, ids, t->hp.dropout) : NULL;
+    return logits ? kiln_cross_entropy(logits, targets, t->hp.label_smoothing, -1) : NULL;
+}
+
+static kiln_tensor *gpt_micro_loss(trainer *t, uint64_t draw, char *err, size_t errlen) {
+    if (data_sample_batch(t->ds, DATA_TRAIN, t->hp.batch, t->hp.block, t->hp.seed, draw, t->x, t->y, err, errlen))
+        return NULL;
+    kiln_tensor *l = gpt_batch_loss(t, t->x, t->y, t->hp.batch);
+    if (!l) engine_error(err, errlen, "training step");
+    return l;
+}
+
+static kiln_status gpt_precision_hook(void *m, kiln_dtype dtype, int keep_masters) {
+    return gpt_set_precision(m, dtype, keep_masters);
+}
+static kiln_status gpt_sigma_hook(void *m) { return gpt_sigma_step(m); }
+static kiln_status gpt_grad_norms_hook(void *m, double unscale, double *out) {
+    return gpt_layer_grad_norms(m, unscale, out);
+}
+
+int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hparams *hp,
+                 char *err, size_t errlen) {
+    train_model model = {.self = m, .ctx = m->ctx, .params = m->params, .n_params = m->n_params,
+                         .d_model = m->cfg.n_embd, .data_tokens = ds ? (uint64_t)ds->n_tokens : 0,
+                         .set_precision = gpt_precision_hook, .sigma_step = gpt_sigma_hook,
+                         .layer_grad_norms = gpt_grad_norms_hook, .micro_loss = gpt_micro_loss};
+    if (trainer_init_model(t, &model, hp, err, errlen)) return -1;
+    t->m = m;
+    t->ds = ds;
+    size_t cells = (size_t)hp->batch * (size_t)hp->block;
+    t->x = malloc(cells * sizeof *t->x);
+    t->y = malloc(cells * sizeof *t->y);
+    if (!t->x || !t->y) {
+        trainer_free(t);
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -105,33 +156,30 @@ void trainer_free(trainer *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* An i32 [rows, block] step tensor holding host ids. */
-static kiln_tensor *upload_ids(kiln_ctx *ctx, const int32_t *ids, int rows, int block) {
-    int64_t shape[2] = {rows, block};
-    kiln_tensor *t = kiln_tensor_temp(ctx, KILN_I32, 2, shape);
-    if (!t || kiln_upload(t, ids, (size_t)rows * (size_t)block * sizeof *ids)) return NULL;
-    return t;
-}
-
-int trainer_accumulate(trainer *t, const int32_t *x, const int32_t *y, int rows, float scale,
-                       double *loss, char *err, size_t errlen) {
-    kiln_ctx *ctx = t->m->ctx;
-    kiln_set_grad_enabled(ctx, 1);
-    kiln_set_training(ctx, 1);
-    kiln_tensor *ids = upload_ids(ctx, x, rows, t->hp.block);
-    kiln_tensor *targets = upload_ids(ctx, y, rows, t->hp.block);
-    /* gpt_loss's cross-entropy, with the run's label smoothing */
-    kiln_tensor *logits = ids && targets ? gpt_forward(t->m, ids, t->hp.dropout) : NULL;
-    kiln_tensor *l = logits ? kiln_cross_entropy(logits, targets, t->hp.label_smoothing, -1) : NULL;
+/* Backward of a micro-batch's loss l, gradients scaled by `scale` (and the loss scale in
+ * fp16), then the step's activations freed. */
+static int backward_loss(trainer *t, kiln_tensor *l, float scale, double *loss, char *err, size_t errlen) {
     float value = 0.0f;
     int rc = 0;
     /* the loss scale enters as backward's seed: the loss itself stays unscaled */
     float seed = t->scaler ? scale * kiln_loss_scale_value(t->scaler) : scale;
     if (!l || kiln_backward(l, seed) || kiln_read_scalar(l, &value))
         rc = engine_error(err, errlen, "training step");
-    kiln_step_reset(ctx);
+    kiln_step_reset(t->model.ctx);
     *loss = value;
     return rc;
+}
+
+/* Forward and backward run in training mode with the tape on. */
+static void training_mode(kiln_ctx *ctx) {
+    kiln_set_grad_enabled(ctx, 1);
+    kiln_set_training(ctx, 1);
+}
+
+int trainer_accumulate(trainer *t, const int32_t *x, const int32_t *y, int rows, float scale,
+                       double *loss, char *err, size_t errlen) {
+    training_mode(t->model.ctx);
+    return backward_loss(t, gpt_batch_loss(t, x, y, rows), scale, loss, err, errlen);
 }
 
 int trainer_update_scaled(trainer *t, float lr, double *grad_norm, int *skipped, char *err,
@@ -143,9 +191,9 @@ int trainer_update_scaled(trainer *t, float lr, double *grad_norm, int *skipped,
                                : kiln_adam_step(t->opt, &s);
     /* a skipped step's norm is inf or NaN: not worth a read */
     if (!st && !overflow) st = kiln_read_scalar(kiln_adam_grad_norm(t->opt), &norm);
-    if (!st) st = kiln_zero_grad(t->leaves, t->m->n_params);
+    if (!st) st = kiln_zero_grad(t->leaves, t->model.n_params);
     int rc = st ? engine_error(err, errlen, "optimizer step") : 0;
-    kiln_step_reset(t->m->ctx);
+    kiln_step_reset(t->model.ctx);
     *grad_norm = norm;
     if (skipped) *skipped = overflow;
     if (rc == 0) t->step++;
@@ -159,15 +207,18 @@ int trainer_update(trainer *t, float lr, double *grad_norm, char *err, size_t er
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen) {
     const train_hparams *hp = &t->hp;
     double total = 0.0;
-    if (gpt_sigma_step(t->m)) return engine_error(err, errlen, "sigma-reparam power iteration");
+    const train_model *m = &t->model;
+    if (m->sigma_step && m->sigma_step(m->self)) return engine_error(err, errlen, "sigma-reparam power iteration");
     for (int micro = 0; micro < hp->grad_accum; micro++) {
         uint64_t draw = (uint64_t)t->step * (uint64_t)hp->grad_accum + (uint64_t)micro;
         double loss;
-        if (data_sample_batch(t->ds, DATA_TRAIN, hp->batch, hp->block, hp->seed, draw, t->x,
-                              t->y, err, errlen) ||
-            trainer_accumulate(t, t->x, t->y, hp->batch, 1.0f / (float)hp->grad_accum, &loss,
-                               err, errlen))
+        training_mode(m->ctx);
+        kiln_tensor *l = m->micro_loss(t, draw, err, errlen);
+        if (!l) {
+            kiln_step_reset(m->ctx);
             return -1;
+        }
+        if (backward_loss(t, l, 1.0f / (float)hp->grad_accum, &loss, err, errlen)) return -1;
         total += loss;
     }
     stats->loss = total / hp->grad_accum;
@@ -177,9 +228,9 @@ int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen) 
                  stats->loss, (long long)t->step + 1);
         return -1;
     }
-    if (t->layer_grad_norms) {
+    if (t->layer_grad_norms && m->layer_grad_norms) {
         double unscale = t->scaler ? kiln_loss_scale_value(t->scaler) : 1.0;
-        if (gpt_layer_grad_norms(t->m, unscale, t->layer_grad_norms))
+        if (m->layer_grad_norms(m->self, unscale, t->layer_grad_norms))
             return engine_error(err, errlen, "per-layer gradient norms");
     }
     if (trainer_update_scaled(t, (float)stats->lr, &stats->grad_norm, &stats->skipped, err, errlen))

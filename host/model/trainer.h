@@ -1,7 +1,8 @@
-/* Training a GPT: the hyperparameters, the learning-rate schedule, one optimizer step
+/* Training a model: the hyperparameters, the learning-rate schedule, one optimizer step
  * (forward, backward over --grad-accum micro-batches, clipped AdamW), and the optimizer
- * state that lets a run resume exactly where it stopped. Used by `kiln train`,
- * `kiln bench train` and the PyTorch parity dump. */
+ * state that lets a run resume exactly where it stopped. The GPT plugs in through
+ * trainer_init; any other model (seq2seq, BERT) describes itself as a train_model. Used by
+ * `kiln train`, `kiln bench train` and the PyTorch parity dump. */
 #ifndef KILN_HOST_MODEL_TRAINER_H
 #define KILN_HOST_MODEL_TRAINER_H
 
@@ -63,8 +64,29 @@ train_hparams train_nanogpt_hparams(void);
  * warmup is 0). */
 float train_lr_at(const train_hparams *hp, int64_t step);
 
+struct trainer;
+
+/* What the trainer needs of a model: its parameter table and a few hooks. */
+typedef struct train_model {
+    void *self;              /* the model, passed to the hooks */
+    kiln_ctx *ctx;
+    model_param *params;     /* the n_params trained weights first (model/model_params.h) */
+    int n_params;
+    int d_model;             /* the width noam's schedule scales by */
+    uint64_t data_tokens;    /* the training data's size: a resume must see the same data */
+    /* to mixed precision (as gpt_set_precision with keep_masters = 1) */
+    kiln_status (*set_precision)(void *self, kiln_dtype dtype, int keep_masters);
+    kiln_status (*sigma_step)(void *self);                                   /* or NULL */
+    kiln_status (*layer_grad_norms)(void *self, double unscale, double *out); /* or NULL */
+    /* The training loss of micro-batch `draw` (a scalar recorded on the tape, with the run's
+     * dropout and label smoothing), or NULL with a message in err. */
+    kiln_tensor *(*micro_loss)(struct trainer *t, uint64_t draw, char *err, size_t errlen);
+    void *data;              /* where micro_loss draws from */
+} train_model;
+
 typedef struct trainer {
-    gpt_model *m;
+    train_model model;
+    gpt_model *m;       /* the GPT when it is one (trainer_init), else NULL */
     const data_set *ds; /* NULL when the caller feeds batches itself */
     train_hparams hp;
     kiln_adam *opt;
@@ -85,6 +107,9 @@ typedef struct trainer {
  * -1 with a message. */
 int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hparams *hp,
                  char *err, size_t errlen);
+/* The same for any model: decay where its specs say so. */
+int trainer_init_model(trainer *t, const train_model *model, const train_hparams *hp, char *err,
+                       size_t errlen);
 void trainer_free(trainer *t);
 
 /* Forward and backward of one micro-batch x, y ([rows, block] token ids), gradients
@@ -113,8 +138,9 @@ typedef struct train_step_stats {
 } train_step_stats;
 
 /* One optimizer step on training batches drawn for (seed, step): grad_accum micro-batches,
- * micro-batch i of step s being data_sample_batch(..., seed, s * grad_accum + i). With
- * sigma-reparam, one power-iteration step runs first. */
+ * micro-batch i of step s being draw s * grad_accum + i (the GPT's:
+ * data_sample_batch(..., seed, draw)). With sigma-reparam, one power-iteration step runs
+ * first. */
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
 
 /* ---- the optimizer state file (DIR/optimizer.safetensors) ----
