@@ -22,8 +22,14 @@
 
 /* ---- the table ---- */
 
+/* What the block is part of: a GPT's causal stack, an encoder (bidirectional, the second
+ * row padded), a decoder (causal, cross-attention to a memory input whose second row is
+ * padded). */
+enum block_role { ROLE_GPT, ROLE_ENCODER, ROLE_DECODER };
+
 typedef struct block_case {
     block_options o;
+    enum block_role role;
     int layers;          /* blocks stacked (RealFormer passes scores between them) */
     int n_slots;
     block_slot slots[5]; /* the case's inputs after x, in order: these tensors are checked */
@@ -45,9 +51,9 @@ static block_config config_of(const block_options *o, int layers) {
 static float test_value(block_slot slot, uint64_t stream, int64_t i) {
     float r = kiln_rng_normal(99, stream, (uint64_t)i);
     switch (slot) {
-    case BLOCK_LN1_W: case BLOCK_LN2_W: return 1.0f + 0.1f * r;
+    case BLOCK_LN1_W: case BLOCK_LN2_W: case BLOCK_LNX_W: return 1.0f + 0.1f * r;
     case BLOCK_REZERO_ALPHA: return 0.7f;
-    case BLOCK_ADMIN_OMEGA_1: case BLOCK_ADMIN_OMEGA_2: return 1.2f + 0.1f * r;
+    case BLOCK_ADMIN_OMEGA_1: case BLOCK_ADMIN_OMEGA_2: case BLOCK_ADMIN_OMEGA_X: return 1.2f + 0.1f * r;
     case BLOCK_GAU_QK_SCALE: return 1.0f + 0.3f * r;
     default: break;
     }
@@ -116,22 +122,41 @@ static int make_weights(const block_config *c, int layer, kiln_ctx *ctx, kiln_dt
     return rc;
 }
 
+/* Lengths [2]: the first row whole, the second padded after `short_len`. */
+static kiln_tensor *row_lengths(kiln_ctx *ctx, int32_t full, int32_t short_len) {
+    int64_t two = 2;
+    int32_t len[2] = {full, short_len};
+    kiln_tensor *t = kiln_tensor_temp(ctx, KILN_I32, 1, &two);
+    return t && !kiln_upload(t, len, sizeof len) ? t : NULL;
+}
+
 static kiln_tensor *build_block(kiln_tensor **in, const void *param) {
     const block_case *bc = param;
     int layers = bc->layers ? bc->layers : 1;
     block_config c = config_of(&bc->o, layers);
     kiln_tensor *x = in[0];
     block_pass pass = {.pos0 = 0};
+    int first_slot = 1;
+    if (bc->role == ROLE_ENCODER) {
+        c.bidirectional = 1;
+        pass.key_lengths = row_lengths(x->ctx, (int32_t)x->shape[1], 3);
+    } else if (bc->role == ROLE_DECODER) {
+        c.cross_attention = 1;
+        pass.memory = in[1];
+        pass.memory_lengths = row_lengths(x->ctx, (int32_t)in[1]->shape[1], 2);
+        first_slot = 2;
+    }
     for (int l = 0; l < layers && x; l++) {
         block_weights w;
         if (make_weights(&c, l, in[0]->ctx, in[0]->dtype, &w)) return NULL;
-        for (int i = 0; i < bc->n_slots; i++) w.w[bc->slots[i]] = in[1 + i];
+        for (int i = 0; i < bc->n_slots; i++) w.w[bc->slots[i]] = in[first_slot + i];
         x = block_forward(&c, &w, l, x, &pass, NULL, NULL);
     }
     return x;
 }
 
 #define X_IN {.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, C}, .grad = 1}
+#define MEMORY_IN {.dtype = KILN_F32, .ndim = 3, .shape = {2, 4, C}, .grad = 1}
 #define VEC_IN(n, mean) {.dtype = KILN_F32, .ndim = 1, .shape = {n}, .init = KT_NORMAL, .lo = mean, .hi = 0.1f, .grad = 1}
 #define QK_IN(mean) {.dtype = KILN_F32, .ndim = 2, .shape = {2, S}, .init = KT_NORMAL, .lo = mean, .hi = 0.3f, .grad = 1}
 
@@ -161,6 +186,22 @@ static const block_case GAU_SIGMA = {.o = {.norm = BLOCK_NORM_PRE, .layer = BLOC
 static const block_case GAU_ADMIN = {.o = {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_ADMIN,
                                            .layer = BLOCK_LAYER_GAU},
                                      .n_slots = 1, .slots = {BLOCK_ADMIN_OMEGA_1}};
+
+static const block_case ENCODER = {.o = {.norm = BLOCK_NORM_POST}, .role = ROLE_ENCODER, .layers = 2};
+static const block_case ENCODER_GAU = {.o = {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU, .gau_attn = BLOCK_GAU_SOFTMAX},
+                                       .role = ROLE_ENCODER};
+static const block_case DECODER = {.o = {.norm = BLOCK_NORM_POST}, .role = ROLE_DECODER, .layers = 2};
+static const block_case DECODER_PRE = {.o = {.norm = BLOCK_NORM_PRE}, .role = ROLE_DECODER,
+                                       .n_slots = 2, .slots = {BLOCK_LNX_W, BLOCK_LNX_B}};
+static const block_case DECODER_ADMIN = {.o = {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_ADMIN},
+                                         .role = ROLE_DECODER, .n_slots = 3,
+                                         .slots = {BLOCK_ADMIN_OMEGA_1, BLOCK_ADMIN_OMEGA_X, BLOCK_ADMIN_OMEGA_2}};
+static const block_case DECODER_SIGMA = {.o = {.norm = BLOCK_NORM_NONE, .sigma_reparam = 1}, .role = ROLE_DECODER,
+                                         .n_slots = 3,
+                                         .slots = {BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_CROSS_Q,
+                                                   BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_CROSS_KV,
+                                                   BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_CROSS_PROJ}};
+static const block_case DECODER_GAU = {.o = {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU}, .role = ROLE_DECODER};
 
 static const kt_case cases[] = {
     {.name = "block_pre", .build = build_block, .param = &PRE, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
@@ -192,6 +233,20 @@ static const kt_case cases[] = {
      .in = {X_IN, VEC_IN(1, 1.5f), VEC_IN(1, 1.2f)}, .fwd_tol = 1e-9, .f16_tol = 2e-4},
     {.name = "block_gau_admin", .build = build_block, .param = &GAU_ADMIN, .n_in = 2,
      .in = {X_IN, VEC_IN(C, 1.2f)}, .fwd_tol = 1e-9},
+    /* encoder and decoder blocks: padding masks, and cross-attention's gradient reaching the
+     * encoder's output */
+    {.name = "block_encoder", .build = build_block, .param = &ENCODER, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
+    {.name = "block_encoder_gau", .build = build_block, .param = &ENCODER_GAU, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
+    {.name = "block_decoder", .build = build_block, .param = &DECODER, .n_in = 2, .in = {X_IN, MEMORY_IN},
+     .fwd_tol = 1e-9},
+    {.name = "block_decoder_pre", .build = build_block, .param = &DECODER_PRE, .n_in = 4,
+     .in = {X_IN, MEMORY_IN, VEC_IN(C, 1.0f), VEC_IN(C, 0.0f)}, .fwd_tol = 1e-9},
+    {.name = "block_decoder_admin", .build = build_block, .param = &DECODER_ADMIN, .n_in = 5,
+     .in = {X_IN, MEMORY_IN, VEC_IN(C, 1.2f), VEC_IN(C, 1.3f), VEC_IN(C, 1.1f)}, .fwd_tol = 1e-9},
+    {.name = "block_decoder_sigma", .build = build_block, .param = &DECODER_SIGMA, .n_in = 5,
+     .in = {X_IN, MEMORY_IN, VEC_IN(1, 1.5f), VEC_IN(1, 1.2f), VEC_IN(1, 1.4f)}, .fwd_tol = 1e-9, .f16_tol = 2e-4},
+    {.name = "block_decoder_gau", .build = build_block, .param = &DECODER_GAU, .n_in = 2, .in = {X_IN, MEMORY_IN},
+     .fwd_tol = 1e-9},
 };
 
 /* ---- formulas by hand ---- */
