@@ -1,0 +1,242 @@
+/* The encoder-decoder (host/model/seq2seq.h) on every backend:
+ *   - padding cannot leak: changing the ids at padded source and target positions changes
+ *     neither the loss nor any gradient, while changing one real token does;
+ *   - a padded row gives the logits it gives alone, unpadded;
+ *   - decoding with the KV cache and the precomputed cross-attention keys gives the tokens
+ *     that full decoder passes over each prefix give (greedy), and beam search with one
+ *     hypothesis is greedy;
+ *   - the config refusals. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/seq2seq.h"
+#include "testutil.h"
+
+enum { V = 13, BOS = 10, EOS = 11, PAD = 12, MAXLEN = 12 };
+
+static seq2seq_config tiny_config(block_norm norm) {
+    seq2seq_config c = {.enc_layers = 2, .dec_layers = 2, .n_head = 2, .n_embd = 16, .max_len = MAXLEN,
+                        .src_vocab = V, .tgt_vocab = V, .shared_vocab = 1, .ln_eps = 1e-5f};
+    c.block = block_options_default();
+    c.block.norm = norm;
+    return c;
+}
+
+/* A model with weights large enough that every part matters (the init's 0.02 would make
+ * attention nearly uniform): each trained tensor of GPT-2-like init scaled up. */
+static seq2seq_model *tiny_model(kiln_ctx *ctx, block_norm norm, uint64_t seed) {
+    seq2seq_config cfg = tiny_config(norm);
+    char err[256];
+    ck_assert_msg(seq2seq_config_check(&cfg, err, sizeof err) == 0, "%s", err);
+    seq2seq_model *m = seq2seq_new(ctx, &cfg);
+    ck_assert_msg(m != NULL, "%s", kiln_error_message());
+    ck_assert_int_eq(seq2seq_init(m, seed), KILN_OK);
+    for (int i = 0; i < m->n_params; i++) {
+        if (m->params[i].spec.ndim != 2 || m->params[i].spec.layer < 0) continue;
+        ck_assert_int_eq(kiln_init_normal(m->params[i].t, seed, 7000 + (uint64_t)i, 0.0f, 0.3f), KILN_OK);
+    }
+    return m;
+}
+
+/* Two rows: the first 6 source tokens and 5 target tokens long, the second 3 and 2, padded
+ * with `pad_src` and `pad_tgt`. */
+static void make_batch(seq2seq_batch *b, int32_t *store, int32_t pad_src, int32_t pad_tgt, int32_t first_token) {
+    enum { SW = 7, TW = 6 };
+    b->rows = 2;
+    b->src_width = SW;
+    b->tgt_width = TW;
+    b->src = store;
+    b->src_len = store + 2 * SW;
+    b->tgt_in = b->src_len + 2;
+    b->tgt_out = b->tgt_in + 2 * TW;
+    const int32_t src_len[2] = {7, 4}, tgt_len[2] = {6, 3}; /* with EOS, with BOS */
+    for (int r = 0; r < 2; r++) {
+        b->src_len[r] = src_len[r];
+        for (int i = 0; i < SW; i++) {
+            int32_t tok = (int32_t)((r * 5 + i * 3 + 1) % 10);
+            if (r == 0 && i == 0) tok = first_token;
+            b->src[r * SW + i] = i < src_len[r] - 1 ? tok : i == src_len[r] - 1 ? EOS : pad_src;
+        }
+        for (int i = 0; i < TW; i++) {
+            int32_t tok = (int32_t)((r * 3 + i * 7 + 2) % 10), prev = (int32_t)((r * 3 + (i - 1) * 7 + 2) % 10);
+            b->tgt_in[r * TW + i] = i == 0 ? BOS : i < tgt_len[r] ? prev : pad_tgt;
+            b->tgt_out[r * TW + i] = i < tgt_len[r] - 1 ? tok : i == tgt_len[r] - 1 ? EOS : -1;
+        }
+    }
+}
+
+/* The loss and every gradient of one batch, on the host. */
+static float *loss_and_grads(seq2seq_model *m, const seq2seq_batch *b, int64_t *n_out) {
+    kiln_ctx *ctx = m->ctx;
+    kiln_tensor **leaves = malloc((size_t)m->n_params * sizeof *leaves);
+    int64_t n = 1;
+    for (int i = 0; i < m->n_params; i++) {
+        leaves[i] = m->params[i].t;
+        n += kiln_numel(m->params[i].t);
+    }
+    ck_assert_int_eq(kiln_zero_grad(leaves, m->n_params), KILN_OK);
+    kiln_set_grad_enabled(ctx, 1);
+    kiln_tensor *loss = seq2seq_batch_loss(m, b, 0.0f, 0.1f);
+    ck_assert_msg(loss != NULL, "%s", kiln_error_message());
+    ck_assert_int_eq(kiln_backward(loss, 1.0f), KILN_OK);
+    float *out = malloc((size_t)n * sizeof *out);
+    ck_assert_int_eq(kiln_read_scalar(loss, &out[0]), KILN_OK);
+    int64_t at = 1;
+    for (int i = 0; i < m->n_params; i++) {
+        int64_t k = kiln_numel(m->params[i].t);
+        ck_assert_int_eq(kiln_download_f32(kiln_grad(m->params[i].t), out + at, k), KILN_OK);
+        at += k;
+    }
+    kiln_step_reset(ctx);
+    free(leaves);
+    *n_out = n;
+    return out;
+}
+
+static double max_abs_diff(const float *a, const float *b, int64_t n) {
+    double d = 0;
+    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+START_TEST(padding_cannot_leak) {
+    kiln_ctx *ctx = kt_ctx();
+    for (int norm = BLOCK_NORM_PRE; norm <= BLOCK_NORM_POST; norm++) {
+        seq2seq_model *m = tiny_model(ctx, (block_norm)norm, 3);
+        int32_t sa[64], sb[64], sc[64];
+        seq2seq_batch a, b, c;
+        make_batch(&a, sa, PAD, PAD, 4);
+        make_batch(&b, sb, 3, 7, 4);   /* other ids where the rows are padded */
+        make_batch(&c, sc, PAD, PAD, 5); /* one real source token changed */
+        int64_t n;
+        float *ga = loss_and_grads(m, &a, &n), *gb = loss_and_grads(m, &b, &n), *gc = loss_and_grads(m, &c, &n);
+        double leak = max_abs_diff(ga, gb, n), change = max_abs_diff(ga, gc, n);
+        ck_assert_msg(leak <= 1e-6, "%s: padded ids changed the loss or a gradient by %g", block_norm_names[norm], leak);
+        ck_assert_msg(change > 1e-4, "%s: a real token changed nothing (%g): the check cannot fail",
+                      block_norm_names[norm], change);
+        free(ga);
+        free(gb);
+        free(gc);
+        seq2seq_free(m);
+    }
+}
+END_TEST
+
+/* Logits [T, V] of one row decoded alone (no padding, no lengths). */
+static void logits_alone(seq2seq_model *m, const int32_t *src, int s_len, const int32_t *tgt_in, int t_len, float *out) {
+    int64_t ss[2] = {1, s_len}, ts[2] = {1, t_len};
+    kiln_tensor *src_t = kt_tensor_i32(m->ctx, 2, ss, src), *tgt_t = kt_tensor_i32(m->ctx, 2, ts, tgt_in);
+    kiln_tensor *logits = seq2seq_decode(m, seq2seq_encode(m, src_t, NULL, 0), NULL, tgt_t, 0);
+    ck_assert_msg(logits != NULL, "%s", kiln_error_message());
+    ck_assert_int_eq(kiln_download_f32(logits, out, (int64_t)t_len * V), KILN_OK);
+    kiln_step_reset(m->ctx);
+    kiln_tensor_free(src_t);
+    kiln_tensor_free(tgt_t);
+}
+
+START_TEST(a_padded_row_gives_its_unpadded_logits) {
+    kiln_ctx *ctx = kt_ctx();
+    seq2seq_model *m = tiny_model(ctx, BLOCK_NORM_POST, 5);
+    kiln_set_grad_enabled(ctx, 0);
+    int32_t store[64];
+    seq2seq_batch b;
+    make_batch(&b, store, PAD, PAD, 4);
+    int64_t ss[2] = {2, b.src_width}, ts[2] = {2, b.tgt_width}, two = 2;
+    kiln_tensor *src = kt_tensor_i32(ctx, 2, ss, b.src), *len = kt_tensor_i32(ctx, 1, &two, b.src_len);
+    kiln_tensor *tgt = kt_tensor_i32(ctx, 2, ts, b.tgt_in);
+    kiln_tensor *logits = seq2seq_decode(m, seq2seq_encode(m, src, len, 0), len, tgt, 0);
+    ck_assert_msg(logits != NULL, "%s", kiln_error_message());
+    float batched[2 * 6 * V], alone[6 * V];
+    ck_assert_int_eq(kiln_download_f32(logits, batched, 2 * b.tgt_width * V), KILN_OK);
+    kiln_step_reset(ctx);
+    /* the second row: 4 source ids (3 and EOS), 3 decoder inputs */
+    logits_alone(m, b.src + b.src_width, 4, b.tgt_in + b.tgt_width, 3, alone);
+    double d = max_abs_diff(batched + b.tgt_width * V, alone, 3 * V);
+    ck_assert_msg(d < 1e-4, "the padded row's logits differ from the row alone by %g", d);
+    kiln_tensor_free(src);
+    kiln_tensor_free(len);
+    kiln_tensor_free(tgt);
+    kiln_set_grad_enabled(ctx, 1);
+    seq2seq_free(m);
+}
+END_TEST
+
+/* Greedy tokens by full decoder passes over each prefix, no cache. */
+static int greedy_by_full_passes(seq2seq_model *m, const int32_t *src, int n, int max_out, int32_t *out) {
+    int32_t src_eos[MAXLEN], tgt[MAXLEN];
+    memcpy(src_eos, src, (size_t)n * sizeof *src);
+    src_eos[n] = EOS;
+    tgt[0] = BOS;
+    float *logits = malloc((size_t)MAXLEN * V * sizeof *logits);
+    int len = 0;
+    while (len < max_out) {
+        logits_alone(m, src_eos, n + 1, tgt, len + 1, logits);
+        const float *last = logits + (int64_t)len * V;
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (last[v] > last[best]) best = v;
+        if (best == EOS) break;
+        out[len++] = best;
+        tgt[len] = best;
+    }
+    free(logits);
+    return len;
+}
+
+START_TEST(cached_decoding_matches_full_passes) {
+    kiln_ctx *ctx = kt_ctx();
+    for (int norm = BLOCK_NORM_PRE; norm <= BLOCK_NORM_POST; norm++) {
+        seq2seq_model *m = tiny_model(ctx, (block_norm)norm, 11);
+        kiln_set_grad_enabled(ctx, 0);
+        const int32_t src[5] = {1, 4, 2, 8, 5};
+        int32_t want[MAXLEN], got[MAXLEN], beam1[MAXLEN];
+        int n_want = greedy_by_full_passes(m, src, 5, 8, want);
+        seq2seq_search_opts o = {.beam = 1, .max_len = 8, .bos = BOS, .eos = EOS};
+        int n_got = seq2seq_translate(m, src, 5, &o, got, MAXLEN, NULL);
+        ck_assert_msg(n_got >= 0, "%s", kiln_error_message());
+        ck_assert_int_eq(n_got, n_want);
+        for (int i = 0; i < n_got; i++) ck_assert_int_eq(got[i], want[i]);
+        /* a beam of one with any length penalty is greedy */
+        o.length_penalty = 0.6f;
+        ck_assert_int_eq(seq2seq_translate(m, src, 5, &o, beam1, MAXLEN, NULL), n_want);
+        for (int i = 0; i < n_want; i++) ck_assert_int_eq(beam1[i], want[i]);
+        /* a wider beam runs (its result may differ) and stays within the limit */
+        o.beam = 4;
+        int n_beam = seq2seq_translate(m, src, 5, &o, beam1, MAXLEN, NULL);
+        ck_assert_msg(n_beam >= 0 && n_beam <= 8, "beam 4 gave %d tokens: %s", n_beam, kiln_error_message());
+        kiln_set_grad_enabled(ctx, 1);
+        seq2seq_free(m);
+    }
+}
+END_TEST
+
+START_TEST(bad_configs_are_refused) {
+    char err[256];
+    seq2seq_config c = tiny_config(BLOCK_NORM_POST);
+    c.tgt_vocab = V + 1;
+    ck_assert_int_eq(seq2seq_config_check(&c, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "shared vocabulary") != NULL, "got: %s", err);
+    c = tiny_config(BLOCK_NORM_POST);
+    c.block.layer = BLOCK_LAYER_GAU;
+    ck_assert_int_eq(seq2seq_config_check(&c, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "--gau-attn softmax") != NULL, "got: %s", err);
+    c = tiny_config(BLOCK_NORM_POST);
+    c.n_head = 3;
+    ck_assert_int_eq(seq2seq_config_check(&c, err, sizeof err), -1);
+    c = tiny_config(BLOCK_NORM_POST);
+    ck_assert_int_eq(seq2seq_config_check(&c, err, sizeof err), 0);
+}
+END_TEST
+
+static void add_tests(Suite *s, TCase *tc) {
+    (void)s;
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, padding_cannot_leak);
+    tcase_add_test(tc, a_padded_row_gives_its_unpadded_logits);
+    tcase_add_test(tc, cached_decoding_matches_full_passes);
+    tcase_add_test(tc, bad_configs_are_refused);
+}
+
+int main(int argc, char **argv) { return kt_main(argc, argv, "host_seq2seq", add_tests, NULL, 0); }
