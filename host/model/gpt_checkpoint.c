@@ -11,6 +11,7 @@
 #include "formats/json.h"
 #include "formats/safetensors.h"
 #include "formats/text_number.h"
+#include "model/seq2seq.h"
 
 #define CONFIG_JSON_MAX (1 << 20)
 
@@ -172,6 +173,12 @@ static int read_config(const st_file *f, const char *path, gpt_config *cfg, char
                        size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
     cfg->ln_eps = GPT_DEFAULT_LN_EPS;
+    const char *type = st_meta(f, "model_type");
+    if (type && strcmp(type, "gpt2")) {
+        snprintf(err, errlen, "%s: a %s checkpoint, not a GPT (model_type \"%s\")", path,
+                 !strcmp(type, SEQ2SEQ_MODEL_TYPE) ? "seq2seq (encoder-decoder)" : !strcmp(type, "bert") ? "BERT" : "non-GPT", type);
+        return -1;
+    }
     int rc = config_from_meta(f, path, cfg, err, errlen);
     if (rc < 0) return -1;
     if (rc == 0 && config_from_json(path, cfg, err, errlen)) return -1;
@@ -200,86 +207,12 @@ static int is_ignored_buffer(const char *name) {
     return 0;
 }
 
-static const char *strip_prefix(const char *name) {
+/* The name a file tensor stands for: HF's "transformer." prefix dropped; NULL for HF's
+ * buffers. */
+static const char *gpt_name(const char *file_name) {
     static const char prefix[] = "transformer.";
-    return strncmp(name, prefix, sizeof prefix - 1) ? name : name + sizeof prefix - 1;
-}
-
-/* Appends `name` to a comma-separated list in buf, up to a few names and a count. */
-static void list_add(char *buf, size_t size, int *count, const char *name) {
-    (*count)++;
-    size_t len = strlen(buf);
-    if (*count <= 4)
-        snprintf(buf + len, size - len, "%s%s", *count > 1 ? ", " : "", name);
-}
-
-static void list_finish(char *buf, size_t size, int count) {
-    size_t len = strlen(buf);
-    if (count > 4) snprintf(buf + len, size - len, " (and %d more)", count - 4);
-}
-
-static void shape_str(char *buf, size_t size, int ndim, const int64_t *shape) {
-    size_t at = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < ndim && at < size; i++)
-        at += (size_t)snprintf(buf + at, size - at, i ? ", %lld" : "%lld", (long long)shape[i]);
-    if (at < size) snprintf(buf + at, size - at, "]");
-}
-
-/* Matches every file tensor to a parameter spec: names, shapes and dtypes. match[i]
- * receives the file tensor of parameter i. */
-static int match_tensors(const st_file *f, const char *path, const gpt_config *cfg,
-                         const gpt_param_spec *specs, int n_specs, const st_tensor **match,
-                         char *err, size_t errlen) {
-    char unknown[512] = "", missing[512] = "";
-    int n_unknown = 0, n_missing = 0;
-    for (size_t i = 0; i < st_count(f); i++) {
-        const st_tensor *t = st_tensor_at(f, i);
-        const char *name = strip_prefix(t->name);
-        if (is_ignored_buffer(name)) continue;
-        int idx = 0;
-        while (idx < n_specs && strcmp(specs[idx].name, name)) idx++;
-        if (idx == n_specs) {
-            list_add(unknown, sizeof unknown, &n_unknown, t->name);
-            continue;
-        }
-        const gpt_param_spec *p = &specs[idx];
-        if (match[idx]) {
-            snprintf(err, errlen, "%s: tensor %s appears twice (as %s and %s)", path, name,
-                     match[idx]->name, t->name);
-            return -1;
-        }
-        int same = t->ndim == p->ndim;
-        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == p->shape[d];
-        if (!same) {
-            char got[96], want[96];
-            shape_str(got, sizeof got, t->ndim, t->shape);
-            shape_str(want, sizeof want, p->ndim, p->shape);
-            snprintf(err, errlen, "%s: tensor %s has shape %s but the config (n_layer %d, n_embd %d, "
-                     "n_positions %d, vocab_size %d) needs %s", path, t->name, got, cfg->n_layer,
-                     cfg->n_embd, cfg->n_positions, cfg->vocab_size, want);
-            return -1;
-        }
-        if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16 && t->dtype != ST_F64) {
-            snprintf(err, errlen, "%s: tensor %s is %s; weights must be F32, F16, BF16 or F64",
-                     path, t->name, t->dtype_name);
-            return -1;
-        }
-        match[idx] = t;
-    }
-    if (n_unknown) {
-        list_finish(unknown, sizeof unknown, n_unknown);
-        snprintf(err, errlen, "%s: unknown tensor%s %s (not part of a GPT-2 model with n_layer = %d)",
-                 path, n_unknown > 1 ? "s" : "", unknown, cfg->n_layer);
-        return -1;
-    }
-    for (int i = 0; i < n_specs; i++)
-        if (!match[i]) list_add(missing, sizeof missing, &n_missing, specs[i].name);
-    if (n_missing) {
-        list_finish(missing, sizeof missing, n_missing);
-        snprintf(err, errlen, "%s: missing tensor%s %s", path, n_missing > 1 ? "s" : "", missing);
-        return -1;
-    }
-    return 0;
+    const char *name = strncmp(file_name, prefix, sizeof prefix - 1) ? file_name : file_name + sizeof prefix - 1;
+    return is_ignored_buffer(name) ? NULL : name;
 }
 
 int gpt_checkpoint_load(kiln_ctx *ctx, const char *path, gpt_model **out, char *err,
@@ -292,7 +225,6 @@ int gpt_checkpoint_load(kiln_ctx *ctx, const char *path, gpt_model **out, char *
     gpt_model *m = NULL;
     gpt_param_spec *specs = NULL;
     const st_tensor **match = NULL;
-    float *host = NULL;
     if (read_config(f, path, &cfg, err, errlen)) goto done;
     n = gpt_param_specs(&cfg, NULL);
     specs = calloc((size_t)n, sizeof *specs);
@@ -302,33 +234,22 @@ int gpt_checkpoint_load(kiln_ctx *ctx, const char *path, gpt_model **out, char *
         goto done;
     }
     gpt_param_specs(&cfg, specs);
-    if (match_tensors(f, path, &cfg, specs, n, match, err, errlen)) goto done;
+    char config[160];
+    snprintf(config, sizeof config, "n_layer %d, n_embd %d, n_positions %d, vocab_size %d", cfg.n_layer, cfg.n_embd,
+             cfg.n_positions, cfg.vocab_size);
+    if (model_checkpoint_match(f, path, gpt_name, specs, n, config, match, err, errlen)) goto done;
 
     m = gpt_new(ctx, &cfg);
     if (!m) {
         snprintf(err, errlen, "%s: cannot allocate the model: %s", path, kiln_error_message());
         goto done;
     }
-    for (int i = 0; i < n; i++) {
-        const st_tensor *t = match[i];
-        float *buf = realloc(host, (size_t)t->numel * sizeof *buf);
-        if (!buf) {
-            snprintf(err, errlen, "out of host memory reading %s", t->name);
-            goto done;
-        }
-        host = buf;
-        if (st_read_f32(t, host, (size_t)t->numel) ||
-            kiln_upload_f32(m->params[i].t, host, t->numel)) {
-            snprintf(err, errlen, "%s: cannot load %s: %s", path, t->name, kiln_error_message());
-            goto done;
-        }
-    }
+    if (model_checkpoint_read(path, match, m->params, n, err, errlen)) goto done;
     *out = m;
     m = NULL;
     rc = 0;
 done:
     gpt_free(m);
-    free(host);
     free(match);
     free(specs);
     st_close(f);
@@ -337,38 +258,15 @@ done:
 
 int gpt_checkpoint_meta(const char *path, const char *key, char *value, size_t size, char *err,
                         size_t errlen) {
-    st_file *f;
-    if (st_open(path, &f, err, errlen)) return -1;
-    const char *v = st_meta(f, key);
-    if (v) snprintf(value, size, "%s", v);
-    st_close(f);
-    return v ? 1 : 0;
+    return model_checkpoint_meta(path, key, value, size, err, errlen);
 }
 
 int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *extra,
                         int n_extra, char *err, size_t errlen) {
     st_writer *w = st_writer_new();
-    float **host = calloc((size_t)(m->n_params + m->n_buffers), sizeof *host);
-    int rc = -1;
-    if (!w || !host) {
+    if (!w) {
         snprintf(err, errlen, "%s: out of host memory", path);
-        goto done;
-    }
-    for (int i = 0; i < m->n_params + m->n_buffers; i++) {
-        const kiln_tensor *t = m->params[i].t;
-        int64_t n = kiln_numel(t);
-        host[i] = malloc((size_t)n * sizeof(float));
-        if (!host[i]) {
-            snprintf(err, errlen, "%s: out of host memory", path);
-            goto done;
-        }
-        if (kiln_download_f32(t, host[i], n)) {
-            snprintf(err, errlen, "%s: reading %s from the device: %s", path, m->params[i].spec.name,
-                     kiln_error_message());
-            goto done;
-        }
-        st_writer_add_ref(w, m->params[i].spec.name, "F32", t->ndim, t->shape, host[i],
-                          (size_t)n * sizeof(float));
+        return -1;
     }
     char value[32], eps[32];
     gpt_config cfg = m->cfg;
@@ -383,11 +281,7 @@ int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *ex
     st_writer_meta(w, "layer_norm_epsilon", eps);
     block_options_to_meta(&cfg.block, meta_put, w);
     for (int i = 0; i < n_extra; i++) st_writer_meta(w, extra[i].key, extra[i].value);
-    rc = st_writer_save(w, path, err, errlen);
-done:
-    if (host)
-        for (int i = 0; i < m->n_params + m->n_buffers; i++) free(host[i]);
-    free(host);
+    int rc = model_checkpoint_write(m->params, m->n_params + m->n_buffers, w, path, err, errlen);
     st_writer_free(w);
     return rc;
 }

@@ -16,11 +16,10 @@
 #include <stddef.h>
 
 #include "model/gpt.h"
+#include "model/model_checkpoint.h"
 
 /* A metadata entry a caller adds to a saved checkpoint. */
-typedef struct gpt_meta {
-    const char *key, *value;
-} gpt_meta;
+typedef model_meta gpt_meta;
 
 /* Reads and validates a checkpoint completely (config, every name, shape and dtype) before
  * it allocates anything on ctx, then builds the model. Returns 0 and *out, or -1 with a

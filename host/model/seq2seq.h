@@ -27,6 +27,9 @@
 #include "model/block.h"
 #include "model/model_params.h"
 
+/* The checkpoint metadata's model_type of an encoder-decoder. */
+#define SEQ2SEQ_MODEL_TYPE "kiln-seq2seq"
+
 typedef struct seq2seq_config {
     int enc_layers, dec_layers, n_head, n_embd;
     int max_len;          /* positions: the longest source or decoder sequence (with EOS/BOS) */

@@ -1,0 +1,43 @@
+/* What every model's safetensors checkpoint shares: matching a file's tensors to the model's
+ * parameter table (names, shapes, dtypes, nothing missing, nothing unknown) before anything
+ * is allocated, loading them, and saving the table atomically with metadata. The models'
+ * own files (gpt_checkpoint.c, seq2seq_checkpoint.c) add their configs and names. */
+#ifndef KILN_HOST_MODEL_MODEL_CHECKPOINT_H
+#define KILN_HOST_MODEL_MODEL_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "formats/safetensors.h"
+#include "model/model_params.h"
+
+/* A metadata entry a caller adds to a saved checkpoint. */
+typedef struct model_meta {
+    const char *key, *value;
+} model_meta;
+
+/* The name a file tensor stands for, or NULL when the model ignores it (a tied head, a
+ * mask buffer); NULL as the function itself keeps names as they are. */
+typedef const char *(*model_name_fn)(const char *file_name);
+
+/* Matches every file tensor to a spec: match[i] receives the file tensor of spec i. Errors
+ * (one line, naming the file) for an unknown tensor, a duplicate, a wrong shape (`config`
+ * describes the config that asked for the shape, e.g. "n_layer 2, n_embd 64"), a dtype that
+ * is not a float, and missing tensors. */
+int model_checkpoint_match(const st_file *f, const char *path, model_name_fn canonical, const param_spec *specs,
+                           int n_specs, const char *config, const st_tensor **match, char *err, size_t errlen);
+
+/* Reads the matched tensors into the table's f32 weights (any float dtype converts). */
+int model_checkpoint_read(const char *path, const st_tensor *const *match, model_param *params, int n, char *err,
+                          size_t errlen);
+
+/* Adds the n tensors of the table (f32, as the masters are) to w, which holds the
+ * caller's metadata, and saves it atomically: an existing file is replaced only by a
+ * complete new one. The caller frees w. */
+int model_checkpoint_write(const model_param *params, int n, st_writer *w, const char *path, char *err,
+                           size_t errlen);
+
+/* Copies the metadata value of `key` of a safetensors file into value. 1 when found, 0
+ * when absent, -1 with a message when the file cannot be read. */
+int model_checkpoint_meta(const char *path, const char *key, char *value, size_t size, char *err, size_t errlen);
+
+#endif
