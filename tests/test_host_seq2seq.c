@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "model/gpt_checkpoint.h"
 #include "model/seq2seq.h"
+#include "model/seq2seq_checkpoint.h"
 #include "testutil.h"
 
 enum { V = 13, BOS = 10, EOS = 11, PAD = 12, MAXLEN = 12 };
@@ -212,6 +215,48 @@ START_TEST(cached_decoding_matches_full_passes) {
 }
 END_TEST
 
+START_TEST(checkpoint_round_trip_gives_the_same_logits) {
+    kiln_ctx *ctx = kt_ctx();
+    static const block_options variants[] = {
+        {.norm = BLOCK_NORM_POST},
+        {.norm = BLOCK_NORM_PRE, .sigma_reparam = 1},
+        {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_DEEPNORM},
+        {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU, .gau_attn = BLOCK_GAU_SOFTMAX, .gau_s = 8},
+    };
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/kiln_s2s_%d.safetensors", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
+        seq2seq_config cfg = tiny_config(BLOCK_NORM_POST);
+        cfg.block = variants[k];
+        cfg.shared_vocab = k % 2 == 0;
+        ck_assert_msg(seq2seq_config_check(&cfg, err, sizeof err) == 0, "%s", err);
+        seq2seq_model *m = seq2seq_new(ctx, &cfg);
+        ck_assert_msg(m && seq2seq_init(m, 7 + k) == KILN_OK, "%s", kiln_error_message());
+        const int32_t src[4] = {3, 1, 4, EOS}, tgt[3] = {BOS, 9, 2};
+        float a[3 * V], b[3 * V];
+        kiln_set_grad_enabled(ctx, 0);
+        logits_alone(m, src, 4, tgt, 3, a);
+        model_meta extra = {.key = "step", .value = "12"};
+        ck_assert_msg(seq2seq_checkpoint_save(m, path, &extra, 1, err, sizeof err) == 0, "%s", err);
+        seq2seq_model *back;
+        ck_assert_msg(seq2seq_checkpoint_load(ctx, path, &back, err, sizeof err) == 0, "%s", err);
+        logits_alone(back, src, 4, tgt, 3, b);
+        ck_assert_msg(max_abs_diff(a, b, 3 * V) == 0.0, "variant %zu: logits differ after the round trip", k);
+        char step[16];
+        ck_assert_int_eq(model_checkpoint_meta(path, "step", step, sizeof step, err, sizeof err), 1);
+        ck_assert_str_eq(step, "12");
+        /* a GPT load names the file for what it is */
+        gpt_model *g;
+        ck_assert_int_eq(gpt_checkpoint_load(ctx, path, &g, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, "seq2seq") != NULL, "got: %s", err);
+        kiln_set_grad_enabled(ctx, 1);
+        seq2seq_free(back);
+        seq2seq_free(m);
+    }
+    remove(path);
+}
+END_TEST
+
 START_TEST(bad_configs_are_refused) {
     char err[256];
     seq2seq_config c = tiny_config(BLOCK_NORM_POST);
@@ -236,6 +281,7 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, padding_cannot_leak);
     tcase_add_test(tc, a_padded_row_gives_its_unpadded_logits);
     tcase_add_test(tc, cached_decoding_matches_full_passes);
+    tcase_add_test(tc, checkpoint_round_trip_gives_the_same_logits);
     tcase_add_test(tc, bad_configs_are_refused);
 }
 

@@ -70,6 +70,8 @@ static const char *const linear_stems[BLOCK_LINEAR_COUNT] = {
     [BLOCK_LINEAR_QKV] = "attn.c_attn", [BLOCK_LINEAR_ATTN_PROJ] = "attn.c_proj",
     [BLOCK_LINEAR_FC] = "mlp.c_fc", [BLOCK_LINEAR_MLP_PROJ] = "mlp.c_proj",
     [BLOCK_LINEAR_GAU_UVZ] = "gau.uvz", [BLOCK_LINEAR_GAU_O] = "gau.o",
+    [BLOCK_LINEAR_CROSS_Q] = "cross.q", [BLOCK_LINEAR_CROSS_KV] = "cross.kv",
+    [BLOCK_LINEAR_CROSS_PROJ] = "cross.c_proj",
 };
 
 static int present(const block_config *c, enum when w) {

@@ -1,0 +1,119 @@
+/* Encoder-decoder checkpoints (seq2seq_checkpoint.h). */
+#include "model/seq2seq_checkpoint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/text_number.h"
+
+#define N_INTS 8
+static const char *const int_names[N_INTS] = {"enc_layers", "dec_layers", "n_head", "n_embd",
+                                              "max_len", "src_vocab", "tgt_vocab", "shared_vocab"};
+static int *int_slot(seq2seq_config *c, int i) {
+    int *slots[N_INTS] = {&c->enc_layers, &c->dec_layers, &c->n_head, &c->n_embd,
+                          &c->max_len, &c->src_vocab, &c->tgt_vocab, &c->shared_vocab};
+    return slots[i];
+}
+
+static const char *meta_get(void *f, const char *key) { return st_meta(f, key); }
+static void meta_put(void *w, const char *key, const char *value) { st_writer_meta(w, key, value); }
+
+static int read_config(const st_file *f, const char *path, seq2seq_config *c, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    const char *type = st_meta(f, "model_type");
+    if (!type || strcmp(type, SEQ2SEQ_MODEL_TYPE)) {
+        snprintf(err, errlen, "%s: not an encoder-decoder checkpoint (model_type \"%s\"%s)", path, type ? type : "",
+                 type && !strcmp(type, "gpt2") ? ": a GPT; decode it with --prompt" : "");
+        return -1;
+    }
+    for (int i = 0; i < N_INTS; i++) {
+        const char *s = st_meta(f, int_names[i]);
+        int64_t v;
+        if (!s) {
+            snprintf(err, errlen, "%s: the metadata has no %s", path, int_names[i]);
+            return -1;
+        }
+        if (text_to_int64(s, &v) || v < 0 || v > (1 << 24)) {
+            snprintf(err, errlen, "%s: metadata %s = \"%s\" is not a whole number in range", path, int_names[i], s);
+            return -1;
+        }
+        *int_slot(c, i) = (int)v;
+    }
+    double eps;
+    const char *e = st_meta(f, "layer_norm_epsilon");
+    if (!e || text_to_double(e, &eps)) {
+        snprintf(err, errlen, "%s: metadata layer_norm_epsilon is %s", path, e ? "not a number" : "missing");
+        return -1;
+    }
+    c->ln_eps = (float)eps;
+    char why[256];
+    if (block_options_from_meta(&c->block, meta_get, (void *)f, why, sizeof why) ||
+        seq2seq_config_check(c, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return -1;
+    }
+    return 0;
+}
+
+int seq2seq_checkpoint_load(kiln_ctx *ctx, const char *path, seq2seq_model **out, char *err, size_t errlen) {
+    *out = NULL;
+    st_file *f;
+    if (st_open(path, &f, err, errlen)) return -1;
+    int rc = -1;
+    seq2seq_config cfg;
+    seq2seq_model *m = NULL;
+    param_spec *specs = NULL;
+    const st_tensor **match = NULL;
+    if (read_config(f, path, &cfg, err, errlen)) goto done;
+    int n = seq2seq_param_specs(&cfg, NULL);
+    specs = calloc((size_t)n, sizeof *specs);
+    match = calloc((size_t)n, sizeof *match);
+    if (!specs || !match) {
+        snprintf(err, errlen, "out of host memory");
+        goto done;
+    }
+    seq2seq_param_specs(&cfg, specs);
+    char config[160];
+    snprintf(config, sizeof config, "enc_layers %d, dec_layers %d, n_embd %d, max_len %d, vocab %d/%d",
+             cfg.enc_layers, cfg.dec_layers, cfg.n_embd, cfg.max_len, cfg.src_vocab, cfg.tgt_vocab);
+    if (model_checkpoint_match(f, path, NULL, specs, n, config, match, err, errlen)) goto done;
+    if (!(m = seq2seq_new(ctx, &cfg))) {
+        snprintf(err, errlen, "%s: cannot allocate the model: %s", path, kiln_error_message());
+        goto done;
+    }
+    if (model_checkpoint_read(path, match, m->params, n, err, errlen)) goto done;
+    *out = m;
+    m = NULL;
+    rc = 0;
+done:
+    seq2seq_free(m);
+    free(match);
+    free(specs);
+    st_close(f);
+    return rc;
+}
+
+int seq2seq_checkpoint_save(const seq2seq_model *m, const char *path, const model_meta *extra, int n_extra,
+                            char *err, size_t errlen) {
+    st_writer *w = st_writer_new();
+    if (!w) {
+        snprintf(err, errlen, "%s: out of host memory", path);
+        return -1;
+    }
+    seq2seq_config c = m->cfg;
+    char value[32];
+    st_writer_meta(w, "format", "pt");
+    st_writer_meta(w, "model_type", SEQ2SEQ_MODEL_TYPE);
+    for (int i = 0; i < N_INTS; i++) {
+        snprintf(value, sizeof value, "%d", *int_slot(&c, i));
+        st_writer_meta(w, int_names[i], value);
+    }
+    snprintf(value, sizeof value, "%.9g", (double)c.ln_eps);
+    st_writer_meta(w, "layer_norm_epsilon", value);
+    block_options_to_meta(&c.block, meta_put, w);
+    for (int i = 0; i < n_extra; i++) st_writer_meta(w, extra[i].key, extra[i].value);
+    int rc = model_checkpoint_write(m->params, m->n_params + m->n_buffers, w, path, err, errlen);
+    st_writer_free(w);
+    return rc;
+}
