@@ -65,9 +65,10 @@ endforeach()
 # script exits 77 (skipped) when torch is missing or the backend cannot open here.
 find_program(KILN_TORCH_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(KILN_TORCH_PYTHON)
-  # gpt_parity: GPT-2 itself; block_parity: each stability option (docs/stability.md)
+  # gpt_parity: GPT-2 itself; block_parity: each stability option (docs/stability.md);
+  # seq2seq_parity: the encoder-decoder Transformer
   foreach(backend ${_kiln_host_backends})
-    foreach(script gpt_parity block_parity)
+    foreach(script gpt_parity block_parity seq2seq_parity)
       kiln_host_test_name(${script} ${backend} name)
       kiln_host_test_env(${backend} "" env)
       add_test(NAME ${name}

@@ -11,5 +11,6 @@ int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 /* Developer tools (not in --help): the PyTorch parity dump. */
 int cmd_dev(int argc, char **argv);
+int cmd_dev_seq2seq_parity(int argc, char **argv);
 
 #endif
