@@ -13,6 +13,7 @@ set(_kiln_host_work ${CMAKE_CURRENT_BINARY_DIR}/host_work)
 # code, so it links the host's model library.
 target_link_libraries(test_host_gpt_units PRIVATE kiln_model)
 target_link_libraries(test_host_block PRIVATE kiln_model)
+target_link_libraries(test_host_bleu PRIVATE kiln_text)
 
 # The backends this build can run the host tests on (each test skips with 77, or fails
 # clearly, when its backend cannot open on the machine).
