@@ -94,6 +94,9 @@ int mo_parse(const void *buf, size_t n, const char *name, mo_catalog **out, char
     if (revision >> 16 > 1 || (revision & 0xffff) > 1)
         return refuse(NULL, err, errlen, name, "revision %" PRIu32 ".%" PRIu32 " is not one this reader knows "
                       "(0.0 to 1.1)", revision >> 16, revision & 0xffff);
+    if ((revision & 0xffff) >= 1 && n < 48)
+        return refuse(NULL, err, errlen, name, "revision %" PRIu32 ".1 needs a 48-byte header, the file "
+                      "has %zu bytes", revision >> 16, n);
     if (!table_fits(orig_tab, strings, 8, n))
         return refuse(NULL, err, errlen, name, "the table of %" PRIu32 " original strings at offset %" PRIu32
                       " lies outside the file's %zu bytes", strings, orig_tab, n);
@@ -105,9 +108,6 @@ int mo_parse(const void *buf, size_t n, const char *name, mo_catalog **out, char
                       " lies outside the file's %zu bytes", hash_size, hash_tab, n);
     uint32_t sysdep_strings = 0;
     if ((revision & 0xffff) >= 1) { /* the system-dependent strings' five header words */
-        if (n < 48)
-            return refuse(NULL, err, errlen, name, "revision %" PRIu32 ".1 needs a 48-byte header, the file "
-                          "has %zu bytes", revision >> 16, n);
         uint32_t segments = word_at(in, 28, big), segments_tab = word_at(in, 32, big);
         sysdep_strings = word_at(in, 36, big);
         uint32_t orig_sysdep = word_at(in, 40, big), trans_sysdep = word_at(in, 44, big);
