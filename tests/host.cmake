@@ -90,3 +90,9 @@ endif()
 add_test(NAME host_plot COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_plot.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/plot)
 set_tests_properties(host_plot PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# kiln pairs from-mo: bad catalogs refused in one line; two real German catalogs of this
+# machine (skipped where there are none) give pairs checked against Python's reading of them.
+add_test(NAME host_pairs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_pairs.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/pairs)
+set_tests_properties(host_pairs PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
