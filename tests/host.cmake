@@ -14,6 +14,10 @@ set(_kiln_host_work ${CMAKE_CURRENT_BINARY_DIR}/host_work)
 target_link_libraries(test_host_gpt_units PRIVATE kiln_model)
 target_link_libraries(test_host_block PRIVATE kiln_model)
 target_link_libraries(test_host_seq2seq PRIVATE kiln_model)
+target_link_libraries(test_host_bleu PRIVATE kiln_text)
+# the parsers' tests replay the fuzz seeds (fuzz/corpus/<target>/) through the parser
+target_compile_definitions(test_host_pairs PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
+target_compile_definitions(test_host_mo PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 
 # The backends this build can run the host tests on (each test skips with 77, or fails
 # clearly, when its backend cannot open on the machine).
@@ -88,3 +92,9 @@ endif()
 add_test(NAME host_plot COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_plot.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/plot)
 set_tests_properties(host_plot PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# kiln pairs from-mo: bad catalogs refused in one line; two real German catalogs of this
+# machine (skipped where there are none) give pairs checked against Python's reading of them.
+add_test(NAME host_pairs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_pairs.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/pairs)
+set_tests_properties(host_pairs PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)

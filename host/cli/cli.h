@@ -16,8 +16,9 @@ typedef enum cli_kind {
                       (e.g. "RUN") is for the usage text only */
 } cli_kind;
 
-/* The values of a CLI_LIST or CLI_POSITIONAL entry, in the order given (pointing into argv). */
-#define CLI_LIST_MAX 64
+/* The values of a CLI_LIST or CLI_POSITIONAL entry, in the order given (pointing into argv).
+ * 4096: `kiln pairs from-mo` takes a locale's catalogs, hundreds on a desktop machine. */
+#define CLI_LIST_MAX 4096
 typedef struct cli_list {
     const char *items[CLI_LIST_MAX];
     int count;

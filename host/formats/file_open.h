@@ -12,4 +12,10 @@
  * caller's to check: each reader says so in its own words. */
 FILE *file_open_read(const char *path, const char *role, struct stat *st, char *err, size_t errlen);
 
+/* Reads a whole file (a regular file or a pipe; a directory is refused) into *bytes
+ * (malloc'd, with a NUL after the n bytes, which *n does not count). Returns 0, or -1 with
+ * one line in err ("PATH: cannot open ROLE: ...", "PATH is a directory; give ROLE", "PATH:
+ * read error ..."). */
+int file_read_all(const char *path, const char *role, char **bytes, size_t *n, char *err, size_t errlen);
+
 #endif
