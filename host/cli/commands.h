@@ -5,6 +5,8 @@
 #define KILN_HOST_CLI_COMMANDS_H
 
 int cmd_train(int argc, char **argv);
+/* `kiln train --model seq2seq` (cmd_train dispatches to it) */
+int cmd_train_seq2seq(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -25,6 +25,7 @@
 #include "cli/device.h"
 #include "cli/precision_option.h"
 #include "cli/progress.h"
+#include "cli/train_options.h"
 #include "formats/text_number.h"
 #include "model/block.h"
 #include "model/eval_loss.h"
@@ -33,164 +34,11 @@
 #include "model/precision.h"
 #include "model/trainer.h"
 
-/* The block options as typed (model/block.h), and the monitoring's. */
-typedef struct stability_options {
-    const char *norm, *residual, *layer_type, *gau_attn, *admin_init;
-    int sigma_reparam, residual_attention, gau_s;
-    float attn_temperature;
-    cli_list temperature_at; /* STEP:T, each changing the temperature from that step on */
-    int n_changes;
-    int64_t change_step[CLI_LIST_MAX];
-    float change_temp[CLI_LIST_MAX];
-    float entropy_alert;     /* the progress line shows the lowest head's entropy below it */
-    block_options block;     /* parsed */
-} stability_options;
-
-typedef struct train_options {
-    const char *data, *out, *init, *backend, *precision;
-    const char *schedule, *optimizer;
-    stability_options st;
-    int device, resume;
-    float ls_init, ls_growth, ls_backoff; /* --loss-scale-*: fp16 only */
-    int ls_interval;
-    int layers, heads, dim;
-    int eval_every, eval_windows, log_every;
-    train_hparams hp;
-} train_options;
-
-/* Where the run keeps its files. */
-typedef struct run_paths {
-    char model[4096], optimizer[4096];
-} run_paths;
-
 /* Ctrl-C ends the run after the current step, with a checkpoint to resume from. */
 static volatile sig_atomic_t g_interrupted;
 static void on_interrupt(int sig) {
     (void)sig;
     g_interrupted = 1;
-}
-
-/* One choice-valued option: its index among names, or a one-line error listing them. */
-static int parse_choice(const char *option, const char *text, const char *const *names, int count, int *out) {
-    *out = block_choice(names, count, text);
-    if (*out >= 0) return 0;
-    char list[128] = "";
-    for (int i = 0; i < count; i++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
-    return host_error("%s %s is not one of %s", option, text, list);
-}
-
-/* The block options and the temperature schedule, checked together before any work. */
-static int validate_stability(stability_options *s) {
-    block_options *b = &s->block;
-    *b = block_options_default();
-    int v;
-    if (parse_choice("--norm", s->norm, block_norm_names, BLOCK_NORM_COUNT, &v)) return 1;
-    b->norm = (block_norm)v;
-    if (parse_choice("--residual", s->residual, block_residual_names, BLOCK_RESIDUAL_COUNT, &v)) return 1;
-    b->residual = (block_residual)v;
-    if (parse_choice("--layer-type", s->layer_type, block_layer_names, BLOCK_LAYER_COUNT, &v)) return 1;
-    b->layer = (block_layer)v;
-    if (parse_choice("--gau-attn", s->gau_attn, block_gau_attn_names, BLOCK_GAU_ATTN_COUNT, &v)) return 1;
-    b->gau_attn = (block_gau_attn)v;
-    static const char *const admin_inits[] = {"profile", "closed"};
-    if (parse_choice("--admin-init", s->admin_init, admin_inits, 2, &v)) return 1;
-    b->sigma_reparam = s->sigma_reparam;
-    b->residual_attention = s->residual_attention;
-    b->attn_temperature = s->attn_temperature;
-    b->gau_s = s->gau_s;
-    char err[256];
-    if (block_options_check(b, err, sizeof err)) return host_error("%s", err);
-    for (int i = 0; i < s->temperature_at.count; i++) {
-        const char *item = s->temperature_at.items[i], *colon = strchr(item, ':');
-        char step[32];
-        uint64_t at;
-        double t;
-        if (!colon || colon - item >= (ptrdiff_t)sizeof step)
-            return host_error("--attn-temperature-at %s must be STEP:T", item);
-        snprintf(step, sizeof step, "%.*s", (int)(colon - item), item);
-        if (text_to_uint64(step, &at) || at < 1 || text_to_double(colon + 1, &t) || !(t > 0) || !isfinite(t))
-            return host_error("--attn-temperature-at %s must be STEP:T with STEP >= 1 and T > 0", item);
-        if (i && (int64_t)at <= s->change_step[i - 1])
-            return host_error("--attn-temperature-at steps must increase (%s after step %lld)", item,
-                              (long long)s->change_step[i - 1]);
-        s->change_step[i] = (int64_t)at;
-        s->change_temp[i] = (float)t;
-        s->n_changes++;
-    }
-    return 0;
-}
-
-/* Semantic checks that the option table's ranges cannot express. */
-static int validate_train_options(train_options *o, const cli_opt *opts, int n) {
-    if (validate_stability(&o->st)) return 1;
-    int choice;
-    if (parse_choice("--lr-schedule", o->schedule, train_schedule_names, TRAIN_SCHEDULE_COUNT, &choice)) return 1;
-    o->hp.schedule = (train_schedule)choice;
-    if (parse_choice("--optimizer", o->optimizer, train_optimizer_names, TRAIN_OPTIMIZER_COUNT, &choice)) return 1;
-    o->hp.optimizer = (train_optimizer)choice;
-    if (o->hp.schedule == TRAIN_SCHEDULE_NOAM) {
-        static const char *const unused[] = {"--lr", "--min-lr"};
-        for (int i = 0; i < 2; i++)
-            if (cli_find(opts, n, unused[i])->seen)
-                return host_error("%s does not apply to --lr-schedule noam (its rate is --noam-factor "
-                                  "d_model^-1/2 min(s^-1/2, s warmup^-3/2))", unused[i]);
-    } else if (cli_find(opts, n, "--noam-factor")->seen) {
-        return host_error("--noam-factor applies to --lr-schedule noam only");
-    }
-    static const struct { const char *option, *needs; } scoped[] = {
-        {.option = "--admin-init", .needs = "--residual admin"},
-        {.option = "--gau-s", .needs = "--layer-type gau"},
-        {.option = "--gau-attn", .needs = "--layer-type gau"},
-    };
-    int applies[] = {o->st.block.residual == BLOCK_RESIDUAL_ADMIN, o->st.block.layer == BLOCK_LAYER_GAU,
-                     o->st.block.layer == BLOCK_LAYER_GAU};
-    for (int i = 0; i < 3; i++)
-        if (!applies[i] && cli_find(opts, n, scoped[i].option)->seen)
-            return host_error("%s applies to %s only", scoped[i].option, scoped[i].needs);
-    train_hparams *hp = &o->hp;
-    if (host_parse_precision(o->precision, &hp->precision)) return 1;
-    static const char *const ls_options[] = {"--loss-scale-init", "--loss-scale-growth",
-                                             "--loss-scale-backoff", "--loss-scale-interval"};
-    for (int i = 0; i < 4; i++)
-        if (hp->precision != KILN_F16 && cli_find(opts, n, ls_options[i])->seen)
-            return host_error("%s applies to --precision fp16 only", ls_options[i]);
-    hp->loss_scale = (kiln_loss_scale_opts){.init = o->ls_init, .growth = o->ls_growth, .backoff = o->ls_backoff,
-                                            .interval = o->ls_interval};
-    if (!o->data) return host_error("kiln train needs --data FILE");
-    if (!o->out) return host_error("kiln train needs --out DIR");
-    if (o->init && o->resume)
-        return host_error("--init and --resume exclude each other (--resume continues the run in --out)");
-    if (o->dim % o->heads != 0)
-        return host_error("--heads %d does not divide --dim %d", o->heads, o->dim);
-    if (!(hp->lr > 0.0f)) return host_error("--lr must be above 0");
-    if (hp->schedule != TRAIN_SCHEDULE_NOAM && hp->min_lr > hp->lr)
-        return host_error("--min-lr %g is above --lr %g", (double)hp->min_lr, (double)hp->lr);
-    return 0;
-}
-
-/* mkdir -p */
-static int make_dir(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || !*p) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) && errno != EEXIST)
-                return host_error("cannot create directory %s: %s", buf, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
-    }
-    struct stat st;
-    if (stat(path, &st) || !S_ISDIR(st.st_mode)) return host_error("--out %s is not a directory", path);
-    return 0;
-}
-
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
 }
 
 /* The architecture options given on the command line must agree with a loaded model. */
@@ -287,7 +135,7 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
         }
         return m;
     }
-    if (o->resume && !file_exists(from)) {
+    if (o->resume && !train_file_exists(from)) {
         host_error("nothing to resume in %s: it has no model.safetensors", o->out);
         return NULL;
     }
@@ -307,20 +155,6 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
     /* the temperature is a knob, not a weight: the command line's wins */
     if (cli_find(opts, n, "--attn-temperature")->seen) gpt_set_attn_temperature(m, o->st.attn_temperature);
     return m;
-}
-
-/* Restores the optimizer state of a resumed run, after checking that the model file and
- * the optimizer file were written by the same checkpoint. */
-static int resume_state(trainer *t, const run_paths *paths) {
-    char err[1024], step[32];
-    if (trainer_load_state(t, paths->optimizer, err, sizeof err)) return host_error("%s", err);
-    int found = gpt_checkpoint_meta(paths->model, "step", step, sizeof step, err, sizeof err);
-    if (found < 0) return host_error("%s", err);
-    uint64_t model_step;
-    if (!found || text_to_uint64(step, &model_step) || model_step != (uint64_t)t->step)
-        return host_error("%s (step %s) and %s (step %" PRId64 ") come from different checkpoints",
-                          paths->model, found ? step : "unknown", paths->optimizer, t->step);
-    return 0;
 }
 
 /* Writes both checkpoint files, optimizer state first: each is atomic, and resume_state
@@ -439,119 +273,32 @@ static int run(trainer *t, const train_options *o, const run_paths *paths, FILE 
 }
 
 int cmd_train(int argc, char **argv) {
-    kiln_loss_scale_opts ls = kiln_loss_scale_defaults();
-    train_options o = {.backend = "auto", .precision = "fp32", .device = -1, .schedule = "cosine",
-                       .optimizer = "adamw",
-                       .ls_init = (float)ls.init, .ls_growth = (float)ls.growth,
-                       .ls_backoff = (float)ls.backoff, .ls_interval = (int)ls.interval,
-                       .layers = 4, .heads = 4, .dim = 128,
-                       .st = {.norm = "pre", .residual = "plain", .layer_type = "transformer",
-                              .gau_attn = "relu2", .admin_init = "profile", .gau_s = 128,
-                              .attn_temperature = 1.0f, .entropy_alert = 0.5f},
-                       .eval_every = 250, .eval_windows = 200, .log_every = 10,
-                       .hp = train_nanogpt_hparams()};
+    const char *model = train_model_option(argc, argv);
+    if (model && !strcmp(model, "seq2seq")) return cmd_train_seq2seq(argc, argv);
+    if (model && strcmp(model, "gpt")) return host_error("--model %s is not one of gpt, seq2seq", model);
+    train_options o = train_default_options();
     train_hparams *hp = &o.hp;
-    cli_opt opts[] = {
-        {.name = "--data", .kind = CLI_STRING, .target = &o.data, .meta = "FILE",
-         .help = "text file to train on (bytes are the tokens)"},
-        {.name = "--out", .kind = CLI_STRING, .target = &o.out, .meta = "DIR",
-         .help = "directory for the checkpoint and metrics"},
-        {.name = "--layers", .kind = CLI_INT, .target = &o.layers, .meta = "N",
-         .help = "transformer blocks", .min = 1, .max = 1024},
-        {.name = "--heads", .kind = CLI_INT, .target = &o.heads, .meta = "N",
-         .help = "attention heads (must divide --dim)", .min = 1, .max = 1024},
-        {.name = "--dim", .kind = CLI_INT, .target = &o.dim, .meta = "N",
-         .help = "embedding width", .min = 1, .max = 65536},
+    const cli_opt gpt_only[] = {
         {.name = "--block", .kind = CLI_INT, .target = &hp->block, .meta = "N",
          .help = "context length in tokens (n_positions)", .min = 1, .max = 1 << 20},
         {.name = "--batch", .kind = CLI_INT, .target = &hp->batch, .meta = "N",
          .help = "sequences per micro-batch", .min = 1, .max = 1 << 20},
-        {.name = "--steps", .kind = CLI_INT, .target = &hp->steps, .meta = "N",
-         .help = "optimizer steps in all", .min = 1, .max = 1 << 30},
-        {.name = "--lr", .kind = CLI_FLOAT, .target = &hp->lr, .meta = "X",
-         .help = "peak learning rate", .min = 0, .max = 10},
-        {.name = "--min-lr", .kind = CLI_FLOAT, .target = &hp->min_lr, .meta = "X",
-         .help = "learning rate at the end of the cosine decay", .min = 0, .max = 10},
-        {.name = "--warmup", .kind = CLI_INT, .target = &hp->warmup, .meta = "N",
-         .help = "steps of linear warmup (noam: its warmup steps)", .min = 0, .max = 1 << 30},
-        {.name = "--beta1", .kind = CLI_FLOAT, .target = &hp->beta1, .meta = "X",
-         .help = "Adam's beta1", .min = 0, .max = 0.999999},
-        {.name = "--beta2", .kind = CLI_FLOAT, .target = &hp->beta2, .meta = "X",
-         .help = "Adam's beta2", .min = 0, .max = 0.999999},
-        {.name = "--weight-decay", .kind = CLI_FLOAT, .target = &hp->weight_decay, .meta = "X",
-         .help = "weight decay of 2-D weights", .min = 0, .max = 10},
-        {.name = "--clip", .kind = CLI_FLOAT, .target = &hp->clip, .meta = "X",
-         .help = "clip gradients to this global norm (0: off)", .min = 0, .max = 1e9},
-        {.name = "--dropout", .kind = CLI_FLOAT, .target = &hp->dropout, .meta = "P",
-         .help = "dropout probability", .min = 0, .max = 0.99},
-        {.name = "--grad-accum", .kind = CLI_INT, .target = &hp->grad_accum, .meta = "N",
-         .help = "micro-batches per optimizer step", .min = 1, .max = 1 << 20},
-        {.name = "--eval-every", .kind = CLI_INT, .target = &o.eval_every, .meta = "N",
-         .help = "evaluate and checkpoint every N steps (0: at the end only)", .min = 0, .max = 1 << 30},
         {.name = "--eval-windows", .kind = CLI_INT, .target = &o.eval_windows, .meta = "N",
          .help = "windows per evaluation before the last step (0: all)", .min = 0, .max = 1 << 30},
-        {.name = "--log-every", .kind = CLI_INT, .target = &o.log_every, .meta = "N",
-         .help = "a plain progress line every N steps (off a terminal)", .min = 1, .max = 1 << 30},
-        {.name = "--seed", .kind = CLI_U64, .target = &hp->seed, .meta = "N",
-         .help = "seed of the init, the batches and dropout"},
         {.name = "--init", .kind = CLI_STRING, .target = &o.init, .meta = "CKPT",
          .help = "start from these weights (GPT-2 layout safetensors)"},
-        {.name = "--resume", .kind = CLI_FLAG, .target = &o.resume,
-         .help = "continue the run in --out exactly where it stopped"},
-        /* schedules, optimizers, the loss */
-        {.name = "--lr-schedule", .kind = CLI_STRING, .target = &o.schedule, .meta = "NAME",
-         .help = "cosine (to --min-lr), linear (to --min-lr), constant, inverse-sqrt (lr sqrt(warmup/step)) or "
-                 "noam (--noam-factor d^-1/2 min(step^-1/2, step warmup^-3/2)); all but noam warm up linearly"},
-        {.name = "--noam-factor", .kind = CLI_FLOAT, .target = &hp->noam_factor, .meta = "X",
-         .help = "the noam schedule's factor", .min = 1e-6, .max = 1e6},
-        {.name = "--optimizer", .kind = CLI_STRING, .target = &o.optimizer, .meta = "NAME",
-         .help = "adamw (decoupled weight decay), adam (weight decay as L2) or radam (rectified Adam)"},
-        {.name = "--label-smoothing", .kind = CLI_FLOAT, .target = &hp->label_smoothing, .meta = "E",
-         .help = "smooth the training targets by E (the validation loss stays plain cross-entropy)",
-         .min = 0, .max = 0.999},
-        /* the stability toolkit (model/block.h, docs/stability.md) */
-        {.name = "--norm", .kind = CLI_STRING, .target = &o.st.norm, .meta = "WHERE",
-         .help = "LayerNorm placement: pre (GPT-2), post (the original Transformer) or none"},
-        {.name = "--residual", .kind = CLI_STRING, .target = &o.st.residual, .meta = "KIND",
-         .help = "residual scheme: plain, rezero, admin or deepnorm (admin and deepnorm need --norm post)"},
-        {.name = "--admin-init", .kind = CLI_STRING, .target = &o.st.admin_init, .meta = "HOW",
-         .help = "Admin's omegas: profile (a forward pass over the first batch) or closed (the closed form)"},
-        {.name = "--sigma-reparam", .kind = CLI_FLAG, .target = &o.st.sigma_reparam,
-         .help = "use every linear weight as (gamma / sigma(W)) W (spectral reparametrization)"},
-        {.name = "--residual-attention", .kind = CLI_FLAG, .target = &o.st.residual_attention,
-         .help = "RealFormer: each layer adds the previous layer's raw attention scores to its own"},
-        {.name = "--attn-temperature", .kind = CLI_FLOAT, .target = &o.st.attn_temperature, .meta = "T",
-         .help = "divides the attention scores (below 1 sharpens attention)", .min = 1e-3, .max = 1e3},
-        {.name = "--attn-temperature-at", .kind = CLI_LIST, .target = &o.st.temperature_at, .meta = "STEP:T",
-         .help = "from optimizer step STEP on, use temperature T (repeatable)"},
-        {.name = "--layer-type", .kind = CLI_STRING, .target = &o.st.layer_type, .meta = "KIND",
-         .help = "transformer (attention + MLP) or gau (FLASH's gated attention unit)"},
-        {.name = "--gau-s", .kind = CLI_INT, .target = &o.st.gau_s, .meta = "N",
-         .help = "GAU: width of the shared query/key projection", .min = 1, .max = 65536},
-        {.name = "--gau-attn", .kind = CLI_STRING, .target = &o.st.gau_attn, .meta = "KIND",
-         .help = "GAU's attention: relu2 (relu(s)^2 / n, as FLASH) or softmax"},
-        {.name = "--entropy-alert", .kind = CLI_FLOAT, .target = &o.st.entropy_alert, .meta = "H",
-         .help = "show the lowest head's attention entropy (nats) on the progress line below this", .min = 0, .max = 100},
-        host_precision_option(&o.precision),
-        {.name = "--loss-scale-init", .kind = CLI_FLOAT, .target = &o.ls_init, .meta = "S",
-         .help = "fp16: the first loss scale", .min = 0x1p-126, .max = 0x1p126},
-        {.name = "--loss-scale-growth", .kind = CLI_FLOAT, .target = &o.ls_growth, .meta = "X",
-         .help = "fp16: the scale's factor after --loss-scale-interval clean steps", .min = 1, .max = 65536},
-        {.name = "--loss-scale-backoff", .kind = CLI_FLOAT, .target = &o.ls_backoff, .meta = "X",
-         .help = "fp16: the scale's factor after an overflow (the step is skipped)", .min = 1e-6, .max = 1},
-        {.name = "--loss-scale-interval", .kind = CLI_INT, .target = &o.ls_interval, .meta = "N",
-         .help = "fp16: clean steps in a row before the scale grows", .min = 1, .max = 1 << 30},
-        host_backend_option(&o.backend),
-        host_device_option(&o.device),
     };
-    int n = (int)(sizeof opts / sizeof opts[0]);
+    cli_opt opts[TRAIN_COMMON_OPTIONS + sizeof gpt_only / sizeof gpt_only[0]];
+    int n = train_common_options(&o, opts);
+    memcpy(opts + n, gpt_only, sizeof gpt_only);
+    n += (int)(sizeof gpt_only / sizeof gpt_only[0]);
     const char *summary =
         "Trains a GPT (GPT-2's architecture) on the bytes of a text file. The last 10% of the\n"
         "file is held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
         "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.";
     int rc = cli_parse("train", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
-    if (validate_train_options(&o, opts, n)) return 1;
+    if (train_validate_options(&o, opts, n)) return 1;
 
     char err[1024];
     run_paths paths;
@@ -579,12 +326,12 @@ int cmd_train(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (o.resume && resume_state(&t, &paths)) goto done;
+    if (o.resume && train_resume_state(&t, &paths)) goto done;
     if (o.resume && t.scaler && cli_find(opts, n, "--loss-scale-init")->seen)
         fprintf(stderr, "kiln train: --loss-scale-init is not used: the resumed run continues at its saved scale %g\n",
                 (double)kiln_loss_scale_value(t.scaler));
-    if (make_dir(o.out)) goto done;
-    if (!o.resume && file_exists(paths.model))
+    if (train_make_dir(o.out)) goto done;
+    if (!o.resume && train_file_exists(paths.model))
         fprintf(stderr, "kiln train: %s will be replaced (--resume continues it instead)\n", paths.model);
     if (!(metrics = metrics_open(o.out, o.resume ? t.step : -1, err, sizeof err))) {
         host_error("%s", err);

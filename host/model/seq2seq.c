@@ -245,3 +245,18 @@ kiln_status seq2seq_sigma_step(seq2seq_model *m) {
 }
 
 int64_t seq2seq_param_count(const seq2seq_model *m) { return model_params_count(m->params, m->n_params); }
+
+kiln_status seq2seq_admin_closed_form(seq2seq_model *m) {
+    float enc = block_admin_closed_omega(m->cfg.enc_layers * block_config_sublayers(&m->enc_block));
+    float dec = block_admin_closed_omega(m->cfg.dec_layers * block_config_sublayers(&m->dec_block));
+    static const block_slot omegas[] = {BLOCK_ADMIN_OMEGA_1, BLOCK_ADMIN_OMEGA_2, BLOCK_ADMIN_OMEGA_X};
+    for (int i = 0; i < m->n_params; i++) {
+        const param_spec *s = &m->params[i].spec;
+        for (size_t k = 0; k < sizeof omegas / sizeof omegas[0]; k++) {
+            if (s->layer < 0 || s->slot != (int)omegas[k]) continue;
+            kiln_status st = kiln_fill(m->params[i].t, seq2seq_param_is_decoder(s) ? dec : enc);
+            if (st) return st;
+        }
+    }
+    return KILN_OK;
+}

@@ -79,6 +79,9 @@ kiln_status seq2seq_init(seq2seq_model *m, uint64_t seed);
 /* Mixed precision, as gpt_set_precision. */
 kiln_status seq2seq_set_precision(seq2seq_model *m, kiln_dtype dtype, int keep_masters);
 kiln_status seq2seq_sigma_step(seq2seq_model *m);
+/* Admin's closed form in each stack: every omega sqrt((N + 1) / ln(N + 1) - 1), N that
+ * stack's residual sublayers (2 per encoder block, 3 per decoder block). */
+kiln_status seq2seq_admin_closed_form(seq2seq_model *m);
 int64_t seq2seq_param_count(const seq2seq_model *m);
 
 /* The encoder's output [B, S, C] for source ids [B, S] (i32) with lengths src_len (i32 [B],

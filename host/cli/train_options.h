@@ -1,0 +1,77 @@
+/* What every `kiln train --model ...` shares: the options (hyperparameters, schedules,
+ * optimizers, the stability toolkit, precision, device), their checks, the run directory,
+ * and resuming a run's optimizer state. cli/train.c trains the GPT, cli/train_seq2seq.c the
+ * encoder-decoder. */
+#ifndef KILN_HOST_CLI_TRAIN_OPTIONS_H
+#define KILN_HOST_CLI_TRAIN_OPTIONS_H
+
+#include <stdint.h>
+
+#include "cli/cli.h"
+#include "model/block.h"
+#include "model/trainer.h"
+
+/* The block options as typed (model/block.h), and the monitoring's. */
+typedef struct stability_options {
+    const char *norm, *residual, *layer_type, *gau_attn, *admin_init;
+    int sigma_reparam, residual_attention, gau_s;
+    float attn_temperature;
+    cli_list temperature_at; /* STEP:T, each changing the temperature from that step on */
+    int n_changes;
+    int64_t change_step[CLI_LIST_MAX];
+    float change_temp[CLI_LIST_MAX];
+    float entropy_alert;     /* the progress line shows the lowest head's entropy below it */
+    block_options block;     /* parsed */
+} stability_options;
+
+typedef struct train_options {
+    const char *model; /* gpt, seq2seq or bert */
+    const char *data, *out, *init, *backend, *precision;
+    const char *schedule, *optimizer;
+    stability_options st;
+    int device, resume;
+    float ls_init, ls_growth, ls_backoff; /* --loss-scale-*: fp16 only */
+    int ls_interval;
+    int layers, heads, dim;
+    int eval_every, eval_windows, log_every;
+    train_hparams hp;
+    /* the encoder-decoder's */
+    int enc_layers, dec_layers; /* 0: --layers */
+    int max_len, batch_tokens, separate_vocab;
+    const char *tokenizer;
+} train_options;
+
+/* Where the run keeps its files. */
+typedef struct run_paths {
+    char model[4096], optimizer[4096];
+} run_paths;
+
+/* train_options with every default but the model's own (layers, schedule, ...). */
+train_options train_default_options(void);
+
+/* Appends the options every model trains with to opts (room for TRAIN_COMMON_OPTIONS) and
+ * returns their number. */
+enum { TRAIN_COMMON_OPTIONS = 48 };
+int train_common_options(train_options *o, cli_opt *opts);
+
+/* One choice-valued option: its index among names, or a one-line error listing them. */
+int train_parse_choice(const char *option, const char *text, const char *const *names, int count, int *out);
+
+/* The checks the option table's ranges cannot express, for every model: choices, the
+ * block options, the temperature schedule, options that apply to other choices only,
+ * precision, --data and --out given. Returns 0, or 1 with the error printed. */
+int train_validate_options(train_options *o, const cli_opt *opts, int n);
+
+/* The value of --model in argv (either form), or NULL: the commands dispatch on it before
+ * parsing, since each model has options of its own. */
+const char *train_model_option(int argc, char **argv);
+
+/* mkdir -p DIR, which must then be a directory (error printed, 1). */
+int train_make_dir(const char *path);
+int train_file_exists(const char *path);
+
+/* Restores the optimizer state of a resumed run, after checking that the model file and
+ * the optimizer file were written by the same checkpoint (their "step" metadata). */
+int train_resume_state(trainer *t, const run_paths *paths);
+
+#endif

@@ -1,0 +1,323 @@
+/* `kiln train --model seq2seq`: trains the encoder-decoder Transformer (model/seq2seq.h) on
+ * source<TAB>target pairs.
+ *
+ * The defaults are the paper's (Vaswani et al. 2017): Post-LN, the Noam schedule, Adam with
+ * beta2 0.98, dropout 0.1 and label smoothing 0.1; every --norm/--residual option applies.
+ * Pairs are tokenized with --tokenizer (both sides), --src-tokenizer and --tgt-tokenizer
+ * (two vocabularies, two embeddings), or bytes; the tokenizers go into the checkpoint's
+ * metadata. Batches hold at most --batch-tokens padded tokens, pairs of similar lengths
+ * together; each epoch visits every batch once in a shuffled order drawn from (seed,
+ * epoch), so --resume continues exactly. --valid FILE holds pairs out for the validation
+ * loss; without it the last 10% of the pairs are held out. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/device.h"
+#include "cli/precision_option.h"
+#include "cli/progress.h"
+#include "cli/train_options.h"
+#include "model/checkpoint_tokenizer.h"
+#include "model/metrics.h"
+#include "model/precision.h"
+#include "model/seq2seq_checkpoint.h"
+#include "model/seq2seq_data.h"
+
+static volatile sig_atomic_t g_interrupted;
+static void on_interrupt(int sig) {
+    (void)sig;
+    g_interrupted = 1;
+}
+
+typedef struct s2s_run {
+    train_options o;
+    const char *valid, *src_tok_path, *tgt_tok_path;
+    tokenizer *src_tok, *tgt_tok; /* the same object when shared */
+    seq2seq_model *m;
+    seq2seq_data *train, *val;
+    seq2seq_batch batch;
+    double step_tokens; /* target tokens of the step's micro-batches, for throughput */
+    run_paths paths;
+} s2s_run;
+
+static kiln_tensor *draw_loss(trainer *t, uint64_t draw, char *err, size_t errlen) {
+    s2s_run *r = t->model.data;
+    int64_t b = seq2seq_data_draw(r->train, t->hp.seed, draw);
+    if (seq2seq_data_batch(r->train, b, &r->batch)) {
+        snprintf(err, errlen, "out of host memory");
+        return NULL;
+    }
+    for (int64_t k = r->train->starts[b]; k < r->train->starts[b + 1]; k++)
+        r->step_tokens += r->train->tgt_len[r->train->order[k]];
+    kiln_tensor *l = seq2seq_batch_loss(r->m, &r->batch, t->hp.dropout, t->hp.label_smoothing);
+    if (!l) snprintf(err, errlen, "training step: %s", kiln_error_message());
+    return l;
+}
+
+static kiln_status precision_hook(void *m, kiln_dtype d, int keep) { return seq2seq_set_precision(m, d, keep); }
+static kiln_status sigma_hook(void *m) { return seq2seq_sigma_step(m); }
+
+/* The tokenizers: a resumed run's own, else the options', else bytes with the specials. */
+static int load_tokenizers(s2s_run *r) {
+    char err[1024];
+    if (r->o.resume) {
+        int shared = checkpoint_tokenizer_load(r->paths.model, CKPT_TOKENIZER_KEY, &r->src_tok, err, sizeof err);
+        if (shared < 0) return host_error("%s", err);
+        if (shared) {
+            r->tgt_tok = r->src_tok;
+            return 0;
+        }
+        if (checkpoint_tokenizer_load(r->paths.model, CKPT_SRC_TOKENIZER_KEY, &r->src_tok, err, sizeof err) != 1 ||
+            checkpoint_tokenizer_load(r->paths.model, CKPT_TGT_TOKENIZER_KEY, &r->tgt_tok, err, sizeof err) != 1)
+            return host_error("%s", *err ? err : "the checkpoint to resume holds no tokenizer");
+        return 0;
+    }
+    if (r->o.tokenizer && (r->src_tok_path || r->tgt_tok_path))
+        return host_error("--tokenizer serves both sides: give it, or --src-tokenizer and --tgt-tokenizer");
+    if (!r->src_tok_path != !r->tgt_tok_path) return host_error("--src-tokenizer and --tgt-tokenizer go together");
+    if (r->src_tok_path) {
+        if (tokenizer_load(r->src_tok_path, &r->src_tok, err, sizeof err) ||
+            tokenizer_load(r->tgt_tok_path, &r->tgt_tok, err, sizeof err))
+            return host_error("%s", err);
+        return 0;
+    }
+    if (r->o.tokenizer) {
+        if (tokenizer_load(r->o.tokenizer, &r->src_tok, err, sizeof err)) return host_error("%s", err);
+    } else if (!(r->src_tok = tokenizer_bytes(1))) {
+        return host_error("out of host memory");
+    }
+    r->tgt_tok = r->src_tok;
+    return 0;
+}
+
+/* The training pairs and the held-out ones, tokenized and batched. */
+static int load_data(s2s_run *r) {
+    char err[1024];
+    text_pairs *p = NULL, *v = NULL;
+    if (pairs_load(r->o.data, &p, err, sizeof err) || (r->valid && pairs_load(r->valid, &v, err, sizeof err))) {
+        pairs_free(p);
+        return host_error("%s", err);
+    }
+    int64_t held = v ? 0 : p->count / 10, train_count = p->count - held;
+    int rc = 0;
+    if (!v && held == 0)
+        rc = host_error("%s: %lld pairs leave none to hold out (give --valid FILE)", r->o.data, (long long)p->count);
+    else if (seq2seq_data_build(p, 0, train_count, r->src_tok, r->tgt_tok, r->o.max_len, r->o.batch_tokens,
+                                &r->train, err, sizeof err) ||
+             seq2seq_data_build(v ? v : p, v ? 0 : train_count, v ? v->count : held, r->src_tok, r->tgt_tok,
+                                r->o.max_len, r->o.batch_tokens, &r->val, err, sizeof err))
+        rc = host_error("%s: %s", v && r->train ? r->valid : r->o.data, err);
+    if (rc == 0 && (r->train->dropped || r->val->dropped))
+        fprintf(stderr, "kiln train: %lld training and %lld held-out pairs are longer than --max-len %d and left out\n",
+                (long long)r->train->dropped, (long long)r->val->dropped, r->o.max_len);
+    if (rc == 0 && r->train->oversized)
+        fprintf(stderr, "kiln train: %lld pairs exceed --batch-tokens %d alone; each is a batch of its own\n",
+                (long long)r->train->oversized, r->o.batch_tokens);
+    pairs_free(p);
+    pairs_free(v);
+    return rc;
+}
+
+/* A fresh model from the options, or the run to resume. */
+static int build_model(s2s_run *r, kiln_ctx *ctx) {
+    char err[1024];
+    if (r->o.resume) {
+        if (!train_file_exists(r->paths.model))
+            return host_error("nothing to resume in %s: it has no model.safetensors", r->o.out);
+        if (seq2seq_checkpoint_load(ctx, r->paths.model, &r->m, err, sizeof err)) return host_error("%s", err);
+        r->o.max_len = r->m->cfg.max_len;
+        return 0;
+    }
+    int shared = r->src_tok == r->tgt_tok;
+    seq2seq_config cfg = {.enc_layers = r->o.enc_layers ? r->o.enc_layers : r->o.layers,
+                          .dec_layers = r->o.dec_layers ? r->o.dec_layers : r->o.layers,
+                          .n_head = r->o.heads, .n_embd = r->o.dim, .max_len = r->o.max_len,
+                          .src_vocab = tokenizer_vocab_size(r->src_tok), .tgt_vocab = tokenizer_vocab_size(r->tgt_tok),
+                          .shared_vocab = shared, .ln_eps = 1e-5f, .block = r->o.st.block};
+    if (seq2seq_config_check(&cfg, err, sizeof err)) return host_error("%s", err);
+    if (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && strcmp(r->o.st.admin_init, "closed"))
+        return host_error("--residual admin for seq2seq needs --admin-init closed");
+    if (!(r->m = seq2seq_new(ctx, &cfg)) || seq2seq_init(r->m, r->o.hp.seed) ||
+        (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && seq2seq_admin_closed_form(r->m)))
+        return host_engine_error("cannot create the model");
+    return 0;
+}
+
+/* The optimizer state, then the weights with the tokenizers: each atomic, and a resume
+ * refuses a pair whose steps differ. */
+static int save_checkpoint(const trainer *t, s2s_run *r) {
+    char err[1024], step[32];
+    snprintf(step, sizeof step, "%" PRId64, t->step);
+    size_t n;
+    char *src = tokenizer_serialize(r->src_tok, &n), *tgt = r->tgt_tok == r->src_tok ? NULL : tokenizer_serialize(r->tgt_tok, &n);
+    if (!src || (r->tgt_tok != r->src_tok && !tgt)) {
+        free(src);
+        return host_error("out of host memory");
+    }
+    model_meta meta[] = {{.key = "step", .value = step},
+                         {.key = "written_by", .value = "kiln train"},
+                         {.key = "training_precision", .value = precision_name(t->hp.precision)},
+                         {.key = tgt ? CKPT_SRC_TOKENIZER_KEY : CKPT_TOKENIZER_KEY, .value = src},
+                         {.key = CKPT_TGT_TOKENIZER_KEY, .value = tgt}};
+    int rc = trainer_save_state(t, r->paths.optimizer, err, sizeof err) ||
+             seq2seq_checkpoint_save(r->m, r->paths.model, meta, tgt ? 5 : 4, err, sizeof err);
+    free(src);
+    free(tgt);
+    return rc ? host_error("%s", err) : 0;
+}
+
+static int run(trainer *t, s2s_run *r, FILE *metrics, double *final_val) {
+    const train_hparams *hp = &t->hp;
+    const train_options *o = &r->o;
+    char err[1024];
+    progress bar;
+    progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
+    *final_val = NAN;
+    int rc = 0;
+    while (t->step < hp->steps && rc == 0) {
+        double t0 = progress_now();
+        train_step_stats st;
+        r->step_tokens = 0;
+        if (trainer_step(t, &st, err, sizeof err)) {
+            rc = host_error("%s", err);
+            break;
+        }
+        double tokens_per_s = r->step_tokens / (progress_now() - t0);
+        int last = t->step == hp->steps || g_interrupted;
+        double val = NAN;
+        if (last || (o->eval_every > 0 && t->step % o->eval_every == 0)) {
+            if (seq2seq_data_loss(r->m, r->val, &val, err, sizeof err)) {
+                rc = host_error("%s", err);
+                break;
+            }
+            if ((rc = save_checkpoint(t, r))) break;
+        }
+        int half = hp->precision == KILN_F16;
+        bar.loss_scale = half ? st.loss_scale : 0;
+        progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, val);
+        metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = val, .lr = st.lr,
+                           .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
+                           .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
+                           .attn_entropy_min = NAN};
+        if (metrics_write(metrics, &row)) {
+            rc = host_error("cannot write %s/metrics.jsonl", o->out);
+            break;
+        }
+        if (g_interrupted) {
+            rc = host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes with --resume", t->step,
+                            o->out);
+            break;
+        }
+        if (t->step == hp->steps) *final_val = val;
+    }
+    progress_finish(&bar);
+    return rc;
+}
+
+/* The paper's training recipe where the user said nothing. */
+static void paper_defaults(train_options *o) {
+    o->model = "seq2seq";
+    o->st.norm = "post";
+    o->schedule = "noam";
+    o->hp.warmup = 400;
+    o->hp.beta2 = 0.98f;
+    o->hp.weight_decay = 0.0f;
+    o->hp.dropout = 0.1f;
+    o->hp.label_smoothing = 0.1f;
+    o->max_len = 128;
+    o->batch_tokens = 4096;
+}
+
+int cmd_train_seq2seq(int argc, char **argv) {
+    s2s_run r = {.o = train_default_options()};
+    train_options *o = &r.o;
+    paper_defaults(o);
+    const cli_opt own[] = {
+        {.name = "--valid", .kind = CLI_STRING, .target = &r.valid, .meta = "FILE",
+         .help = "held-out pairs for the validation loss (default: the last 10% of --data)"},
+        {.name = "--enc-layers", .kind = CLI_INT, .target = &o->enc_layers, .meta = "N",
+         .help = "encoder blocks (0: --layers)", .min = 0, .max = 1024},
+        {.name = "--dec-layers", .kind = CLI_INT, .target = &o->dec_layers, .meta = "N",
+         .help = "decoder blocks (0: --layers)", .min = 0, .max = 1024},
+        {.name = "--max-len", .kind = CLI_INT, .target = &o->max_len, .meta = "N",
+         .help = "positions: longer pairs (source + EOS, BOS + target) are left out", .min = 2, .max = 1 << 16},
+        {.name = "--batch-tokens", .kind = CLI_INT, .target = &o->batch_tokens, .meta = "N",
+         .help = "padded tokens (source + target) per micro-batch", .min = 2, .max = 1 << 26},
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tokenizer, .meta = "FILE",
+         .help = "one tokenizer for both sides, one shared embedding (default: bytes)"},
+        {.name = "--src-tokenizer", .kind = CLI_STRING, .target = &r.src_tok_path, .meta = "FILE",
+         .help = "the source's tokenizer (with --tgt-tokenizer: two vocabularies, two embeddings)"},
+        {.name = "--tgt-tokenizer", .kind = CLI_STRING, .target = &r.tgt_tok_path, .meta = "FILE",
+         .help = "the target's tokenizer"},
+    };
+    cli_opt opts[TRAIN_COMMON_OPTIONS + sizeof own / sizeof own[0]];
+    int n = train_common_options(o, opts);
+    memcpy(opts + n, own, sizeof own);
+    n += (int)(sizeof own / sizeof own[0]);
+    const char *summary =
+        "Trains the encoder-decoder Transformer (Vaswani et al. 2017) on source<TAB>target pairs,\n"
+        "one per line. At the end it prints `val loss X` (per target token, without label\n"
+        "smoothing). DIR receives model.safetensors (with the tokenizers), optimizer.safetensors\n"
+        "and metrics.jsonl.";
+    int rc = cli_parse("train --model seq2seq", summary, argc, argv, 2, opts, n);
+    if (rc) return rc < 0 ? 1 : 0;
+    if (train_validate_options(o, opts, n)) return 1;
+    snprintf(r.paths.model, sizeof r.paths.model, "%s/model.safetensors", o->out);
+    snprintf(r.paths.optimizer, sizeof r.paths.optimizer, "%s/optimizer.safetensors", o->out);
+    train_hparams *hp = &o->hp;
+    kiln_ctx *ctx = NULL;
+    trainer t = {0};
+    FILE *metrics = NULL;
+    char err[1024];
+    rc = 1;
+    if (load_tokenizers(&r)) goto done;
+    if (!(ctx = host_open_device(o->backend, o->device))) goto done;
+    if (host_check_precision(ctx, hp->precision) || build_model(&r, ctx) || load_data(&r)) goto done;
+    train_model model = {.self = r.m, .ctx = ctx, .params = r.m->params, .n_params = r.m->n_params,
+                         .d_model = r.m->cfg.n_embd, .data_tokens = (uint64_t)r.train->target_tokens,
+                         .set_precision = precision_hook, .sigma_step = sigma_hook, .micro_loss = draw_loss,
+                         .data = &r};
+    /* the geometry a resume must share: the token budget and the positions */
+    hp->batch = o->batch_tokens;
+    hp->block = o->max_len;
+    if (trainer_init_model(&t, &model, hp, err, sizeof err)) {
+        host_error("%s", err);
+        goto done;
+    }
+    if (o->resume && train_resume_state(&t, &r.paths)) goto done;
+    if (train_make_dir(o->out)) goto done;
+    if (!(metrics = metrics_open(o->out, o->resume ? t.step : -1, err, sizeof err))) {
+        host_error("%s", err);
+        goto done;
+    }
+    host_say_device("train", ctx);
+    fprintf(stderr, "kiln train: seq2seq, %d encoder and %d decoder layers, %d heads, dim %d, vocab %d/%d: %.2fM "
+            "weights; %lld training pairs in %lld batches, %lld held out; steps %" PRId64 " to %d; %s\n",
+            r.m->cfg.enc_layers, r.m->cfg.dec_layers, r.m->cfg.n_head, r.m->cfg.n_embd, r.m->cfg.src_vocab,
+            r.m->cfg.tgt_vocab, (double)seq2seq_param_count(r.m) / 1e6, (long long)r.train->count,
+            (long long)r.train->n_batches, (long long)r.val->count, t.step + 1, hp->steps,
+            hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
+    void (*previous)(int) = signal(SIGINT, on_interrupt);
+    double val;
+    rc = run(&t, &r, metrics, &val);
+    signal(SIGINT, previous);
+    if (rc == 0 && isnan(val) && seq2seq_data_loss(r.m, r.val, &val, err, sizeof err)) rc = host_error("%s", err);
+    if (rc == 0) printf("val loss %.4f\n", val);
+done:
+    if (metrics) fclose(metrics);
+    trainer_free(&t);
+    seq2seq_batch_free(&r.batch);
+    seq2seq_data_free(r.train);
+    seq2seq_data_free(r.val);
+    seq2seq_free(r.m);
+    if (r.tgt_tok != r.src_tok) tokenizer_free(r.tgt_tok);
+    tokenizer_free(r.src_tok);
+    kiln_close(ctx);
+    return rc;
+}
