@@ -9,6 +9,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_tokenizer(int argc, char **argv);
 /* Developer tools (not in --help): the PyTorch parity dump. */
 int cmd_dev(int argc, char **argv);
 
