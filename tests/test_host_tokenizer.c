@@ -125,6 +125,11 @@ static void expect_round_trip(const tokenizer *t, const uint8_t *text, size_t n)
     }
     ck_assert_msg(tokenizer_decode(t, ids, n_ids, &back, &n_back, err, sizeof err) == 0, "%s", err);
     ck_assert_uint_eq(n_back, n);
+    int32_t *raw; /* the cache changes nothing */
+    int64_t n_raw;
+    ck_assert(tokenizer_encode_uncached(t, text, n, &raw, &n_raw, err, sizeof err) == 0);
+    ck_assert(n_raw == n_ids && memcmp(raw, ids, (size_t)n_ids * sizeof *ids) == 0);
+    free(raw);
     ck_assert(n == 0 || memcmp(back, text, n) == 0);
     free(ids);
     free(back);

@@ -80,6 +80,7 @@ static int64_t bpe_piece(const tokenizer *t, bpe_work *w, const uint8_t *s, size
         out[0] = t->byte_id[s[0]];
         return 1;
     }
+    if (m > INT32_MAX) return -1;
     if (m > w->cap) {
         size_t cap = m < 256 ? 256 : m;
         int32_t *id = realloc(w->id, cap * sizeof *id), *prev, *next;
@@ -90,7 +91,6 @@ static int64_t bpe_piece(const tokenizer *t, bpe_work *w, const uint8_t *s, size
         if (!next) return -1;
         w->next = next, w->cap = cap;
     }
-    if (m > INT32_MAX) return -1;
     int32_t n = (int32_t)m;
     for (int32_t i = 0; i < n; i++) {
         w->id[i] = t->byte_id[s[i]];
@@ -170,8 +170,8 @@ static void cache_put(piece_cache *c, const uint8_t *text, size_t text_pos, size
     c->used++;
 }
 
-int tokenizer_encode(const tokenizer *t, const uint8_t *text, size_t n, int32_t **ids, int64_t *n_ids, char *err,
-                     size_t errlen) {
+static int encode(const tokenizer *t, const uint8_t *text, size_t n, int use_cache, int32_t **ids, int64_t *n_ids,
+                  char *err, size_t errlen) {
     *ids = NULL;
     *n_ids = 0;
     int32_t *out = malloc((n ? n : 1) * sizeof *out); /* never more ids than bytes */
@@ -208,7 +208,7 @@ int tokenizer_encode(const tokenizer *t, const uint8_t *text, size_t n, int32_t 
             rc = -1;
             break;
         }
-        if (m > 1 && m <= CACHE_MAX_PIECE) cache_put(&cache, text, pos, m, h ? h : piece_hash(text + pos, m), out + count, got);
+        if (use_cache && m > 1 && m <= CACHE_MAX_PIECE) cache_put(&cache, text, pos, m, h ? h : piece_hash(text + pos, m), out + count, got);
         count += got;
         pos = end;
     }
@@ -226,4 +226,14 @@ int tokenizer_encode(const tokenizer *t, const uint8_t *text, size_t n, int32_t 
     *ids = out;
     *n_ids = count;
     return 0;
+}
+
+int tokenizer_encode(const tokenizer *t, const uint8_t *text, size_t n, int32_t **ids, int64_t *n_ids, char *err,
+                     size_t errlen) {
+    return encode(t, text, n, 1, ids, n_ids, err, errlen);
+}
+
+int tokenizer_encode_uncached(const tokenizer *t, const uint8_t *text, size_t n, int32_t **ids, int64_t *n_ids,
+                              char *err, size_t errlen) {
+    return encode(t, text, n, 0, ids, n_ids, err, errlen);
 }

@@ -75,6 +75,10 @@ int32_t tokenizer_merge_count(const tokenizer *t);
  * *ids is malloc'd (never NULL on success, even for n == 0). */
 int tokenizer_encode(const tokenizer *t, const uint8_t *text, size_t n, int32_t **ids, int64_t *n_ids, char *err,
                      size_t errlen);
+/* The same ids without the per-call cache of pieces already seen: every piece goes through
+ * the merge heap (the benchmark's "no cache" figure; the tests check both agree). */
+int tokenizer_encode_uncached(const tokenizer *t, const uint8_t *text, size_t n, int32_t **ids, int64_t *n_ids,
+                              char *err, size_t errlen);
 /* ids -> bytes, the exact inverse for non-special ids; specials decode to their names
  * ("[MASK]", "<|endoftext|>"); an id outside the vocab is an error. *bytes is malloc'd. */
 int tokenizer_decode(const tokenizer *t, const int32_t *ids, int64_t n, uint8_t **bytes, size_t *n_bytes, char *err,
@@ -97,7 +101,7 @@ int tokenizer_import_gpt2_memory(const char *vocab, size_t vocab_len, const char
  * bytes, 256..261 the six specials, then one merge per id, each the most frequent pair of
  * adjacent tokens within GPT-2's pre-tokenized pieces. Ties go to the pair with the
  * smallest left id, then the smallest right id, so the same text gives the same file.
- * Training stops early (a smaller vocab) when no pair occurs twice... see bpe_train.c.
+ * Training stops early (a smaller vocabulary) when no pair occurs twice any more.
  * vocab_size < TOKENIZER_MIN_TRAINED_VOCAB is refused with one line. */
 int tokenizer_train(const uint8_t *text, size_t n, int32_t vocab_size, tokenizer **out, char *err, size_t errlen);
 
