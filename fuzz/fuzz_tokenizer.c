@@ -2,9 +2,9 @@
  *   - tokenizer_parse(part 1): the kiln file format;
  *   - tokenizer_import_gpt2_memory(part 1 as vocab.json, part 2 as merges.txt).
  * A refusal must be one line and leave no tokenizer. An accepted tokenizer must serialize
- * back to a file that parses to the same text, and encode then decode the text that follows
- * (part 2 for the file format, part 3 for the import) back to the same bytes, with every id
- * inside the vocabulary and none of them special. */
+ * back to a file that parses to the same text, and encode then decode a text back to the
+ * same bytes (for the file format, all the input after the first separator; for the import,
+ * part 3), with every id inside the vocabulary and none of them special. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
