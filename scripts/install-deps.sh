@@ -11,6 +11,7 @@ PACKAGES=(
   libopenblas-dev libclblast-dev                    # benchmark peers
   python3-torch python3-numpy                       # PyTorch parity tests
   librsvg2-bin                                      # renders kiln plot's SVG in its test
+  python3-regex                                     # GPT-2's tokenizer reference (tests/gpt2_reference.py)
 )
 
 missing=()

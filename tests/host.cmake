@@ -98,3 +98,19 @@ set_tests_properties(host_plot PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_COD
 add_test(NAME host_pairs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_pairs.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/pairs)
 set_tests_properties(host_pairs PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+# Tokenizers (host/text/): the Check suite reads GPT-2's files from tests/data/gpt2 and
+# replays the fuzz seeds; the scripts drive `kiln tokenizer` (one-line errors, round trips)
+# and compare it with the Python references (GPT-2's encoder.py algorithm, a naive BPE
+# trainer), skipped (77) when /usr/bin/python3 lacks the regex module.
+target_link_libraries(test_host_tokenizer PRIVATE kiln_text)
+target_compile_definitions(test_host_tokenizer PRIVATE
+  KILN_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
+  KILN_FUZZ_CORPUS_DIR="${PROJECT_SOURCE_DIR}/fuzz/corpus/tokenizer")
+target_include_directories(test_host_tokenizer PRIVATE ${PROJECT_SOURCE_DIR}/fuzz)
+add_test(NAME host_tokenizer COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/tokenizer)
+set_tests_properties(host_tokenizer PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+add_test(NAME host_tokenizer_reference
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer_reference.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/tokenizer_reference)
+set_tests_properties(host_tokenizer_reference PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -12,6 +12,7 @@ int cmd_decode(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_pairs(int argc, char **argv); /* kiln pairs from-mo */
+int cmd_tokenizer(int argc, char **argv);
 /* Developer tools (not in --help): the PyTorch parity dump. */
 int cmd_dev(int argc, char **argv);
 int cmd_dev_seq2seq_parity(int argc, char **argv);

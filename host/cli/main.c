@@ -21,6 +21,7 @@ static void usage(FILE *out) {
             "  info         backends and devices of this machine\n"
             "  plot         training runs' metrics overlaid as an SVG\n"
             "  pairs from-mo  translation pairs (TSV) from gettext catalogs\n"
+            "  tokenizer    train, import (GPT-2), encode and decode tokenizers\n"
             "  bench        each device's ceilings, kernels and models (kiln bench --help)\n"
             "  bench compare  several `kiln bench --json` results side by side\n"
             "  bench train  training throughput of kiln and PyTorch on the same model\n"
@@ -61,6 +62,7 @@ int main(int argc, char **argv) {
         {.name = "train", .run = cmd_train}, {.name = "eval", .run = cmd_eval},
         {.name = "decode", .run = cmd_decode}, {.name = "info", .run = cmd_info},
         {.name = "plot", .run = cmd_plot}, {.name = "pairs", .run = cmd_pairs},
+        {.name = "tokenizer", .run = cmd_tokenizer},
         {.name = "bench", .run = cmd_bench}, {.name = "dev", .run = cmd_dev},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -1,0 +1,83 @@
+/* Fuzzes the tokenizer readers: the input is up to three parts separated by "\n#--\n".
+ *   - tokenizer_parse(part 1): the kiln file format;
+ *   - tokenizer_import_gpt2_memory(part 1 as vocab.json, part 2 as merges.txt).
+ * A refusal must be one line and leave no tokenizer. An accepted tokenizer must serialize
+ * back to a file that parses to the same text, and encode then decode a text back to the
+ * same bytes (for the file format, all the input after the first separator; for the import,
+ * part 3), with every id inside the vocabulary and none of them special. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_check.h"
+#include "text/tokenizer.h"
+
+#define FUZZ_SEPARATOR "\n#--\n"
+
+/* The part after `data` up to the next separator (or the end); *rest is after it. */
+static size_t fuzz_part(const uint8_t *data, size_t size, const uint8_t **rest, size_t *rest_size) {
+    size_t sep = strlen(FUZZ_SEPARATOR);
+    for (size_t i = 0; i + sep <= size; i++)
+        if (!memcmp(data + i, FUZZ_SEPARATOR, sep)) {
+            *rest = data + i + sep;
+            *rest_size = size - i - sep;
+            return i;
+        }
+    *rest = data + size;
+    *rest_size = 0;
+    return size;
+}
+
+static void fuzz_check_refusal(int rc, const tokenizer *t, const char *err) {
+    if (rc == 0) return;
+    FUZZ_CHECK(rc == -1 && t == NULL && err[0] && !strchr(err, '\n'));
+}
+
+static void fuzz_check_accepted(const tokenizer *t, const uint8_t *text, size_t n) {
+    size_t n1, n2;
+    char *s1 = tokenizer_serialize(t, &n1), err[512];
+    FUZZ_CHECK(s1 != NULL);
+    tokenizer *back = NULL;
+    FUZZ_CHECK(tokenizer_parse(s1, n1, "serialized", &back, err, sizeof err) == 0);
+    char *s2 = tokenizer_serialize(back, &n2);
+    FUZZ_CHECK(s2 && n1 == n2 && !memcmp(s1, s2, n1));
+    int32_t *ids;
+    int64_t n_ids;
+    FUZZ_CHECK(tokenizer_encode(back, text, n, &ids, &n_ids, err, sizeof err) == 0);
+    for (int64_t i = 0; i < n_ids; i++)
+        FUZZ_CHECK(ids[i] >= 0 && ids[i] < tokenizer_vocab_size(t) && !tokenizer_is_special(t, ids[i]));
+    uint8_t *bytes;
+    size_t n_bytes;
+    FUZZ_CHECK(tokenizer_decode(t, ids, n_ids, &bytes, &n_bytes, err, sizeof err) == 0);
+    FUZZ_CHECK(n_bytes == n && (n == 0 || !memcmp(bytes, text, n)));
+    free(bytes);
+    free(ids);
+    free(s1);
+    free(s2);
+    tokenizer_free(back);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const uint8_t *p2, *p3, *p4;
+    size_t n2, n3, n4;
+    size_t n1 = fuzz_part(data, size, &p2, &n2);
+    size_t len2 = fuzz_part(p2, n2, &p3, &n3);
+    size_t len3 = fuzz_part(p3, n3, &p4, &n4);
+    (void)p4;
+    (void)n4;
+    char err[512] = "";
+    tokenizer *t = NULL;
+    int rc = tokenizer_parse((const char *)data, n1, "fuzz", &t, err, sizeof err);
+    fuzz_check_refusal(rc, t, err);
+    if (rc == 0) fuzz_check_accepted(t, p2, n2);
+    tokenizer_free(t);
+
+    t = NULL;
+    err[0] = '\0';
+    rc = tokenizer_import_gpt2_memory((const char *)data, n1, "vocab.json", (const char *)p2, len2, "merges.txt", &t, err,
+                                      sizeof err);
+    fuzz_check_refusal(rc, t, err);
+    if (rc == 0) fuzz_check_accepted(t, p3, len3);
+    tokenizer_free(t);
+    return 0;
+}
