@@ -9,6 +9,9 @@ int cmd_train(int argc, char **argv);
 int cmd_train_seq2seq(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
+/* `kiln eval` and `kiln decode` of an encoder-decoder checkpoint (dispatched on its model_type) */
+int cmd_eval_seq2seq(int argc, char **argv);
+int cmd_decode_seq2seq(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_pairs(int argc, char **argv); /* kiln pairs from-mo */

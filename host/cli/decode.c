@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/precision_option.h"
+#include "cli/seq2seq_session.h"
 #include "cli/progress.h"
 #include "model/gpt_checkpoint.h"
 #include "model/sample.h"
@@ -54,6 +55,7 @@ static int next_logits(decoder *d, float *logits) {
 }
 
 int cmd_decode(int argc, char **argv) {
+    if (host_ckpt_is_seq2seq(argc, argv)) return cmd_decode_seq2seq(argc, argv);
     const char *ckpt = NULL, *prompt = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, max_new = 200, greedy = 0, no_cache = 0, echo = 0;
     sample_opts so = {.temperature = 1.0f, .top_p = 1.0f, .seed = 1};

@@ -5,10 +5,12 @@
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/precision_option.h"
+#include "cli/seq2seq_session.h"
 #include "model/eval_loss.h"
 #include "model/gpt_checkpoint.h"
 
 int cmd_eval(int argc, char **argv) {
+    if (host_ckpt_is_seq2seq(argc, argv)) return cmd_eval_seq2seq(argc, argv);
     const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, batch = 8;
     cli_opt opts[] = {

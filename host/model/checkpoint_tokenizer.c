@@ -20,3 +20,22 @@ int checkpoint_tokenizer_load(const char *ckpt, const char *key, tokenizer **out
     st_close(f);
     return rc;
 }
+
+int checkpoint_tokenizer_pair(const char *ckpt, tokenizer **src, tokenizer **tgt, char *err, size_t errlen) {
+    *src = *tgt = NULL;
+    int shared = checkpoint_tokenizer_load(ckpt, CKPT_TOKENIZER_KEY, src, err, errlen);
+    if (shared < 0) return -1;
+    if (shared) {
+        *tgt = *src;
+        return 0;
+    }
+    int a = checkpoint_tokenizer_load(ckpt, CKPT_SRC_TOKENIZER_KEY, src, err, errlen);
+    int b = a == 1 ? checkpoint_tokenizer_load(ckpt, CKPT_TGT_TOKENIZER_KEY, tgt, err, errlen) : 0;
+    if (a == 1 && b == 1) return 0;
+    tokenizer_free(*src);
+    *src = NULL;
+    if (a >= 0 && b >= 0)
+        snprintf(err, errlen, "%s holds no tokenizer (%s, or %s and %s in its metadata)", ckpt, CKPT_TOKENIZER_KEY,
+                 CKPT_SRC_TOKENIZER_KEY, CKPT_TGT_TOKENIZER_KEY);
+    return -1;
+}

@@ -16,4 +16,8 @@
  * checkpoint has none, -1 with a one-line message (unreadable file, corrupt tokenizer). */
 int checkpoint_tokenizer_load(const char *ckpt, const char *key, tokenizer **out, char *err, size_t errlen);
 
+/* An encoder-decoder checkpoint's two tokenizers: the shared one twice (*src == *tgt), or
+ * the source's and the target's. Returns 0, or -1 with a message (none stored, corrupt). */
+int checkpoint_tokenizer_pair(const char *ckpt, tokenizer **src, tokenizer **tgt, char *err, size_t errlen);
+
 #endif

@@ -1,0 +1,85 @@
+/* `kiln decode` with an encoder-decoder checkpoint: translates --input TEXT, or every line
+ * of --input-file FILE, writing one output line per input line, in order. Greedy by
+ * default; --beam K searches K hypotheses ranked with GNMT's length penalty
+ * (--length-penalty alpha). The encoder runs once per input and every decoder layer's
+ * cross-attention keys and values are computed once (model/seq2seq_search.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/device.h"
+#include "cli/progress.h"
+#include "cli/seq2seq_session.h"
+#include "formats/file_open.h"
+
+/* Translates one line and prints it with its newline. */
+static int translate_line(s2s_session *s, const seq2seq_search_opts *o, const char *line, size_t n) {
+    char *out;
+    size_t len;
+    if (s2s_translate_text(s, line, n, o, &out, &len)) return 1;
+    fwrite(out, 1, len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    free(out);
+    return 0;
+}
+
+int cmd_decode_seq2seq(int argc, char **argv) {
+    const char *ckpt = NULL, *input = NULL, *input_file = NULL, *backend = "auto", *precision = "fp32";
+    int device = -1, beam = 1, max_new = 0;
+    float length_penalty = 0.6f;
+    cli_opt opts[] = {
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
+         .help = "an encoder-decoder checkpoint (kiln train --model seq2seq)"},
+        {.name = "--input", .kind = CLI_STRING, .target = &input, .meta = "TEXT", .help = "the text to translate"},
+        {.name = "--input-file", .kind = CLI_STRING, .target = &input_file, .meta = "FILE",
+         .help = "translate every line of FILE, one output line each"},
+        {.name = "--beam", .kind = CLI_INT, .target = &beam, .meta = "K", .help = "beam width (1: greedy)", .min = 1,
+         .max = 64},
+        {.name = "--length-penalty", .kind = CLI_FLOAT, .target = &length_penalty, .meta = "A",
+         .help = "GNMT's alpha: hypotheses rank by log P / ((5 + length) / 6)^A", .min = 0, .max = 10},
+        {.name = "--max-new", .kind = CLI_INT, .target = &max_new, .meta = "N",
+         .help = "output tokens at most (0: the model's positions)", .min = 0, .max = 1 << 20},
+        {.name = "--precision", .kind = CLI_STRING, .target = &precision, .meta = "P", .help = "fp32 or fp16"},
+        host_backend_option(&backend),
+        host_device_option(&device),
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse("decode", "Translates text with an encoder-decoder checkpoint, one output line per input line.",
+                       argc, argv, 2, opts, n);
+    if (rc) return rc < 0 ? 1 : 0;
+    if (!ckpt) return host_error("kiln decode needs --ckpt FILE");
+    if (!input == !input_file) return host_error("an encoder-decoder checkpoint needs --input TEXT or --input-file FILE");
+    char *text = NULL;
+    size_t text_len = 0;
+    char err[1024];
+    if (input_file && file_read_all(input_file, "--input-file", &text, &text_len, err, sizeof err)) return host_error("%s", err);
+    s2s_session s;
+    rc = s2s_session_open(&s, ckpt, backend, device, precision);
+    if (rc == 0) {
+        host_say_device("decode", s.ctx);
+        seq2seq_search_opts o = s2s_search_opts(&s, beam, length_penalty, max_new);
+        double t0 = progress_now();
+        int lines = 0;
+        if (input) {
+            rc = translate_line(&s, &o, input, strlen(input));
+            lines = 1;
+        } else {
+            for (size_t at = 0; at < text_len && rc == 0; lines++) {
+                const char *nl = memchr(text + at, '\n', text_len - at);
+                size_t end = nl ? (size_t)(nl - text) : text_len, len = end - at;
+                if (len && text[at + len - 1] == '\r') len--;
+                rc = translate_line(&s, &o, text + at, len);
+                at = end + 1;
+            }
+        }
+        if (rc == 0)
+            fprintf(stderr, "kiln decode: %d line%s in %.2f s (beam %d)%s\n", lines, lines == 1 ? "" : "s",
+                    progress_now() - t0, beam, s.truncated ? "; some sources were cut to the model's positions" : "");
+    }
+    s2s_session_close(&s);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,83 @@
+/* `kiln eval` with an encoder-decoder checkpoint on held-out source<TAB>target pairs:
+ *   loss X    mean cross-entropy per target token (EOS included), teacher-forced
+ *   bleu Y    corpus BLEU of the translations (greedy, or --beam K) as sacreBLEU computes it
+ *             by default: 13a tokenization, 4-grams, brevity penalty (text/bleu.h)
+ *   exact Z   the fraction of translations identical to their reference
+ * BLEU's details (n-gram precisions, brevity penalty, lengths) go to stderr. Pairs longer
+ * than the model's positions count in BLEU (their sources cut) but not in the loss. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/device.h"
+#include "cli/seq2seq_session.h"
+#include "formats/pairs.h"
+#include "model/seq2seq_data.h"
+#include "text/bleu.h"
+
+int cmd_eval_seq2seq(int argc, char **argv) {
+    const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
+    int device = -1, beam = 1, max_new = 0, batch_tokens = 4096;
+    float length_penalty = 0.6f;
+    cli_opt opts[] = {
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "an encoder-decoder checkpoint"},
+        {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE",
+         .help = "held-out source<TAB>target pairs"},
+        {.name = "--beam", .kind = CLI_INT, .target = &beam, .meta = "K", .help = "beam width for BLEU (1: greedy)",
+         .min = 1, .max = 64},
+        {.name = "--length-penalty", .kind = CLI_FLOAT, .target = &length_penalty, .meta = "A",
+         .help = "GNMT's alpha for the beam", .min = 0, .max = 10},
+        {.name = "--max-new", .kind = CLI_INT, .target = &max_new, .meta = "N",
+         .help = "output tokens at most (0: the model's positions)", .min = 0, .max = 1 << 20},
+        {.name = "--batch-tokens", .kind = CLI_INT, .target = &batch_tokens, .meta = "N",
+         .help = "padded tokens per batch of the loss", .min = 2, .max = 1 << 26},
+        {.name = "--precision", .kind = CLI_STRING, .target = &precision, .meta = "P", .help = "fp32 or fp16"},
+        host_backend_option(&backend),
+        host_device_option(&device),
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse("eval", "Loss, BLEU and exact matches of an encoder-decoder checkpoint on held-out pairs.",
+                       argc, argv, 2, opts, n);
+    if (rc) return rc < 0 ? 1 : 0;
+    if (!ckpt || !data) return host_error("kiln eval needs --ckpt FILE and --data FILE");
+    char err[1024];
+    text_pairs *p = NULL;
+    if (pairs_load(data, &p, err, sizeof err)) return host_error("%s", err);
+    s2s_session s;
+    seq2seq_data *d = NULL;
+    rc = s2s_session_open(&s, ckpt, backend, device, precision);
+    double loss = 0;
+    if (rc == 0 && (seq2seq_data_build(p, 0, p->count, s.src, s.tgt, s.m->cfg.max_len, batch_tokens, &d, err,
+                                       sizeof err) ||
+                    seq2seq_data_loss(s.m, d, &loss, err, sizeof err)))
+        rc = host_error("%s: %s", data, err);
+    bleu_stats stats = {0};
+    int64_t exact = 0;
+    if (rc == 0) {
+        host_say_device("eval", s.ctx);
+        seq2seq_search_opts o = s2s_search_opts(&s, beam, length_penalty, max_new);
+        for (int64_t i = 0; i < p->count && rc == 0; i++) {
+            char *hyp;
+            size_t len;
+            if ((rc = s2s_translate_text(&s, p->src[i], p->src_len[i], &o, &hyp, &len))) break;
+            if (bleu_add(&stats, hyp, len, p->tgt[i], p->tgt_len[i])) rc = host_error("out of host memory");
+            exact += len == p->tgt_len[i] && !memcmp(hyp, p->tgt[i], len);
+            free(hyp);
+        }
+    }
+    if (rc == 0) {
+        bleu_result b = bleu_score(&stats);
+        fprintf(stderr, "kiln eval: %lld pairs; BLEU %.2f = BP %.3f (ratio %.3f, hyp %lld, ref %lld), "
+                "precisions %.1f/%.1f/%.1f/%.1f; beam %d\n", (long long)p->count, b.score, b.bp, b.ratio,
+                (long long)b.sys_len, (long long)b.ref_len, b.precisions[0], b.precisions[1], b.precisions[2],
+                b.precisions[3], beam);
+        if (d->dropped) fprintf(stderr, "kiln eval: %lld pairs are longer than the model's positions and left out of the loss\n", (long long)d->dropped);
+        printf("loss %.6f\nbleu %.2f\nexact %.4f\n", loss, b.score, (double)exact / (double)p->count);
+    }
+    seq2seq_data_free(d);
+    s2s_session_close(&s);
+    pairs_free(p);
+    return rc;
+}

@@ -1,0 +1,91 @@
+/* Encoder-decoder checkpoints at the command line (seq2seq_session.h). */
+#include "cli/seq2seq_session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/device.h"
+#include "cli/precision_option.h"
+#include "model/checkpoint_tokenizer.h"
+#include "model/model_checkpoint.h"
+#include "model/seq2seq_checkpoint.h"
+
+int host_ckpt_is_seq2seq(int argc, char **argv) {
+    const char *ckpt = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--ckpt") && i + 1 < argc) ckpt = argv[i + 1];
+        if (!strncmp(argv[i], "--ckpt=", 7)) ckpt = argv[i] + 7;
+    }
+    char type[64], err[256];
+    return ckpt && model_checkpoint_meta(ckpt, "model_type", type, sizeof type, err, sizeof err) == 1 &&
+           !strcmp(type, SEQ2SEQ_MODEL_TYPE);
+}
+
+int s2s_session_open(s2s_session *s, const char *ckpt, const char *backend, int device, const char *precision) {
+    memset(s, 0, sizeof *s);
+    char err[1024];
+    kiln_dtype dtype;
+    if (host_parse_precision(precision, &dtype)) return 1;
+    if (checkpoint_tokenizer_pair(ckpt, &s->src, &s->tgt, err, sizeof err)) return host_error("%s", err);
+    if (!(s->ctx = host_open_device(backend, device)) || host_check_precision(s->ctx, dtype)) return 1;
+    if (seq2seq_checkpoint_load(s->ctx, ckpt, &s->m, err, sizeof err)) return host_error("%s", err);
+    if (tokenizer_vocab_size(s->src) != s->m->cfg.src_vocab || tokenizer_vocab_size(s->tgt) != s->m->cfg.tgt_vocab)
+        return host_error("%s: its tokenizers' vocabularies (%d, %d) disagree with the model's (%d, %d)", ckpt,
+                          tokenizer_vocab_size(s->src), tokenizer_vocab_size(s->tgt), s->m->cfg.src_vocab,
+                          s->m->cfg.tgt_vocab);
+    if (tokenizer_special(s->tgt, TOK_BOS) < 0 || tokenizer_special(s->tgt, TOK_EOS) < 0 ||
+        tokenizer_special(s->src, TOK_EOS) < 0)
+        return host_error("%s: its tokenizer has no [BOS] or [EOS]", ckpt);
+    if (seq2seq_set_precision(s->m, dtype, 0)) return host_engine_error("--precision fp16");
+    return 0;
+}
+
+void s2s_session_close(s2s_session *s) {
+    seq2seq_free(s->m);
+    if (s->tgt != s->src) tokenizer_free(s->tgt);
+    tokenizer_free(s->src);
+    kiln_close(s->ctx);
+    memset(s, 0, sizeof *s);
+}
+
+seq2seq_search_opts s2s_search_opts(const s2s_session *s, int beam, float length_penalty, int max_new) {
+    int room = s->m->cfg.max_len - 1;
+    return (seq2seq_search_opts){.beam = beam, .length_penalty = length_penalty,
+                                 .max_len = max_new > 0 && max_new < room ? max_new : room,
+                                 .bos = tokenizer_special(s->tgt, TOK_BOS), .eos = tokenizer_special(s->tgt, TOK_EOS)};
+}
+
+int s2s_translate_text(s2s_session *s, const char *text, size_t n, const seq2seq_search_opts *o, char **out,
+                       size_t *out_len) {
+    char err[1024];
+    int32_t *ids = NULL, *result = malloc((size_t)o->max_len * sizeof *result);
+    int64_t n_ids;
+    if (!result) return host_error("out of host memory");
+    if (tokenizer_encode(s->src, (const uint8_t *)text, n, &ids, &n_ids, err, sizeof err)) {
+        free(result);
+        return host_error("%s", err);
+    }
+    int room = s->m->cfg.max_len - 1;
+    if (n_ids > room) {
+        n_ids = room;
+        s->truncated++;
+    }
+    int len = seq2seq_translate(s->m, ids, (int)n_ids, o, result, o->max_len, NULL);
+    free(ids);
+    if (len < 0) {
+        free(result);
+        return host_engine_error("translating");
+    }
+    uint8_t *bytes;
+    size_t nb;
+    int rc = tokenizer_decode(s->tgt, result, len, &bytes, &nb, err, sizeof err);
+    free(result);
+    if (rc) return host_error("%s", err);
+    for (size_t i = 0; i < nb; i++)
+        if (bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t') bytes[i] = ' ';
+    *out = (char *)bytes;
+    *out_len = nb;
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* What `kiln decode` and `kiln eval` do with an encoder-decoder checkpoint: open it with its
+ * tokenizers on a device, and translate text (host/cli/decode_seq2seq.c, eval_seq2seq.c). */
+#ifndef KILN_HOST_CLI_SEQ2SEQ_SESSION_H
+#define KILN_HOST_CLI_SEQ2SEQ_SESSION_H
+
+#include <stddef.h>
+
+#include "model/seq2seq.h"
+#include "text/tokenizer.h"
+
+/* 1 when the --ckpt in argv is an encoder-decoder checkpoint (model_type kiln-seq2seq), 0
+ * otherwise (no --ckpt, unreadable: the GPT path reports it). */
+int host_ckpt_is_seq2seq(int argc, char **argv);
+
+typedef struct s2s_session {
+    kiln_ctx *ctx;
+    seq2seq_model *m;
+    tokenizer *src, *tgt; /* the same object when shared */
+    int truncated;        /* sources cut to the model's positions so far */
+} s2s_session;
+
+/* Opens the device, the model (in `precision`) and its tokenizers. Returns 0, or 1 with
+ * the error printed (77-style skips are the caller's business). */
+int s2s_session_open(s2s_session *s, const char *ckpt, const char *backend, int device, const char *precision);
+void s2s_session_close(s2s_session *s);
+
+/* Translates text[0..n): *out (malloc'd, *out_len bytes) is the target text, with line
+ * breaks and tabs turned into spaces so that one input line gives one output line. A
+ * source longer than the model's positions is cut (counted in s->truncated). Returns 0,
+ * or 1 with the error printed. */
+int s2s_translate_text(s2s_session *s, const char *text, size_t n, const seq2seq_search_opts *o, char **out,
+                       size_t *out_len);
+
+/* Search options for this session's model: BOS and EOS of its target tokenizer, at most
+ * max_new output tokens (0: as many as the model has positions). */
+seq2seq_search_opts s2s_search_opts(const s2s_session *s, int beam, float length_penalty, int max_new);
+
+#endif
