@@ -205,10 +205,18 @@ START_TEST(cached_decoding_matches_full_passes) {
         o.length_penalty = 0.6f;
         ck_assert_int_eq(seq2seq_translate(m, src, 5, &o, beam1, MAXLEN, NULL), n_want);
         for (int i = 0; i < n_want; i++) ck_assert_int_eq(beam1[i], want[i]);
-        /* a wider beam runs (its result may differ) and stays within the limit */
-        o.beam = 4;
-        int n_beam = seq2seq_translate(m, src, 5, &o, beam1, MAXLEN, NULL);
-        ck_assert_msg(n_beam >= 0 && n_beam <= 8, "beam 4 gave %d tokens: %s", n_beam, kiln_error_message());
+        /* a wider beam finds a hypothesis at least as good as greedy's, on several sources */
+        for (int k = 0; k < 6; k++) {
+            const int32_t other[4] = {(int32_t)k, (int32_t)(9 - k), 3, (int32_t)((k * 7) % 10)};
+            double greedy_score, beam_score;
+            o.beam = 1;
+            ck_assert_int_ge(seq2seq_translate(m, other, 4, &o, beam1, MAXLEN, &greedy_score), 0);
+            o.beam = 8;
+            int n_beam = seq2seq_translate(m, other, 4, &o, beam1, MAXLEN, &beam_score);
+            ck_assert_msg(n_beam >= 0 && n_beam <= 8, "beam 8 gave %d tokens: %s", n_beam, kiln_error_message());
+            ck_assert_msg(beam_score >= greedy_score - 1e-9, "source %d: beam %g below greedy %g", k, beam_score,
+                          greedy_score);
+        }
         kiln_set_grad_enabled(ctx, 1);
         seq2seq_free(m);
     }

@@ -6,11 +6,14 @@
  * hypothesis that continues another's copies that one's cache rows (double-buffered, and
  * skipped when every hypothesis continues itself, as greedy always does).
  *
- * Beam search keeps the `beam` best live hypotheses by log-probability. A hypothesis that
- * emits EOS is finished and scored with GNMT's length normalization
- * log P / ((5 + |Y|) / 6)^alpha, |Y| counting the EOS; the search stops when `beam`
- * hypotheses are finished or the length limit is reached (live hypotheses then count as
- * finished), and returns the best finished one. With beam 1 this is greedy decoding. */
+ * Beam search keeps the `beam` best live hypotheses by log-probability. A hypothesis whose
+ * EOS ranks among the step's `beam` best candidates is finished and scored with GNMT's
+ * length normalization log P / ((5 + |Y|) / 6)^alpha, |Y| counting the EOS (an EOS ranked
+ * lower is dropped, as Hugging Face's search does: a barely possible EOS must not fill the
+ * finished list). The search stops when no live hypothesis can beat the `beam` best finished
+ * ones any more (log P only falls as a hypothesis grows, so log P / lp(longest) bounds what
+ * it can reach), or at the length limit (live hypotheses then count as finished); it
+ * returns the best finished one. With beam 1 this is greedy decoding. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +36,11 @@ typedef struct search {
     int32_t *next_tokens;
     double *logp;            /* [beam] */
     int alive;
-    /* the best finished hypothesis so far */
+    /* the best finished hypothesis so far, and the `beam` best finished scores (best first) */
     int32_t *best;
     int best_len, finished;
     double best_score;
+    double *finished_scores;
     float *logits;           /* [V] */
     double *cand_score;      /* the top candidates of a step: 2 * beam */
     int *cand_hyp, *cand_tok;
@@ -68,6 +72,7 @@ static void search_free(search *s) {
     free(s->next_tokens);
     free(s->logp);
     free(s->best);
+    free(s->finished_scores);
     free(s->logits);
     free(s->cand_score);
     free(s->cand_hyp);
@@ -165,7 +170,16 @@ static void offer(search *s, int *count, int cap, double score, int hyp, int tok
 
 static void finish(search *s, const int32_t *tokens, int len, double logp, int with_eos) {
     double score = logp / length_penalty(s->o->length_penalty, len + with_eos);
-    s->finished++;
+    /* keep the `beam` best scores, best first */
+    int i;
+    if (s->finished < s->beam)
+        i = s->finished++;                     /* a free slot at the end */
+    else if (score > s->finished_scores[s->beam - 1])
+        i = s->beam - 1;                       /* replaces the worst */
+    else
+        i = -1;                                /* not among the best */
+    for (; i > 0 && s->finished_scores[i - 1] < score; i--) s->finished_scores[i] = s->finished_scores[i - 1];
+    if (i >= 0) s->finished_scores[i] = score;
     if (s->best_len >= 0 && score <= s->best_score) return;
     s->best_score = score;
     s->best_len = len;
@@ -195,10 +209,10 @@ static kiln_status search_step(search *s, int pos) {
     int next = 0, identity = 1;
     double next_logp[64];
     int parent[64];
-    for (int i = 0; i < count && next < s->beam && s->finished < s->beam; i++) {
+    for (int i = 0; i < count && next < s->beam; i++) {
         int b = s->cand_hyp[i];
         if (s->cand_tok[i] == s->o->eos) {
-            finish(s, s->tokens + b * L, pos, s->cand_score[i], 1);
+            if (i < s->beam) finish(s, s->tokens + b * L, pos, s->cand_score[i], 1);
             continue;
         }
         memcpy(s->next_tokens + next * L, s->tokens + b * L, (size_t)pos * sizeof *s->tokens);
@@ -219,7 +233,12 @@ static kiln_status search_step(search *s, int pos) {
     s->tokens = s->next_tokens;
     s->next_tokens = t;
     for (int j = 0; j < next; j++) s->logp[j] = next_logp[j];
-    s->alive = s->finished >= s->beam ? 0 : next;
+    s->alive = next;
+    /* done when the best live hypothesis, however long it grows, cannot enter the finished best */
+    if (s->finished == s->beam && next > 0) {
+        double bound = s->logp[0] / length_penalty(s->o->length_penalty, L + 1);
+        if (bound <= s->finished_scores[s->beam - 1]) s->alive = 0;
+    }
     return KILN_OK;
 }
 
@@ -239,6 +258,7 @@ int seq2seq_translate(seq2seq_model *m, const int32_t *src, int n, const seq2seq
     s.next_tokens = calloc((size_t)(s.beam * L), sizeof *s.next_tokens);
     s.logp = calloc((size_t)s.beam, sizeof *s.logp);
     s.best = calloc((size_t)L, sizeof *s.best);
+    s.finished_scores = calloc((size_t)s.beam, sizeof *s.finished_scores);
     s.logits = malloc((size_t)s.V * sizeof *s.logits);
     s.cand_score = malloc((size_t)(2 * s.beam) * sizeof *s.cand_score);
     s.cand_hyp = malloc((size_t)(2 * s.beam) * sizeof *s.cand_hyp);
@@ -247,7 +267,8 @@ int seq2seq_translate(seq2seq_model *m, const int32_t *src, int n, const seq2seq
     kiln_set_grad_enabled(m->ctx, 0);
     kiln_set_training(m->ctx, 0);
     kiln_status st = KILN_OK;
-    if (!s.cross_kv || !s.tokens || !s.next_tokens || !s.logp || !s.best || !s.logits || !s.cand_score ||
+    if (!s.cross_kv || !s.tokens || !s.next_tokens || !s.logp || !s.best || !s.finished_scores || !s.logits ||
+        !s.cand_score ||
         !s.cand_hyp || !s.cand_tok)
         st = kiln_set_error(KILN_ERR_MEMORY, "seq2seq: out of host memory");
     if (!st) st = alloc_caches(&s);
