@@ -43,6 +43,11 @@ done
 [ "$(printf 'Hello world' | "$kiln" tokenizer encode --tokenizer gpt2.tok)" = "15496 995" ] ||
   fail "GPT-2 encodes 'Hello world' as 15496 995"
 
+# merges.txt with CRLF line ends and without its "#version" line gives the same tokenizer
+tail -n +2 "$data/merges.txt" | sed 's/$/\r/' >crlf.txt
+"$kiln" tokenizer import --vocab "$data/vocab.json" --merges crlf.txt --out crlf.tok 2>/dev/null
+cmp gpt2.tok crlf.tok || fail "a CRLF merges.txt without #version gave another tokenizer"
+
 # corrupt GPT-2 files, each one line
 printf '{"a": 0,' >bad.json
 expect_one_line_error "bad JSON" "bad.json: line 1" tokenizer import --vocab bad.json --merges "$data/merges.txt" --out x.tok

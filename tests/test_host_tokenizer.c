@@ -381,6 +381,8 @@ START_TEST(parse_errors_name_the_line) {
         {"kiln-tokenizer 1\nvocab 258\npretokenizer none\n", "merge 1 2 256\nspecial 257 [A] -\n", "x:6: special tokens come before"},
         {"kiln-tokenizer 1\nvocab 257\npretokenizer none\n", "\n", "x:5: an empty line"},
         {"kiln-tokenizer 1\nvocab 257\npretokenizer none\n", "token 256\n", "x:5: unknown record \"token\""},
+        {"kiln-tokenizer 1\nvocab 257\npretokenizer none\n", "merge 1 2 256 \n", "x:5: a space at the end of the line"},
+        {"kiln-tokenizer 1\nvocab 257\npretokenizer none\n", "merge 1  2 256\n", "x:5: expected \"merge LEFT RIGHT ID\""},
         {"kiln-tokenizer 1\nvocab 257\n", NULL, "x:3: the file ends before the \"pretokenizer\" line"},
         {"kiln-tokenizer 1\nvocab 257\npretokenizer none\nbytes 1 2 3\n", NULL, "x:4: expected \"bytes\" and 256 ids"},
     };
@@ -600,7 +602,7 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("tokenizer");
     TCase *tc = tcase_create("tokenizer");
-    tcase_set_timeout(tc, 120);
+    tcase_set_timeout(tc, 300); /* the sanitizer build takes about 40 s in all */
     tcase_add_test(tc, gpt2_ids_on_a_mixed_corpus);
     tcase_add_test(tc, gpt2_specials_and_plain_text);
     tcase_add_test(tc, round_trip_on_arbitrary_bytes);

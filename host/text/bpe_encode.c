@@ -223,7 +223,8 @@ static int encode(const tokenizer *t, const uint8_t *text, size_t n, int use_cac
         error_printf(err, errlen, "out of memory (encoding %zu bytes)", n);
         return -1;
     }
-    *ids = out;
+    int32_t *shrunk = count ? realloc(out, (size_t)count * sizeof *out) : NULL; /* ids are fewer than bytes */
+    *ids = shrunk ? shrunk : out;
     *n_ids = count;
     return 0;
 }

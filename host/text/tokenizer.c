@@ -19,8 +19,7 @@ tokenizer *tok_new(int32_t n_vocab, tokenizer_pretok pretok) {
     t->kind = calloc((size_t)n_vocab, 1);
     t->offset = calloc((size_t)n_vocab, sizeof *t->offset);
     t->length = calloc((size_t)n_vocab, sizeof *t->length);
-    t->pair_cap = 16;
-    while (t->pair_cap < 2 * (size_t)n_vocab) t->pair_cap *= 2; /* merges < n_vocab: load under 1/2 */
+    t->pair_cap = 1024; /* grown by tok_add_merge to keep the load under 1/2 */
     t->pair_keys = calloc(t->pair_cap, sizeof *t->pair_keys);
     t->pair_rank = malloc(t->pair_cap * sizeof *t->pair_rank);
     for (int k = 0; k < TOK_SPECIAL_COUNT; k++) t->role_id[k] = -1;
@@ -134,6 +133,29 @@ static size_t pair_slot(const tokenizer *t, uint64_t key) {
     return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (t->pair_cap - 1);
 }
 
+/* Doubles the pair table, re-inserting every merge. */
+static int grow_pairs(tokenizer *t) {
+    size_t cap = 2 * t->pair_cap;
+    uint64_t *keys = calloc(cap, sizeof *keys);
+    int32_t *ranks = malloc(cap * sizeof *ranks);
+    if (!keys || !ranks) {
+        free(keys);
+        free(ranks);
+        return -1;
+    }
+    free(t->pair_keys);
+    free(t->pair_rank);
+    t->pair_keys = keys, t->pair_rank = ranks, t->pair_cap = cap;
+    for (int32_t r = 0; r < t->n_merges; r++) {
+        uint64_t key = ((uint64_t)(uint32_t)t->merges[r].left << 32 | (uint32_t)t->merges[r].right) + 1;
+        size_t s = pair_slot(t, key);
+        while (t->pair_keys[s]) s = (s + 1) & (t->pair_cap - 1);
+        t->pair_keys[s] = key;
+        t->pair_rank[s] = r;
+    }
+    return 0;
+}
+
 int32_t tok_pair_rank(const tokenizer *t, int32_t left, int32_t right) {
     uint64_t key = ((uint64_t)(uint32_t)left << 32 | (uint32_t)right) + 1;
     for (size_t s = pair_slot(t, key);; s = (s + 1) & (t->pair_cap - 1)) {
@@ -154,10 +176,6 @@ int tok_add_merge(tokenizer *t, int32_t left, int32_t right, int32_t result, cha
         error_printf(err, errlen, "the pair %ld %ld is merged twice", (long)left, (long)right);
         return -1;
     }
-    if (t->n_merges + 1 >= t->n_vocab) { /* cannot happen with distinct results; keeps the table's load bound */
-        error_printf(err, errlen, "more merges than ids");
-        return -1;
-    }
     if (t->n_merges == t->merges_cap) {
         int32_t cap = t->merges_cap ? t->merges_cap * 2 : 256;
         tokenizer_merge *grown = realloc(t->merges, (size_t)cap * sizeof *grown);
@@ -166,6 +184,10 @@ int tok_add_merge(tokenizer *t, int32_t left, int32_t right, int32_t result, cha
             return -1;
         }
         t->merges = grown, t->merges_cap = cap;
+    }
+    if (2 * ((size_t)t->n_merges + 1) > t->pair_cap && grow_pairs(t)) {
+        error_printf(err, errlen, "out of memory");
+        return -1;
     }
     size_t nl = t->length[left], nr = t->length[right];
     if (reserve_blob(t, nl + nr)) {

@@ -22,7 +22,8 @@ typedef struct line_cursor {
     const char *p, *end;
 } line_cursor;
 
-/* The next space-separated field (exactly one space between fields), or 0 at the end. */
+/* The next space-separated field (exactly one space between fields; a line never ends in a
+ * space), or 0 at the end. */
 static int next_field(line_cursor *c, const char **field, size_t *len) {
     if (c->p >= c->end) return 0;
     const char *sp = memchr(c->p, ' ', (size_t)(c->end - c->p));
@@ -82,6 +83,10 @@ int tokenizer_parse(const char *text, size_t n, const char *name, tokenizer **ou
         line_cursor c = {p, line_end};
         if (c.end > c.p && c.end[-1] == '\r') c.end--;
         p = nl ? nl + 1 : end;
+        if (c.end > c.p && c.end[-1] == ' ') { /* fields are separated by exactly one space */
+            rc = line_error(err, errlen, name, lineno, "a space at the end of the line");
+            break;
+        }
         const char *f;
         size_t fl;
         if (!next_field(&c, &f, &fl)) {

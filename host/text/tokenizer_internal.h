@@ -38,7 +38,7 @@ struct tokenizer {
     int32_t n_merges, merges_cap;
     uint64_t *pair_keys; /* (left << 32 | right) + 1; 0: empty slot */
     int32_t *pair_rank;
-    size_t pair_cap;     /* a power of two */
+    size_t pair_cap;     /* a power of two, at least twice the merges */
     tokenizer_special_entry *specials;
     int32_t n_specials;
     int32_t role_id[TOK_SPECIAL_COUNT];
