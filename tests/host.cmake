@@ -87,6 +87,21 @@ else()
   message(STATUS "kiln: /usr/bin/python3 not found; the PyTorch parity test of the GPT is skipped")
 endif()
 
+# The encoder-decoder end to end: it learns to reverse and copy strings on the cpu and on
+# OpenCL (the issue asks for one GPU backend; lavapipe takes minutes where PoCL takes one),
+# decodes, resumes exactly, and (on cpu) refuses bad input.
+foreach(backend ${_kiln_host_backends})
+  if(backend STREQUAL "vulkan")
+    continue()
+  endif()
+  kiln_host_test_name(seq2seq ${backend} name)
+  kiln_host_test_env(${backend} "" env)
+  add_test(NAME ${name}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_seq2seq.sh $<TARGET_FILE:kiln_host>
+            ${_kiln_host_work}/seq2seq_${backend} ${backend})
+  set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 900 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+endforeach()
+
 # kiln plot renders a real picture (rsvg-convert) and refuses bad metrics files: not a device
 # matter, cpu only.
 add_test(NAME host_plot COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_plot.sh $<TARGET_FILE:kiln_host>

@@ -14,10 +14,15 @@
 #include "cli/seq2seq_session.h"
 #include "formats/file_open.h"
 
-/* Translates one line and prints it with its newline. */
+/* Translates one line and prints it with its newline; an empty line has nothing to
+ * translate and stays empty. */
 static int translate_line(s2s_session *s, const seq2seq_search_opts *o, const char *line, size_t n) {
     char *out;
     size_t len;
+    if (n == 0) {
+        fputc('\n', stdout);
+        return 0;
+    }
     if (s2s_translate_text(s, line, n, o, &out, &len)) return 1;
     fwrite(out, 1, len, stdout);
     fputc('\n', stdout);
@@ -27,7 +32,7 @@ static int translate_line(s2s_session *s, const seq2seq_search_opts *o, const ch
 }
 
 int cmd_decode_seq2seq(int argc, char **argv) {
-    const char *ckpt = NULL, *input = NULL, *input_file = NULL, *backend = "auto", *precision = "fp32";
+    const char *ckpt = NULL, *input = NULL, *input_file = NULL, *prompt = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, beam = 1, max_new = 0;
     float length_penalty = 0.6f;
     cli_opt opts[] = {
@@ -36,6 +41,8 @@ int cmd_decode_seq2seq(int argc, char **argv) {
         {.name = "--input", .kind = CLI_STRING, .target = &input, .meta = "TEXT", .help = "the text to translate"},
         {.name = "--input-file", .kind = CLI_STRING, .target = &input_file, .meta = "FILE",
          .help = "translate every line of FILE, one output line each"},
+        {.name = "--prompt", .kind = CLI_STRING, .target = &prompt, .meta = "TEXT",
+         .help = "a GPT's option, refused here with a hint"},
         {.name = "--beam", .kind = CLI_INT, .target = &beam, .meta = "K", .help = "beam width (1: greedy)", .min = 1,
          .max = 64},
         {.name = "--length-penalty", .kind = CLI_FLOAT, .target = &length_penalty, .meta = "A",
@@ -51,6 +58,9 @@ int cmd_decode_seq2seq(int argc, char **argv) {
                        argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
     if (!ckpt) return host_error("kiln decode needs --ckpt FILE");
+    if (prompt)
+        return host_error("%s is an encoder-decoder (seq2seq) checkpoint: it translates --input TEXT or --input-file "
+                          "FILE; --prompt continues a GPT's text", ckpt);
     if (!input == !input_file) return host_error("an encoder-decoder checkpoint needs --input TEXT or --input-file FILE");
     char *text = NULL;
     size_t text_len = 0;

@@ -84,6 +84,9 @@ typedef struct block_config {
     int bidirectional;   /* self-attention sees every key (an encoder), not only the past */
     int cross_attention; /* a decoder's sublayer attending to the encoder's output */
     kiln_act mlp_act;    /* the MLP's activation: GELU (GPT, BERT) or ReLU (Vaswani et al.) */
+    int xavier_init;     /* Xavier-normal matrices (the original Transformer's, fan-aware: a
+                            small model's attention starts sharp enough to learn alignments),
+                            not GPT-2's N(0, 0.02); DeepNorm's init is Xavier too */
     float deepnorm_alpha; /* s(x) = alpha * x under DeepNorm (1 otherwise) */
     float deepnorm_beta;  /* DeepNorm's init gain of the value, output and FFN weights */
     float proj_std;       /* GPT-2's init std of the residual projections: 0.02 / sqrt(2 L) */

@@ -37,7 +37,8 @@ static kiln_status fill_columns(const block_config *c, block_slot slot, kiln_ten
 kiln_status block_init_param(const block_config *c, const param_spec *spec, kiln_tensor *t,
                              uint64_t seed, uint64_t stream) {
     const float std = 0.02f;
-    int deepnorm = c->o.residual == BLOCK_RESIDUAL_DEEPNORM;
+    /* DeepNorm's init is Xavier scaled by beta; plain Xavier is the same with beta = 1 */
+    int deepnorm = c->o.residual == BLOCK_RESIDUAL_DEEPNORM || c->xavier_init;
     block_slot slot = (block_slot)spec->slot;
     switch (slot) {
     case BLOCK_LN1_W: case BLOCK_LN2_W: case BLOCK_LNX_W:

@@ -49,12 +49,12 @@ int seq2seq_config_check(seq2seq_config *c, char *err, size_t errlen) {
     return block_options_check(&c->block, err, errlen);
 }
 
-/* One stack's block config: DeepNorm's encoder-decoder constants, the residual projections'
- * init std scaled by the stack's residual sublayers (GPT-2's rule), ReLU. */
+/* One stack's block config: DeepNorm's encoder-decoder constants, Xavier init as the
+ * paper's implementations, ReLU. */
 static block_config stack_config(const seq2seq_config *cfg, int decoder) {
     block_config b = {.n_embd = cfg->n_embd, .n_head = cfg->n_head, .ln_eps = cfg->ln_eps, .o = cfg->block,
                       .deepnorm_alpha = 1.0f, .deepnorm_beta = 1.0f, .bidirectional = !decoder,
-                      .cross_attention = decoder, .mlp_act = KILN_ACT_RELU};
+                      .cross_attention = decoder, .mlp_act = KILN_ACT_RELU, .xavier_init = 1};
     fill_block_defaults(&b.o);
     int layers = decoder ? cfg->dec_layers : cfg->enc_layers;
     b.proj_std = 0.02f / sqrtf((float)(layers * block_config_sublayers(&b)));

@@ -73,8 +73,9 @@ typedef struct seq2seq_model {
 seq2seq_model *seq2seq_new(kiln_ctx *ctx, const seq2seq_config *cfg);
 void seq2seq_free(seq2seq_model *m);
 
-/* Embeddings normal(0, C^-1/2) (so that E * sqrt(C) has unit scale), the blocks as
- * block_init_param (GPT-2's init, or DeepNorm's), sigma-reparam's power iteration. */
+/* Embeddings normal(0, C^-1/2) (so that E * sqrt(C) has unit scale), the blocks' matrices
+ * Xavier-normal (block_init_param; DeepNorm's scaled by beta), sigma-reparam's power
+ * iteration. */
 kiln_status seq2seq_init(seq2seq_model *m, uint64_t seed);
 /* Mixed precision, as gpt_set_precision. */
 kiln_status seq2seq_set_precision(seq2seq_model *m, kiln_dtype dtype, int keep_masters);

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The encoder-decoder end to end (kiln train --model seq2seq, eval, decode) on one backend:
+#   - a small model learns to reverse and to copy random letter strings: >= 99% exact
+#     matches on held-out strings, greedy and with a beam of 4, the beam never worse;
+#   - 10 steps plus a resumed 10 equal 20 uninterrupted steps exactly;
+#   - bad input (cpu only): a TSV line without a tab, an empty side, a tokenizer without
+#     [BOS]/[EOS], a GPT's options given to a seq2seq checkpoint and the other way round:
+#     one line and a non-zero exit.
+# usage: host_seq2seq.sh KILN WORKDIR [BACKEND]
+set -u
+. "$(dirname "$0")/host_common.sh"
+host_setup "$1" "$2" "${3:-cpu}"
+fail=0
+
+# random strings over a..j of 3 to 8 letters, and their reverses or copies (awk's RNG seeded,
+# so every run sees the same data)
+make_pairs() { # COUNT SEED reverse|copy
+  awk -v n="$1" -v seed="$2" -v kind="$3" 'BEGIN {
+    srand(seed)
+    for (i = 0; i < n; i++) {
+      len = 3 + int(rand() * 6); s = ""
+      for (j = 0; j < len; j++) s = s substr("abcdefghij", 1 + int(rand() * 10), 1)
+      t = s
+      if (kind == "reverse") { t = ""; for (j = len; j >= 1; j--) t = t substr(s, j, 1) }
+      print s "\t" t
+    }
+  }'
+}
+
+# the paper's Post-LN and an Xavier init; no dropout or smoothing on a noiseless task
+small=(--model seq2seq --backend "$backend" --dim 32 --heads 4 --layers 2 --max-len 12 --batch-tokens 1024
+       --lr-schedule cosine --lr 3e-3 --min-lr 1e-5 --warmup 50 --dropout 0 --label-smoothing 0 --seed 7)
+
+for task in reverse copy; do
+  make_pairs 20000 1 "$task" >"$task.tsv"
+  make_pairs 200 2 "$task" >"$task-test.tsv"
+  "$kiln" train "${small[@]}" --data "$task.tsv" --out "$task" --steps 1000 --eval-every 1000 \
+    >/dev/null 2>"$task.log" || { echo "FAIL: training on $task"; cat "$task.log"; exit 1; }
+  "$kiln" eval --backend "$backend" --ckpt "$task/model.safetensors" --data "$task-test.tsv" >"$task.greedy" 2>/dev/null
+  "$kiln" eval --backend "$backend" --ckpt "$task/model.safetensors" --data "$task-test.tsv" --beam 4 \
+    >"$task.beam" 2>/dev/null
+  greedy=$(awk '$1 == "exact" { print $2 }' "$task.greedy")
+  beam=$(awk '$1 == "exact" { print $2 }' "$task.beam")
+  echo "$task: exact matches greedy $greedy, beam 4 $beam ($(tail -n 1 "$task.log"))"
+  awk -v g="$greedy" -v b="$beam" 'BEGIN { exit !(g >= 0.99 && b >= 0.99 && b >= g) }' ||
+    { echo "FAIL: $task needs >= 0.99 exact matches, greedy and beam, and the beam no worse"; fail=1; }
+done
+
+# a translation on the command line and a file of inputs, one output line each (an empty
+# line stays empty)
+out=$("$kiln" decode --backend "$backend" --ckpt reverse/model.safetensors --input abcdefg 2>/dev/null)
+[ "$out" = "gfedcba" ] || { echo "FAIL: decode --input abcdefg gave '$out'"; fail=1; }
+printf 'abcde\nhijabc\n\nccbadj\n' >inputs.txt
+"$kiln" decode --backend "$backend" --ckpt reverse/model.safetensors --input-file inputs.txt --beam 3 >outputs.txt 2>/dev/null
+[ "$(printf 'edcba\ncbajih\n\njdabcc')" = "$(cat outputs.txt)" ] ||
+  { echo "FAIL: --input-file gave:"; cat outputs.txt; fail=1; }
+
+# exact resume
+head -n 400 copy.tsv >tiny.tsv
+expect_exact_resume "${small[@]}" --data tiny.tsv --eval-every 5 || fail=1
+
+if [ "$backend" = cpu ]; then
+  # refused in one line with a non-zero exit
+  expect_refused() { # WHAT EXPECTED-TEXT ARGS...
+    local what=$1 want=$2
+    shift 2
+    if "$kiln" "$@" >/dev/null 2>err.txt; then
+      echo "FAIL: $what was accepted"; fail=1
+    elif [ "$(wc -l <err.txt)" -ne 1 ] || ! grep -q -- "$want" err.txt; then
+      echo "FAIL: $what: expected one line with '$want', got:"; cat err.txt; fail=1
+    else
+      echo "ok: $what: $(cat err.txt)"
+    fi
+  }
+  printf 'abc\tcba\nno tab here\n' >no_tab.tsv
+  printf 'abc\tcba\nabc\t\n' >empty_side.tsv
+  expect_refused "a line without a tab" "no_tab.tsv:2" train --model seq2seq --data no_tab.tsv --out bad
+  expect_refused "an empty target" "empty_side.tsv:2" train --model seq2seq --data empty_side.tsv --out bad
+  # bytes alone, no special tokens (docs/tokenizers.md's format)
+  { echo "kiln-tokenizer 1"; echo "vocab 256"; echo "pretokenizer none"; echo "bytes $(seq -s ' ' 0 255)"; } >nospecial.tok
+  expect_refused "a tokenizer without [BOS]/[EOS]" "BOS" train --model seq2seq --data reverse.tsv --out bad \
+    --tokenizer nospecial.tok --steps 1
+  expect_refused "a GPT prompt for a seq2seq checkpoint" "encoder-decoder" decode --ckpt reverse/model.safetensors \
+    --prompt abc --backend cpu
+  expect_refused "a seq2seq checkpoint to start a GPT" "seq2seq" train --data reverse.tsv --out bad \
+    --init reverse/model.safetensors --backend cpu --steps 1
+fi
+exit $fail
