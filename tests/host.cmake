@@ -129,3 +129,11 @@ add_test(NAME host_tokenizer_reference
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer_reference.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/tokenizer_reference)
 set_tests_properties(host_tokenizer_reference PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+# A GPT of GPT-2's vocabulary decodes and evaluates through GPT-2's imported tokenizer as
+# PyTorch does with OpenAI's encoder.py (skipped without torch or python3-regex).
+if(KILN_TORCH_PYTHON)
+  add_test(NAME host_gpt2_tokenizer_e2e
+    COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_tokenizer_e2e.py --kiln $<TARGET_FILE:kiln_host>
+            --workdir ${_kiln_host_work}/gpt2_tokenizer_e2e)
+  set_tests_properties(host_gpt2_tokenizer_e2e PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()

@@ -81,4 +81,16 @@ expect_one_line_error "an id outside the vocabulary" "id 70000 is outside the vo
 echo "1 x 2" >ids.txt
 expect_one_line_error "not ids" "expected ids" tokenizer decode --input ids.txt
 expect_one_line_error "an unknown subcommand" "expected train, import" tokenizer frobnicate
+
+# a GPT trained on a trained BPE's tokens keeps the tokenizer in its checkpoint: eval and
+# decode find it there, and a tokenizer of another size is refused
+"$kiln" train --data train.txt --tokenizer trained.tok --out gpt --backend cpu --layers 1 --heads 2 --dim 16 \
+  --block 16 --batch 4 --steps 3 --eval-every 3 >gpt.out 2>gpt.err || { cat gpt.err; fail "kiln train --tokenizer"; }
+"$kiln" eval --ckpt gpt/model.safetensors --data train.txt --backend cpu >eval.out 2>/dev/null ||
+  fail "kiln eval found no tokenizer in the checkpoint"
+grep -q '^loss ' eval.out || fail "kiln eval printed no loss"
+"$kiln" decode --ckpt gpt/model.safetensors --prompt "the " --max-new 5 --backend cpu >/dev/null 2>&1 ||
+  fail "kiln decode found no tokenizer in the checkpoint"
+expect_one_line_error "a tokenizer of another size" "has 50257 tokens but the model's vocabulary" \
+  decode --ckpt gpt/model.safetensors --tokenizer gpt2.tok --prompt "the " --backend cpu
 exit $status

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/precision_option.h"
+#include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
 #include "cli/progress.h"
 #include "model/gpt_checkpoint.h"
@@ -56,16 +57,18 @@ static int next_logits(decoder *d, float *logits) {
 
 int cmd_decode(int argc, char **argv) {
     if (host_ckpt_is_seq2seq(argc, argv)) return cmd_decode_seq2seq(argc, argv);
-    const char *ckpt = NULL, *prompt = NULL, *backend = "auto", *precision = "fp32";
+    const char *ckpt = NULL, *prompt = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, max_new = 200, greedy = 0, no_cache = 0, echo = 0;
     sample_opts so = {.temperature = 1.0f, .top_p = 1.0f, .seed = 1};
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
          .help = "the model (safetensors, GPT-2 layout)"},
         {.name = "--prompt", .kind = CLI_STRING, .target = &prompt, .meta = "TEXT",
-         .help = "the text to continue (its bytes are the tokens)"},
+         .help = "the text to continue"},
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
+         .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
         {.name = "--max-new", .kind = CLI_INT, .target = &max_new, .meta = "N",
-         .help = "bytes to generate", .min = 0, .max = 1 << 30},
+         .help = "tokens to generate", .min = 0, .max = 1 << 30},
         {.name = "--greedy", .kind = CLI_FLAG, .target = &greedy, .help = "always take the most likely byte"},
         {.name = "--temperature", .kind = CLI_FLOAT, .target = &so.temperature, .meta = "T",
          .help = "divides the logits (0: greedy)", .min = 0, .max = 100},
@@ -85,7 +88,7 @@ int cmd_decode(int argc, char **argv) {
         host_device_option(&device),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
-    const char *summary = "Continues a prompt with a trained byte-level GPT; the bytes stream to stdout.";
+    const char *summary = "Continues a prompt with a trained GPT (its tokenizer: --tokenizer, the checkpoint's, or bytes); the text streams to stdout.";
     int rc = cli_parse("decode", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
     if (!ckpt) return host_error("kiln decode needs --ckpt FILE");
@@ -100,6 +103,9 @@ int cmd_decode(int argc, char **argv) {
     decoder d = {0};
     sampler *smp = NULL;
     float *logits = NULL;
+    tokenizer *tok = NULL;
+    int32_t *prompt_ids = NULL;
+    int64_t n_prompt = 0;
     rc = 1;
     kiln_ctx *ctx = host_open_device(backend, device);
     if (!ctx || host_check_precision(ctx, dtype)) goto done;
@@ -113,25 +119,25 @@ int cmd_decode(int argc, char **argv) {
         goto done;
     }
     const gpt_config *cfg = &d.m->cfg;
-    if (cfg->vocab_size != GPT_BYTE_VOCAB) {
-        host_error("%s has vocab_size %d; kiln decode generates bytes and needs vocab_size %d",
-                   ckpt, cfg->vocab_size, GPT_BYTE_VOCAB);
+    if (gpt_tokenizer_choose(tok_path, ckpt, cfg->vocab_size, &tok)) goto done;
+    if (tokenizer_encode(tok, (const uint8_t *)prompt, (size_t)prompt_len, &prompt_ids, &n_prompt, err, sizeof err)) {
+        host_error("--prompt: %s", err);
         goto done;
     }
-    if (prompt_len > cfg->n_positions) {
-        host_error("the prompt is %d bytes but the model's context is %d (n_positions): "
-                   "shorten the prompt", prompt_len, cfg->n_positions);
+    if (n_prompt > cfg->n_positions) {
+        host_error("the prompt is %lld tokens but the model's context is %d (n_positions): "
+                   "shorten the prompt", (long long)n_prompt, cfg->n_positions);
         goto done;
     }
-    d.tokens = malloc(((size_t)prompt_len + (size_t)max_new) * sizeof *d.tokens);
+    d.tokens = malloc(((size_t)n_prompt + (size_t)max_new + 1) * sizeof *d.tokens);
     logits = malloc((size_t)cfg->vocab_size * sizeof *logits);
     smp = sampler_new(cfg->vocab_size, &so);
     if (!d.tokens || !logits || !smp) {
         host_error("out of host memory");
         goto done;
     }
-    for (int i = 0; i < prompt_len; i++) d.tokens[i] = (unsigned char)prompt[i];
-    d.len = prompt_len;
+    memcpy(d.tokens, prompt_ids, (size_t)n_prompt * sizeof *d.tokens);
+    d.len = (int)n_prompt;
     host_say_device("decode", ctx);
     if (!no_cache && !(d.cache = gpt_kv_new(d.m))) {
         host_engine_error("cannot allocate the KV cache");
@@ -147,18 +153,27 @@ int cmd_decode(int argc, char **argv) {
             host_engine_error("decoding");
             goto done;
         }
-        int tok = sampler_next(smp, logits, (uint64_t)d.len);
-        d.tokens[d.len++] = tok;
-        fputc(tok, stdout);
+        int32_t next = sampler_next(smp, logits, (uint64_t)d.len);
+        d.tokens[d.len++] = next;
+        uint8_t *bytes;
+        size_t nb;
+        if (tokenizer_decode(tok, &next, 1, &bytes, &nb, err, sizeof err)) {
+            host_error("%s", err);
+            goto done;
+        }
+        fwrite(bytes, 1, nb, stdout);
+        free(bytes);
         fflush(stdout);
     }
     double dt = progress_now() - t0;
-    fprintf(stderr, "\nkiln decode: %d bytes in %.2f s (%.1f bytes/s)%s\n", max_new, dt,
+    fprintf(stderr, "\nkiln decode: %d tokens in %.2f s (%.1f tokens/s)%s\n", max_new, dt,
             dt > 0 ? max_new / dt : 0.0, d.cache ? "" : " without the KV cache");
     rc = 0;
 done:
     sampler_free(smp);
     free(logits);
+    free(prompt_ids);
+    tokenizer_free(tok);
     free(d.tokens);
     gpt_kv_free(d.cache);
     gpt_free(d.m);

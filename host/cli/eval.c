@@ -5,19 +5,22 @@
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/precision_option.h"
+#include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
 #include "model/eval_loss.h"
 #include "model/gpt_checkpoint.h"
 
 int cmd_eval(int argc, char **argv) {
     if (host_ckpt_is_seq2seq(argc, argv)) return cmd_eval_seq2seq(argc, argv);
-    const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
+    const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, batch = 8;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
          .help = "the model (safetensors, GPT-2 layout)"},
         {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE",
-         .help = "a text file; its bytes are the tokens"},
+         .help = "a text file, tokenized as the model was trained"},
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
+         .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
         {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N",
          .help = "windows per forward pass", .min = 1, .max = 65536},
         host_precision_option(&precision),
@@ -26,7 +29,7 @@ int cmd_eval(int argc, char **argv) {
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary =
-        "Prints `loss X`: the model's mean cross-entropy over the file's byte tokens, cut into\n"
+        "Prints `loss X`: the model's mean cross-entropy over the file's tokens, cut into\n"
         "consecutive non-overlapping windows of n_positions inputs (only full windows).";
     int rc = cli_parse("eval", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
@@ -37,31 +40,29 @@ int cmd_eval(int argc, char **argv) {
 
     char err[1024];
     data_set *ds = NULL;
-    if (data_load_bytes(data, &ds, err, sizeof err)) return host_error("%s", err);
-    /* The whole file is evaluated, not a held-out tenth: the same tokens seen as one
-     * training split that covers all of them. */
-    data_set whole = *ds;
-    whole.n_train = whole.n_tokens;
+    tokenizer *tok = NULL;
     kiln_ctx *ctx = host_open_device(backend, device);
     gpt_model *m = NULL;
+    data_set whole = {0};
     rc = 1;
     if (!ctx || host_check_precision(ctx, dtype)) goto done;
     if (gpt_checkpoint_load(ctx, ckpt, &m, err, sizeof err)) {
         host_error("%s", err);
         goto done;
     }
+    if (gpt_tokenizer_choose(tok_path, ckpt, m->cfg.vocab_size, &tok) || gpt_tokenizer_load_data(tok, data, &ds))
+        goto done;
+    /* The whole file is evaluated, not a held-out tenth: the same tokens seen as one
+     * training split that covers all of them. */
+    whole = *ds;
+    whole.n_train = whole.n_tokens;
     /* fp16: the f32 weights are replaced by f16 ones (no masters: nothing trains) */
     if (gpt_set_precision(m, dtype, 0)) {
         host_engine_error("--precision fp16");
         goto done;
     }
-    if (m->cfg.vocab_size != GPT_BYTE_VOCAB) {
-        host_error("%s has vocab_size %d; kiln eval reads byte tokens and needs vocab_size %d",
-                   ckpt, m->cfg.vocab_size, GPT_BYTE_VOCAB);
-        goto done;
-    }
     if (data_windows(&whole, DATA_TRAIN, m->cfg.n_positions) <= 0) {
-        host_error("%s has %lld bytes; evaluating needs at least n_positions + 1 = %d", data,
+        host_error("%s has %lld tokens; evaluating needs at least n_positions + 1 = %d", data,
                    (long long)whole.n_tokens, m->cfg.n_positions + 1);
         goto done;
     }
@@ -77,5 +78,6 @@ done:
     gpt_free(m);
     kiln_close(ctx);
     data_free(ds);
+    tokenizer_free(tok);
     return rc;
 }

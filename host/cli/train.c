@@ -25,8 +25,10 @@
 #include "cli/device.h"
 #include "cli/precision_option.h"
 #include "cli/progress.h"
+#include "cli/gpt_tokenizer.h"
 #include "cli/train_options.h"
 #include "formats/text_number.h"
+#include "model/checkpoint_tokenizer.h"
 #include "model/block.h"
 #include "model/eval_loss.h"
 #include "model/gpt_checkpoint.h"
@@ -71,9 +73,8 @@ static int check_arch(const gpt_config *c, const cli_opt *opts, int n, const tra
     for (size_t i = 0; i < sizeof block / sizeof block[0]; i++)
         if (cli_find(opts, n, block[i].option)->seen && block[i].differs)
             return host_error("%s differs from the model in %s (%s)", block[i].option, path, block[i].value);
-    if (c->vocab_size != GPT_BYTE_VOCAB)
-        return host_error("%s has vocab_size %d; kiln train reads byte tokens and needs %d", path,
-                          c->vocab_size, GPT_BYTE_VOCAB);
+    if (c->vocab_size != o->vocab)
+        return host_error("%s has vocab_size %d but the tokenizer %d tokens", path, c->vocab_size, o->vocab);
     if (o->hp.block > c->n_positions)
         return host_error("--block %d exceeds n_positions = %d in %s", o->hp.block, c->n_positions, path);
     return 0;
@@ -117,7 +118,7 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
     int block_given = cli_find(opts, n, "--block")->seen;
     if (!from) {
         gpt_config cfg = {.n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
-                          .n_positions = o->hp.block, .vocab_size = GPT_BYTE_VOCAB,
+                          .n_positions = o->hp.block, .vocab_size = o->vocab,
                           .ln_eps = GPT_DEFAULT_LN_EPS, .block = o->st.block};
         if (gpt_config_check(&cfg, err, sizeof err)) {
             host_error("%s", err);
@@ -159,17 +160,21 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
 
 /* Writes both checkpoint files, optimizer state first: each is atomic, and resume_state
  * refuses a pair whose steps differ. */
-static int save_checkpoint(const trainer *t, const run_paths *paths) {
+static int save_checkpoint(const trainer *t, const run_paths *paths, const tokenizer *tok) {
     char err[1024], step[32];
     snprintf(step, sizeof step, "%" PRId64, t->step);
+    /* a byte-level model needs no tokenizer beside it: its file stays GPT-2's layout alone */
+    size_t len;
+    char *tok_text = gpt_tokenizer_is_bytes(tok) ? NULL : tokenizer_serialize(tok, &len);
     /* the weights are the f32 masters whatever the precision; it is recorded for people */
     gpt_meta meta[] = {{.key = "step", .value = step},
                        {.key = "written_by", .value = "kiln train"},
-                       {.key = "training_precision", .value = precision_name(t->hp.precision)}};
-    if (trainer_save_state(t, paths->optimizer, err, sizeof err) ||
-        gpt_checkpoint_save(t->m, paths->model, meta, 3, err, sizeof err))
-        return host_error("%s", err);
-    return 0;
+                       {.key = "training_precision", .value = precision_name(t->hp.precision)},
+                       {.key = CKPT_TOKENIZER_KEY, .value = tok_text}};
+    int rc = trainer_save_state(t, paths->optimizer, err, sizeof err) ||
+             gpt_checkpoint_save(t->m, paths->model, meta, tok_text ? 4 : 3, err, sizeof err);
+    free(tok_text);
+    return rc ? host_error("%s", err) : 0;
 }
 
 /* The temperature for optimizer step `step` (1-based): the last --attn-temperature-at
@@ -203,7 +208,7 @@ static int measure_entropy(gpt_model *m, const data_set *ds, const train_hparams
 }
 
 /* The training loop from t->step to the last step. Returns 0 and the final val loss. */
-static int run(trainer *t, const train_options *o, const run_paths *paths, FILE *metrics,
+static int run(trainer *t, const train_options *o, const run_paths *paths, const tokenizer *tok, FILE *metrics,
                double *final_val) {
     const train_hparams *hp = &t->hp;
     char err[1024];
@@ -242,7 +247,7 @@ static int run(trainer *t, const train_options *o, const run_paths *paths, FILE 
                 break;
             }
             if ((rc = measure_entropy(t->m, t->ds, hp, entropy, &lowest, t->x, t->y))) break;
-            if ((rc = save_checkpoint(t, paths))) break;
+            if ((rc = save_checkpoint(t, paths, tok))) break;
             bar.low_entropy = lowest < o->st.entropy_alert ? lowest : NAN;
         }
         int half = hp->precision == KILN_F16;
@@ -279,6 +284,8 @@ int cmd_train(int argc, char **argv) {
     train_options o = train_default_options();
     train_hparams *hp = &o.hp;
     const cli_opt gpt_only[] = {
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &o.tokenizer, .meta = "FILE",
+         .help = "tokens from this tokenizer (kiln tokenizer train/import; default: bytes); kept in the checkpoint"},
         {.name = "--block", .kind = CLI_INT, .target = &hp->block, .meta = "N",
          .help = "context length in tokens (n_positions)", .min = 1, .max = 1 << 20},
         {.name = "--batch", .kind = CLI_INT, .target = &hp->batch, .meta = "N",
@@ -293,8 +300,8 @@ int cmd_train(int argc, char **argv) {
     memcpy(opts + n, gpt_only, sizeof gpt_only);
     n += (int)(sizeof gpt_only / sizeof gpt_only[0]);
     const char *summary =
-        "Trains a GPT (GPT-2's architecture) on the bytes of a text file. The last 10% of the\n"
-        "file is held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
+        "Trains a GPT (GPT-2's architecture) on a text file, its bytes or --tokenizer's tokens. The\n"
+        "last 10% of the tokens are held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
         "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.";
     int rc = cli_parse("train", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
@@ -309,11 +316,14 @@ int cmd_train(int argc, char **argv) {
     gpt_model *m = NULL;
     trainer t = {0};
     FILE *metrics = NULL;
+    tokenizer *tok = NULL;
     rc = 1;
-    if (data_load_bytes(o.data, &ds, err, sizeof err)) {
-        host_error("%s", err);
+    /* the run's own tokenizer on resume, --init's unless --tokenizer names another */
+    const char *from = o.resume ? paths.model : o.init;
+    if (gpt_tokenizer_choose(o.tokenizer, from && train_file_exists(from) ? from : NULL, -1, &tok) ||
+        gpt_tokenizer_load_data(tok, o.data, &ds))
         goto done;
-    }
+    o.vocab = tokenizer_vocab_size(tok);
     if (!(ctx = host_open_device(o.backend, o.device))) goto done;
     if (host_check_precision(ctx, hp->precision)) goto done;
     if (!(m = build_model(ctx, &o, opts, n, &paths, ds))) goto done;
@@ -347,7 +357,7 @@ int cmd_train(int argc, char **argv) {
     void (*previous)(int) = signal(SIGINT, on_interrupt);
     double start = progress_now(), val;
     int64_t first = t.step;
-    rc = run(&t, &o, &paths, metrics, &val);
+    rc = run(&t, &o, &paths, tok, metrics, &val);
     signal(SIGINT, previous);
     if (rc == 0 && isnan(val)) { /* resumed a run that had already finished */
         if (eval_loss(m, ds, DATA_VAL, hp->block, hp->batch, 0, &val, err, sizeof err)) {
@@ -372,5 +382,6 @@ done:
     gpt_free(m);
     kiln_close(ctx);
     data_free(ds);
+    tokenizer_free(tok);
     return rc;
 }

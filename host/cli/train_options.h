@@ -33,6 +33,7 @@ typedef struct train_options {
     float ls_init, ls_growth, ls_backoff; /* --loss-scale-*: fp16 only */
     int ls_interval;
     int layers, heads, dim;
+    int vocab; /* the tokenizer's: a fresh GPT's vocab_size */
     int eval_every, eval_windows, log_every;
     train_hparams hp;
     /* the encoder-decoder's */
