@@ -28,7 +28,7 @@ except ImportError as e:  # CTest reads 77 as "skipped"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
-from parity_checks import check, failures, rel_err  # noqa: E402
+from parity_checks import check, check_gradients, check_losses, failures, rel_err  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 
 N_ENC, N_DEC, H, C, MAX_LEN, EPS = 2, 3, 2, 16, 12, 1e-5
@@ -252,12 +252,7 @@ def run_config(args, name, o, seed):
     check(f"{name}: logits", e < 1e-5, f"relative error {e:.2e}")
     e = rel_err(got["loss"], [loss.item()])
     check(f"{name}: loss", e < 1e-6, f"relative error {e:.2e}")
-    worst, worst_name = 0.0, ""
-    for n, p in model.p.items():
-        e = rel_err(got["grad." + n], p.grad.numpy())
-        if e > worst:
-            worst, worst_name = e, n
-    check(f"{name}: gradients of all {len(model.p)} weights", worst < 1e-4, f"worst {worst:.2e} ({worst_name})")
+    check_gradients(f"{name}: ", got, model.p)
     opt = model.optimizer()
     losses = []
     for _ in range(STEPS):
@@ -266,8 +261,7 @@ def run_config(args, name, o, seed):
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    e = rel_err(got["losses"], losses)
-    check(f"{name}: losses of {STEPS} AdamW steps", e < 1e-4, f"relative error {e:.2e}")
+    check_losses(f"{name}: ", got, losses)
 
 
 def main():

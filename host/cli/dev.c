@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/dev_dump.h"
 #include "cli/device.h"
 #include "formats/safetensors.h"
 #include "model/gpt_checkpoint.h"
@@ -68,8 +69,7 @@ done:
     return rc;
 }
 
-/* Downloads t and adds it to the writer under `name` (the writer copies it). */
-static int add_tensor(st_writer *w, const char *name, const kiln_tensor *t) {
+int dev_add_tensor(st_writer *w, const char *name, const kiln_tensor *t) {
     int64_t n = kiln_numel(t);
     float *host = malloc((size_t)n * sizeof *host);
     int rc = !host || kiln_download_f32(t, host, n) ? -1 : 0;
@@ -94,11 +94,11 @@ static int dump_gradients(trainer *t, const batches *b, st_writer *w) {
     if (!loss || kiln_backward(loss, 1.0f)) return -1;
     int64_t one = 1;
     kiln_tensor *loss1 = kiln_reshape(loss, 1, &one);
-    if (!loss1 || add_tensor(w, "logits", logits) || add_tensor(w, "loss", loss1)) return -1;
+    if (!loss1 || dev_add_tensor(w, "logits", logits) || dev_add_tensor(w, "loss", loss1)) return -1;
     for (int i = 0; i < m->n_params; i++) {
         char name[80];
         snprintf(name, sizeof name, "grad.%s", m->params[i].spec.name);
-        if (add_tensor(w, name, kiln_grad(m->params[i].t))) return -1;
+        if (dev_add_tensor(w, name, kiln_grad(m->params[i].t))) return -1;
     }
     kiln_step_reset(ctx);
     return kiln_zero_grad(t->params, m->n_params) ? -1 : 0;

@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/dev_dump.h"
 #include "cli/device.h"
 #include "formats/safetensors.h"
 #include "model/seq2seq_checkpoint.h"
@@ -73,15 +74,6 @@ static int load_batch(const char *path, const seq2seq_model *m, seq2seq_batch *b
     return rc;
 }
 
-static int add_tensor(st_writer *w, const char *name, const kiln_tensor *t) {
-    int64_t n = kiln_numel(t);
-    float *host = malloc((size_t)n * sizeof *host);
-    int rc = !host || kiln_download_f32(t, host, n) ? -1 : 0;
-    if (rc == 0) rc = st_writer_add(w, name, "F32", t->ndim, t->shape, host, (size_t)n * sizeof *host);
-    free(host);
-    return rc;
-}
-
 typedef struct parity_run {
     seq2seq_model *m;
     seq2seq_batch b;
@@ -113,13 +105,13 @@ static int dump_gradients(parity_run *r, st_writer *w) {
     kiln_tensor *logits = seq2seq_decode(m, seq2seq_encode(m, src, len, 0), len, tin, 0);
     kiln_tensor *loss = kiln_cross_entropy(logits, tout, r->smoothing, -1);
     int64_t one = 1;
-    if (!loss || kiln_backward(loss, 1.0f) || add_tensor(w, "logits", logits) ||
-        add_tensor(w, "loss", kiln_reshape(loss, 1, &one)))
+    if (!loss || kiln_backward(loss, 1.0f) || dev_add_tensor(w, "logits", logits) ||
+        dev_add_tensor(w, "loss", kiln_reshape(loss, 1, &one)))
         return -1;
     for (int i = 0; i < m->n_params; i++) {
         char name[96];
         snprintf(name, sizeof name, "grad.%s", m->params[i].spec.name);
-        if (add_tensor(w, name, kiln_grad(m->params[i].t))) return -1;
+        if (dev_add_tensor(w, name, kiln_grad(m->params[i].t))) return -1;
     }
     kiln_step_reset(m->ctx);
     return 0;

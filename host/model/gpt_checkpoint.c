@@ -215,43 +215,26 @@ static const char *gpt_name(const char *file_name) {
     return is_ignored_buffer(name) ? NULL : name;
 }
 
+static int specs_of(const void *cfg, param_spec *out) { return gpt_param_specs(cfg, out); }
+static void *build(kiln_ctx *ctx, const void *cfg) { return gpt_new(ctx, cfg); }
+static model_param *params_of(void *m) { return ((gpt_model *)m)->params; }
+static void free_model(void *m) { gpt_free(m); }
+
 int gpt_checkpoint_load(kiln_ctx *ctx, const char *path, gpt_model **out, char *err,
                         size_t errlen) {
     *out = NULL;
     st_file *f;
     if (st_open(path, &f, err, errlen)) return -1;
-    int rc = -1, n = 0;
     gpt_config cfg;
-    gpt_model *m = NULL;
-    gpt_param_spec *specs = NULL;
-    const st_tensor **match = NULL;
-    if (read_config(f, path, &cfg, err, errlen)) goto done;
-    n = gpt_param_specs(&cfg, NULL);
-    specs = calloc((size_t)n, sizeof *specs);
-    match = calloc((size_t)n, sizeof *match);
-    if (!specs || !match) {
-        snprintf(err, errlen, "out of host memory");
-        goto done;
+    int rc = read_config(f, path, &cfg, err, errlen);
+    if (rc == 0) {
+        char config[160];
+        snprintf(config, sizeof config, "n_layer %d, n_embd %d, n_positions %d, vocab_size %d", cfg.n_layer,
+                 cfg.n_embd, cfg.n_positions, cfg.vocab_size);
+        model_loader l = {.cfg = &cfg, .specs = specs_of, .build = build, .params = params_of, .free = free_model,
+                          .canonical = gpt_name, .config = config};
+        rc = model_checkpoint_build(f, path, ctx, &l, (void **)out, err, errlen);
     }
-    gpt_param_specs(&cfg, specs);
-    char config[160];
-    snprintf(config, sizeof config, "n_layer %d, n_embd %d, n_positions %d, vocab_size %d", cfg.n_layer, cfg.n_embd,
-             cfg.n_positions, cfg.vocab_size);
-    if (model_checkpoint_match(f, path, gpt_name, specs, n, config, match, err, errlen)) goto done;
-
-    m = gpt_new(ctx, &cfg);
-    if (!m) {
-        snprintf(err, errlen, "%s: cannot allocate the model: %s", path, kiln_error_message());
-        goto done;
-    }
-    if (model_checkpoint_read(path, match, m->params, n, err, errlen)) goto done;
-    *out = m;
-    m = NULL;
-    rc = 0;
-done:
-    gpt_free(m);
-    free(match);
-    free(specs);
     st_close(f);
     return rc;
 }

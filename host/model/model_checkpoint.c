@@ -98,6 +98,34 @@ int model_checkpoint_read(const char *path, const st_tensor *const *match, model
     return rc;
 }
 
+int model_checkpoint_build(const st_file *f, const char *path, kiln_ctx *ctx, const model_loader *l, void **out,
+                           char *err, size_t errlen) {
+    *out = NULL;
+    int n = l->specs(l->cfg, NULL), rc = -1;
+    param_spec *specs = calloc((size_t)(n > 0 ? n : 1), sizeof *specs);
+    const st_tensor **match = calloc((size_t)(n > 0 ? n : 1), sizeof *match);
+    void *m = NULL;
+    if (!specs || !match) {
+        snprintf(err, errlen, "out of host memory");
+        goto done;
+    }
+    l->specs(l->cfg, specs);
+    if (model_checkpoint_match(f, path, l->canonical, specs, n, l->config, match, err, errlen)) goto done;
+    if (!(m = l->build(ctx, l->cfg))) {
+        snprintf(err, errlen, "%s: cannot allocate the model: %s", path, kiln_error_message());
+        goto done;
+    }
+    if (model_checkpoint_read(path, match, l->params(m), n, err, errlen)) goto done;
+    *out = m;
+    m = NULL;
+    rc = 0;
+done:
+    if (m) l->free(m);
+    free(match);
+    free(specs);
+    return rc;
+}
+
 int model_checkpoint_write(const model_param *params, int n, st_writer *w, const char *path, char *err,
                            size_t errlen) {
     float **host = calloc((size_t)(n > 0 ? n : 1), sizeof *host);

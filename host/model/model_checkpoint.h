@@ -30,6 +30,23 @@ int model_checkpoint_match(const st_file *f, const char *path, model_name_fn can
 int model_checkpoint_read(const char *path, const st_tensor *const *match, model_param *params, int n, char *err,
                           size_t errlen);
 
+/* How a model is built from a checkpoint whose config has been read: its tensors' specs, its
+ * constructor and its parameter table. */
+typedef struct model_loader {
+    const void *cfg;
+    int (*specs)(const void *cfg, param_spec *out); /* as gpt_param_specs */
+    void *(*build)(kiln_ctx *ctx, const void *cfg);  /* NULL with the engine's error set */
+    model_param *(*params)(void *model);
+    void (*free)(void *model);
+    model_name_fn canonical;                         /* may be NULL */
+    const char *config;                              /* the config, for messages */
+} model_loader;
+
+/* Matches every tensor of f (model_checkpoint_match), then builds the model and reads them
+ * into it. Returns 0 and *out, or -1 with one line in err (nothing left allocated). */
+int model_checkpoint_build(const st_file *f, const char *path, kiln_ctx *ctx, const model_loader *l, void **out,
+                           char *err, size_t errlen);
+
 /* Adds the n tensors of the table (f32, as the masters are) to w, which holds the
  * caller's metadata, and saves it atomically: an existing file is replaced only by a
  * complete new one. The caller frees w. */

@@ -56,40 +56,25 @@ static int read_config(const st_file *f, const char *path, seq2seq_config *c, ch
     return 0;
 }
 
+static int specs_of(const void *cfg, param_spec *out) { return seq2seq_param_specs(cfg, out); }
+static void *build(kiln_ctx *ctx, const void *cfg) { return seq2seq_new(ctx, cfg); }
+static model_param *params_of(void *m) { return ((seq2seq_model *)m)->params; }
+static void free_model(void *m) { seq2seq_free(m); }
+
 int seq2seq_checkpoint_load(kiln_ctx *ctx, const char *path, seq2seq_model **out, char *err, size_t errlen) {
     *out = NULL;
     st_file *f;
     if (st_open(path, &f, err, errlen)) return -1;
-    int rc = -1;
     seq2seq_config cfg;
-    seq2seq_model *m = NULL;
-    param_spec *specs = NULL;
-    const st_tensor **match = NULL;
-    if (read_config(f, path, &cfg, err, errlen)) goto done;
-    int n = seq2seq_param_specs(&cfg, NULL);
-    specs = calloc((size_t)n, sizeof *specs);
-    match = calloc((size_t)n, sizeof *match);
-    if (!specs || !match) {
-        snprintf(err, errlen, "out of host memory");
-        goto done;
+    int rc = read_config(f, path, &cfg, err, errlen);
+    if (rc == 0) {
+        char config[160];
+        snprintf(config, sizeof config, "enc_layers %d, dec_layers %d, n_embd %d, max_len %d, vocab %d/%d",
+                 cfg.enc_layers, cfg.dec_layers, cfg.n_embd, cfg.max_len, cfg.src_vocab, cfg.tgt_vocab);
+        model_loader l = {.cfg = &cfg, .specs = specs_of, .build = build, .params = params_of, .free = free_model,
+                          .config = config};
+        rc = model_checkpoint_build(f, path, ctx, &l, (void **)out, err, errlen);
     }
-    seq2seq_param_specs(&cfg, specs);
-    char config[160];
-    snprintf(config, sizeof config, "enc_layers %d, dec_layers %d, n_embd %d, max_len %d, vocab %d/%d",
-             cfg.enc_layers, cfg.dec_layers, cfg.n_embd, cfg.max_len, cfg.src_vocab, cfg.tgt_vocab);
-    if (model_checkpoint_match(f, path, NULL, specs, n, config, match, err, errlen)) goto done;
-    if (!(m = seq2seq_new(ctx, &cfg))) {
-        snprintf(err, errlen, "%s: cannot allocate the model: %s", path, kiln_error_message());
-        goto done;
-    }
-    if (model_checkpoint_read(path, match, m->params, n, err, errlen)) goto done;
-    *out = m;
-    m = NULL;
-    rc = 0;
-done:
-    seq2seq_free(m);
-    free(match);
-    free(specs);
     st_close(f);
     return rc;
 }

@@ -19,9 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=runs/translate
 backend=cpu
-steps=4000
-vocab=8000
-dim=256
+steps=3000
+vocab=6000
+dim=128
 layers=3
 catalogs=/usr/share/locale/de/LC_MESSAGES
 kiln=${KILN:-build/host/kiln}
