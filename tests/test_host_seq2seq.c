@@ -265,6 +265,29 @@ START_TEST(checkpoint_round_trip_gives_the_same_logits) {
 }
 END_TEST
 
+/* Greedy decoding of a padded batch of sources gives each source's own greedy translation. */
+START_TEST(batched_greedy_matches_one_at_a_time) {
+    kiln_ctx *ctx = kt_ctx();
+    for (int norm = BLOCK_NORM_PRE; norm <= BLOCK_NORM_POST; norm++) {
+        seq2seq_model *m = tiny_model(ctx, (block_norm)norm, 13);
+        static const int32_t a[] = {1, 4, 2, 8, 5, 9, 3}, b[] = {7}, c[] = {2, 2, 6, 0}, d[] = {9, 8, 7, 6, 5};
+        const int32_t *srcs[4] = {a, b, c, d};
+        const int lens[4] = {7, 1, 4, 5};
+        seq2seq_search_opts o = {.beam = 1, .max_len = 9, .bos = BOS, .eos = EOS};
+        int32_t outs[4 * MAXLEN], one[MAXLEN];
+        int out_lens[4];
+        ck_assert_msg(seq2seq_translate_batch(m, srcs, lens, 4, &o, outs, MAXLEN, out_lens) == 0, "%s",
+                      kiln_error_message());
+        for (int r = 0; r < 4; r++) {
+            int n = seq2seq_translate(m, srcs[r], lens[r], &o, one, MAXLEN, NULL);
+            ck_assert_msg(n == out_lens[r], "row %d: %d tokens batched, %d alone", r, out_lens[r], n);
+            for (int i = 0; i < n; i++) ck_assert_int_eq(outs[r * MAXLEN + i], one[i]);
+        }
+        seq2seq_free(m);
+    }
+}
+END_TEST
+
 START_TEST(bad_configs_are_refused) {
     char err[256];
     seq2seq_config c = tiny_config(BLOCK_NORM_POST);
@@ -289,6 +312,7 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, padding_cannot_leak);
     tcase_add_test(tc, a_padded_row_gives_its_unpadded_logits);
     tcase_add_test(tc, cached_decoding_matches_full_passes);
+    tcase_add_test(tc, batched_greedy_matches_one_at_a_time);
     tcase_add_test(tc, checkpoint_round_trip_gives_the_same_logits);
     tcase_add_test(tc, bad_configs_are_refused);
 }

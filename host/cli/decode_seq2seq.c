@@ -1,6 +1,6 @@
 /* `kiln decode` with an encoder-decoder checkpoint: translates --input TEXT, or every line
  * of --input-file FILE, writing one output line per input line, in order. Greedy by
- * default; --beam K searches K hypotheses ranked with GNMT's length penalty
+ * default, --batch lines at a time as one batch; --beam K searches K hypotheses ranked with GNMT's length penalty
  * (--length-penalty alpha). The encoder runs once per input and every decoder layer's
  * cross-attention keys and values are computed once (model/seq2seq_search.c). */
 #include <stdio.h>
@@ -14,26 +14,36 @@
 #include "cli/seq2seq_session.h"
 #include "formats/file_open.h"
 
-/* Translates one line and prints it with its newline; an empty line has nothing to
- * translate and stays empty. */
-static int translate_line(s2s_session *s, const seq2seq_search_opts *o, const char *line, size_t n) {
-    char *out;
-    size_t len;
-    if (n == 0) {
+/* Lines translated together (greedy decoding runs them as one batch). */
+enum { DECODE_BATCH_MAX = 256 };
+
+/* Translates lines[0..n) and prints one line each, in order: greedy ones as one batch. An
+ * empty line has nothing to translate and stays empty. */
+static int translate_lines(s2s_session *s, const seq2seq_search_opts *o, const char **lines, const size_t *lens, int n) {
+    const char *texts[DECODE_BATCH_MAX];
+    size_t text_lens[DECODE_BATCH_MAX], out_len[DECODE_BATCH_MAX];
+    char *out[DECODE_BATCH_MAX];
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (lens[i]) {
+            texts[k] = lines[i];
+            text_lens[k++] = lens[i];
+        }
+    if (k && s2s_translate_texts(s, texts, text_lens, k, o, out, out_len)) return 1;
+    for (int i = 0, j = 0; i < n; i++) {
+        if (lens[i]) {
+            fwrite(out[j], 1, out_len[j], stdout);
+            free(out[j++]);
+        }
         fputc('\n', stdout);
-        return 0;
     }
-    if (s2s_translate_text(s, line, n, o, &out, &len)) return 1;
-    fwrite(out, 1, len, stdout);
-    fputc('\n', stdout);
     fflush(stdout);
-    free(out);
     return 0;
 }
 
 int cmd_decode_seq2seq(int argc, char **argv) {
     const char *ckpt = NULL, *input = NULL, *input_file = NULL, *prompt = NULL, *backend = "auto", *precision = "fp32";
-    int device = -1, beam = 1, max_new = 0;
+    int device = -1, beam = 1, max_new = 0, batch = 32;
     float length_penalty = 0.6f;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
@@ -47,6 +57,8 @@ int cmd_decode_seq2seq(int argc, char **argv) {
          .max = 64},
         {.name = "--length-penalty", .kind = CLI_FLOAT, .target = &length_penalty, .meta = "A",
          .help = "GNMT's alpha: hypotheses rank by log P / ((5 + length) / 6)^A", .min = 0, .max = 10},
+        {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N",
+         .help = "lines of --input-file decoded together (greedy)", .min = 1, .max = DECODE_BATCH_MAX},
         {.name = "--max-new", .kind = CLI_INT, .target = &max_new, .meta = "N",
          .help = "output tokens at most (0: the model's positions)", .min = 0, .max = 1 << 20},
         {.name = "--precision", .kind = CLI_STRING, .target = &precision, .meta = "P", .help = "fp32 or fp16"},
@@ -74,16 +86,26 @@ int cmd_decode_seq2seq(int argc, char **argv) {
         double t0 = progress_now();
         int lines = 0;
         if (input) {
-            rc = translate_line(&s, &o, input, strlen(input));
+            size_t len = strlen(input);
+            rc = translate_lines(&s, &o, &input, &len, 1);
             lines = 1;
         } else {
+            const char *group[DECODE_BATCH_MAX];
+            size_t group_len[DECODE_BATCH_MAX];
+            int in_group = 0;
             for (size_t at = 0; at < text_len && rc == 0; lines++) {
                 const char *nl = memchr(text + at, '\n', text_len - at);
                 size_t end = nl ? (size_t)(nl - text) : text_len, len = end - at;
                 if (len && text[at + len - 1] == '\r') len--;
-                rc = translate_line(&s, &o, text + at, len);
+                group[in_group] = text + at;
+                group_len[in_group++] = len;
+                if (in_group == batch) {
+                    rc = translate_lines(&s, &o, group, group_len, in_group);
+                    in_group = 0;
+                }
                 at = end + 1;
             }
+            if (rc == 0 && in_group) rc = translate_lines(&s, &o, group, group_len, in_group);
         }
         if (rc == 0)
             fprintf(stderr, "kiln decode: %d line%s in %.2f s (beam %d)%s\n", lines, lines == 1 ? "" : "s",

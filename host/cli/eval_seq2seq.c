@@ -1,6 +1,6 @@
 /* `kiln eval` with an encoder-decoder checkpoint on held-out source<TAB>target pairs:
  *   loss X    mean cross-entropy per target token (EOS included), teacher-forced
- *   bleu Y    corpus BLEU of the translations (greedy, or --beam K) as sacreBLEU computes it
+ *   bleu Y    corpus BLEU of the translations (greedy in batches of 32, or --beam K) as sacreBLEU computes it
  *             by default: 13a tokenization, 4-grams, brevity penalty (text/bleu.h)
  *   exact Z   the fraction of translations identical to their reference
  * BLEU's details (n-gram precisions, brevity penalty, lengths) go to stderr. Pairs longer
@@ -58,13 +58,19 @@ int cmd_eval_seq2seq(int argc, char **argv) {
     if (rc == 0) {
         host_say_device("eval", s.ctx);
         seq2seq_search_opts o = s2s_search_opts(&s, beam, length_penalty, max_new);
-        for (int64_t i = 0; i < p->count && rc == 0; i++) {
-            char *hyp;
-            size_t len;
-            if ((rc = s2s_translate_text(&s, p->src[i], p->src_len[i], &o, &hyp, &len))) break;
-            if (bleu_add(&stats, hyp, len, p->tgt[i], p->tgt_len[i])) rc = host_error("out of host memory");
-            exact += len == p->tgt_len[i] && !memcmp(hyp, p->tgt[i], len);
-            free(hyp);
+        enum { GROUP = 32 };
+        for (int64_t at = 0; at < p->count && rc == 0; at += GROUP) {
+            int n_group = (int)(p->count - at < GROUP ? p->count - at : GROUP);
+            char *hyp[GROUP];
+            size_t len[GROUP];
+            if ((rc = s2s_translate_texts(&s, (const char *const *)p->src + at, p->src_len + at, n_group, &o, hyp, len)))
+                break;
+            for (int k = 0; k < n_group; k++) {
+                int64_t i = at + k;
+                if (!rc && bleu_add(&stats, hyp[k], len[k], p->tgt[i], p->tgt_len[i])) rc = host_error("out of host memory");
+                exact += len[k] == p->tgt_len[i] && !memcmp(hyp[k], p->tgt[i], len[k]);
+                free(hyp[k]);
+            }
         }
     }
     if (rc == 0) {

@@ -57,35 +57,74 @@ seq2seq_search_opts s2s_search_opts(const s2s_session *s, int beam, float length
                                  .bos = tokenizer_special(s->tgt, TOK_BOS), .eos = tokenizer_special(s->tgt, TOK_EOS)};
 }
 
-int s2s_translate_text(s2s_session *s, const char *text, size_t n, const seq2seq_search_opts *o, char **out,
-                       size_t *out_len) {
+/* Target ids as text on one line: line breaks and tabs become spaces. */
+static int ids_to_line(s2s_session *s, const int32_t *ids, int n, char **out, size_t *out_len) {
     char err[1024];
-    int32_t *ids = NULL, *result = malloc((size_t)o->max_len * sizeof *result);
-    int64_t n_ids;
-    if (!result) return host_error("out of host memory");
-    if (tokenizer_encode(s->src, (const uint8_t *)text, n, &ids, &n_ids, err, sizeof err)) {
-        free(result);
-        return host_error("%s", err);
-    }
-    int room = s->m->cfg.max_len - 1;
-    if (n_ids > room) {
-        n_ids = room;
-        s->truncated++;
-    }
-    int len = seq2seq_translate(s->m, ids, (int)n_ids, o, result, o->max_len, NULL);
-    free(ids);
-    if (len < 0) {
-        free(result);
-        return host_engine_error("translating");
-    }
     uint8_t *bytes;
     size_t nb;
-    int rc = tokenizer_decode(s->tgt, result, len, &bytes, &nb, err, sizeof err);
-    free(result);
-    if (rc) return host_error("%s", err);
+    if (tokenizer_decode(s->tgt, ids, n, &bytes, &nb, err, sizeof err)) return host_error("%s", err);
     for (size_t i = 0; i < nb; i++)
         if (bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t') bytes[i] = ' ';
     *out = (char *)bytes;
     *out_len = nb;
     return 0;
+}
+
+/* Source ids of text, cut to the model's positions (counted in s->truncated). */
+static int source_ids(s2s_session *s, const char *text, size_t n, int32_t **ids, int *n_ids) {
+    char err[1024];
+    int64_t k;
+    if (tokenizer_encode(s->src, (const uint8_t *)text, n, ids, &k, err, sizeof err)) return host_error("%s", err);
+    int room = s->m->cfg.max_len - 1;
+    if (k > room) {
+        k = room;
+        s->truncated++;
+    }
+    *n_ids = (int)k;
+    return 0;
+}
+
+int s2s_translate_texts(s2s_session *s, const char *const *texts, const size_t *lens, int n,
+                        const seq2seq_search_opts *o, char **out, size_t *out_len) {
+    if (o->beam > 1) {
+        for (int i = 0; i < n; i++) {
+            if (s2s_translate_text(s, texts[i], lens[i], o, &out[i], &out_len[i])) {
+                for (int k = 0; k < i; k++) free(out[k]);
+                return 1;
+            }
+        }
+        return 0;
+    }
+    int32_t **ids = calloc((size_t)n, sizeof *ids), *outs = malloc((size_t)n * (size_t)o->max_len * sizeof *outs);
+    int *n_ids = calloc((size_t)n, sizeof *n_ids), *out_lens = calloc((size_t)n, sizeof *out_lens);
+    int rc = !ids || !outs || !n_ids || !out_lens ? host_error("out of host memory") : 0;
+    for (int i = 0; i < n && !rc; i++) rc = source_ids(s, texts[i], lens[i], &ids[i], &n_ids[i]);
+    if (!rc && seq2seq_translate_batch(s->m, (const int32_t *const *)ids, n_ids, n, o, outs, o->max_len, out_lens))
+        rc = host_engine_error("translating");
+    int done = 0;
+    for (; done < n && !rc; done++) rc = ids_to_line(s, outs + (int64_t)done * o->max_len, out_lens[done], &out[done], &out_len[done]);
+    if (rc)
+        for (int k = 0; k < done - 1; k++) free(out[k]);
+    for (int i = 0; ids && i < n; i++) free(ids[i]);
+    free(ids);
+    free(outs);
+    free(n_ids);
+    free(out_lens);
+    return rc;
+}
+
+int s2s_translate_text(s2s_session *s, const char *text, size_t n, const seq2seq_search_opts *o, char **out,
+                       size_t *out_len) {
+    int32_t *ids = NULL, *result = malloc((size_t)o->max_len * sizeof *result);
+    int n_ids;
+    if (!result) return host_error("out of host memory");
+    if (source_ids(s, text, n, &ids, &n_ids)) {
+        free(result);
+        return 1;
+    }
+    int len = seq2seq_translate(s->m, ids, n_ids, o, result, o->max_len, NULL);
+    free(ids);
+    int rc = len < 0 ? host_engine_error("translating") : ids_to_line(s, result, len, out, out_len);
+    free(result);
+    return rc;
 }

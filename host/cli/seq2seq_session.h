@@ -31,6 +31,12 @@ void s2s_session_close(s2s_session *s);
 int s2s_translate_text(s2s_session *s, const char *text, size_t n, const seq2seq_search_opts *o, char **out,
                        size_t *out_len);
 
+/* Translates n texts: greedy ones as one batch (seq2seq_translate_batch), beam searches
+ * one by one. out[i] (malloc'd, out_len[i] bytes) as s2s_translate_text's. Returns 0, or 1
+ * with the error printed (and nothing left allocated). */
+int s2s_translate_texts(s2s_session *s, const char *const *texts, const size_t *lens, int n,
+                        const seq2seq_search_opts *o, char **out, size_t *out_len);
+
 /* Search options for this session's model: BOS and EOS of its target tokenizer, at most
  * max_new output tokens (0: as many as the model has positions). */
 seq2seq_search_opts s2s_search_opts(const s2s_session *s, int beam, float length_penalty, int max_new);

@@ -230,9 +230,10 @@ kiln_tensor *block_cross_kv(const block_config *c, const block_weights *w, kiln_
 /* Widths of one layer's cached keys and values: C and C, or GAU's s and e. */
 void block_cache_widths(const block_config *c, int64_t *k_width, int64_t *v_width);
 
-/* One block on x [B, T, C]. With a cache (k_store, v_store: [n_positions, width] persistent
- * tensors, B = 1), the new keys and values are written at rows [pos0, pos0 + T) and
- * attention covers every cached row; else self-attention covers x alone: causal, or every
+/* One block on x [B, T, C]. With a cache (k_store, v_store: [n_positions, B * width]
+ * persistent tensors: row t holds position t of every batch row), the new keys and values
+ * are written at rows [pos0, pos0 + T) and attention covers every cached row (all rows of
+ * a batch step together); else self-attention covers x alone: causal, or every
  * unpadded key when the block is bidirectional. A cross-attention block also attends to
  * pass->memory. */
 kiln_tensor *block_forward(const block_config *c, const block_weights *w, int layer,

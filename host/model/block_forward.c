@@ -25,14 +25,32 @@ static kiln_tensor *linear(const block_config *c, const block_weights *w, block_
     return kiln_matmul(x, linear_weight(c, w, l), w->w[block_linear_slot(l) + 1], 0, 0);
 }
 
-/* Appends the new positions' keys or values [1, T, W] to one layer's cache rows
- * [pos0, pos0 + T) and returns a [1, Tk, W] view of every cached row. */
+/* Appends the new positions' keys or values [B, T, W] to one layer's cache rows
+ * [pos0, pos0 + T) and returns every cached row as [B, Tk, W]. The store is
+ * [n_positions, B * W]: row t holds position t of every batch row side by side, so that a
+ * step's positions land in whole rows (for B > 1 the fresh [B, T, W] is turned to
+ * [T, B * W] on the way in, and the rows back to [B, Tk, W] on the way out, each by one
+ * head-split copy; B = 1 needs neither). */
 static kiln_tensor *cache_append(kiln_tensor *store, kiln_tensor *fresh, int64_t pos0, int64_t T) {
     if (!fresh) return NULL;
+    int64_t B = fresh->shape[0], W = fresh->shape[2];
+    if (store->shape[1] != B * W) {
+        kiln_set_error(KILN_ERR_SHAPE, "KV cache: rows of %lld values, %lld x %lld needed", (long long)store->shape[1],
+                       (long long)B, (long long)W);
+        return NULL;
+    }
+    kiln_tensor *rows = fresh;
+    if (B > 1) {
+        int64_t as_heads[4] = {1, B, T, W};
+        rows = kiln_merge_heads(kiln_reshape(fresh, 4, as_heads)); /* [1, T, B * W] */
+    }
     kiln_tensor *slot = kiln_view_rows(store, pos0, T);
-    if (!slot || kiln_copy(slot, fresh)) return NULL;
-    int64_t shape[3] = {1, pos0 + T, store->shape[1]};
-    return kiln_reshape(kiln_view_rows(store, 0, pos0 + T), 3, shape);
+    if (!slot || !rows || kiln_copy(slot, rows)) return NULL;
+    int64_t shape[3] = {1, pos0 + T, B * W};
+    kiln_tensor *all = kiln_reshape(kiln_view_rows(store, 0, pos0 + T), 3, shape);
+    if (B == 1) return all;
+    int64_t batched[3] = {B, pos0 + T, W};
+    return kiln_reshape(kiln_split_heads(all, (int)B), 3, batched); /* [1, B, Tk, W] -> [B, Tk, W] */
 }
 
 /* Attention probabilities from scores [B, H, T, Tk] (QK^T, unscaled) at head width d, under

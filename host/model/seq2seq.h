@@ -121,4 +121,13 @@ typedef struct seq2seq_search_opts {
 int seq2seq_translate(seq2seq_model *m, const int32_t *src, int n, const seq2seq_search_opts *o,
                       int32_t *out, int cap, double *score);
 
+/* Greedy translation of n sources at once (srcs[i] of lens[i] tokens, without EOS): one
+ * encoder pass over the padded batch, and one decoder step per position for every row
+ * together (a row that has emitted EOS rides along, ignored), so a file of inputs costs a
+ * fraction of one-at-a-time decoding. Row i's tokens (EOS not included) go to
+ * outs[i * cap ...], their number to out_lens[i]. Gives seq2seq_translate's greedy result
+ * (the batch's padding cannot change a row). Returns 0, or -1 with the engine's error set. */
+int seq2seq_translate_batch(seq2seq_model *m, const int32_t *const *srcs, const int *lens, int n,
+                            const seq2seq_search_opts *o, int32_t *outs, int cap, int *out_lens);
+
 #endif

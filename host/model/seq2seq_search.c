@@ -288,3 +288,146 @@ int seq2seq_translate(seq2seq_model *m, const int32_t *src, int n, const seq2seq
     search_free(&s);
     return len;
 }
+
+/* ---- batched greedy decoding ---- */
+
+/* A persistent i32 tensor of the given shape holding host values. */
+static kiln_tensor *persistent_ids(kiln_ctx *ctx, int ndim, const int64_t *shape, const int32_t *host) {
+    kiln_tensor *t = kiln_tensor_new(ctx, KILN_I32, ndim, shape);
+    int64_t n = shape[0] * (ndim > 1 ? shape[1] : 1);
+    if (t && kiln_upload(t, host, (size_t)n * sizeof *host)) {
+        kiln_tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+typedef struct batch_search {
+    seq2seq_model *m;
+    int rows, layers, V;
+    kiln_tensor *src_len;             /* i32 [rows], persistent */
+    kiln_tensor **cross_kv, **k, **v; /* per decoder layer */
+    float *logits;                    /* [rows * V] */
+    int32_t *last;                    /* each row's last token */
+} batch_search;
+
+static void batch_search_free(batch_search *b) {
+    for (int l = 0; l < b->layers; l++) {
+        if (b->cross_kv) kiln_tensor_free(b->cross_kv[l]);
+        if (b->k) kiln_tensor_free(b->k[l]);
+        if (b->v) kiln_tensor_free(b->v[l]);
+    }
+    kiln_tensor_free(b->src_len);
+    free(b->cross_kv);
+    free(b->k);
+    free(b->v);
+    free(b->logits);
+    free(b->last);
+}
+
+/* The encoder over the padded sources (each + EOS), the cross-attention keys and values,
+ * and empty KV caches of [max_len, rows * width]. */
+static kiln_status batch_setup(batch_search *b, const int32_t *const *srcs, const int *lens, int32_t eos) {
+    seq2seq_model *m = b->m;
+    int S = 0;
+    for (int r = 0; r < b->rows; r++) S = lens[r] + 1 > S ? lens[r] + 1 : S;
+    int32_t *ids = malloc((size_t)b->rows * (size_t)S * sizeof *ids), *len = malloc((size_t)b->rows * sizeof *len);
+    if (!ids || !len) {
+        free(ids);
+        free(len);
+        return kiln_set_error(KILN_ERR_MEMORY, "seq2seq: out of host memory");
+    }
+    for (int r = 0; r < b->rows; r++) {
+        len[r] = lens[r] + 1;
+        for (int j = 0; j < S; j++) ids[r * S + j] = j < lens[r] ? srcs[r][j] : eos;
+    }
+    int64_t shape[2] = {b->rows, S}, rows = b->rows;
+    kiln_tensor *src = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
+    kiln_status st = src ? kiln_upload(src, ids, (size_t)(b->rows * S) * sizeof *ids) : kiln_error_status();
+    if (!st && !(b->src_len = persistent_ids(m->ctx, 1, &rows, len))) st = kiln_error_status();
+    free(ids);
+    free(len);
+    kiln_tensor *memory = st ? NULL : seq2seq_encode(m, src, b->src_len, 0.0f);
+    if (!st && !memory) st = kiln_error_status();
+    int64_t kw, vw;
+    block_cache_widths(&m->dec_block, &kw, &vw);
+    for (int l = 0; l < b->layers && !st; l++) {
+        kiln_tensor *kv = block_cross_kv(&m->dec_block, &m->dec[l], memory);
+        b->cross_kv[l] = kv ? kiln_tensor_new(m->ctx, kv->dtype, kv->ndim, kv->shape) : NULL;
+        b->k[l] = kiln_tensor_2d(m->ctx, m->dtype, m->cfg.max_len, b->rows * kw);
+        b->v[l] = kiln_tensor_2d(m->ctx, m->dtype, m->cfg.max_len, b->rows * vw);
+        if (!b->cross_kv[l] || !b->k[l] || !b->v[l] || kiln_copy(b->cross_kv[l], kv)) st = kiln_error_status();
+    }
+    kiln_step_reset(m->ctx);
+    return st;
+}
+
+/* Every row's next-token logits at position pos, into b->logits. */
+static kiln_status batch_step(batch_search *b, int pos) {
+    seq2seq_model *m = b->m;
+    int64_t shape[2] = {b->rows, 1};
+    kiln_tensor *ids = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
+    if (!ids || kiln_upload(ids, b->last, (size_t)b->rows * sizeof *b->last)) return kiln_error_status();
+    kiln_tensor *y = kiln_add(kiln_scale(kiln_embedding(m->tgt_embed, ids), sqrtf((float)m->cfg.n_embd)),
+                              kiln_view_rows(m->pe, pos, 1));
+    block_pass pass = {.pos0 = pos, .cross_kv = b->cross_kv, .memory_lengths = b->src_len};
+    for (int l = 0; l < b->layers && y; l++) y = block_forward(&m->dec_block, &m->dec[l], l, y, &pass, b->k[l], b->v[l]);
+    if (y && m->dec_ln_w) y = kiln_layernorm(y, m->dec_ln_w, m->dec_ln_b, m->cfg.ln_eps);
+    kiln_tensor *logits = kiln_matmul(y, m->tgt_embed, NULL, 0, 1);
+    kiln_status st = logits ? kiln_download_f32(logits, b->logits, (int64_t)b->rows * b->V) : kiln_error_status();
+    kiln_step_reset(m->ctx);
+    return st;
+}
+
+int seq2seq_translate_batch(seq2seq_model *m, const int32_t *const *srcs, const int *lens, int n,
+                            const seq2seq_search_opts *o, int32_t *outs, int cap, int *out_lens) {
+    int longest = 0;
+    for (int i = 0; i < n; i++) longest = lens[i] > longest ? lens[i] : longest;
+    if (n < 1 || o->max_len < 1 || o->max_len + 1 > m->cfg.max_len || longest + 1 > m->cfg.max_len) {
+        kiln_set_error(KILN_ERR_ARGUMENT, "seq2seq_translate_batch: %d sources (the longest %d tokens) and %d output "
+                       "tokens must fit the model's %d positions", n, longest + 1, o->max_len, m->cfg.max_len);
+        return -1;
+    }
+    batch_search b = {.m = m, .rows = n, .layers = m->cfg.dec_layers, .V = m->cfg.tgt_vocab};
+    b.cross_kv = calloc((size_t)b.layers, sizeof *b.cross_kv);
+    b.k = calloc((size_t)b.layers, sizeof *b.k);
+    b.v = calloc((size_t)b.layers, sizeof *b.v);
+    b.logits = malloc((size_t)n * (size_t)b.V * sizeof *b.logits);
+    b.last = malloc((size_t)n * sizeof *b.last);
+    int grad = kiln_grad_enabled(m->ctx), training = kiln_training(m->ctx);
+    kiln_set_grad_enabled(m->ctx, 0);
+    kiln_set_training(m->ctx, 0);
+    kiln_status st = !b.cross_kv || !b.k || !b.v || !b.logits || !b.last
+                         ? kiln_set_error(KILN_ERR_MEMORY, "seq2seq: out of host memory")
+                         : batch_setup(&b, srcs, lens, o->eos);
+    int open = n;
+    for (int r = 0; r < n; r++) {
+        out_lens[r] = -1; /* still decoding */
+        if (b.last) b.last[r] = o->bos;
+    }
+    for (int pos = 0; !st && pos < o->max_len && open > 0; pos++) {
+        if ((st = batch_step(&b, pos))) break;
+        for (int r = 0; r < n; r++) {
+            if (out_lens[r] >= 0) continue;
+            const float *row = b.logits + (int64_t)r * b.V;
+            int best = 0;
+            for (int v = 1; v < b.V; v++)
+                if (row[v] > row[best]) best = v;
+            if (best == o->eos) {
+                out_lens[r] = pos < cap ? pos : cap;
+                open--;
+                continue;
+            }
+            if (pos < cap) outs[(int64_t)r * cap + pos] = best;
+            b.last[r] = best;
+        }
+    }
+    /* rows that reached the length limit end there, without an EOS */
+    for (int r = 0; r < n && !st; r++)
+        if (out_lens[r] < 0) out_lens[r] = o->max_len < cap ? o->max_len : cap;
+    kiln_set_grad_enabled(m->ctx, grad);
+    kiln_set_training(m->ctx, training);
+    kiln_step_reset(m->ctx);
+    batch_search_free(&b);
+    return st ? -1 : 0;
+}
