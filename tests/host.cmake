@@ -14,6 +14,7 @@ set(_kiln_host_work ${CMAKE_CURRENT_BINARY_DIR}/host_work)
 target_link_libraries(test_host_gpt_units PRIVATE kiln_model)
 target_link_libraries(test_host_block PRIVATE kiln_model)
 target_link_libraries(test_host_seq2seq PRIVATE kiln_model)
+target_link_libraries(test_host_bert PRIVATE kiln_model)
 target_link_libraries(test_host_bleu PRIVATE kiln_text)
 # the parsers' tests replay the fuzz seeds (fuzz/corpus/<target>/) through the parser
 target_compile_definitions(test_host_pairs PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
@@ -70,9 +71,10 @@ endforeach()
 find_program(KILN_TORCH_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(KILN_TORCH_PYTHON)
   # gpt_parity: GPT-2 itself; block_parity: each stability option (docs/stability.md);
-  # seq2seq_parity: the encoder-decoder Transformer
+  # seq2seq_parity: the encoder-decoder Transformer; bert_parity: BERT's masked LM in
+  # Hugging Face's layout
   foreach(backend ${_kiln_host_backends})
-    foreach(script gpt_parity block_parity seq2seq_parity)
+    foreach(script gpt_parity block_parity seq2seq_parity bert_parity)
       kiln_host_test_name(${script} ${backend} name)
       kiln_host_test_env(${backend} "" env)
       add_test(NAME ${name}
