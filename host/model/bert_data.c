@@ -1,7 +1,6 @@
 /* BERT's sequences and masking (bert_data.h). */
 #include "model/bert_data.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +43,9 @@ void bert_vocab_free(bert_vocab *v) {
 
 int bert_mask_count(int n) {
     if (n <= 0) return 0;
-    int k = (int)lround(BERT_MASK_RATE * n);
-    return k < 1 ? 1 : k;
+    /* 15% rounded half up, in integers: 0.15 * 30 is 4.4999... in binary floating point */
+    int64_t k = ((int64_t)n * 15 + 50) / 100;
+    return k < 1 ? 1 : (int)k;
 }
 
 /* A uniform draw in [0, n) from one 32-bit word (multiply-shift: bias below n / 2^32). */

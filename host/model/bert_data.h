@@ -22,7 +22,6 @@
 #define BERT_MASK_SALT UINT64_C(0x6b696c6e6d61736b) /* "kilnmask" */
 /* The seed of evaluation's masking: the same positions in every evaluation. */
 #define BERT_EVAL_SEED UINT64_C(20190524)
-#define BERT_MASK_RATE 0.15
 
 /* The special ids masking needs and the tokens a random replacement draws from. */
 typedef struct bert_vocab {
@@ -41,7 +40,8 @@ typedef struct bert_mask_counts {
     int64_t maskable, chosen, masked, random, kept;
 } bert_mask_counts;
 
-/* The number of positions chosen among n maskable ones: max(1, round(0.15 n)), 0 for n = 0. */
+/* The number of positions chosen among n maskable ones: max(1, round(0.15 n)) (halves
+ * rounded up), 0 for n = 0. */
 int bert_mask_count(int n);
 
 /* Frames tokens[0..n) as row = [CLS] tokens [SEP] [PAD]... of `width` (n + 2 <= width),
