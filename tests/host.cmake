@@ -104,6 +104,20 @@ foreach(backend ${_kiln_host_backends})
   set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 900 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
 endforeach()
 
+# BERT's masked LM end to end: it learns a structured text far above the unigram baseline,
+# evaluates, resumes exactly, and (on cpu) refuses bad input; cpu and OpenCL, as seq2seq.
+foreach(backend ${_kiln_host_backends})
+  if(backend STREQUAL "vulkan")
+    continue()
+  endif()
+  kiln_host_test_name(bert ${backend} name)
+  kiln_host_test_env(${backend} "" env)
+  add_test(NAME ${name}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_bert.sh $<TARGET_FILE:kiln_host> ${_kiln_host_work}/bert_${backend}
+            ${backend})
+  set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+endforeach()
+
 # kiln plot renders a real picture (rsvg-convert) and refuses bad metrics files: not a device
 # matter, cpu only.
 add_test(NAME host_plot COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_plot.sh $<TARGET_FILE:kiln_host>

@@ -62,6 +62,12 @@ static kiln_status sigma_hook(void *m) { return bert_sigma_step(m); }
 static int load_tokenizer(bert_run *r) {
     char err[1024];
     if (r->o.resume) {
+        char type[64];
+        int typed = model_checkpoint_meta(r->paths.model, "model_type", type, sizeof type, err, sizeof err);
+        if (typed < 0) return host_error("%s", err);
+        if (!typed || strcmp(type, BERT_MODEL_TYPE))
+            return host_error("%s: not a BERT checkpoint to resume (model_type \"%s\")", r->paths.model,
+                              typed ? type : "");
         int found = checkpoint_tokenizer_load(r->paths.model, CKPT_TOKENIZER_KEY, &r->tok, err, sizeof err);
         if (found < 0) return host_error("%s", err);
         if (!found) return host_error("%s holds no tokenizer to resume with", r->paths.model);
