@@ -44,6 +44,7 @@ typedef struct bert_run {
     bert_batch batch;
     run_paths paths;
     char config_json[4096];
+    int temperature_given; /* --attn-temperature on a resumed run overrides the checkpoint's */
 } bert_run;
 
 static kiln_tensor *draw_loss(trainer *t, uint64_t draw, char *err, size_t errlen) {
@@ -118,6 +119,7 @@ static int build_model(bert_run *r, kiln_ctx *ctx) {
             return host_error("%s: its vocabulary (%d) is not its tokenizer's (%d)", r->paths.model,
                               r->m->cfg.vocab_size, V);
         r->o.hp.block = r->m->cfg.max_len;
+        if (r->temperature_given) bert_set_attn_temperature(r->m, r->o.st.attn_temperature);
         return 0;
     }
     bert_config cfg = {.n_layer = r->o.layers, .n_head = r->o.heads, .n_embd = r->o.dim, .max_len = r->o.hp.block,
@@ -171,6 +173,13 @@ static int run(trainer *t, bert_run *r, FILE *metrics, double *final_val, double
     while (t->step < hp->steps && rc == 0) {
         double t0 = progress_now();
         train_step_stats st;
+        /* --attn-temperature-at: the last change at or before this step */
+        for (int i = o->st.n_changes - 1; i >= 0; i--) {
+            if (o->st.change_step[i] <= t->step + 1) {
+                bert_set_attn_temperature(r->m, o->st.change_temp[i]);
+                break;
+            }
+        }
         if (trainer_step(t, &st, err, sizeof err)) {
             rc = host_error("%s", err);
             break;
@@ -238,6 +247,7 @@ int cmd_train_bert(int argc, char **argv) {
     if (rc) return rc < 0 ? 1 : 0;
     if (train_validate_options(o, opts, n)) return 1;
     if (o->init) return host_error("--init applies to --model gpt only");
+    r.temperature_given = cli_find(opts, n, "--attn-temperature")->seen;
     snprintf(r.paths.model, sizeof r.paths.model, "%s/model.safetensors", o->out);
     snprintf(r.paths.optimizer, sizeof r.paths.optimizer, "%s/optimizer.safetensors", o->out);
     snprintf(r.config_json, sizeof r.config_json, "%s/config.json", o->out);

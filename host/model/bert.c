@@ -199,6 +199,11 @@ kiln_status bert_sigma_step(bert_model *m) {
 
 int64_t bert_param_count(const bert_model *m) { return model_params_count(m->params, m->n_params); }
 
+void bert_set_attn_temperature(bert_model *m, float temperature) {
+    m->cfg.block.attn_temperature = temperature;
+    m->block.o.attn_temperature = temperature;
+}
+
 kiln_status bert_admin_closed_form(bert_model *m) {
     float omega = block_admin_closed_omega(m->cfg.n_layer * block_config_sublayers(&m->block));
     for (int i = 0; i < m->n_params; i++) {

@@ -84,6 +84,8 @@ kiln_status bert_sigma_step(bert_model *m);
 /* Admin's closed form: every omega sqrt((N + 1) / ln(N + 1) - 1), N = the residual sublayers. */
 kiln_status bert_admin_closed_form(bert_model *m);
 int64_t bert_param_count(const bert_model *m);
+/* Changes the attention temperature from the next forward pass on (--attn-temperature-at). */
+void bert_set_attn_temperature(bert_model *m, float temperature);
 
 /* The encoder's output [B, T, C] for ids [B, T] (i32) with lengths (i32 [B], or NULL when no
  * row is padded). */
