@@ -292,11 +292,12 @@ int bert_checkpoint_load(kiln_ctx *ctx, const char *path, bert_model **out, char
     bert_hf_pieces(&cfg, specs, n, pieces);
     for (int k = 0; k < count; k++) {
         piece_specs[k] = (param_spec){.ndim = pieces[k].ndim, .shape = {pieces[k].shape[0], pieces[k].shape[1]}};
-        snprintf(piece_specs[k].name, sizeof piece_specs[k].name, "%s", pieces[k].name);
-        if (strlen(pieces[k].name) >= sizeof piece_specs[k].name) {
+        size_t len = strlen(pieces[k].name);
+        if (len >= sizeof piece_specs[k].name) {
             snprintf(err, errlen, "%s: tensor name %s is too long", path, pieces[k].name);
             goto done;
         }
+        memcpy(piece_specs[k].name, pieces[k].name, len + 1);
     }
     const st_tensor *tied = st_find(f, "cls.predictions.decoder.weight");
     if (tied && (tied->ndim != 2 || tied->shape[0] != cfg.vocab_size || tied->shape[1] != cfg.n_embd)) {
