@@ -14,6 +14,7 @@ set(_kiln_host_work ${CMAKE_CURRENT_BINARY_DIR}/host_work)
 target_link_libraries(test_host_gpt_units PRIVATE kiln_model)
 target_link_libraries(test_host_block PRIVATE kiln_model)
 target_link_libraries(test_host_seq2seq PRIVATE kiln_model)
+target_link_libraries(test_host_bert PRIVATE kiln_model)
 target_link_libraries(test_host_bleu PRIVATE kiln_text)
 # the parsers' tests replay the fuzz seeds (fuzz/corpus/<target>/) through the parser
 target_compile_definitions(test_host_pairs PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
@@ -70,9 +71,10 @@ endforeach()
 find_program(KILN_TORCH_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(KILN_TORCH_PYTHON)
   # gpt_parity: GPT-2 itself; block_parity: each stability option (docs/stability.md);
-  # seq2seq_parity: the encoder-decoder Transformer
+  # seq2seq_parity: the encoder-decoder Transformer; bert_parity: BERT's masked LM in
+  # Hugging Face's layout
   foreach(backend ${_kiln_host_backends})
-    foreach(script gpt_parity block_parity seq2seq_parity)
+    foreach(script gpt_parity block_parity seq2seq_parity bert_parity)
       kiln_host_test_name(${script} ${backend} name)
       kiln_host_test_env(${backend} "" env)
       add_test(NAME ${name}
@@ -100,6 +102,20 @@ foreach(backend ${_kiln_host_backends})
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_seq2seq.sh $<TARGET_FILE:kiln_host>
             ${_kiln_host_work}/seq2seq_${backend} ${backend})
   set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 900 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+endforeach()
+
+# BERT's masked LM end to end: it learns a structured text far above the unigram baseline,
+# evaluates, resumes exactly, and (on cpu) refuses bad input; cpu and OpenCL, as seq2seq.
+foreach(backend ${_kiln_host_backends})
+  if(backend STREQUAL "vulkan")
+    continue()
+  endif()
+  kiln_host_test_name(bert ${backend} name)
+  kiln_host_test_env(${backend} "" env)
+  add_test(NAME ${name}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_bert.sh $<TARGET_FILE:kiln_host> ${_kiln_host_work}/bert_${backend}
+            ${backend})
+  set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
 endforeach()
 
 # kiln plot renders a real picture (rsvg-convert) and refuses bad metrics files: not a device

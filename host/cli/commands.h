@@ -7,11 +7,15 @@
 int cmd_train(int argc, char **argv);
 /* `kiln train --model seq2seq` (cmd_train dispatches to it) */
 int cmd_train_seq2seq(int argc, char **argv);
+/* `kiln train --model bert` (cmd_train dispatches to it) */
+int cmd_train_bert(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 /* `kiln eval` and `kiln decode` of an encoder-decoder checkpoint (dispatched on its model_type) */
 int cmd_eval_seq2seq(int argc, char **argv);
 int cmd_decode_seq2seq(int argc, char **argv);
+/* `kiln eval` of a BERT checkpoint (model_type "bert"): MLM loss and accuracy */
+int cmd_eval_bert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_pairs(int argc, char **argv); /* kiln pairs from-mo */
@@ -19,5 +23,6 @@ int cmd_tokenizer(int argc, char **argv);
 /* Developer tools (not in --help): the PyTorch parity dump. */
 int cmd_dev(int argc, char **argv);
 int cmd_dev_seq2seq_parity(int argc, char **argv);
+int cmd_dev_bert_parity(int argc, char **argv);
 
 #endif

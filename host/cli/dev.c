@@ -207,5 +207,6 @@ done:
 int cmd_dev(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[2], "parity")) return dev_parity(argc, argv);
     if (argc >= 3 && !strcmp(argv[2], "seq2seq-parity")) return cmd_dev_seq2seq_parity(argc, argv);
-    return host_error("kiln dev: expected a tool name: parity, seq2seq-parity");
+    if (argc >= 3 && !strcmp(argv[2], "bert-parity")) return cmd_dev_bert_parity(argc, argv);
+    return host_error("kiln dev: expected a tool name: parity, seq2seq-parity, bert-parity");
 }

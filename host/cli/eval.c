@@ -12,6 +12,7 @@
 
 int cmd_eval(int argc, char **argv) {
     if (host_ckpt_is_seq2seq(argc, argv)) return cmd_eval_seq2seq(argc, argv);
+    if (host_ckpt_has_model_type(argc, argv, "bert")) return cmd_eval_bert(argc, argv);
     const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, batch = 8;
     cli_opt opts[] = {

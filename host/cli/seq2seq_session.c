@@ -12,7 +12,7 @@
 #include "model/model_checkpoint.h"
 #include "model/seq2seq_checkpoint.h"
 
-int host_ckpt_is_seq2seq(int argc, char **argv) {
+int host_ckpt_has_model_type(int argc, char **argv, const char *model_type) {
     const char *ckpt = NULL;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--ckpt") && i + 1 < argc) ckpt = argv[i + 1];
@@ -20,8 +20,10 @@ int host_ckpt_is_seq2seq(int argc, char **argv) {
     }
     char type[64], err[256];
     return ckpt && model_checkpoint_meta(ckpt, "model_type", type, sizeof type, err, sizeof err) == 1 &&
-           !strcmp(type, SEQ2SEQ_MODEL_TYPE);
+           !strcmp(type, model_type);
 }
+
+int host_ckpt_is_seq2seq(int argc, char **argv) { return host_ckpt_has_model_type(argc, argv, SEQ2SEQ_MODEL_TYPE); }
 
 int s2s_session_open(s2s_session *s, const char *ckpt, const char *backend, int device, const char *precision) {
     memset(s, 0, sizeof *s);

@@ -11,6 +11,8 @@
 /* 1 when the --ckpt in argv is an encoder-decoder checkpoint (model_type kiln-seq2seq), 0
  * otherwise (no --ckpt, unreadable: the GPT path reports it). */
 int host_ckpt_is_seq2seq(int argc, char **argv);
+/* 1 when the --ckpt in argv has this model_type in its metadata ("bert"), else 0. */
+int host_ckpt_has_model_type(int argc, char **argv, const char *model_type);
 
 typedef struct s2s_session {
     kiln_ctx *ctx;

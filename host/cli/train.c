@@ -280,7 +280,8 @@ static int run(trainer *t, const train_options *o, const run_paths *paths, const
 int cmd_train(int argc, char **argv) {
     const char *model = train_model_option(argc, argv);
     if (model && !strcmp(model, "seq2seq")) return cmd_train_seq2seq(argc, argv);
-    if (model && strcmp(model, "gpt")) return host_error("--model %s is not one of gpt, seq2seq", model);
+    if (model && !strcmp(model, "bert")) return cmd_train_bert(argc, argv);
+    if (model && strcmp(model, "gpt")) return host_error("--model %s is not one of gpt, seq2seq, bert", model);
     train_options o = train_default_options();
     train_hparams *hp = &o.hp;
     const cli_opt gpt_only[] = {

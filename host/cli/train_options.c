@@ -174,7 +174,8 @@ int train_common_options(train_options *o, cli_opt *opts) {
         {.name = "--data", .kind = CLI_STRING, .target = &o->data, .meta = "FILE",
          .help = "training data: a text file (gpt, bert) or source<TAB>target pairs, one per line (seq2seq)"},
         {.name = "--model", .kind = CLI_STRING, .target = &o->model, .meta = "KIND",
-         .help = "gpt (a decoder-only language model), seq2seq (the encoder-decoder Transformer)"},
+         .help = "gpt (a decoder-only language model), seq2seq (the encoder-decoder Transformer), "
+                 "bert (a masked language model)"},
         {.name = "--out", .kind = CLI_STRING, .target = &o->out, .meta = "DIR",
          .help = "directory for the checkpoint and metrics"},
         {.name = "--layers", .kind = CLI_INT, .target = &o->layers, .meta = "N",

@@ -94,6 +94,7 @@ int metrics_write(FILE *f, const metrics_row *r) {
         number(f, "attn_entropy_min", r->attn_entropy_min);
     }
     if (r->grad_norm_layers) number_list(f, "grad_norm_layers", r->grad_norm_layers, r->n_layers);
+    if (r->mlm_accuracy) number(f, "mlm_accuracy", *r->mlm_accuracy);
     fputs("}\n", f);
     return fflush(f) || ferror(f) ? -1 : 0;
 }

@@ -7,7 +7,8 @@
  * monitoring of model/gpt.h: "attn_entropy" (one value per layer: the mean over heads and
  * queries of -sum p log p on a validation batch; null for a layer without softmax
  * attention), "attn_entropy_min" (the lowest head's) and "grad_norm_layers" (the gradient
- * norm of each block's parameters at that step). */
+ * norm of each block's parameters at that step). A BERT's evaluations add "mlm_accuracy": the
+ * fraction of held-out masked positions whose most likely token is the original one. */
 #ifndef KILN_HOST_MODEL_METRICS_H
 #define KILN_HOST_MODEL_METRICS_H
 
@@ -25,6 +26,7 @@ typedef struct metrics_row {
     const double *attn_entropy;     /* NULL: not written */
     double attn_entropy_min;        /* written with attn_entropy */
     const double *grad_norm_layers; /* NULL: not written */
+    const double *mlm_accuracy;     /* NULL: not written (a BERT's evaluations write it) */
 } metrics_row;
 
 /* Opens DIR/metrics.jsonl. A fresh run (resume_step < 0) starts an empty file; a resumed
