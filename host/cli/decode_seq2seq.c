@@ -42,6 +42,7 @@ static int translate_lines(s2s_session *s, const seq2seq_search_opts *o, const c
 }
 
 int cmd_decode_seq2seq(int argc, char **argv) {
+    const char *tok_path = NULL;
     const char *ckpt = NULL, *input = NULL, *input_file = NULL, *prompt = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, beam = 1, max_new = 0, batch = 32;
     float length_penalty = 0.6f;
@@ -62,6 +63,8 @@ int cmd_decode_seq2seq(int argc, char **argv) {
         {.name = "--max-new", .kind = CLI_INT, .target = &max_new, .meta = "N",
          .help = "output tokens at most (0: the model's positions)", .min = 0, .max = 1 << 20},
         {.name = "--precision", .kind = CLI_STRING, .target = &precision, .meta = "P", .help = "fp32 or fp16"},
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
+         .help = "both sides' tokenizer (default: the checkpoint's own)"},
         host_backend_option(&backend),
         host_device_option(&device),
     };
@@ -79,7 +82,7 @@ int cmd_decode_seq2seq(int argc, char **argv) {
     char err[1024];
     if (input_file && file_read_all(input_file, "--input-file", &text, &text_len, err, sizeof err)) return host_error("%s", err);
     s2s_session s;
-    rc = s2s_session_open(&s, ckpt, backend, device, precision);
+    rc = s2s_session_open(&s, ckpt, tok_path, backend, device, precision);
     if (rc == 0) {
         host_say_device("decode", s.ctx);
         seq2seq_search_opts o = s2s_search_opts(&s, beam, length_penalty, max_new);

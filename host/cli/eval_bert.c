@@ -37,7 +37,7 @@ static int read_tokens(const char *path, const tokenizer *tok, int32_t **ids, in
 }
 
 int cmd_eval_bert(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32", *split = "all";
+    const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32", *split = "all";
     int device = -1, batch = 8;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "a BERT checkpoint"},
@@ -47,6 +47,8 @@ int cmd_eval_bert(int argc, char **argv) {
         {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N", .help = "windows per forward pass",
          .min = 1, .max = 65536},
         host_precision_option(&precision),
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
+         .help = "the model's tokenizer (default: the checkpoint's own)"},
         host_backend_option(&backend),
         host_device_option(&device),
     };
@@ -63,9 +65,13 @@ int cmd_eval_bert(int argc, char **argv) {
     if (host_parse_precision(precision, &dtype)) return 1;
     char err[1024];
     tokenizer *tok = NULL;
-    int found = checkpoint_tokenizer_load(ckpt, CKPT_TOKENIZER_KEY, &tok, err, sizeof err);
-    if (found < 0) return host_error("%s", err);
-    if (!found) return host_error("%s holds no tokenizer (kiln.tokenizer)", ckpt);
+    if (tok_path) {
+        if (tokenizer_load(tok_path, &tok, err, sizeof err)) return host_error("%s", err);
+    } else {
+        int found = checkpoint_tokenizer_load(ckpt, CKPT_TOKENIZER_KEY, &tok, err, sizeof err);
+        if (found < 0) return host_error("%s", err);
+        if (!found) return host_error("%s holds no tokenizer (kiln.tokenizer): give it with --tokenizer FILE", ckpt);
+    }
     bert_vocab vocab = {0};
     int32_t *ids = NULL;
     int64_t n_ids = 0;

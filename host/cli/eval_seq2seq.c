@@ -18,6 +18,7 @@
 #include "text/bleu.h"
 
 int cmd_eval_seq2seq(int argc, char **argv) {
+    const char *tok_path = NULL;
     const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, beam = 1, max_new = 0, batch_tokens = 4096;
     float length_penalty = 0.6f;
@@ -34,6 +35,8 @@ int cmd_eval_seq2seq(int argc, char **argv) {
         {.name = "--batch-tokens", .kind = CLI_INT, .target = &batch_tokens, .meta = "N",
          .help = "padded tokens per batch of the loss", .min = 2, .max = 1 << 26},
         {.name = "--precision", .kind = CLI_STRING, .target = &precision, .meta = "P", .help = "fp32 or fp16"},
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
+         .help = "both sides' tokenizer (default: the checkpoint's own)"},
         host_backend_option(&backend),
         host_device_option(&device),
     };
@@ -47,7 +50,7 @@ int cmd_eval_seq2seq(int argc, char **argv) {
     if (pairs_load(data, &p, err, sizeof err)) return host_error("%s", err);
     s2s_session s;
     seq2seq_data *d = NULL;
-    rc = s2s_session_open(&s, ckpt, backend, device, precision);
+    rc = s2s_session_open(&s, ckpt, tok_path, backend, device, precision);
     double loss = 0;
     if (rc == 0 && (seq2seq_data_build(p, 0, p->count, s.src, s.tgt, s.m->cfg.max_len, batch_tokens, &d, err,
                                        sizeof err) ||

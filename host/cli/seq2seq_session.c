@@ -25,12 +25,18 @@ int host_ckpt_has_model_type(int argc, char **argv, const char *model_type) {
 
 int host_ckpt_is_seq2seq(int argc, char **argv) { return host_ckpt_has_model_type(argc, argv, SEQ2SEQ_MODEL_TYPE); }
 
-int s2s_session_open(s2s_session *s, const char *ckpt, const char *backend, int device, const char *precision) {
+int s2s_session_open(s2s_session *s, const char *ckpt, const char *tok_path, const char *backend, int device,
+                     const char *precision) {
     memset(s, 0, sizeof *s);
     char err[1024];
     kiln_dtype dtype;
     if (host_parse_precision(precision, &dtype)) return 1;
-    if (checkpoint_tokenizer_pair(ckpt, &s->src, &s->tgt, err, sizeof err)) return host_error("%s", err);
+    if (tok_path) {
+        if (tokenizer_load(tok_path, &s->src, err, sizeof err)) return host_error("%s", err);
+        s->tgt = s->src;
+    } else if (checkpoint_tokenizer_pair(ckpt, &s->src, &s->tgt, err, sizeof err)) {
+        return host_error("%s", err);
+    }
     if (!(s->ctx = host_open_device(backend, device)) || host_check_precision(s->ctx, dtype)) return 1;
     if (seq2seq_checkpoint_load(s->ctx, ckpt, &s->m, err, sizeof err)) return host_error("%s", err);
     if (tokenizer_vocab_size(s->src) != s->m->cfg.src_vocab || tokenizer_vocab_size(s->tgt) != s->m->cfg.tgt_vocab)
