@@ -1,6 +1,7 @@
 # OpenCL needs the headers (opencl-headers) and the ICD loader (ocl-icd-opencl-dev).
 find_package(OpenCL QUIET)
-option(KILN_OPENCL "Build the OpenCL backend" ${OpenCL_FOUND})
+include(${CMAKE_CURRENT_LIST_DIR}/backend_option.cmake)
+kiln_backend_option(KILN_OPENCL "Build the OpenCL backend" "${OpenCL_FOUND}")
 if(KILN_OPENCL AND NOT OpenCL_FOUND)
   message(FATAL_ERROR "KILN_OPENCL=ON but OpenCL was not found: install opencl-headers and "
                       "ocl-icd-opencl-dev, or configure with -DKILN_OPENCL=OFF.")

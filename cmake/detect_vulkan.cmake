@@ -1,5 +1,5 @@
 # Vulkan needs the headers (libvulkan-dev), volk (libvulkan-volk-dev) and glslc to compile
-# the shaders. KILN_VULKAN defaults to ON when all three are present.
+# the shaders. KILN_VULKAN defaults to ON when all three are present (backend_option.cmake).
 find_package(Vulkan QUIET COMPONENTS glslc)
 find_path(KILN_VOLK_DIR volk.h)
 find_program(KILN_GLSLC glslc)
@@ -7,7 +7,8 @@ set(_kiln_vulkan_found OFF)
 if(Vulkan_FOUND AND KILN_VOLK_DIR AND KILN_GLSLC)
   set(_kiln_vulkan_found ON)
 endif()
-option(KILN_VULKAN "Build the Vulkan backend" ${_kiln_vulkan_found})
+include(${CMAKE_CURRENT_LIST_DIR}/backend_option.cmake)
+kiln_backend_option(KILN_VULKAN "Build the Vulkan backend" "${_kiln_vulkan_found}")
 if(KILN_VULKAN AND NOT _kiln_vulkan_found)
   message(FATAL_ERROR "KILN_VULKAN=ON but the Vulkan SDK is incomplete: need libvulkan-dev "
                       "(headers: ${Vulkan_INCLUDE_DIRS}), libvulkan-volk-dev (volk.h: ${KILN_VOLK_DIR}) "
