@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 #include "cli/precision_option.h"
 #include "cli/progress.h"
 #include "cli/gpt_tokenizer.h"
+#include "cli/train_loop.h"
 #include "cli/train_options.h"
 #include "formats/text_number.h"
 #include "model/checkpoint_tokenizer.h"
@@ -35,13 +35,6 @@
 #include "model/metrics.h"
 #include "model/precision.h"
 #include "model/trainer.h"
-
-/* Ctrl-C ends the run after the current step, with a checkpoint to resume from. */
-static volatile sig_atomic_t g_interrupted;
-static void on_interrupt(int sig) {
-    (void)sig;
-    g_interrupted = 1;
-}
 
 /* The architecture options given on the command line must agree with a loaded model. */
 static int check_arch(const gpt_config *c, const cli_opt *opts, int n, const train_options *o,
@@ -207,73 +200,58 @@ static int measure_entropy(gpt_model *m, const data_set *ds, const train_hparams
     return 0;
 }
 
+/* What the shared loop (cli/train_loop.h) needs of a GPT run. */
+typedef struct gpt_run {
+    trainer *t;
+    const train_options *o;
+    const run_paths *paths;
+    const tokenizer *tok;
+    double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring */
+} gpt_run;
+
+static void before_step(void *self, int64_t step, int evaluates) {
+    gpt_run *r = self;
+    apply_temperature(r->t->m, &r->o->st, step);
+    /* the gradients of a step that will evaluate are measured before its update */
+    r->t->layer_grad_norms = evaluates ? r->grad_norms : NULL;
+}
+
+static int evaluate(void *self, int full, metrics_row *row) {
+    gpt_run *r = self;
+    trainer *t = r->t;
+    const train_hparams *hp = &t->hp;
+    char err[1024];
+    if (eval_loss(t->m, t->ds, DATA_VAL, hp->block, hp->batch, full ? 0 : r->o->eval_windows, &row->val_loss, err,
+                  sizeof err))
+        return host_error("%s", err);
+    if (measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y)) return 1;
+    row->n_layers = t->m->cfg.n_layer;
+    row->attn_entropy = r->entropy;
+    row->grad_norm_layers = t->layer_grad_norms ? r->grad_norms : NULL;
+    return 0;
+}
+
+static int save(void *self) {
+    gpt_run *r = self;
+    return save_checkpoint(r->t, r->paths, r->tok);
+}
+
 /* The training loop from t->step to the last step. Returns 0 and the final val loss. */
 static int run(trainer *t, const train_options *o, const run_paths *paths, const tokenizer *tok, FILE *metrics,
                double *final_val) {
-    const train_hparams *hp = &t->hp;
-    char err[1024];
-    progress bar;
-    progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
-    double tokens_per_step = (double)hp->batch * hp->block * hp->grad_accum;
-    *final_val = NAN;
     int L = t->m->cfg.n_layer;
-    double *entropy = calloc((size_t)L, sizeof *entropy), *grad_norms = calloc((size_t)L, sizeof *grad_norms);
-    if (!entropy || !grad_norms) {
-        free(entropy);
-        free(grad_norms);
-        return host_error("out of host memory");
-    }
-    int rc = 0;
-    while (t->step < hp->steps && rc == 0) {
-        double t0 = progress_now();
-        train_step_stats st;
-        apply_temperature(t->m, &o->st, t->step + 1);
-        /* the gradients of a step that will evaluate are measured before its update */
-        int64_t next = t->step + 1;
-        int will_evaluate = next == hp->steps || (o->eval_every > 0 && next % o->eval_every == 0);
-        t->layer_grad_norms = will_evaluate ? grad_norms : NULL;
-        if (trainer_step(t, &st, err, sizeof err)) {
-            rc = host_error("%s", err);
-            break;
-        }
-        double tokens_per_s = tokens_per_step / (progress_now() - t0);
-        int last = t->step == hp->steps || g_interrupted;
-        int evaluate = last || (o->eval_every > 0 && t->step % o->eval_every == 0);
-        double val = NAN, lowest = NAN;
-        if (evaluate) {
-            int64_t windows = t->step == hp->steps ? 0 : o->eval_windows;
-            if (eval_loss(t->m, t->ds, DATA_VAL, hp->block, hp->batch, windows, &val, err, sizeof err)) {
-                rc = host_error("%s", err);
-                break;
-            }
-            if ((rc = measure_entropy(t->m, t->ds, hp, entropy, &lowest, t->x, t->y))) break;
-            if ((rc = save_checkpoint(t, paths, tok))) break;
-            bar.low_entropy = lowest < o->st.entropy_alert ? lowest : NAN;
-        }
-        int half = hp->precision == KILN_F16;
-        bar.loss_scale = half ? st.loss_scale : 0;
-        progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, val);
-        metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = val, .lr = st.lr,
-                           .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
-                           .loss_scale = half ? st.loss_scale : NAN,
-                           .skipped_steps = half ? st.skipped_steps : -1, .n_layers = L,
-                           .attn_entropy = evaluate ? entropy : NULL, .attn_entropy_min = lowest,
-                           .grad_norm_layers = evaluate && t->layer_grad_norms ? grad_norms : NULL};
-        if (metrics_write(metrics, &row)) {
-            rc = host_error("cannot write %s/metrics.jsonl", o->out);
-            break;
-        }
-        if (g_interrupted) {
-            rc = host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes "
-                            "with --resume", t->step, o->out);
-            break;
-        }
-        if (t->step == hp->steps) *final_val = val;
+    gpt_run r = {.t = t, .o = o, .paths = paths, .tok = tok, .entropy = calloc((size_t)L, sizeof(double)),
+                 .grad_norms = calloc((size_t)L, sizeof(double))};
+    int rc;
+    if (!r.entropy || !r.grad_norms) {
+        rc = host_error("out of host memory");
+    } else {
+        train_loop_model lm = {.self = &r, .before_step = before_step, .evaluate = evaluate, .save = save};
+        rc = train_loop(t, o, metrics, &lm, final_val);
     }
     t->layer_grad_norms = NULL;
-    progress_finish(&bar);
-    free(entropy);
-    free(grad_norms);
+    free(r.entropy);
+    free(r.grad_norms);
     return rc;
 }
 
@@ -337,17 +315,10 @@ int cmd_train(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (o.resume && train_resume_state(&t, &paths)) goto done;
+    if (!(metrics = train_open_run(&t, &o, &paths))) goto done;
     if (o.resume && t.scaler && cli_find(opts, n, "--loss-scale-init")->seen)
         fprintf(stderr, "kiln train: --loss-scale-init is not used: the resumed run continues at its saved scale %g\n",
                 (double)kiln_loss_scale_value(t.scaler));
-    if (train_make_dir(o.out)) goto done;
-    if (!o.resume && train_file_exists(paths.model))
-        fprintf(stderr, "kiln train: %s will be replaced (--resume continues it instead)\n", paths.model);
-    if (!(metrics = metrics_open(o.out, o.resume ? t.step : -1, err, sizeof err))) {
-        host_error("%s", err);
-        goto done;
-    }
     host_say_device("train", ctx);
     fprintf(stderr, "kiln train: %d layers, %d heads, dim %d, block %d: %.2fM weights; %lld "
             "training and %lld validation tokens; steps %" PRId64 " to %d; %s\n", o.layers, o.heads,
@@ -355,11 +326,9 @@ int cmd_train(int argc, char **argv) {
             (long long)(ds->n_tokens - ds->n_train), t.step + 1, hp->steps,
             hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
 
-    void (*previous)(int) = signal(SIGINT, on_interrupt);
     double start = progress_now(), val;
     int64_t first = t.step;
     rc = run(&t, &o, &paths, tok, metrics, &val);
-    signal(SIGINT, previous);
     if (rc == 0 && isnan(val)) { /* resumed a run that had already finished */
         if (eval_loss(m, ds, DATA_VAL, hp->block, hp->batch, 0, &val, err, sizeof err)) {
             rc = host_error("%s", err);

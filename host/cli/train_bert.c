@@ -12,7 +12,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +20,13 @@
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/precision_option.h"
-#include "cli/progress.h"
+#include "cli/train_loop.h"
 #include "cli/train_options.h"
 #include "model/bert_checkpoint.h"
 #include "model/bert_data.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/metrics.h"
 #include "model/precision.h"
-
-static volatile sig_atomic_t g_interrupted;
-static void on_interrupt(int sig) {
-    (void)sig;
-    g_interrupted = 1;
-}
 
 typedef struct bert_run {
     train_options o;
@@ -45,6 +38,8 @@ typedef struct bert_run {
     run_paths paths;
     char config_json[4096];
     int temperature_given; /* --attn-temperature on a resumed run overrides the checkpoint's */
+    trainer *t;
+    double accuracy; /* the last evaluation's MLM accuracy */
 } bert_run;
 
 static kiln_tensor *draw_loss(trainer *t, uint64_t draw, char *err, size_t errlen) {
@@ -162,58 +157,29 @@ static int evaluate(bert_run *r, int64_t max_windows, double *loss, double *accu
     return 0;
 }
 
-static int run(trainer *t, bert_run *r, FILE *metrics, double *final_val, double *final_acc) {
-    const train_hparams *hp = &t->hp;
-    const train_options *o = &r->o;
-    char err[1024];
-    progress bar;
-    progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
-    *final_val = *final_acc = NAN;
-    int rc = 0;
-    while (t->step < hp->steps && rc == 0) {
-        double t0 = progress_now();
-        train_step_stats st;
-        /* --attn-temperature-at: the last change at or before this step */
-        for (int i = o->st.n_changes - 1; i >= 0; i--) {
-            if (o->st.change_step[i] <= t->step + 1) {
-                bert_set_attn_temperature(r->m, o->st.change_temp[i]);
-                break;
-            }
-        }
-        if (trainer_step(t, &st, err, sizeof err)) {
-            rc = host_error("%s", err);
+/* The shared loop's hooks (cli/train_loop.h). */
+static void before_step(void *self, int64_t step, int evaluates) {
+    bert_run *r = self;
+    (void)evaluates;
+    /* --attn-temperature-at: the last change at or before this step */
+    for (int i = r->o.st.n_changes - 1; i >= 0; i--) {
+        if (r->o.st.change_step[i] <= step) {
+            bert_set_attn_temperature(r->m, r->o.st.change_temp[i]);
             break;
-        }
-        double tokens_per_s = (double)hp->batch * hp->block * hp->grad_accum / (progress_now() - t0);
-        int last = t->step == hp->steps || g_interrupted;
-        double val = NAN, acc = NAN;
-        if (last || (o->eval_every > 0 && t->step % o->eval_every == 0)) {
-            if ((rc = evaluate(r, last ? 0 : o->eval_windows, &val, &acc))) break;
-            if ((rc = save_checkpoint(t, r))) break;
-        }
-        int half = hp->precision == KILN_F16;
-        bar.loss_scale = half ? st.loss_scale : 0;
-        progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, val);
-        metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = val, .lr = st.lr,
-                           .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
-                           .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
-                           .attn_entropy_min = NAN, .mlm_accuracy = isnan(acc) ? NULL : &acc};
-        if (metrics_write(metrics, &row)) {
-            rc = host_error("cannot write %s/metrics.jsonl", o->out);
-            break;
-        }
-        if (g_interrupted) {
-            rc = host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes with --resume", t->step,
-                            o->out);
-            break;
-        }
-        if (t->step == hp->steps) {
-            *final_val = val;
-            *final_acc = acc;
         }
     }
-    progress_finish(&bar);
-    return rc;
+}
+
+static int evaluate_hook(void *self, int full, metrics_row *row) {
+    bert_run *r = self;
+    if (evaluate(r, full ? 0 : r->o.eval_windows, &row->val_loss, &r->accuracy)) return 1;
+    row->mlm_accuracy = &r->accuracy;
+    return 0;
+}
+
+static int save_hook(void *self) {
+    bert_run *r = self;
+    return save_checkpoint(r->t, r);
 }
 
 int cmd_train_bert(int argc, char **argv) {
@@ -269,12 +235,7 @@ int cmd_train_bert(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (o->resume && train_resume_state(&t, &r.paths)) goto done;
-    if (train_make_dir(o->out)) goto done;
-    if (!(metrics = metrics_open(o->out, o->resume ? t.step : -1, err, sizeof err))) {
-        host_error("%s", err);
-        goto done;
-    }
+    if (!(metrics = train_open_run(&t, o, &r.paths))) goto done;
     host_say_device("train", ctx);
     fprintf(stderr, "kiln train: bert, %d layers, %d heads, dim %d, vocab %d, %d positions: %.2fM weights; "
             "%lld training and %lld held-out tokens; steps %" PRId64 " to %d; %s\n",
@@ -282,12 +243,12 @@ int cmd_train_bert(int argc, char **argv) {
             (double)bert_param_count(r.m) / 1e6, (long long)r.ds->n_train,
             (long long)(r.ds->n_tokens - r.ds->n_train), t.step + 1, hp->steps,
             hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
-    void (*previous)(int) = signal(SIGINT, on_interrupt);
-    double val, acc;
-    rc = run(&t, &r, metrics, &val, &acc);
-    signal(SIGINT, previous);
-    if (rc == 0 && isnan(val)) rc = evaluate(&r, 0, &val, &acc);
-    if (rc == 0) printf("val loss %.4f\nval accuracy %.4f\n", val, acc);
+    r.t = &t;
+    train_loop_model lm = {.self = &r, .before_step = before_step, .evaluate = evaluate_hook, .save = save_hook};
+    double val;
+    rc = train_loop(&t, o, metrics, &lm, &val);
+    if (rc == 0 && isnan(val)) rc = evaluate(&r, 0, &val, &r.accuracy); /* a finished run resumed */
+    if (rc == 0) printf("val loss %.4f\nval accuracy %.4f\n", val, r.accuracy);
 done:
     if (metrics) fclose(metrics);
     trainer_free(&t);

@@ -12,7 +12,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +20,13 @@
 #include "cli/commands.h"
 #include "cli/device.h"
 #include "cli/precision_option.h"
-#include "cli/progress.h"
+#include "cli/train_loop.h"
 #include "cli/train_options.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/metrics.h"
 #include "model/precision.h"
 #include "model/seq2seq_checkpoint.h"
 #include "model/seq2seq_data.h"
-
-static volatile sig_atomic_t g_interrupted;
-static void on_interrupt(int sig) {
-    (void)sig;
-    g_interrupted = 1;
-}
 
 typedef struct s2s_run {
     train_options o;
@@ -44,6 +37,7 @@ typedef struct s2s_run {
     seq2seq_batch batch;
     double step_tokens; /* target tokens of the step's micro-batches, for throughput */
     run_paths paths;
+    trainer *t;
 } s2s_run;
 
 static kiln_tensor *draw_loss(trainer *t, uint64_t draw, char *err, size_t errlen) {
@@ -172,52 +166,25 @@ static int save_checkpoint(const trainer *t, s2s_run *r) {
     return rc ? host_error("%s", err) : 0;
 }
 
-static int run(trainer *t, s2s_run *r, FILE *metrics, double *final_val) {
-    const train_hparams *hp = &t->hp;
-    const train_options *o = &r->o;
+/* The shared loop's hooks (cli/train_loop.h). */
+static void before_step(void *self, int64_t step, int evaluates) {
+    (void)step;
+    (void)evaluates;
+    ((s2s_run *)self)->step_tokens = 0;
+}
+
+static double step_tokens(void *self) { return ((s2s_run *)self)->step_tokens; }
+
+static int evaluate(void *self, int full, metrics_row *row) {
+    s2s_run *r = self;
     char err[1024];
-    progress bar;
-    progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
-    *final_val = NAN;
-    int rc = 0;
-    while (t->step < hp->steps && rc == 0) {
-        double t0 = progress_now();
-        train_step_stats st;
-        r->step_tokens = 0;
-        if (trainer_step(t, &st, err, sizeof err)) {
-            rc = host_error("%s", err);
-            break;
-        }
-        double tokens_per_s = r->step_tokens / (progress_now() - t0);
-        int last = t->step == hp->steps || g_interrupted;
-        double val = NAN;
-        if (last || (o->eval_every > 0 && t->step % o->eval_every == 0)) {
-            if (seq2seq_data_loss(r->m, r->val, &val, err, sizeof err)) {
-                rc = host_error("%s", err);
-                break;
-            }
-            if ((rc = save_checkpoint(t, r))) break;
-        }
-        int half = hp->precision == KILN_F16;
-        bar.loss_scale = half ? st.loss_scale : 0;
-        progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, val);
-        metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = val, .lr = st.lr,
-                           .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
-                           .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
-                           .attn_entropy_min = NAN};
-        if (metrics_write(metrics, &row)) {
-            rc = host_error("cannot write %s/metrics.jsonl", o->out);
-            break;
-        }
-        if (g_interrupted) {
-            rc = host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes with --resume", t->step,
-                            o->out);
-            break;
-        }
-        if (t->step == hp->steps) *final_val = val;
-    }
-    progress_finish(&bar);
-    return rc;
+    (void)full; /* the held-out pairs are few: always all of them */
+    return seq2seq_data_loss(r->m, r->val, &row->val_loss, err, sizeof err) ? host_error("%s", err) : 0;
+}
+
+static int save(void *self) {
+    s2s_run *r = self;
+    return save_checkpoint(r->t, r);
 }
 
 /* The paper's training recipe where the user said nothing. */
@@ -290,12 +257,7 @@ int cmd_train_seq2seq(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (o->resume && train_resume_state(&t, &r.paths)) goto done;
-    if (train_make_dir(o->out)) goto done;
-    if (!(metrics = metrics_open(o->out, o->resume ? t.step : -1, err, sizeof err))) {
-        host_error("%s", err);
-        goto done;
-    }
+    if (!(metrics = train_open_run(&t, o, &r.paths))) goto done;
     host_say_device("train", ctx);
     fprintf(stderr, "kiln train: seq2seq, %d encoder and %d decoder layers, %d heads, dim %d, vocab %d/%d: %.2fM "
             "weights; %lld training pairs in %lld batches, %lld held out; steps %" PRId64 " to %d; %s\n",
@@ -303,10 +265,11 @@ int cmd_train_seq2seq(int argc, char **argv) {
             r.m->cfg.tgt_vocab, (double)seq2seq_param_count(r.m) / 1e6, (long long)r.train->count,
             (long long)r.train->n_batches, (long long)r.val->count, t.step + 1, hp->steps,
             hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
-    void (*previous)(int) = signal(SIGINT, on_interrupt);
+    r.t = &t;
+    train_loop_model lm = {.self = &r, .before_step = before_step, .step_tokens = step_tokens,
+                           .evaluate = evaluate, .save = save};
     double val;
-    rc = run(&t, &r, metrics, &val);
-    signal(SIGINT, previous);
+    rc = train_loop(&t, o, metrics, &lm, &val);
     if (rc == 0 && isnan(val) && seq2seq_data_loss(r.m, r.val, &val, err, sizeof err)) rc = host_error("%s", err);
     if (rc == 0) printf("val loss %.4f\n", val);
 done:

@@ -1,0 +1,85 @@
+/* The training loop shared by every model's `kiln train` (train_loop.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/train_loop.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+
+#include "cli/cli.h"
+#include "cli/progress.h"
+
+/* Ctrl-C ends the run after the current step, with a checkpoint to resume from. */
+static volatile sig_atomic_t g_interrupted;
+static void on_interrupt(int sig) {
+    (void)sig;
+    g_interrupted = 1;
+}
+
+FILE *train_open_run(trainer *t, const train_options *o, const run_paths *paths) {
+    char err[1024];
+    if (o->resume && train_resume_state(t, paths)) return NULL;
+    if (train_make_dir(o->out)) return NULL;
+    if (!o->resume && train_file_exists(paths->model))
+        fprintf(stderr, "kiln train: %s will be replaced (--resume continues it instead)\n", paths->model);
+    FILE *metrics = metrics_open(o->out, o->resume ? t->step : -1, err, sizeof err);
+    if (!metrics) host_error("%s", err);
+    return metrics;
+}
+
+static int is_evaluation_step(const train_options *o, int64_t step, int last) {
+    return last || (o->eval_every > 0 && step % o->eval_every == 0);
+}
+
+static int loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val) {
+    const train_hparams *hp = &t->hp;
+    char err[1024];
+    progress bar;
+    progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
+    double tokens_per_step = (double)hp->batch * hp->block * hp->grad_accum;
+    int rc = 0;
+    while (t->step < hp->steps && rc == 0) {
+        double t0 = progress_now();
+        int64_t next = t->step + 1;
+        if (lm->before_step) lm->before_step(lm->self, next, is_evaluation_step(o, next, next == hp->steps));
+        train_step_stats st;
+        if (trainer_step(t, &st, err, sizeof err)) {
+            rc = host_error("%s", err);
+            break;
+        }
+        double tokens_per_s = (lm->step_tokens ? lm->step_tokens(lm->self) : tokens_per_step) / (progress_now() - t0);
+        int half = hp->precision == KILN_F16;
+        metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = NAN, .lr = st.lr,
+                           .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
+                           .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
+                           .attn_entropy_min = NAN};
+        if (is_evaluation_step(o, t->step, t->step == hp->steps || g_interrupted)) {
+            if ((rc = lm->evaluate(lm->self, t->step == hp->steps, &row))) break;
+            if ((rc = lm->save(lm->self))) break;
+            bar.low_entropy = row.attn_entropy_min < o->st.entropy_alert ? row.attn_entropy_min : NAN;
+        }
+        bar.loss_scale = half ? st.loss_scale : 0;
+        progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, row.val_loss);
+        if (metrics_write(metrics, &row)) {
+            rc = host_error("cannot write %s/metrics.jsonl", o->out);
+            break;
+        }
+        if (g_interrupted) {
+            rc = host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes with --resume", t->step,
+                            o->out);
+            break;
+        }
+        if (t->step == hp->steps) *final_val = row.val_loss;
+    }
+    progress_finish(&bar);
+    return rc;
+}
+
+int train_loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val) {
+    *final_val = NAN;
+    g_interrupted = 0;
+    void (*previous)(int) = signal(SIGINT, on_interrupt);
+    int rc = loop(t, o, metrics, lm, final_val);
+    signal(SIGINT, previous);
+    return rc;
+}
