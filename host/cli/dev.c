@@ -79,6 +79,27 @@ int dev_add_tensor(st_writer *w, const char *name, const kiln_tensor *t) {
     return rc;
 }
 
+int dev_train_and_save(trainer *t, int steps, st_writer *w, const char *out) {
+    char err[1024];
+    float *losses = calloc((size_t)steps + 1, sizeof *losses);
+    if (!losses) return host_error("out of host memory");
+    int rc = 0;
+    for (int s = 0; s < steps && rc == 0; s++) {
+        train_step_stats st;
+        if (trainer_step(t, &st, err, sizeof err))
+            rc = host_error("%s", err);
+        else
+            losses[s] = (float)st.loss;
+    }
+    int64_t shape = steps;
+    if (rc == 0 && steps > 0 &&
+        st_writer_add(w, "losses", "F32", 1, &shape, losses, (size_t)steps * sizeof *losses))
+        rc = host_error("out of host memory");
+    if (rc == 0 && st_writer_save(w, out, err, sizeof err)) rc = host_error("%s", err);
+    free(losses);
+    return rc;
+}
+
 /* Logits, loss and gradients of batch 0 at the current weights, into w. */
 static int dump_gradients(trainer *t, const batches *b, st_writer *w) {
     gpt_model *m = t->m;

@@ -136,14 +136,13 @@ int cmd_dev_bert_parity(int argc, char **argv) {
     parity_run r = {0};
     trainer t = {0};
     st_writer *w = st_writer_new();
-    float *losses = calloc((size_t)steps + 1, sizeof *losses);
     rc = 1;
     kiln_ctx *ctx = host_open_device(backend, device);
     if (!ctx) {
         rc = 77;
         goto done;
     }
-    if (!w || !losses) {
+    if (!w) {
         host_error("out of host memory");
         goto done;
     }
@@ -169,24 +168,10 @@ int cmd_dev_bert_parity(int argc, char **argv) {
         host_engine_error("dev bert-parity");
         goto done;
     }
-    for (int s = 0; s < steps; s++) {
-        train_step_stats st;
-        if (trainer_step(&t, &st, err, sizeof err)) {
-            host_error("%s", err);
-            goto done;
-        }
-        losses[s] = (float)st.loss;
-    }
-    int64_t shape = steps;
-    if (steps > 0) st_writer_add(w, "losses", "F32", 1, &shape, losses, (size_t)steps * sizeof *losses);
-    if (st_writer_save(w, out, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
+    if (dev_train_and_save(&t, steps, w, out)) goto done;
     rc = 0;
 done:
     st_writer_free(w);
-    free(losses);
     bert_batch_free(&r.b);
     trainer_free(&t);
     bert_free(r.m);
