@@ -1,7 +1,7 @@
 /* dtypes and the f32 <-> f16 conversions the host side and the CPU backend need. */
-#include <stdatomic.h>
 #include <string.h>
 
+#include "core/cpu_features.h"
 #include "core/internal.h"
 
 size_t kiln_dtype_size(kiln_dtype dtype) {
@@ -116,18 +116,11 @@ __attribute__((target("avx,f16c"))) static int64_t f32_to_f16_f16c(const float *
     return i;
 }
 
-/* 2: AVX-512F (and F16C), 1: F16C, 0: scalar. Read once; a race only repeats the same
- * answer. */
+/* 2: AVX-512F (and F16C), 1: F16C, 0: scalar. */
 static int f16_vector_level(void) {
-    static _Atomic int level = -1;
-    if (atomic_load_explicit(&level, memory_order_relaxed) < 0) {
-        __builtin_cpu_init();
-        int l = 0;
-        if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) l = 1;
-        if (l == 1 && __builtin_cpu_supports("avx512f")) l = 2;
-        atomic_store_explicit(&level, l, memory_order_relaxed);
-    }
-    return atomic_load_explicit(&level, memory_order_relaxed);
+    const kiln_cpu_features *cpu = kiln_cpu();
+    if (!cpu->f16c) return 0;
+    return cpu->avx512f ? 2 : 1;
 }
 #endif
 

@@ -127,7 +127,9 @@ kiln_status cpu_act_fwd(void *dev, const kiln_act_args *a) {
     float *y = CPU_PTR(a->y, float);
     const int kind = a->kind;
     const int64_t n = a->n, blocks = (n + ACT_BLOCK - 1) / ACT_BLOCK;
-#pragma omp parallel for if (cpu_use_threads(n, par_min(kind)))
+    const int threads = cpu_use_threads(n, par_min(kind)); /* outside the pragma: builds without OpenMP use it too */
+    (void)threads;
+#pragma omp parallel for if (threads)
     for (int64_t b = 0; b < blocks; b++) {
         const int64_t i0 = b * ACT_BLOCK, len = n - i0 < ACT_BLOCK ? n - i0 : ACT_BLOCK;
         act_fwd_block(kind, x + i0, y + i0, len);
@@ -153,7 +155,9 @@ kiln_status cpu_act_bwd(void *dev, const kiln_act_args *a) {
     float *dx = CPU_PTR(a->dx, float);
     const int kind = a->kind;
     const int64_t n = a->n, blocks = (n + ACT_BLOCK - 1) / ACT_BLOCK;
-#pragma omp parallel for if (cpu_use_threads(n, par_min(kind)))
+    const int threads = cpu_use_threads(n, par_min(kind)); /* outside the pragma: builds without OpenMP use it too */
+    (void)threads;
+#pragma omp parallel for if (threads)
     for (int64_t b = 0; b < blocks; b++) {
         const int64_t i0 = b * ACT_BLOCK, len = n - i0 < ACT_BLOCK ? n - i0 : ACT_BLOCK;
         act_bwd_block(kind, x + i0, dy + i0, dx + i0, len);

@@ -2,7 +2,7 @@
  * updates stream through it (see cpu_gemm.h for the panel layout).
  *
  * x86-64 gets an AVX-512 and an AVX2+FMA kernel, compiled with per-function target
- * attributes and chosen at run time with __builtin_cpu_supports, so one binary runs on any
+ * attributes and chosen at run time from the cpuid flags (core/cpu_features.h), so one binary runs on any
  * x86-64. They use intrinsics rather than loops for the auto-vectorizer because kiln
  * builds in ISO C mode, where GCC does not contract a*b+c into an FMA (-ffp-contract=off),
  * and without FMA this loop runs at half speed. Every architecture gets the generic kernel,
@@ -13,6 +13,7 @@
  *
  * The x86 kernels also bring packing routines for f32 operands (in-register transposes):
  * scalar packing cost a quarter of a 256^3 GEMM. */
+#include "core/cpu_features.h"
 #include "cpu/cpu_gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -289,9 +290,9 @@ int cpu_gemm_kernels(const cpu_gemm_kernel **out, int cap) {
     const cpu_gemm_kernel *all[3];
     int n = 0;
 #ifdef CPU_GEMM_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) all[n++] = &k_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) all[n++] = &k_avx2;
+    const kiln_cpu_features *cpu = kiln_cpu();
+    if (cpu->avx512f) all[n++] = &k_avx512;
+    if (cpu->avx2 && cpu->fma) all[n++] = &k_avx2;
 #endif
     all[n++] = &k_generic;
     for (int i = 0; i < n && i < cap; i++) out[i] = all[i];

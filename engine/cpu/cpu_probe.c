@@ -4,7 +4,7 @@
  * accumulators in vector registers to cover FMA latency times the FMA units (4 cycles x 2
  * units on current x86 cores: 8 in flight; 12 with 16 registers, 16 with 32). The kernels
  * use intrinsics, compiled per function with target attributes and chosen at run time with
- * __builtin_cpu_supports, like the GEMM: C11 does not contract a*b+c into an FMA
+ * the cpuid flags (core/cpu_features.h), like the GEMM: C11 does not contract a*b+c into an FMA
  * (-ffp-contract=off), so plain C would measure a multiply and an add. OpenBLAS sgemm is
  * checked against this ceiling by `kiln bench` (a GEMM above 100% would mean the ceiling
  * kernel is wrong), so the widest kernel must run at the full width of the machine.
@@ -27,6 +27,7 @@
 #define CPU_PROBE_X86 1
 #endif
 
+#include "core/cpu_features.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_probe.h"
 
@@ -50,10 +51,10 @@ kiln_status cpu_timer_end(void *dev, void *timer, double *device_s) {
 
 static const char *isa_name(void) {
 #ifdef CPU_PROBE_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512fp16")) return "x86-64 AVX-512 with FP16";
-    if (__builtin_cpu_supports("avx512f")) return "x86-64 AVX-512";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "x86-64 AVX2+FMA";
+    const kiln_cpu_features *cpu = kiln_cpu();
+    if (cpu->avx512fp16) return "x86-64 AVX-512 with FP16";
+    if (cpu->avx512f) return "x86-64 AVX-512";
+    if (cpu->avx2 && cpu->fma) return "x86-64 AVX2+FMA";
     return "x86-64";
 #elif defined(__aarch64__)
     return "aarch64";
@@ -177,8 +178,11 @@ __attribute__((target("avx512f"))) CPU_PROBE_KERNEL static float fma_f32x16(int6
     return sum_floats(v, CHAINS_32REG * 16);
 }
 
+#ifdef KILN_HAVE_AVX512FP16
 /* f16: AVX512-FP16 (32 vector registers at every width). Values are kept as f16 bits and
- * summed in f32 with the F16C conversion. */
+ * summed in f32 with the F16C conversion. Compiled only where the compiler has the
+ * AVX512-FP16 intrinsics (gcc 12; not clang 14 or 15): KILN_HAVE_AVX512FP16 is set at
+ * configure time (cmake/cpu_features.cmake). */
 __attribute__((target("avx512fp16,avx512vl,f16c"))) static float sum_halves(const __m512h *a, int chains, int width) {
     uint16_t bits[CHAINS_32REG * 32];
     for (int j = 0; j < chains; j++) _mm512_storeu_si512((void *)(bits + 32 * j), _mm512_castph_si512(a[j]));
@@ -252,6 +256,7 @@ __attribute__((target("avx512fp16,avx512vl,f16c"))) CPU_PROBE_KERNEL static floa
     }
     return sum_halves(a, CHAINS_32REG, 32);
 }
+#endif /* KILN_HAVE_AVX512FP16 */
 #endif
 
 typedef float (*fma_kernel)(int64_t iters, float mul, float add);
@@ -260,10 +265,10 @@ typedef float (*fma_kernel)(int64_t iters, float mul, float add);
 static fma_kernel pick_fma(kiln_dtype dtype, int width, int *chains) {
     *chains = CHAINS_16REG;
 #ifdef CPU_PROBE_X86
-    __builtin_cpu_init();
-    int fma = __builtin_cpu_supports("fma"), avx2 = fma && __builtin_cpu_supports("avx2");
-    int avx512 = __builtin_cpu_supports("avx512f");
-    int fp16 = __builtin_cpu_supports("avx512fp16") && __builtin_cpu_supports("avx512vl");
+    const kiln_cpu_features *cpu = kiln_cpu();
+    int fma = cpu->fma, avx2 = fma && cpu->avx2;
+    int avx512 = cpu->avx512f;
+    int fp16 = cpu->avx512fp16 && cpu->avx512vl;
     if (dtype == KILN_F32) {
         if (width == 1) return fma ? fma_f32x1 : fma_f32x1_generic;
         if (width == 4 && fma) return fma_f32x4;
@@ -273,6 +278,7 @@ static fma_kernel pick_fma(kiln_dtype dtype, int width, int *chains) {
         return NULL;
     }
     *chains = CHAINS_32REG;
+#ifdef KILN_HAVE_AVX512FP16
     if (!fp16) return NULL;
     switch (width) {
     case 1: return fma_f16x1;
@@ -280,6 +286,9 @@ static fma_kernel pick_fma(kiln_dtype dtype, int width, int *chains) {
     case 16: return fma_f16x16;
     case 32: return fma_f16x32;
     }
+#else
+    (void)fp16; /* this build's compiler has no AVX512-FP16 intrinsics */
+#endif
     return NULL;
 #else
     return dtype == KILN_F32 && width == 1 ? fma_f32x1_generic : NULL;
@@ -291,6 +300,11 @@ kiln_status cpu_probe_fma(void *dev, kiln_probe_fma_args *a) {
     int chains;
     fma_kernel k = pick_fma(a->dtype, a->width, &chains);
     if (!k) {
+#ifndef KILN_HAVE_AVX512FP16
+        if (a->dtype == KILN_F16 && kiln_cpu()->avx512fp16)
+            return kiln_set_error(KILN_ERR_UNSUPPORTED, "cpu: this CPU has AVX512-FP16 but this build of kiln does not "
+                                                        "(its compiler lacks the intrinsics; gcc 12 has them)");
+#endif
         if (a->dtype == KILN_F16)
             return kiln_set_error(KILN_ERR_UNSUPPORTED, "cpu: no f16 arithmetic at width %d on this CPU (%s; f16 FMA "
                                                         "needs AVX512-FP16: widths 1, 8, 16, 32)",

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu_features.h"
 #include "push.h"
 #include "vk_internal.h"
 
@@ -213,11 +214,7 @@ static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_varian
  * ~45 KiB loop body likely overflows Zen's micro-op cache where the 16-row one's fits;
  * on an Intel Xeon (AVX-512) the 32-row shape was the best of seven measured. */
 static gemm_variant host_shuffle_variant(void) {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-    __builtin_cpu_init();
-    if (__builtin_cpu_is("amd")) return GEMM_SHUFFLE16;
-#endif
-    return GEMM_SHUFFLE;
+    return kiln_cpu()->amd ? GEMM_SHUFFLE16 : GEMM_SHUFFLE;
 }
 
 int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a) {
