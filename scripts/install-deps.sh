@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config check            # build and tests
+  clang libomp-dev                                  # the clang build (CI's sanitizer stage) and the fuzzers
   libvulkan-dev libvulkan-volk-dev glslc spirv-tools  # Vulkan backend
   vulkan-validationlayers mesa-vulkan-drivers vulkan-tools
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo oclgrind  # OpenCL backend

@@ -79,8 +79,14 @@ static kiln_status open_backend(const char *backend, int index, const kiln_backe
                           "unknown backend '%s' (try cpu, vulkan, opencl or auto)", backend);
 }
 
+kiln_status kiln_device_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **out) {
+    if (kiln_fault_armed && kiln_fault_alloc(ctx->be->name, bytes)) return KILN_ERR_MEMORY;
+    return ctx->be->alloc(ctx->dev, bytes, out);
+}
+
 kiln_status kiln_open(const char *name, kiln_ctx **out) {
     if (!out) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_open: out is NULL");
+    kiln_fault_init();
     *out = NULL;
     if (!name) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_open: backend name is NULL");
     char backend[32];
@@ -118,6 +124,7 @@ void kiln_close(kiln_ctx *ctx) {
     free(ctx->tape);
     ctx->be->close(ctx->dev);
     free(ctx);
+    kiln_fault_report();
 }
 
 const char *kiln_backend_name(const kiln_ctx *ctx) { return ctx ? ctx->be->name : "?"; }
@@ -215,7 +222,7 @@ kiln_status kiln_arena_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **buf, size_t
         ctx->cap_blocks = cap;
     }
     kiln_buf *nb;
-    kiln_status s = ctx->be->alloc(ctx->dev, size, &nb);
+    kiln_status s = kiln_device_alloc(ctx, size, &nb);
     if (s) return s;
     kiln_arena_block *b = &ctx->blocks[ctx->n_blocks++];
     b->buf = nb;
@@ -243,7 +250,7 @@ void kiln_step_reset(kiln_ctx *ctx) {
             for (int i = 0; i < ctx->n_blocks; i++) ctx->be->free(ctx->dev, ctx->blocks[i].buf);
             ctx->n_blocks = 0;
             kiln_buf *nb;
-            if (ctx->be->alloc(ctx->dev, want, &nb) == KILN_OK) {
+            if (kiln_device_alloc(ctx, want, &nb) == KILN_OK) {
                 ctx->blocks[0].buf = nb;
                 ctx->blocks[0].size = want;
                 ctx->n_blocks = 1;

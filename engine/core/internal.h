@@ -5,6 +5,7 @@
 #include <stdarg.h>
 
 #include "core/backend.h"
+#include "core/fault.h"
 
 #if defined(__GNUC__)
 #define KILN_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -127,11 +128,18 @@ kiln_tensor *kiln_grad_acc(kiln_tensor *t);
  * paths that already sync). */
 kiln_status kiln_check_device_errors(kiln_ctx *ctx);
 
-/* Calls a backend kernel slot, failing cleanly when the backend lacks it. */
-#define KILN_CALL(ctx, slot, args)                                                          \
-    ((ctx)->be->slot ? (ctx)->be->slot((ctx)->dev, (args))                                   \
-                     : kiln_set_error(KILN_ERR_UNSUPPORTED, "backend %s has no kernel " #slot, \
-                                      (ctx)->be->name))
+/* Calls a backend kernel slot, failing cleanly when the backend lacks it (or when
+ * KILN_FAULT injects a lost device: core/fault.h). */
+#define KILN_CALL(ctx, slot, args)                                                               \
+    ((kiln_fault_armed && kiln_fault_kernel((ctx)->be->name, #slot))                              \
+         ? KILN_ERR_DEVICE                                                                        \
+         : (ctx)->be->slot ? (ctx)->be->slot((ctx)->dev, (args))                                  \
+                           : kiln_set_error(KILN_ERR_UNSUPPORTED, "backend %s has no kernel " #slot, \
+                                            (ctx)->be->name))
+
+/* Allocates a device buffer through the backend (every allocation goes through here, so
+ * that KILN_FAULT=oom@N can fail one). */
+kiln_status kiln_device_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **out);
 
 /* Ends a timer left running and frees the context's probe state (kiln_close). */
 void kiln_probe_release(kiln_ctx *ctx);

@@ -210,7 +210,7 @@ static kiln_status check_common(kiln_ctx *ctx, int repeats, kiln_measure *out, c
 static kiln_status alloc_buf(kiln_ctx *ctx, size_t bytes, kiln_ref *out) {
     out->off = 0;
     out->buf = NULL;
-    return ctx->be->alloc(ctx->dev, bytes, &out->buf);
+    return kiln_device_alloc(ctx, bytes, &out->buf);
 }
 
 /* A buffer size for the bandwidth probes: at most the device's largest buffer, a multiple

@@ -84,7 +84,7 @@ kiln_tensor *kiln_tensor_new(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const in
         return kiln_fail(KILN_ERR_MEMORY, "a tensor of %zu bytes exceeds the device's largest buffer (%zu bytes)",
                          bytes, ctx->be->max_buffer_bytes);
     }
-    if (ctx->be->alloc(ctx->dev, bytes, &t->buf)) {
+    if (kiln_device_alloc(ctx, bytes, &t->buf)) {
         free(t);
         return NULL;
     }
@@ -152,8 +152,17 @@ kiln_tensor *kiln_grad(const kiln_tensor *t) { return t ? t->grad : NULL; }
 
 /* ---- transfers ---- */
 
+/* A NULL tensor given to a transfer is most often the result of an op that failed
+ * (kiln_read_scalar(gpt_loss(...))): as the ops do with NULL inputs, keep that op's error
+ * rather than replace it with "NULL argument", which would hide a lost device or a shape
+ * mismatch behind a message about the caller. */
+static kiln_status null_tensor(const char *what) {
+    kiln_status pending = kiln_error_status();
+    return pending != KILN_OK ? pending : kiln_set_error(KILN_ERR_ARGUMENT, "%s: tensor is NULL", what);
+}
+
 static kiln_status check_bytes(const kiln_tensor *t, size_t bytes, const char *what) {
-    if (!t) return kiln_set_error(KILN_ERR_ARGUMENT, "%s: tensor is NULL", what);
+    if (!t) return null_tensor(what);
     if (bytes != kiln_nbytes(t))
         return kiln_set_error(KILN_ERR_SHAPE, "%s: %zu bytes given, the tensor holds %zu", what,
                               bytes, kiln_nbytes(t));
@@ -190,7 +199,7 @@ kiln_status kiln_upload_f32(kiln_tensor *t, const float *src, int64_t count) {
 }
 
 kiln_status kiln_download_f32(const kiln_tensor *t, float *dst, int64_t count) {
-    if (!t) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_download_f32: tensor is NULL");
+    if (!t) return null_tensor("kiln_download_f32");
     if (count != kiln_numel(t))
         return kiln_set_error(KILN_ERR_SHAPE, "kiln_download_f32: room for %lld values, the tensor holds %lld",
                               (long long)count, (long long)kiln_numel(t));
@@ -205,7 +214,8 @@ kiln_status kiln_download_f32(const kiln_tensor *t, float *dst, int64_t count) {
 }
 
 kiln_status kiln_read_scalar(const kiln_tensor *t, float *value) {
-    if (!t || !value) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_read_scalar: NULL argument");
+    if (!t) return null_tensor("kiln_read_scalar");
+    if (!value) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_read_scalar: value is NULL");
     size_t es = kiln_dtype_size(t->dtype);
     unsigned char raw[4] = {0};
     kiln_status s = t->ctx->be->download(t->ctx->dev, kiln_ref_of(t), raw, es);

@@ -164,7 +164,7 @@ static int save_checkpoint(const trainer *t, const run_paths *paths, const token
                        {.key = "written_by", .value = "kiln train"},
                        {.key = "training_precision", .value = precision_name(t->hp.precision)},
                        {.key = CKPT_TOKENIZER_KEY, .value = tok_text}};
-    int rc = trainer_save_state(t, paths->optimizer, err, sizeof err) ||
+    int rc = train_save_optimizer(t, paths, err, sizeof err) ||
              gpt_checkpoint_save(t->m, paths->model, meta, tok_text ? 4 : 3, err, sizeof err);
     free(tok_text);
     return rc ? host_error("%s", err) : 0;
@@ -288,8 +288,7 @@ int cmd_train(int argc, char **argv) {
 
     char err[1024];
     run_paths paths;
-    snprintf(paths.model, sizeof paths.model, "%s/model.safetensors", o.out);
-    snprintf(paths.optimizer, sizeof paths.optimizer, "%s/optimizer.safetensors", o.out);
+    if (run_paths_init(&paths, o.out)) return 1;
     data_set *ds = NULL;
     kiln_ctx *ctx = NULL;
     gpt_model *m = NULL;

@@ -140,7 +140,7 @@ static int save_checkpoint(const trainer *t, bert_run *r) {
                          {.key = "written_by", .value = "kiln train"},
                          {.key = "training_precision", .value = precision_name(t->hp.precision)},
                          {.key = CKPT_TOKENIZER_KEY, .value = tok}};
-    int rc = trainer_save_state(t, r->paths.optimizer, err, sizeof err) ||
+    int rc = train_save_optimizer(t, &r->paths, err, sizeof err) ||
              bert_checkpoint_save(r->m, r->paths.model, meta, 4, err, sizeof err) ||
              bert_write_hf_config(r->m, r->config_json, err, sizeof err);
     free(tok);
@@ -214,8 +214,7 @@ int cmd_train_bert(int argc, char **argv) {
     if (train_validate_options(o, opts, n)) return 1;
     if (o->init) return host_error("--init applies to --model gpt only");
     r.temperature_given = cli_find(opts, n, "--attn-temperature")->seen;
-    snprintf(r.paths.model, sizeof r.paths.model, "%s/model.safetensors", o->out);
-    snprintf(r.paths.optimizer, sizeof r.paths.optimizer, "%s/optimizer.safetensors", o->out);
+    if (run_paths_init(&r.paths, o->out)) return 1;
     snprintf(r.config_json, sizeof r.config_json, "%s/config.json", o->out);
     if (o->resume && !train_file_exists(r.paths.model))
         return host_error("nothing to resume in %s: it has no model.safetensors", o->out);

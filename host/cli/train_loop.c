@@ -2,24 +2,37 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli/train_loop.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/progress.h"
 
-/* Ctrl-C ends the run after the current step, with a checkpoint to resume from. */
-static volatile sig_atomic_t g_interrupted;
-static void on_interrupt(int sig) {
-    (void)sig;
-    g_interrupted = 1;
-}
+/* Ctrl-C (SIGINT) and SIGTERM, which batch schedulers, `timeout` and container runtimes
+ * send, end the run after the current step, with a checkpoint to resume from. */
+static volatile sig_atomic_t g_interrupted; /* the signal's number */
+static void on_interrupt(int sig) { g_interrupted = sig; }
 
 FILE *train_open_run(trainer *t, const train_options *o, const run_paths *paths) {
     char err[1024];
     if (o->resume && train_resume_state(t, paths)) return NULL;
     if (train_make_dir(o->out)) return NULL;
+    train_remove_stale_temporaries(o->out);
+    /* a directory that takes no file would fail the first checkpoint, after steps that
+     * would then be lost: find out before any */
+    char probe[sizeof paths->model + 32];
+    snprintf(probe, sizeof probe, "%s/.kiln-write-test.%ld", o->out, (long)getpid());
+    FILE *f = fopen(probe, "wb");
+    int closed = f ? fclose(f) : EOF, saved = errno;
+    if (f) remove(probe);
+    if (closed != 0) {
+        host_error("cannot write in %s: %s", o->out, strerror(saved));
+        return NULL;
+    }
     if (!o->resume && train_file_exists(paths->model))
         fprintf(stderr, "kiln train: %s will be replaced (--resume continues it instead)\n", paths->model);
     FILE *metrics = metrics_open(o->out, o->resume ? t->step : -1, err, sizeof err);
@@ -65,8 +78,8 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
             break;
         }
         if (g_interrupted) {
-            rc = host_error("interrupted at step %" PRId64 "; the checkpoint in %s resumes with --resume", t->step,
-                            o->out);
+            rc = host_error("interrupted (%s) at step %" PRId64 "; the checkpoint in %s resumes with --resume",
+                            g_interrupted == SIGTERM ? "SIGTERM" : "SIGINT", t->step, o->out);
             break;
         }
         if (t->step == hp->steps) *final_val = row.val_loss;
@@ -78,8 +91,10 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
 int train_loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val) {
     *final_val = NAN;
     g_interrupted = 0;
-    void (*previous)(int) = signal(SIGINT, on_interrupt);
+    void (*previous_int)(int) = signal(SIGINT, on_interrupt);
+    void (*previous_term)(int) = signal(SIGTERM, on_interrupt);
     int rc = loop(t, o, metrics, lm, final_val);
-    signal(SIGINT, previous);
+    signal(SIGINT, previous_int);
+    signal(SIGTERM, previous_term);
     return rc;
 }

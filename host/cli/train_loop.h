@@ -3,8 +3,8 @@
  * before a step, how many tokens a step trained on, its held-out evaluation and its
  * checkpoint; the loop does the rest the same way for every model: the progress line,
  * metrics.jsonl, evaluating and saving every --eval-every steps and at the last, and
- * Ctrl-C (SIGINT), which ends the run after the current step with a checkpoint that
- * --resume continues. */
+ * Ctrl-C (SIGINT) or SIGTERM, which end the run after the current step with a checkpoint
+ * that --resume continues. */
 #ifndef KILN_HOST_CLI_TRAIN_LOOP_H
 #define KILN_HOST_CLI_TRAIN_LOOP_H
 

@@ -141,19 +141,6 @@ int train_file_exists(const char *path) {
 
 /* Restores the optimizer state of a resumed run, after checking that the model file and
  * the optimizer file were written by the same checkpoint. */
-int train_resume_state(trainer *t, const run_paths *paths) {
-    char err[1024], step[32];
-    if (trainer_load_state(t, paths->optimizer, err, sizeof err)) return host_error("%s", err);
-    int found = model_checkpoint_meta(paths->model, "step", step, sizeof step, err, sizeof err);
-    if (found < 0) return host_error("%s", err);
-    uint64_t model_step;
-    if (!found || text_to_uint64(step, &model_step) || model_step != (uint64_t)t->step)
-        return host_error("%s (step %s) and %s (step %" PRId64 ") come from different checkpoints",
-                          paths->model, found ? step : "unknown", paths->optimizer, t->step);
-    return 0;
-}
-
-
 train_options train_default_options(void) {
     kiln_loss_scale_opts ls = kiln_loss_scale_defaults();
     train_options o = {.model = "gpt", .backend = "auto", .precision = "fp32", .device = -1, .schedule = "cosine",

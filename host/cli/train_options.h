@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cli/cli.h"
+#include "cli/train_checkpoint.h"
 #include "model/block.h"
 #include "model/trainer.h"
 
@@ -42,11 +43,6 @@ typedef struct train_options {
     const char *tokenizer;
 } train_options;
 
-/* Where the run keeps its files. */
-typedef struct run_paths {
-    char model[4096], optimizer[4096];
-} run_paths;
-
 /* train_options with every default but the model's own (layers, schedule, ...). */
 train_options train_default_options(void);
 
@@ -70,9 +66,5 @@ const char *train_model_option(int argc, char **argv);
 /* mkdir -p DIR, which must then be a directory (error printed, 1). */
 int train_make_dir(const char *path);
 int train_file_exists(const char *path);
-
-/* Restores the optimizer state of a resumed run, after checking that the model file and
- * the optimizer file were written by the same checkpoint (their "step" metadata). */
-int train_resume_state(trainer *t, const run_paths *paths);
 
 #endif

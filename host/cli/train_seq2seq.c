@@ -159,7 +159,7 @@ static int save_checkpoint(const trainer *t, s2s_run *r) {
                          {.key = "training_precision", .value = precision_name(t->hp.precision)},
                          {.key = tgt ? CKPT_SRC_TOKENIZER_KEY : CKPT_TOKENIZER_KEY, .value = src},
                          {.key = CKPT_TGT_TOKENIZER_KEY, .value = tgt}};
-    int rc = trainer_save_state(t, r->paths.optimizer, err, sizeof err) ||
+    int rc = train_save_optimizer(t, &r->paths, err, sizeof err) ||
              seq2seq_checkpoint_save(r->m, r->paths.model, meta, tgt ? 5 : 4, err, sizeof err);
     free(src);
     free(tgt);
@@ -235,8 +235,7 @@ int cmd_train_seq2seq(int argc, char **argv) {
     int rc = cli_parse("train --model seq2seq", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
     if (train_validate_options(o, opts, n)) return 1;
-    snprintf(r.paths.model, sizeof r.paths.model, "%s/model.safetensors", o->out);
-    snprintf(r.paths.optimizer, sizeof r.paths.optimizer, "%s/optimizer.safetensors", o->out);
+    if (run_paths_init(&r.paths, o->out)) return 1;
     train_hparams *hp = &o->hp;
     kiln_ctx *ctx = NULL;
     trainer t = {0};

@@ -63,7 +63,8 @@ kiln_tensor *kiln_grad(const kiln_tensor *t);
 
 /* Host transfers. Sizes are in bytes and must equal kiln_nbytes(t). Reading waits for the
  * ops that produce t, and reports KILN_ERR_RANGE when a device kernel met a bad index (a
- * token id, a target) since the last read: GPU kernels cannot fail where they run. */
+ * token id, a target) since the last read: GPU kernels cannot fail where they run. A NULL
+ * tensor (an op that failed) keeps the pending error, as the ops do. */
 kiln_status kiln_upload(kiln_tensor *t, const void *src, size_t bytes);
 kiln_status kiln_download(const kiln_tensor *t, void *dst, size_t bytes);
 /* f32 convenience: converts from/to f16 when t is f16; t must not be i32. */

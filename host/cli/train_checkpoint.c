@@ -1,0 +1,95 @@
+/* The checkpoint files of a training run (train_checkpoint.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/train_checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "formats/text_number.h"
+#include "model/model_checkpoint.h"
+
+int run_paths_init(run_paths *p, const char *out) {
+    const char *names[] = {"model.safetensors", "optimizer.safetensors", "optimizer.prev.safetensors"};
+    char *dst[] = {p->model, p->optimizer, p->optimizer_prev};
+    for (int i = 0; i < 3; i++)
+        if ((size_t)snprintf(dst[i], sizeof p->model, "%s/%s", out, names[i]) >= sizeof p->model)
+            return host_error("--out %s: the path is too long", out);
+    return 0;
+}
+
+void train_remove_stale_temporaries(const char *out) {
+    static const char *const prefixes[] = {"model.safetensors.tmp", "optimizer.safetensors.tmp",
+                                           "optimizer.prev.safetensors.tmp", "config.json.tmp"};
+    DIR *d = opendir(out);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+            if (strncmp(e->d_name, prefixes[i], strlen(prefixes[i]))) continue;
+            char path[4400];
+            if ((size_t)snprintf(path, sizeof path, "%s/%s", out, e->d_name) < sizeof path) (void)remove(path);
+            break;
+        }
+    }
+    closedir(d);
+}
+
+int train_save_optimizer(const trainer *t, const run_paths *p, char *err, size_t errlen) {
+    /* optimizer.safetensors -> optimizer.prev.safetensors without a moment when neither
+     * exists: link to a temporary name, then rename over the previous one */
+    if (access(p->optimizer, F_OK) == 0) {
+        char tmp[sizeof p->optimizer_prev + 32];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", p->optimizer_prev, (long)getpid());
+        (void)unlink(tmp);
+        if (link(p->optimizer, tmp) != 0 || rename(tmp, p->optimizer_prev) != 0) {
+            int saved = errno;
+            (void)unlink(tmp);
+            snprintf(err, errlen, "%s: cannot keep the previous optimizer state: %s", p->optimizer_prev,
+                     strerror(saved));
+            return -1;
+        }
+    }
+    return trainer_save_state(t, p->optimizer, err, errlen);
+}
+
+/* The "step" in a checkpoint file's metadata: 1 and *step, 0 when absent or not a
+ * number, -1 with err when the file cannot be read. */
+static int file_step(const char *path, uint64_t *step, char *err, size_t errlen) {
+    char text[32];
+    int found = model_checkpoint_meta(path, "step", text, sizeof text, err, errlen);
+    if (found <= 0) return found;
+    return text_to_uint64(text, step) ? 0 : 1;
+}
+
+int train_resume_state(trainer *t, const run_paths *p) {
+    char err[1024];
+    uint64_t model_step, opt_step, prev_step;
+    int found = file_step(p->model, &model_step, err, sizeof err);
+    if (found < 0) return host_error("%s", err);
+    if (!found) return host_error("%s has no step in its metadata: not a checkpoint of kiln train", p->model);
+    const char *use = p->optimizer;
+    found = file_step(p->optimizer, &opt_step, err, sizeof err);
+    if (found < 0 && access(p->optimizer, F_OK) == 0) return host_error("%s", err);
+    if (found <= 0 || opt_step != model_step) {
+        /* killed between the two files of a checkpoint: the previous optimizer state is
+         * the weights' */
+        if (access(p->optimizer_prev, F_OK) == 0 && file_step(p->optimizer_prev, &prev_step, err, sizeof err) == 1 &&
+            prev_step == model_step) {
+            use = p->optimizer_prev;
+            fprintf(stderr, "kiln train: %s is from a checkpoint that was not finished; resuming from %s (step %" PRIu64
+                            ")\n", p->optimizer, p->optimizer_prev, model_step);
+        } else if (found > 0) {
+            return host_error("%s (step %" PRIu64 ") and %s (step %" PRIu64 ") come from different checkpoints",
+                              p->model, model_step, p->optimizer, opt_step);
+        } else {
+            return host_error("%s: no optimizer state of step %" PRIu64 " to resume with", p->optimizer, model_step);
+        }
+    }
+    if (trainer_load_state(t, use, err, sizeof err)) return host_error("%s", err);
+    return 0;
+}

@@ -1,0 +1,37 @@
+/* A training run's checkpoint files in its --out directory, and why a kill at any moment
+ * leaves a pair that resumes.
+ *
+ * A checkpoint is two files, each replaced atomically (a temporary file, fsync, rename):
+ * optimizer.safetensors (Adam's moments, the step, the RNG stream, the loss scale), then
+ * model.safetensors (the weights). A process killed between the two renames would leave
+ * an optimizer state one checkpoint ahead of the weights; so, before the optimizer file is
+ * replaced, the current one is kept as optimizer.prev.safetensors (a hard link, itself
+ * put in place by a rename), and resuming takes whichever of the two has the weights' step. */
+#ifndef KILN_HOST_CLI_TRAIN_CHECKPOINT_H
+#define KILN_HOST_CLI_TRAIN_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "model/trainer.h"
+
+/* Where the run keeps its checkpoint. */
+typedef struct run_paths {
+    char model[4096], optimizer[4096], optimizer_prev[4096];
+} run_paths;
+
+/* The paths in the directory `out`. Returns 0, or 1 with the error printed (too long). */
+int run_paths_init(run_paths *p, const char *out);
+
+/* Removes the temporary files a killed run left in `out` (each writer's "<file>.tmp..."):
+ * a run opening its directory calls it, as the only writer there. */
+void train_remove_stale_temporaries(const char *out);
+
+/* Writes the optimizer state of step t->step, keeping the current file as the previous
+ * one first. Returns 0, or -1 with a message in err. The model's file is written after. */
+int train_save_optimizer(const trainer *t, const run_paths *p, char *err, size_t errlen);
+
+/* Restores the optimizer state of a resumed run: the optimizer file, or the previous one,
+ * whose step is the model file's. Returns 0, or 1 with the error printed. */
+int train_resume_state(trainer *t, const run_paths *p);
+
+#endif
