@@ -30,7 +30,7 @@ command -v "$py" >/dev/null || py=/usr/bin/python3
 
 # expect_exact_resume TRAIN-ARGS...: `kiln train` for 20 steps at once (into whole/) and for
 # 10 steps plus a resumed 10 (into split/) must end with the same last metrics row (but for
-# tokens_per_s, a timing), validation loss, weights and optimizer state. Prints both runs'
+# tokens_per_s, a timing, and the memory figures), validation loss, weights and optimizer state. Prints both runs'
 # last rows and a FAIL line for each difference; returns 1 if there is any. A run that fails
 # ends the script with its exit code (as `set -e` would, which a function called in a
 # condition does not have).
@@ -39,8 +39,9 @@ expect_exact_resume() {
   "$kiln" train "$@" --out split --steps 10 >/dev/null 2>/dev/null || exit
   "$kiln" train "$@" --out split --steps 20 --resume >split.out 2>/dev/null || exit
   local last_whole last_split differs=0
-  last_whole=$(tail -n 1 whole/metrics.jsonl | sed 's/, "tokens_per_s": [^,}]*//')
-  last_split=$(tail -n 1 split/metrics.jsonl | sed 's/, "tokens_per_s": [^,}]*//')
+  local unmeasured='s/, "\(tokens_per_s\|host_rss_bytes\|device_bytes\)": [^,}]*//g'
+  last_whole=$(tail -n 1 whole/metrics.jsonl | sed "$unmeasured")
+  last_split=$(tail -n 1 split/metrics.jsonl | sed "$unmeasured")
   echo "uninterrupted: $last_whole -> $(cat whole.out)"
   echo "resumed:       $last_split -> $(cat split.out)"
   [ "$last_whole" = "$last_split" ] || { echo "FAIL: the last metrics differ"; differs=1; }

@@ -65,10 +65,12 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
         metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = NAN, .lr = st.lr,
                            .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
                            .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
-                           .attn_entropy_min = NAN};
+                           .attn_entropy_min = NAN, .host_rss_bytes = -1, .device_bytes = -1};
         if (is_evaluation_step(o, t->step, t->step == hp->steps || g_interrupted)) {
             if ((rc = lm->evaluate(lm->self, t->step == hp->steps, &row))) break;
             if ((rc = lm->save(lm->self))) break;
+            row.host_rss_bytes = metrics_process_rss();
+            row.device_bytes = (int64_t)(kiln_memory_persistent(t->model.ctx) + kiln_memory_arena(t->model.ctx));
             bar.low_entropy = row.attn_entropy_min < o->st.entropy_alert ? row.attn_entropy_min : NAN;
         }
         bar.loss_scale = half ? st.loss_scale : 0;

@@ -1,10 +1,12 @@
 /* metrics.jsonl writer (see metrics.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "model/metrics.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/json.h"
 #include "formats/text_line.h"
@@ -95,6 +97,18 @@ int metrics_write(FILE *f, const metrics_row *r) {
     }
     if (r->grad_norm_layers) number_list(f, "grad_norm_layers", r->grad_norm_layers, r->n_layers);
     if (r->mlm_accuracy) number(f, "mlm_accuracy", *r->mlm_accuracy);
+    if (r->host_rss_bytes >= 0) fprintf(f, ", \"host_rss_bytes\": %lld", (long long)r->host_rss_bytes);
+    if (r->device_bytes >= 0) fprintf(f, ", \"device_bytes\": %lld", (long long)r->device_bytes);
     fputs("}\n", f);
     return fflush(f) || ferror(f) ? -1 : 0;
+}
+
+int64_t metrics_process_rss(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return -1;
+    long long size, resident;
+    int n = fscanf(f, "%lld %lld", &size, &resident);
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return n == 2 && page > 0 ? (int64_t)resident * page : -1;
 }

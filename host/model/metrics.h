@@ -8,7 +8,10 @@
  * queries of -sum p log p on a validation batch; null for a layer without softmax
  * attention), "attn_entropy_min" (the lowest head's) and "grad_norm_layers" (the gradient
  * norm of each block's parameters at that step). A BERT's evaluations add "mlm_accuracy": the
- * fraction of held-out masked positions whose most likely token is the original one. */
+ * fraction of held-out masked positions whose most likely token is the original one. Steps
+ * that evaluated also add the memory: "host_rss_bytes" (the process's resident set) and
+ * "device_bytes" (what the engine holds on the device: tensors and the step arena), flat
+ * after warm-up in a run without leaks (docs/benchmarks.md, "Soak"). */
 #ifndef KILN_HOST_MODEL_METRICS_H
 #define KILN_HOST_MODEL_METRICS_H
 
@@ -27,7 +30,11 @@ typedef struct metrics_row {
     double attn_entropy_min;        /* written with attn_entropy */
     const double *grad_norm_layers; /* NULL: not written */
     const double *mlm_accuracy;     /* NULL: not written (a BERT's evaluations write it) */
+    int64_t host_rss_bytes, device_bytes; /* < 0: not written */
 } metrics_row;
+
+/* The process's resident set in bytes (Linux: /proc/self/statm), or -1 where unknown. */
+int64_t metrics_process_rss(void);
 
 /* Opens DIR/metrics.jsonl. A fresh run (resume_step < 0) starts an empty file; a resumed
  * run keeps the rows up to resume_step and drops any later ones (steps the interrupted run
