@@ -19,24 +19,29 @@ static uint64_t g_at;
 static atomic_uint_fast64_t g_kernels, g_allocs;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+/* "NAME@N" with N >= 1: 1 and *n, else 0. */
+static int spec_is(const char *v, const char *name, uint64_t *n) {
+    size_t len = strlen(name);
+    if (strncmp(v, name, len) || v[len] != '@') return 0;
+    char *end;
+    unsigned long long value = strtoull(v + len + 1, &end, 10);
+    *n = value;
+    return end != v + len + 1 && !*end && value > 0;
+}
+
 static void parse(void) {
     const char *v = getenv("KILN_FAULT");
     if (!v || !*v) return;
-    const char *at = strchr(v, '@');
-    char *end = NULL;
-    unsigned long long n = at ? strtoull(at + 1, &end, 10) : 0;
-    if (!strcmp(v, "count")) {
+    if (!strcmp(v, "count"))
         g_kind = FAULT_COUNT;
-    } else if (at && end && !*end && n > 0 && (size_t)(at - v) == strlen("device-lost") &&
-               !strncmp(v, "device-lost", (size_t)(at - v))) {
+    else if (spec_is(v, "device-lost", &g_at))
         g_kind = FAULT_DEVICE_LOST;
-    } else if (at && end && !*end && n > 0 && (size_t)(at - v) == strlen("oom") && !strncmp(v, "oom", 3)) {
+    else if (spec_is(v, "oom", &g_at))
         g_kind = FAULT_OOM;
-    } else {
+    else {
         fprintf(stderr, "kiln: KILN_FAULT=%s is not device-lost@N, oom@N or count (N >= 1); ignored\n", v);
         return;
     }
-    g_at = n;
     kiln_fault_armed = 1;
 }
 
