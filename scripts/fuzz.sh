@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang) and runs each for SECONDS on its committed
-# seeds, two at a time. CI runs it; docs/fuzzing.md explains the targets.
+# seeds, as many at a time as there are cores. CI runs it; docs/fuzzing.md explains the targets.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]        (default: 60 s, every target)
 # Environment: FUZZ_BUILD (default build-fuzz), FUZZ_OUT (default fuzz-out): each target's
-# log, the inputs it discovered, and any crash-/leak-/timeout- input it found.
+# log, the inputs it discovered, and any crash-/leak-/timeout- input it found; FUZZ_JOBS
+# (default: the number of cores): how many targets run at once.
 # Exits non-zero when a target finds a failure, printing the input and how to replay it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ targets=("$@")
 build=${FUZZ_BUILD:-build-fuzz}
 out=${FUZZ_OUT:-fuzz-out}
 cc=${CC:-clang}
-jobs=$(nproc 2>/dev/null || echo 2)
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="$cc" -DKILN_FUZZ=ON -DKILN_VULKAN=OFF -DKILN_OPENCL=OFF \
       -DBUILD_TESTING=OFF >/dev/null

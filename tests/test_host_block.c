@@ -157,8 +157,8 @@ static kiln_tensor *build_block(kiln_tensor **in, const void *param) {
 
 #define X_IN {.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, C}, .grad = 1}
 #define MEMORY_IN {.dtype = KILN_F32, .ndim = 3, .shape = {2, 4, C}, .grad = 1}
-#define VEC_IN(n, mean) {.dtype = KILN_F32, .ndim = 1, .shape = {n}, .init = KT_NORMAL, .lo = mean, .hi = 0.1f, .grad = 1}
-#define QK_IN(mean) {.dtype = KILN_F32, .ndim = 2, .shape = {2, S}, .init = KT_NORMAL, .lo = mean, .hi = 0.3f, .grad = 1}
+#define VEC_IN(n, mean) {.dtype = KILN_F32, .ndim = 1, .shape = {n}, .init = KILN_INIT_NORMAL, .lo = mean, .hi = 0.1f, .grad = 1}
+#define QK_IN(mean) {.dtype = KILN_F32, .ndim = 2, .shape = {2, S}, .init = KILN_INIT_NORMAL, .lo = mean, .hi = 0.3f, .grad = 1}
 
 static const block_case PRE = {.o = {.norm = BLOCK_NORM_PRE}};
 static const block_case POST = {.o = {.norm = BLOCK_NORM_POST}};
@@ -203,7 +203,7 @@ static const block_case DECODER_SIGMA = {.o = {.norm = BLOCK_NORM_NONE, .sigma_r
                                                    BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_CROSS_PROJ}};
 static const block_case DECODER_GAU = {.o = {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU}, .role = ROLE_DECODER};
 
-static const kt_case cases[] = {
+static const kiln_verify_case cases[] = {
     {.name = "block_pre", .build = build_block, .param = &PRE, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
     {.name = "block_post", .build = build_block, .param = &POST, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
     {.name = "block_rezero_none", .build = build_block, .param = &REZERO_NONE, .n_in = 2,

@@ -82,32 +82,6 @@ START_TEST(activation_errors) {
 }
 END_TEST
 
-static kiln_tensor *build_gelu(kiln_tensor **in, const void *p) { (void)p; return kiln_gelu(in[0]); }
-static kiln_tensor *build_relu(kiln_tensor **in, const void *p) { (void)p; return kiln_relu(in[0]); }
-static kiln_tensor *build_silu(kiln_tensor **in, const void *p) { (void)p; return kiln_silu(in[0]); }
-static kiln_tensor *build_relu2(kiln_tensor **in, const void *p) { (void)p; return kiln_relu2(in[0]); }
-
-/* ReLU-type cases draw inputs away from 0 so no finite difference straddles the kink.
- * The smooth ones use a tight FD tolerance (1e-6): their FD truncation error is ~1e-8, and
- * the default 1e-4 would let a wrong cubic coefficient in GELU's derivative through. */
-static const kt_case cases[] = {
-    {.name = "gelu", .build = build_gelu, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 7, 5}, .init = KT_NORMAL, .hi = 2, .grad = 1}},
-     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
-    {.name = "gelu_wide", .build = build_gelu, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {13, 37}, .init = KT_UNIFORM, .lo = -6, .hi = 6, .grad = 1}},
-     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
-    {.name = "relu", .build = build_relu, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {9, 11}, .init = KT_AWAY0, .grad = 1}}},
-    {.name = "silu", .build = build_silu, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 7}, .init = KT_NORMAL, .hi = 3, .grad = 1}},
-     .fwd_tol = 1e-10, .bwd_tol = 1e-6},
-    {.name = "relu2", .build = build_relu2, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 13}, .init = KT_AWAY0, .grad = 1}}},
-    {.name = "gelu_large", .build = build_gelu, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {259, 131}, .grad = 1}}, .fwd_tol = 1e-10, .bwd_tol = 1e-6},
-};
-
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_loop_test(tc, activation_by_hand, 0, (int)(sizeof g_by_hand / sizeof g_by_hand[0]));
@@ -116,5 +90,5 @@ static void add_tests(Suite *s, TCase *tc) {
 }
 
 int main(int argc, char **argv) {
-    return kt_main(argc, argv, "activation", add_tests, cases, (int)(sizeof cases / sizeof cases[0]));
+    return kt_main_group(argc, argv, "activation", add_tests);
 }

@@ -136,22 +136,6 @@ START_TEST(dropout_errors) {
 }
 END_TEST
 
-/* Pins the stream so that the forwards of the finite-difference check all draw one mask. */
-static kiln_tensor *build_dropout(kiln_tensor **in, const void *param) {
-    kiln_set_rng_stream(in[0]->ctx, 0);
-    return kiln_dropout(in[0], *(const float *)param);
-}
-
-static const float P01 = 0.1f, P03 = 0.3f, P05 = 0.5f;
-static const kt_case cases[] = {
-    {.name = "dropout_p03", .build = build_dropout, .param = &P03, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 13}, .grad = 1}}},
-    {.name = "dropout_p05_3d", .build = build_dropout, .param = &P05, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 11}, .grad = 1}}},
-    {.name = "dropout_p01_large_odd", .build = build_dropout, .param = &P01, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {37, 129}, .grad = 1}}},
-};
-
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, dropout_mask_statistics_and_values);
@@ -162,5 +146,5 @@ static void add_tests(Suite *s, TCase *tc) {
 }
 
 int main(int argc, char **argv) {
-    return kt_main(argc, argv, "dropout", add_tests, cases, (int)(sizeof cases / sizeof cases[0]));
+    return kt_main_group(argc, argv, "dropout", add_tests);
 }

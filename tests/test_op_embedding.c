@@ -118,27 +118,6 @@ START_TEST(embedding_errors) {
 }
 END_TEST
 
-static kiln_tensor *build_embedding(kiln_tensor **in, const void *p) {
-    (void)p;
-    return kiln_embedding(in[0], in[1]);
-}
-
-/* More ids than rows in every case, so ids repeat and the scatter-add must sum them. */
-static const kt_case cases[] = {
-    {.name = "embedding_2d_ids", .build = build_embedding, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {11, 7}, .grad = 1},
-            {.dtype = KILN_I32, .ndim = 2, .shape = {3, 5}, .init = KT_INT, .lo = 0, .hi = 10}}},
-    {.name = "embedding_1d_ids", .build = build_embedding, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 13}, .grad = 1},
-            {.dtype = KILN_I32, .ndim = 1, .shape = {9}, .init = KT_INT, .lo = 0, .hi = 4}}},
-    {.name = "embedding_3d_ids", .build = build_embedding, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {6, 3}, .grad = 1},
-            {.dtype = KILN_I32, .ndim = 3, .shape = {2, 3, 5}, .init = KT_INT, .lo = 0, .hi = 5}}},
-    {.name = "embedding_large", .build = build_embedding, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {53, 389}, .grad = 1},
-            {.dtype = KILN_I32, .ndim = 2, .shape = {2, 173}, .init = KT_INT, .lo = 0, .hi = 52}}},
-};
-
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, embedding_by_hand);
@@ -148,5 +127,5 @@ static void add_tests(Suite *s, TCase *tc) {
 }
 
 int main(int argc, char **argv) {
-    return kt_main(argc, argv, "embedding", add_tests, cases, (int)(sizeof cases / sizeof cases[0]));
+    return kt_main_group(argc, argv, "embedding", add_tests);
 }

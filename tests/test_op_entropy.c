@@ -58,30 +58,6 @@ START_TEST(entropy_errors) {
 }
 END_TEST
 
-static kiln_tensor *build_entropy(kiln_tensor **in, const void *p) {
-    (void)p;
-    return kiln_attention_entropy(in[0]);
-}
-
-/* Entropy of real attention: causal masking leaves exact zeros in p. */
-static kiln_tensor *build_entropy_of_softmax(kiln_tensor **in, const void *p) {
-    (void)p;
-    kiln_softmax_opts o = {.scale = 0.7f, .causal = 1};
-    return kiln_attention_entropy(kiln_softmax(in[0], &o));
-}
-
-static const kt_case cases[] = {
-    /* p away from 0, where d/dp (p log p) = log p + 1 is steep */
-    {.name = "entropy_positive_p", .build = build_entropy, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 7}, .init = KT_UNIFORM, .lo = 0.05f, .hi = 1,
-             .grad = 1}}},
-    {.name = "entropy_of_causal_softmax", .build = build_entropy_of_softmax, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 4, 6}, .grad = 1}}},
-    {.name = "entropy_large_odd", .build = build_entropy, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {3, 5, 17, 33}, .init = KT_UNIFORM, .lo = 0.05f, .hi = 1,
-             .grad = 1}}},
-};
-
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, entropy_by_hand);
@@ -90,5 +66,5 @@ static void add_tests(Suite *s, TCase *tc) {
 }
 
 int main(int argc, char **argv) {
-    return kt_main(argc, argv, "attention_entropy", add_tests, cases, (int)(sizeof cases / sizeof cases[0]));
+    return kt_main_group(argc, argv, "attention_entropy", add_tests);
 }

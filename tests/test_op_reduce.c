@@ -104,32 +104,6 @@ START_TEST(reduce_errors) {
 }
 END_TEST
 
-static kiln_tensor *build_sum(kiln_tensor **in, const void *p) { (void)p; return kiln_sum(in[0]); }
-static kiln_tensor *build_mean(kiln_tensor **in, const void *p) { (void)p; return kiln_mean(in[0]); }
-static kiln_tensor *build_norm(kiln_tensor **in, const void *p) { return kiln_global_norm(in, *(const int *)p); }
-
-static const int ONE = 1, THREE = 3;
-/* The large norm takes an FD step of 1: one element moves a norm of ~190 by only
- * step * x / 190, which a small step would drown in the f32 rounding of the norm. */
-static const kt_case cases[] = {
-    {.name = "sum", .build = build_sum, .n_in = 1, .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 13}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "mean", .build = build_mean, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 7}, .init = KT_NORMAL, .lo = 0.5f, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "sum_large", .build = build_sum, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {181, 199}, .grad = 1}}, .fwd_tol = 1e-10},
-    {.name = "global_norm_one", .build = build_norm, .param = &ONE, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 11}, .grad = 1}}, .fwd_tol = 1e-10},
-    {.name = "global_norm_three", .build = build_norm, .param = &THREE, .n_in = 3,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {3, 7}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 1, .shape = {13}, .init = KT_NORMAL, .lo = 1},
-            {.dtype = KILN_F32, .ndim = 3, .shape = {2, 3, 5}, .init = KT_NORMAL, .hi = 2, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "global_norm_large", .build = build_norm, .param = &ONE, .n_in = 1,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {181, 199}, .grad = 1}}, .fwd_tol = 1e-10, .fd_eps = 1.0},
-};
-
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, sum_mean_by_hand);
@@ -139,5 +113,5 @@ static void add_tests(Suite *s, TCase *tc) {
 }
 
 int main(int argc, char **argv) {
-    return kt_main(argc, argv, "reduce", add_tests, cases, (int)(sizeof cases / sizeof cases[0]));
+    return kt_main_group(argc, argv, "reduce", add_tests);
 }

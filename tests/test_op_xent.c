@@ -125,37 +125,6 @@ START_TEST(xent_errors) {
 }
 END_TEST
 
-typedef struct xent_param {
-    float smoothing;
-    int ignore_index;
-} xent_param;
-
-static kiln_tensor *build_xent(kiln_tensor **in, const void *param) {
-    const xent_param *p = param;
-    return kiln_cross_entropy(in[0], in[1], p->smoothing, p->ignore_index);
-}
-
-static const xent_param PLAIN = {.smoothing = 0.0f, .ignore_index = IGNORE},
-                        SMOOTH_IGNORE = {.smoothing = 0.1f, .ignore_index = -1},
-                        SMOOTH = {.smoothing = 0.05f, .ignore_index = -1};
-static const kt_case cases[] = {
-    {.name = "xent_plain", .build = build_xent, .param = &PLAIN, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 11}, .grad = 1},
-            {.dtype = KILN_I32, .ndim = 1, .shape = {7}, .init = KT_INT, .lo = 0, .hi = 10}}},
-    /* targets drawn from [-1, 12]: some rows are ignored */
-    {.name = "xent_smoothing_ignore_3d", .build = build_xent, .param = &SMOOTH_IGNORE, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 13}, .grad = 1},
-            {.dtype = KILN_I32, .ndim = 2, .shape = {3, 5}, .init = KT_INT, .lo = -1, .hi = 12}}},
-    {.name = "xent_single_row", .build = build_xent, .param = &SMOOTH, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {9}, .grad = 1},
-            {.dtype = KILN_I32, .ndim = 0, .init = KT_INT, .lo = 0, .hi = 8}}},
-    /* few rows, so that each logit's gradient stands well above the f32 noise of the FD loss */
-    {.name = "xent_large_odd_vocab", .build = build_xent, .param = &SMOOTH, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 257}, .grad = 1},
-            {.dtype = KILN_I32, .ndim = 1, .shape = {5}, .init = KT_INT, .lo = 0, .hi = 256}},
-     .fd_eps = 0.05},
-};
-
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, xent_uniform_logits);
@@ -166,5 +135,5 @@ static void add_tests(Suite *s, TCase *tc) {
 }
 
 int main(int argc, char **argv) {
-    return kt_main(argc, argv, "cross_entropy", add_tests, cases, (int)(sizeof cases / sizeof cases[0]));
+    return kt_main_group(argc, argv, "cross_entropy", add_tests);
 }

@@ -189,7 +189,7 @@ static kiln_tensor *build_matmul_tn(kiln_tensor **in, const void *p) {
     (void)p;
     return kiln_matmul(in[0], in[1], NULL, 1, 0);
 }
-static const kt_case cases[] = {
+static const kiln_verify_case cases[] = {
     {.name = "f16_matmul_nt_bias", .build = build_matmul_nt, .n_in = 3,
      .in = {{.dtype = KILN_F16, .ndim = 2, .shape = {37, 29}}, {.dtype = KILN_F16, .ndim = 2, .shape = {23, 29}},
             {.dtype = KILN_F16, .ndim = 1, .shape = {23}, .grad = 1}},

@@ -1,17 +1,16 @@
 /* Shared test machinery.
  *
- * An op test is a table of kt_case: a function that builds an op's output from its inputs,
- * and the inputs' shapes. The same table serves every backend:
+ * An op test is a table of cases (kiln_verify_case, kiln/verify.h): a function that builds
+ * an op's output from its inputs, and the inputs' shapes. The op tables are the library's
+ * (engine/verify/cases_*.c), the same ones `kiln verify` runs on users' devices; test
+ * programs for host layers or backend-specific kernels write tables of their own in the
+ * same form. Every table serves every backend:
  *   --backend cpu      each case's backward is checked against central finite differences;
  *   --backend vulkan   (or opencl) each case's forward output and every input gradient are
- *                      compared with the CPU reference on the same inputs.
- * Then, on every backend, each case with floating inputs runs again in f16 (mixed
- * precision): its floating inputs are rounded to f16 and built as f16 tensors on the
- * backend under test, the CPU reference runs the same op in f32 on the same rounded
- * values, and the output and every gradient (which must be f16 like its input) are
- * compared under the case's f16_tol. A device that cannot store f16
- * (kiln_supports_dtype) skips these runs with a note.
- * All comparisons use the normalized error sum (a-b)^2 / sum a^2; NaN never passes.
+ *                      compared with the CPU reference on the same inputs;
+ * then each case with floating inputs runs again in f16 against the CPU in f32 on the same
+ * rounded inputs (kiln/verify.h says how). A device that cannot store f16 skips those runs
+ * with a note.
  * Hand-computed forward tests are ordinary Check tests that use kt_ctx(). */
 #ifndef KILN_TESTUTIL_H
 #define KILN_TESTUTIL_H
@@ -19,50 +18,6 @@
 #include <check.h>
 
 #include "kiln/kiln.h"
-
-#define KT_MAX_INPUTS 6
-
-typedef enum kt_init {
-    KT_NORMAL = 0, /* normal with mean lo and std hi (hi 0 means 1) */
-    KT_UNIFORM,    /* uniform in [lo, hi) */
-    KT_AWAY0,      /* N(0, 1) pushed away from 0 by at least 0.1: for kinks (ReLU) */
-    KT_INT         /* i32 uniform in [lo, hi] (ids, targets, lengths) */
-} kt_init;
-
-/* Case tables use designated initializers; a field left out is zero, so an input written
- * {.dtype = KILN_F32, .ndim = 2, .shape = {7, 5}, .grad = 1} is drawn from N(0, 1). */
-typedef struct kt_input {
-    kiln_dtype dtype;
-    int ndim;
-    int64_t shape[KILN_MAX_DIMS];
-    kt_init init;
-    float lo, hi;
-    int grad; /* 1: requires grad, checked by backward tests */
-} kt_input;
-
-/* Builds the output from the inputs (all on the same context). May create further
- * constant tensors itself. Returns NULL on error. */
-typedef kiln_tensor *(*kt_build_fn)(kiln_tensor **in, const void *param);
-
-typedef struct kt_case {
-    const char *name;
-    kt_build_fn build;
-    const void *param;
-    int n_in;
-    kt_input in[KT_MAX_INPUTS];
-    double fwd_tol; /* normalized error of the forward output vs CPU (0: 1e-10) */
-    double bwd_tol; /* normalized error of each gradient (0: 1e-4 vs FD, 1e-8 vs CPU) */
-    double fd_eps;  /* finite-difference step (0: 1e-2) */
-    int no_grad;    /* the op is not differentiable: forward comparison only */
-    double f16_tol; /* normalized error of the f16 run's output and gradients vs f32 on the
-                       same rounded inputs (0: KT_F16_TOL); loosen only with a comment why */
-    int no_f16;     /* the case does not run in f16 (say why next to it) */
-} kt_case;
-
-/* The default f16 tolerance: f16 keeps 11 significant bits, so one rounding of every
- * element leaves a normalized error near 2^-24 (6e-8), and a few roundings along a
- * forward and backward stay well below this. */
-#define KT_F16_TOL 1e-5
 
 /* The backend this test process runs on ("cpu" unless --backend was given). */
 const char *kt_backend(void);
@@ -88,12 +43,12 @@ void kt_expect_values(const kiln_tensor *t, const float *expected, int64_t n, do
 /* Sum (a-b)^2 / sum a^2 (with a small floor on the denominator); inf when NaN appears. */
 double kt_normalized_error(const float *a, const float *b, int64_t n);
 
-/* Runs one case on the process's backend: FD gradient check on cpu, CPU comparison
- * elsewhere. Fails the current Check test with a message on mismatch. */
-void kt_run_case(const kt_case *c);
+/* Runs one case on the process's backend (kiln_verify_run): FD gradient check on cpu, CPU
+ * comparison elsewhere. Fails the current Check test with the verdict's message. */
+void kt_run_case(const kiln_verify_case *c);
 /* Runs one case in f16 on the process's backend against the CPU in f32 (see above); does
  * nothing for a case without floating inputs or with no_f16. */
-void kt_run_case_f16(const kt_case *c);
+void kt_run_case_f16(const kiln_verify_case *c);
 
 /* The NAME of --backend NAME in argv ("cpu" without one), which kt_backend() returns from
  * then on. kt_main calls it; a program that looks at the backend before kt_main may too. */
@@ -103,7 +58,9 @@ const char *kt_parse_backend(int argc, char **argv);
  * backend is not available, builds a suite from `add_tests` (hand-written tests) plus one
  * loop test over `cases`, runs it and returns the failure count. */
 int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Suite *s, TCase *tc),
-            const kt_case *cases, int n_cases);
+            const kiln_verify_case *cases, int n_cases);
+/* kt_main over the library's verification group `group` (which names the suite too). */
+int kt_main_group(int argc, char **argv, const char *group, void (*add_tests)(Suite *s, TCase *tc));
 
 /* For backend-specific test programs: 77 (CTest's "skipped") with the reason on stderr when
  * `backend` cannot be opened here, else 0. */

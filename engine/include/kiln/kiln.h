@@ -13,5 +13,6 @@
 #include "kiln/autograd.h"
 #include "kiln/optim.h"
 #include "kiln/rng.h"
+#include "kiln/verify.h"
 
 #endif
