@@ -123,9 +123,7 @@ static void run_case(const kiln_verify_case *c, kiln_verify_precision p) {
 void kt_run_case(const kiln_verify_case *c) { run_case(c, KILN_VERIFY_DECLARED); }
 
 void kt_run_case_f16(const kiln_verify_case *c) {
-    int floating = 0;
-    for (int i = 0; i < c->n_in; i++) floating |= c->in[i].dtype != KILN_I32;
-    if (floating && !c->no_f16) run_case(c, KILN_VERIFY_F16); /* else it has no f16 form */
+    if (kiln_verify_has_f16_form(c)) run_case(c, KILN_VERIFY_F16);
 }
 
 static const kiln_verify_case *g_cases;

@@ -343,6 +343,12 @@ static kiln_status compare_runs(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_
     return st;
 }
 
+int kiln_verify_has_f16_form(const kiln_verify_case *c) {
+    int floating = 0;
+    for (int i = 0; i < c->n_in; i++) floating |= c->in[i].dtype != KILN_I32;
+    return floating && !c->no_f16;
+}
+
 static int is_cpu(const kiln_ctx *ctx) { return !strcmp(kiln_backend_name(ctx), "cpu"); }
 
 kiln_status kiln_verify_run(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_case *c, kiln_verify_precision p,
@@ -351,12 +357,9 @@ kiln_status kiln_verify_run(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_case
         return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_verify_run: needs a device, a case, a result and a CPU reference");
     memset(r, 0, sizeof *r);
     r->verdict = KILN_VERIFY_PASS;
-    int floating = 0, has_f16 = 0;
-    for (int i = 0; i < c->n_in; i++) {
-        floating |= c->in[i].dtype != KILN_I32;
-        has_f16 |= c->in[i].dtype == KILN_F16;
-    }
-    if (p == KILN_VERIFY_F16 && (c->no_f16 || !floating)) {
+    int has_f16 = 0;
+    for (int i = 0; i < c->n_in; i++) has_f16 |= c->in[i].dtype == KILN_F16;
+    if (p == KILN_VERIFY_F16 && !kiln_verify_has_f16_form(c)) {
         r->verdict = KILN_VERIFY_SKIP;
         snprintf(r->message, sizeof r->message, "%s", c->no_f16 ? "the case has no f16 form" : "no floating inputs");
         return KILN_OK;

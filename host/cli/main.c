@@ -21,6 +21,7 @@ static void usage(FILE *out) {
             "  eval         mean cross-entropy of a checkpoint on a text file\n"
             "  decode       continue a prompt with a checkpoint\n"
             "  info         backends and devices of this machine\n"
+            "  verify       every kernel checked against the CPU on a device (run it first on a new GPU)\n"
             "  plot         training runs' metrics overlaid as an SVG\n"
             "  pairs from-mo  translation pairs (TSV) from gettext catalogs\n"
             "  tokenizer    train, import (GPT-2), encode and decode tokenizers\n"
@@ -67,6 +68,7 @@ int main(int argc, char **argv) {
     } commands[] = {
         {.name = "train", .run = cmd_train}, {.name = "eval", .run = cmd_eval},
         {.name = "decode", .run = cmd_decode}, {.name = "info", .run = cmd_info},
+        {.name = "verify", .run = cmd_verify},
         {.name = "plot", .run = cmd_plot}, {.name = "pairs", .run = cmd_pairs},
         {.name = "tokenizer", .run = cmd_tokenizer},
         {.name = "bench", .run = cmd_bench}, {.name = "dev", .run = cmd_dev},

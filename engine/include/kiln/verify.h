@@ -114,6 +114,9 @@ typedef struct kiln_verify_result {
 kiln_status kiln_verify_run(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_case *c, kiln_verify_precision p,
                             kiln_verify_result *r);
 
+/* 1 when the case has an f16 run: it has floating inputs and is not marked no_f16. */
+int kiln_verify_has_f16_form(const kiln_verify_case *c);
+
 /* The shapes of a case's inputs, as "[2,5,13] [13] i32[4]", into buf. */
 void kiln_verify_shapes(const kiln_verify_case *c, char *buf, size_t size);
 

@@ -1,0 +1,160 @@
+/* `kiln verify`: every op of the engine, forward and backward, in f32 and f16, on the chosen
+ * device against the CPU reference (the library's case table, kiln/verify.h), one line per
+ * run and a summary; non-zero exit when any run fails. `--json FILE` writes the same runs
+ * for tooling (schema "kiln-verify/1"). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/device.h"
+#include "cli/verify_suite.h"
+#include "formats/json.h"
+#include "kiln/probe.h"
+
+static const char *verdict_name(kiln_verify_verdict v) {
+    return v == KILN_VERIFY_PASS ? "pass" : v == KILN_VERIFY_FAIL ? "FAIL" : "skip";
+}
+
+typedef struct verify_output {
+    FILE *json; /* NULL without --json */
+    int runs;   /* runs written to json so far */
+} verify_output;
+
+static void print_run(const verify_run_info *run, void *user) {
+    verify_output *out = user;
+    const kiln_verify_result *r = &run->result;
+    char name[96], shapes[160];
+    snprintf(name, sizeof name, "%s/%s", run->group->name, run->c->name);
+    kiln_verify_shapes(run->c, shapes, sizeof shapes);
+    const char *precision = verify_precision_name(run->precision);
+    if (r->verdict == KILN_VERIFY_SKIP || !r->comparisons) {
+        printf("%-4s  %-44s %s  %s  (%s)\n", verdict_name(r->verdict), name, precision, shapes,
+               r->message[0] ? r->message : "nothing to compare on this device");
+    } else {
+        printf("%-4s  %-44s %s  %-10s vs %-4s  max abs %.2e  max rel %.2e  at [%lld]  error %.2e (tol %.0e)  %s\n",
+               verdict_name(r->verdict), name, precision, r->what, !strcmp(r->against, "cpu") ? "cpu" : "fd",
+               r->max_abs, r->max_rel, (long long)r->worst_index, r->error, r->tolerance, shapes);
+        if (r->verdict == KILN_VERIFY_FAIL) printf("      %s\n", r->message);
+    }
+    fflush(stdout);
+    if (!out->json) return;
+    FILE *f = out->json;
+    fprintf(f, "%s\n    {\"group\": ", out->runs++ ? "," : "");
+    json_write_string(f, run->group->name);
+    fputs(", \"case\": ", f);
+    json_write_string(f, run->c->name);
+    fprintf(f, ", \"precision\": \"%s\", \"verdict\": \"%s\", \"shapes\": ", precision,
+            r->verdict == KILN_VERIFY_PASS ? "pass" : r->verdict == KILN_VERIFY_FAIL ? "fail" : "skip");
+    json_write_string(f, shapes);
+    fputs(", \"against\": ", f);
+    json_write_string(f, r->against);
+    fputs(", \"worst\": ", f);
+    json_write_string(f, r->what);
+    /* non-finite errors (a NaN output) are null: JSON has no NaN */
+    const double numbers[4] = {r->error, r->tolerance, r->max_abs, r->max_rel};
+    const char *keys[4] = {"error", "tolerance", "max_abs", "max_rel"};
+    for (int i = 0; i < 4; i++) {
+        if (r->comparisons && isfinite(numbers[i])) fprintf(f, ", \"%s\": %.6g", keys[i], numbers[i]);
+        else fprintf(f, ", \"%s\": null", keys[i]);
+    }
+    fprintf(f, ", \"worst_index\": %lld, \"seconds\": %.4f, \"message\": ", (long long)r->worst_index, run->seconds);
+    json_write_string(f, r->message);
+    fputc('}', f);
+}
+
+int cmd_verify(int argc, char **argv) {
+    const char *backend = "auto", *json_path = NULL, *only = NULL;
+    int device = -1, quick = 0, list = 0;
+    cli_opt opts[] = {
+        host_backend_option(&backend),
+        host_device_option(&device),
+        {.name = "--quick", .kind = CLI_FLAG, .target = &quick,
+         .help = "only the quick subset (a few cases per op; what train/eval/decode run on a device's first use)"},
+        {.name = "--only", .kind = CLI_STRING, .target = &only, .meta = "GROUP[/CASE]",
+         .help = "only one group of ops (e.g. norm) or one case (norm/layernorm_wb); see --list"},
+        {.name = "--list", .kind = CLI_FLAG, .target = &list, .help = "list the groups and cases, run nothing"},
+        {.name = "--json", .kind = CLI_STRING, .target = &json_path, .meta = "FILE",
+         .help = "also write every run as JSON (schema kiln-verify/1)"},
+    };
+    const char *summary =
+        "Checks every op of the engine, forward and backward, in f32 and in f16, on a device\n"
+        "against the CPU reference, with the tolerances of kiln's test suite: one line per run\n"
+        "(verdict, case, precision, the worst of its comparisons: max abs and max rel error,\n"
+        "the worst element's index, the normalized error and its tolerance, the input shapes),\n"
+        "then a summary. Exits non-zero when any run fails. On the CPU backend the gradients\n"
+        "are checked against finite differences. Run it first on a new device or driver.";
+    int rc = cli_parse("verify", summary, argc, argv, 2, opts, (int)(sizeof opts / sizeof opts[0]));
+    if (rc) return rc < 0 ? 1 : 0;
+    if (only && !verify_filter_known(only))
+        return host_error("--only %s: no such group or case (kiln verify --list shows them)", only);
+    if (list) {
+        int n;
+        const kiln_verify_group *const *groups = kiln_verify_groups(&n);
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < groups[i]->count; j++) {
+                const kiln_verify_case *c = &groups[i]->cases[j];
+                char name[96], shapes[160];
+                snprintf(name, sizeof name, "%s/%s", groups[i]->name, c->name);
+                kiln_verify_shapes(c, shapes, sizeof shapes);
+                if (!only || !strncmp(name, only, strlen(only)))
+                    printf("%-44s %s%s%s\n", name, kiln_verify_has_f16_form(c) ? "f32 f16  " : "f32      ",
+                           c->quick ? "quick  " : "       ", shapes);
+            }
+        }
+        return 0;
+    }
+    kiln_ctx *dev = host_open_device(backend, device);
+    if (!dev) return 1;
+    kiln_ctx *cpu = dev;
+    if (strcmp(kiln_backend_name(dev), "cpu") && kiln_open("cpu", &cpu) != KILN_OK) {
+        kiln_close(dev);
+        return host_engine_error("the CPU reference");
+    }
+    verify_output out = {0};
+    if (json_path && !(out.json = fopen(json_path, "w"))) {
+        if (cpu != dev) kiln_close(cpu);
+        kiln_close(dev);
+        return host_error("--json %s: cannot write it", json_path);
+    }
+    host_say_device("verify", dev);
+    const char *driver = kiln_device_driver(dev);
+    printf("kiln verify %s: %s device %s%s%s, against %s\n", KILN_VERSION_STRING, kiln_backend_name(dev),
+           kiln_device_name(dev), driver[0] ? ", driver " : "", driver,
+           cpu == dev ? "finite differences (the CPU is the reference)" : "the cpu backend");
+    if (out.json) {
+        fputs("{\"schema\": \"kiln-verify/1\", \"kiln_version\": \"" KILN_VERSION_STRING "\", \"backend\": ", out.json);
+        json_write_string(out.json, kiln_backend_name(dev));
+        fputs(", \"device\": ", out.json);
+        json_write_string(out.json, kiln_device_name(dev));
+        fputs(", \"driver\": ", out.json);
+        json_write_string(out.json, driver);
+        fprintf(out.json, ", \"quick\": %s,\n  \"runs\": [", quick ? "true" : "false");
+    }
+    verify_selection sel = {.quick = quick, .filter = only};
+    verify_totals t;
+    kiln_status st = verify_suite_run(dev, cpu, &sel, print_run, &out, &t);
+    char stopped[400] = "";
+    if (st != KILN_OK) snprintf(stopped, sizeof stopped, "%s", kiln_error_message());
+    printf("kiln verify: %s %s: %d runs, %d passed, %d failed, %d skipped, %.1f s%s\n", kiln_backend_name(dev),
+           kiln_device_name(dev), t.passed + t.failed + t.skipped, t.passed, t.failed, t.skipped, t.seconds,
+           st != KILN_OK ? " (stopped early)" : "");
+    int write_failed = 0;
+    if (out.json) {
+        fprintf(out.json, "\n  ],\n  \"passed\": %d, \"failed\": %d, \"skipped\": %d, \"seconds\": %.3f, \"stopped\": ",
+                t.passed, t.failed, t.skipped, t.seconds);
+        json_write_string(out.json, stopped);
+        fputs("}\n", out.json);
+        write_failed = ferror(out.json) | (fclose(out.json) != 0);
+    }
+    if (cpu != dev) kiln_close(cpu);
+    kiln_close(dev);
+    if (st != KILN_OK) return host_error("verify: %s", stopped);
+    if (write_failed) return host_error("--json %s: the write failed", json_path);
+    if (t.failed)
+        return host_error("verify: %d of %d runs failed; first: %s", t.failed, t.passed + t.failed + t.skipped,
+                          t.first_failure);
+    return 0;
+}

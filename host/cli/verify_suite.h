@@ -1,0 +1,45 @@
+/* Running the library's verification cases (kiln/verify.h) on a device: every group, case
+ * and precision, or the --quick subset, or the cases one filter names. `kiln verify` prints
+ * what it finds; train, eval and decode run the quick subset on a device's first use
+ * (cli/device_check.h). */
+#ifndef KILN_HOST_CLI_VERIFY_SUITE_H
+#define KILN_HOST_CLI_VERIFY_SUITE_H
+
+#include "kiln/kiln.h"
+
+/* One run of one case, as the suite reports it. */
+typedef struct verify_run_info {
+    const kiln_verify_group *group;
+    const kiln_verify_case *c;
+    kiln_verify_precision precision;
+    kiln_verify_result result;
+    double seconds;
+} verify_run_info;
+
+typedef void (*verify_report_fn)(const verify_run_info *run, void *user);
+
+typedef struct verify_totals {
+    int passed, failed, skipped;
+    double seconds;
+    char first_failure[400]; /* "group/case (f16): ..." of the first failed run */
+} verify_totals;
+
+typedef struct verify_selection {
+    int quick;          /* only the cases marked quick */
+    const char *filter; /* NULL, a group ("norm"), or one case ("norm/layernorm_wb") */
+} verify_selection;
+
+/* 1 when `filter` names a group or a case of the library (for a clear error up front). */
+int verify_filter_known(const char *filter);
+
+/* Runs the selected cases on `dev` against `cpu` (the same context when dev is the CPU),
+ * each in its declared precision and then in f16, calling `report` after each run. Returns
+ * KILN_OK when every run ran (their verdicts are in *totals), or the error that stopped one
+ * (device lost, out of memory), with the engine's message naming the case. */
+kiln_status verify_suite_run(kiln_ctx *dev, kiln_ctx *cpu, const verify_selection *sel, verify_report_fn report,
+                             void *user, verify_totals *totals);
+
+/* "f32" for the declared precision, "f16" for the f16 run. */
+const char *verify_precision_name(kiln_verify_precision p);
+
+#endif
