@@ -127,5 +127,5 @@ static void add_tests(Suite *s, TCase *tc) {
 }
 
 int main(int argc, char **argv) {
-    return kt_main_group(argc, argv, "matmul_elementwise", add_tests);
+    return kt_main_groups(argc, argv, "matmul_elementwise", (const char *const[]){"matmul", "elementwise", NULL}, add_tests);
 }

@@ -103,11 +103,16 @@ double kt_normalized_error(const float *a, const float *b, int64_t n) {
 
 /* ---- case tables ---- */
 
-static void run_case(const kiln_verify_case *c, kiln_verify_precision p) {
+/* One run of a case with the device's GEMM left to choose (variant NULL) or forced. */
+static void run_case_variant(const kiln_verify_case *c, kiln_verify_precision p, const char *variant) {
     kiln_ctx *dev = kt_ctx();
     kiln_verify_result r;
+    char how[48];
+    snprintf(how, sizeof how, "%s%s%s", p == KILN_VERIFY_F16 ? " in f16" : "", variant ? ", gemm " : "",
+             variant ? variant : "");
+    ck_assert_msg(kiln_set_gemm_variant(dev, variant) == KILN_OK, "%s", kiln_error_message());
     kiln_status st = kiln_verify_run(dev, kt_cpu(), c, p, &r);
-    const char *how = p == KILN_VERIFY_F16 ? " in f16" : "";
+    kiln_set_gemm_variant(dev, NULL);
     ck_assert_msg(st == KILN_OK, "%s%s on %s: %s", c->name, how, g_backend, kiln_error_message());
     /* KT_REPORT=1 prints each run's closest comparison: the margin a tolerance leaves,
      * when choosing one */
@@ -117,21 +122,37 @@ static void run_case(const kiln_verify_case *c, kiln_verify_precision p) {
                r.tolerance);
     if (r.verdict == KILN_VERIFY_SKIP) printf("note: %s%s skipped: %s\n", c->name, how, r.message);
     fflush(stdout);
-    ck_assert_msg(r.verdict != KILN_VERIFY_FAIL, "%s on %s", r.message, g_backend);
+    ck_assert_msg(r.verdict != KILN_VERIFY_FAIL, "%s on %s%s", r.message, g_backend, variant ? how : "");
 }
 
-void kt_run_case(const kiln_verify_case *c) { run_case(c, KILN_VERIFY_DECLARED); }
+/* A case, and whether it runs once per GEMM variant of the device too (its group's flag). */
+typedef struct table_entry {
+    const kiln_verify_case *c;
+    int gemm_variants;
+} table_entry;
+
+static void run_entry(const table_entry *e, kiln_verify_precision p) {
+    run_case_variant(e->c, p, NULL);
+    const char *names[8];
+    int n = e->gemm_variants ? kiln_gemm_variants(kt_ctx(), names, 8) : 0;
+    for (int v = 0; v < n; v++) run_case_variant(e->c, p, names[v]);
+}
+
+void kt_run_case(const kiln_verify_case *c) { run_case_variant(c, KILN_VERIFY_DECLARED, NULL); }
 
 void kt_run_case_f16(const kiln_verify_case *c) {
-    if (kiln_verify_has_f16_form(c)) run_case(c, KILN_VERIFY_F16);
+    if (kiln_verify_has_f16_form(c)) run_case_variant(c, KILN_VERIFY_F16, NULL);
 }
 
-static const kiln_verify_case *g_cases;
+static table_entry *g_entries;
+static int g_n_entries;
 
-START_TEST(test_case_table) { kt_run_case(&g_cases[_i]); }
+START_TEST(test_case_table) { run_entry(&g_entries[_i], KILN_VERIFY_DECLARED); }
 END_TEST
 
-START_TEST(test_case_table_f16) { kt_run_case_f16(&g_cases[_i]); }
+START_TEST(test_case_table_f16) {
+    if (kiln_verify_has_f16_form(g_entries[_i].c)) run_entry(&g_entries[_i], KILN_VERIFY_F16);
+}
 END_TEST
 
 const char *kt_parse_backend(int argc, char **argv) {
@@ -157,7 +178,14 @@ int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Sui
     TCase *tc = tcase_create(g_backend);
     tcase_set_timeout(tc, 600);
     if (add_tests) add_tests(s, tc);
-    g_cases = cases;
+    if (cases) { /* else kt_main_groups has filled the entries */
+        free(g_entries);
+        g_entries = calloc((size_t)(n_cases > 0 ? n_cases : 1), sizeof *g_entries);
+        if (!g_entries) return 1;
+        for (int i = 0; i < n_cases; i++) g_entries[i].c = &cases[i];
+        g_n_entries = n_cases;
+    }
+    n_cases = g_n_entries;
     if (n_cases > 0) {
         tcase_add_loop_test(tc, test_case_table, 0, n_cases);
         tcase_add_loop_test(tc, test_case_table_f16, 0, n_cases);
@@ -171,16 +199,34 @@ int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Sui
      * handlers, and a driver with thread-local state (oclgrind's runtime) then corrupts
      * the heap when the contexts are released */
     close_contexts();
+    free(g_entries);
+    g_entries = NULL, g_n_entries = 0;
     return failed ? 1 : 0;
 }
 
-int kt_main_group(int argc, char **argv, const char *group, void (*add_tests)(Suite *s, TCase *tc)) {
-    const kiln_verify_group *g = kiln_verify_group_find(group);
-    if (!g) {
-        fprintf(stderr, "no verification group %s in the library\n", group);
-        return 1;
+int kt_main_groups(int argc, char **argv, const char *suite_name, const char *const *groups,
+                   void (*add_tests)(Suite *s, TCase *tc)) {
+    int total = 0;
+    for (int i = 0; groups[i]; i++) {
+        const kiln_verify_group *g = kiln_verify_group_find(groups[i]);
+        if (!g) {
+            fprintf(stderr, "no verification group %s in the library\n", groups[i]);
+            return 1;
+        }
+        total += g->count;
     }
-    return kt_main(argc, argv, group, add_tests, g->cases, g->count);
+    g_entries = calloc((size_t)(total > 0 ? total : 1), sizeof *g_entries);
+    if (!g_entries) return 1;
+    for (int i = 0; groups[i]; i++) {
+        const kiln_verify_group *g = kiln_verify_group_find(groups[i]);
+        for (int j = 0; j < g->count; j++)
+            g_entries[g_n_entries++] = (table_entry){.c = &g->cases[j], .gemm_variants = g->gemm_variants};
+    }
+    return kt_main(argc, argv, suite_name, add_tests, NULL, 0);
+}
+
+int kt_main_group(int argc, char **argv, const char *group, void (*add_tests)(Suite *s, TCase *tc)) {
+    return kt_main_groups(argc, argv, group, (const char *const[]){group, NULL}, add_tests);
 }
 
 int kt_require_backend(const char *backend) {

@@ -59,7 +59,11 @@ const char *kt_parse_backend(int argc, char **argv);
  * loop test over `cases`, runs it and returns the failure count. */
 int kt_main(int argc, char **argv, const char *suite_name, void (*add_tests)(Suite *s, TCase *tc),
             const kiln_verify_case *cases, int n_cases);
-/* kt_main over the library's verification group `group` (which names the suite too). */
+/* kt_main over the library's verification groups (a NULL-terminated list of names); a
+ * group with gemm_variants runs each case once per GEMM variant of the device too. */
+int kt_main_groups(int argc, char **argv, const char *suite_name, const char *const *groups,
+                   void (*add_tests)(Suite *s, TCase *tc));
+/* kt_main_groups over one group, which names the suite too. */
 int kt_main_group(int argc, char **argv, const char *group, void (*add_tests)(Suite *s, TCase *tc));
 
 /* For backend-specific test programs: 77 (CTest's "skipped") with the reason on stderr when

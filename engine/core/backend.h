@@ -330,6 +330,13 @@ typedef struct kiln_backend {
     kiln_status (*clip_coef)(void *dev, const kiln_clip_args *a);
     kiln_status (*adam)(void *dev, const kiln_adam_args *a);
 
+    /* GEMM kernels that `kiln verify` and the tests force one at a time (kiln/verify.h):
+     * the names of those this device can run, into names[0..cap), and their count; NULL
+     * when the backend has one GEMM path. set_gemm_variant forces one of them for later
+     * products (NULL: the backend's own choice again). */
+    int (*gemm_variants)(void *dev, const char **names, int cap);
+    kiln_status (*set_gemm_variant)(void *dev, const char *name);
+
     /* capabilities */
     int (*supports_f16)(void *dev); /* 1 when the device can store f16 (16-bit storage); NULL means yes */
 

@@ -129,13 +129,14 @@ kiln_tensor *kiln_grad_acc(kiln_tensor *t);
 kiln_status kiln_check_device_errors(kiln_ctx *ctx);
 
 /* Calls a backend kernel slot, failing cleanly when the backend lacks it (or when
- * KILN_FAULT injects a lost device: core/fault.h). */
-#define KILN_CALL(ctx, slot, args)                                                               \
-    ((kiln_fault_armed && kiln_fault_kernel((ctx)->be->name, #slot))                              \
-         ? KILN_ERR_DEVICE                                                                        \
-         : (ctx)->be->slot ? (ctx)->be->slot((ctx)->dev, (args))                                  \
-                           : kiln_set_error(KILN_ERR_UNSUPPORTED, "backend %s has no kernel " #slot, \
-                                            (ctx)->be->name))
+ * KILN_FAULT injects a lost device, or a wrong result afterwards: core/fault.h). */
+#define KILN_CALL(ctx, slot, args)                                                                      \
+    ((kiln_fault_armed && kiln_fault_kernel((ctx)->be->name, #slot))                                     \
+         ? KILN_ERR_DEVICE                                                                               \
+     : !(ctx)->be->slot                                                                                  \
+         ? kiln_set_error(KILN_ERR_UNSUPPORTED, "backend %s has no kernel " #slot, (ctx)->be->name)      \
+     : kiln_fault_armed ? kiln_fault_result((ctx), #slot, (args), (ctx)->be->slot((ctx)->dev, (args))) \
+                        : (ctx)->be->slot((ctx)->dev, (args)))
 
 /* Allocates a device buffer through the backend (every allocation goes through here, so
  * that KILN_FAULT=oom@N can fail one). */

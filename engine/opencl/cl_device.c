@@ -342,6 +342,8 @@ static const kiln_backend g_opencl = {
     /* every OpenCL device stores f16: vload_half / vstore_half are core OpenCL since 1.0,
      * with or without cl_khr_fp16 (PoCL has none), and the kernels compute in f32 */
     .supports_f16 = NULL,
+    .gemm_variants = cl_gemm_variants,
+    .set_gemm_variant = cl_set_gemm_variant,
     .timer_begin = cl_timer_begin,
     .timer_end = cl_timer_end,
     .driver_info = cl_driver_info,
@@ -402,7 +404,7 @@ kiln_status kiln_opencl_open(int index, const kiln_backend **table, void **dev) 
         goto fail;
     }
     const char *force = getenv("KILN_CL_GEMM");
-    d->gemm_force = force && *force ? force : NULL;
+    d->gemm_force = d->gemm_env = force && *force ? force : NULL;
     cl_gemm_configure(d);
     s = cl_mem_init(d);
     if (s) goto fail;

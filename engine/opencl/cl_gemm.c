@@ -1,7 +1,7 @@
 /* Host side of cl/gemm.cl: picks a variant, packs the operands, launches.
  *
- * Variant choice: KILN_CL_GEMM=direct|cpu|tiled forces one (the tests run every variant on
- * every device); otherwise products of at most DIRECT_MAX multiply-adds per matrix use
+ * Variant choice: kiln_set_gemm_variant or KILN_CL_GEMM=direct|cpu|tiled forces one (the
+ * tests and `kiln verify` run every variant on every device); otherwise products of at most DIRECT_MAX multiply-adds per matrix use
  * gemm_direct, larger ones the device's tuned variant (cl_gemm_tuning.c). */
 #include <string.h>
 
@@ -135,6 +135,29 @@ static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled)
     }
     cl_free(d, tmp); /* safe: see cl_temp */
     return s;
+}
+
+static const char *const VARIANT_NAMES[] = {"direct", "cpu", "tiled"};
+enum { N_VARIANTS = (int)(sizeof VARIANT_NAMES / sizeof VARIANT_NAMES[0]) };
+
+/* Every variant runs on every device (the tuned choice is about speed alone). */
+int cl_gemm_variants(void *dev, const char **names, int cap) {
+    (void)dev;
+    int n = 0;
+    for (; n < N_VARIANTS && n < cap; n++) names[n] = VARIANT_NAMES[n];
+    return n;
+}
+
+kiln_status cl_set_gemm_variant(void *dev, const char *name) {
+    cl_dev *d = dev;
+    d->gemm_force = d->gemm_env;
+    if (!name || !*name) return KILN_OK;
+    for (int v = 0; v < N_VARIANTS; v++)
+        if (!strcmp(name, VARIANT_NAMES[v])) {
+            d->gemm_force = VARIANT_NAMES[v];
+            return KILN_OK;
+        }
+    return kiln_set_error(KILN_ERR_ARGUMENT, "opencl: no GEMM variant %s (direct, cpu, tiled)", name);
 }
 
 kiln_status cl_gemm(void *dev, const kiln_gemm_args *g) {

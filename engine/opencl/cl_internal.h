@@ -171,9 +171,10 @@ typedef struct cl_dev {
     cl_prof_total *prof_totals;
     int n_prof_totals, cap_prof_totals;
 
-    /* GEMM: the tuned configuration, and a variant forced by KILN_CL_GEMM (tests) or NULL */
+    /* GEMM: the tuned configuration, and a variant forced by kiln_set_gemm_variant or
+     * KILN_CL_GEMM (gemm_env, read at open), or NULL */
     cl_gemm_config gemm;
-    const char *gemm_force;
+    const char *gemm_force, *gemm_env;
 } cl_dev;
 
 /* ---- cl_device.c ---- */
@@ -280,6 +281,8 @@ static inline int cl_has(kiln_ref r) { return r.buf != NULL; }
 kiln_status cl_fill(void *dev, const kiln_fill_args *a);
 kiln_status cl_cast(void *dev, const kiln_cast_args *a);
 kiln_status cl_gemm(void *dev, const kiln_gemm_args *a);
+int cl_gemm_variants(void *dev, const char **names, int cap);
+kiln_status cl_set_gemm_variant(void *dev, const char *name);
 kiln_status cl_axpby(void *dev, const kiln_axpby_args *a);
 kiln_status cl_binary(void *dev, const kiln_binary_args *a);
 kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a);

@@ -28,4 +28,5 @@ static const kiln_verify_case cases[] = {
     {.name = "gelu_large", .build = build_gelu, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {259, 131}, .grad = 1}}, .fwd_tol = 1e-10, .bwd_tol = 1e-6},
 };
-const kiln_verify_group kiln_verify_group_activation = {"activation", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_activation =
+    {.name = "activation", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

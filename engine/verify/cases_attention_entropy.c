@@ -26,4 +26,5 @@ static const kiln_verify_case cases[] = {
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {3, 5, 17, 33}, .init = KILN_INIT_UNIFORM, .lo = 0.05f, .hi = 1,
              .grad = 1}}},
 };
-const kiln_verify_group kiln_verify_group_attention_entropy = {"attention_entropy", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_attention_entropy =
+    {.name = "attention_entropy", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

@@ -62,4 +62,5 @@ static const kiln_verify_case cases[] = {
             {.dtype = KILN_F32, .ndim = 2, .shape = {9, 8}, .init = KILN_INIT_NORMAL, .hi = 0.4f, .grad = 1},
             {.dtype = KILN_I32, .ndim = 1, .shape = {2}, .init = KILN_INIT_INT, .lo = 2, .hi = 4}}},
 };
-const kiln_verify_group kiln_verify_group_autograd = {"autograd", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_autograd =
+    {.name = "autograd", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

@@ -31,4 +31,5 @@ static const kiln_verify_case cases[] = {
      .in = {{.dtype = KILN_F16, .ndim = 2, .shape = {13, 7}, .init = KILN_INIT_UNIFORM, .lo = -60000, .hi = 60000}},
      .no_grad = 1},
 };
-const kiln_verify_group kiln_verify_group_constants = {"constants", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_constants =
+    {.name = "constants", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

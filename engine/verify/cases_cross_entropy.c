@@ -35,4 +35,5 @@ static const kiln_verify_case cases[] = {
             {.dtype = KILN_I32, .ndim = 1, .shape = {5}, .init = KILN_INIT_INT, .lo = 0, .hi = 256}},
      .fd_eps = 0.05},
 };
-const kiln_verify_group kiln_verify_group_cross_entropy = {"cross_entropy", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_cross_entropy =
+    {.name = "cross_entropy", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

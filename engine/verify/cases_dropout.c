@@ -18,4 +18,5 @@ static const kiln_verify_case cases[] = {
     {.name = "dropout_p01_large_odd", .build = build_dropout, .param = &P01, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {37, 129}, .grad = 1}}},
 };
-const kiln_verify_group kiln_verify_group_dropout = {"dropout", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_dropout =
+    {.name = "dropout", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

@@ -23,4 +23,5 @@ static const kiln_verify_case cases[] = {
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {53, 389}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 2, .shape = {2, 173}, .init = KILN_INIT_INT, .lo = 0, .hi = 52}}},
 };
-const kiln_verify_group kiln_verify_group_embedding = {"embedding", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_embedding =
+    {.name = "embedding", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

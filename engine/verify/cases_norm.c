@@ -53,4 +53,5 @@ static const kiln_verify_case cases[] = {
             {.dtype = KILN_F32, .ndim = 1, .shape = {683}, .init = KILN_INIT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1}},
      .fwd_tol = 1e-10},
 };
-const kiln_verify_group kiln_verify_group_norm = {"norm", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_norm =
+    {.name = "norm", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

@@ -28,4 +28,5 @@ static const kiln_verify_case cases[] = {
     {.name = "global_norm_large", .build = build_norm, .param = &ONE, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {181, 199}, .grad = 1}}, .fwd_tol = 1e-10, .fd_eps = 1.0},
 };
-const kiln_verify_group kiln_verify_group_reduce = {"reduce", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_reduce =
+    {.name = "reduce", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

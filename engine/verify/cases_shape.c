@@ -67,4 +67,5 @@ static const kiln_verify_case cases[] = {
     {.name = "cast_f16_copy", .build = build_cast_roundtrip, .n_in = 1,
      .in = {{.dtype = KILN_F16, .ndim = 2, .shape = {11, 3}, .grad = 1}}, .fd_eps = 0.25},
 };
-const kiln_verify_group kiln_verify_group_shape = {"shape", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_shape =
+    {.name = "shape", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

@@ -46,4 +46,5 @@ static const kiln_verify_case cases[] = {
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 4, 33, 65}, .init = KILN_INIT_NORMAL, .hi = 3, .grad = 1},
             {.dtype = KILN_I32, .ndim = 1, .shape = {2}, .init = KILN_INIT_INT, .lo = 1, .hi = 65}}},
 };
-const kiln_verify_group kiln_verify_group_softmax = {"softmax", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_softmax =
+    {.name = "softmax", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

@@ -1,6 +1,7 @@
 /* Every verification group, in the order `kiln verify` runs them: a new group is one line
  * here and its cases_<group>.c. (An X-macro list: included with KILN_VERIFY_GROUP defined.) */
-KILN_VERIFY_GROUP(matmul_elementwise)
+KILN_VERIFY_GROUP(matmul)
+KILN_VERIFY_GROUP(elementwise)
 KILN_VERIFY_GROUP(activation)
 KILN_VERIFY_GROUP(norm)
 KILN_VERIFY_GROUP(softmax)

@@ -119,6 +119,8 @@ static const kiln_backend g_vulkan = {
     .probe_copy = vk_probe_copy,
     .probe_dispatch = vk_probe_dispatch,
     .supports_f16 = vk_supports_f16,
+    .gemm_variants = vk_gemm_variants,
+    .set_gemm_variant = vk_set_gemm_variant,
 };
 
 kiln_status kiln_vulkan_open(int index, const kiln_backend **table, void **dev) {

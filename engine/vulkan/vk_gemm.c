@@ -15,6 +15,7 @@
  *        invocation, every operand value fetched by every lane.
  *    docs/benchmarks.md ("GEMM, Vulkan") has the measurements behind these choices.
  *  - f16 inputs on devices with VK_KHR_cooperative_matrix: vk_gemm_coopmat.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,12 +228,38 @@ int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a) {
     return variant_applies(d, a, host_shuffle_variant()) || variant_applies(d, a, GEMM_PACKED);
 }
 
+static const char *const VARIANT_NAMES[N_GEMM_VARIANTS] = {"tiled", "packed", "shuffle", "shuffle16"};
+
+/* The variants this device can run at all (shapes aside): the shuffle kernels need
+ * subgroups of exactly their width. */
+int vk_gemm_variants(void *dev, const char **names, int cap) {
+    const vk_dev *d = vk_of(dev);
+    int n = 0, shuffle = d->caps.subgroup_shuffle && d->caps.subgroup_size == KILN_ABI_VK_SHUFFLE_LANES &&
+                         d->caps.max_wg_invocations >= KILN_ABI_VK_SHUFFLE_LANES;
+    for (int v = 0; v < N_GEMM_VARIANTS && n < cap; v++)
+        if (shuffle || (v != GEMM_SHUFFLE && v != GEMM_SHUFFLE16)) names[n++] = VARIANT_NAMES[v];
+    return n;
+}
+
+kiln_status vk_set_gemm_variant(void *dev, const char *name) {
+    vk_dev *d = vk_of(dev);
+    d->gemm_force[0] = 0;
+    if (!name || !*name) return KILN_OK;
+    for (int v = 0; v < N_GEMM_VARIANTS; v++)
+        if (!strcmp(name, VARIANT_NAMES[v])) {
+            snprintf(d->gemm_force, sizeof d->gemm_force, "%s", name);
+            return KILN_OK;
+        }
+    return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: no GEMM variant %s (tiled, packed, shuffle, shuffle16)", name);
+}
+
 static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {
-    const char *force = getenv("KILN_VK_GEMM");
+    /* forced by kiln_set_gemm_variant, else by KILN_VK_GEMM; a variant that cannot run
+     * this product leaves the choice to the rules below */
+    const char *force = d->gemm_force[0] ? d->gemm_force : getenv("KILN_VK_GEMM");
     if (force && *force) {
-        static const char *names[N_GEMM_VARIANTS] = {"tiled", "packed", "shuffle", "shuffle16"};
         for (int v = 0; v < N_GEMM_VARIANTS; v++)
-            if (!strcmp(force, names[v]) && variant_applies(d, a, (gemm_variant)v)) return (gemm_variant)v;
+            if (!strcmp(force, VARIANT_NAMES[v]) && variant_applies(d, a, (gemm_variant)v)) return (gemm_variant)v;
     }
     if (d->dclass != VK_CLASS_CPU) return GEMM_TILED;
     /* gemm_shuffle beats the tiled kernel on lavapipe from 16^3 up (0.16 ms against 0.21,

@@ -212,6 +212,7 @@ typedef struct vk_dev {
     vk_physical phys;
     vk_caps caps;
     vk_class dclass;
+    char gemm_force[16]; /* a GEMM variant forced through kiln_set_gemm_variant, or "" */
     VkDevice device;
     VkQueue queue;
     int unified; /* host-visible device-local memory is used directly */
@@ -376,6 +377,8 @@ vk_operand vk_texels_f16(kiln_ref r, int64_t count);
 kiln_status vk_fill(void *dev, const kiln_fill_args *a);
 kiln_status vk_cast(void *dev, const kiln_cast_args *a);
 kiln_status vk_gemm(void *dev, const kiln_gemm_args *a);
+int vk_gemm_variants(void *dev, const char **names, int cap);
+kiln_status vk_set_gemm_variant(void *dev, const char *name);
 kiln_status vk_axpby(void *dev, const kiln_axpby_args *a);
 kiln_status vk_binary(void *dev, const kiln_binary_args *a);
 kiln_status vk_sum_rows(void *dev, const kiln_sum_rows_args *a);

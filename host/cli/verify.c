@@ -26,15 +26,16 @@ typedef struct verify_output {
 static void print_run(const verify_run_info *run, void *user) {
     verify_output *out = user;
     const kiln_verify_result *r = &run->result;
-    char name[96], shapes[160];
+    char name[96], shapes[160], precision[32];
     snprintf(name, sizeof name, "%s/%s", run->group->name, run->c->name);
     kiln_verify_shapes(run->c, shapes, sizeof shapes);
-    const char *precision = verify_precision_name(run->precision);
+    snprintf(precision, sizeof precision, "%s%s%s", verify_precision_name(run->precision),
+             run->gemm_variant ? " gemm " : "", run->gemm_variant ? run->gemm_variant : "");
     if (r->verdict == KILN_VERIFY_SKIP || !r->comparisons) {
-        printf("%-4s  %-44s %s  %s  (%s)\n", verdict_name(r->verdict), name, precision, shapes,
+        printf("%-4s  %-40s %-18s %s  (%s)\n", verdict_name(r->verdict), name, precision, shapes,
                r->message[0] ? r->message : "nothing to compare on this device");
     } else {
-        printf("%-4s  %-44s %s  %-10s vs %-4s  max abs %.2e  max rel %.2e  at [%lld]  error %.2e (tol %.0e)  %s\n",
+        printf("%-4s  %-40s %-18s %-10s vs %-4s  max abs %.2e  max rel %.2e  at [%lld]  error %.2e (tol %.0e)  %s\n",
                verdict_name(r->verdict), name, precision, r->what, !strcmp(r->against, "cpu") ? "cpu" : "fd",
                r->max_abs, r->max_rel, (long long)r->worst_index, r->error, r->tolerance, shapes);
         if (r->verdict == KILN_VERIFY_FAIL) printf("      %s\n", r->message);
@@ -46,7 +47,9 @@ static void print_run(const verify_run_info *run, void *user) {
     json_write_string(f, run->group->name);
     fputs(", \"case\": ", f);
     json_write_string(f, run->c->name);
-    fprintf(f, ", \"precision\": \"%s\", \"verdict\": \"%s\", \"shapes\": ", precision,
+    fprintf(f, ", \"precision\": \"%s\", \"gemm_variant\": ", verify_precision_name(run->precision));
+    json_write_string(f, run->gemm_variant ? run->gemm_variant : "");
+    fprintf(f, ", \"verdict\": \"%s\", \"shapes\": ",
             r->verdict == KILN_VERIFY_PASS ? "pass" : r->verdict == KILN_VERIFY_FAIL ? "fail" : "skip");
     json_write_string(f, shapes);
     fputs(", \"against\": ", f);

@@ -32,39 +32,61 @@ int verify_filter_known(const char *filter) {
     return 0;
 }
 
+void verify_run_name(const verify_run_info *run, char *buf, size_t size) {
+    snprintf(buf, size, "%s/%s (%s%s%s)", run->group->name, run->c->name, verify_precision_name(run->precision),
+             run->gemm_variant ? ", gemm " : "", run->gemm_variant ? run->gemm_variant : "");
+}
+
+/* One run: the case at one precision with one GEMM variant forced (or none). Counts it. */
+static kiln_status run_one(kiln_ctx *dev, kiln_ctx *cpu, verify_run_info *run, verify_report_fn report, void *user,
+                           verify_totals *totals) {
+    kiln_status st = kiln_set_gemm_variant(dev, run->gemm_variant);
+    double t0 = now();
+    if (st == KILN_OK) st = kiln_verify_run(dev, cpu, run->c, run->precision, &run->result);
+    run->seconds = now() - t0;
+    kiln_set_gemm_variant(dev, NULL);
+    char name[160];
+    verify_run_name(run, name, sizeof name);
+    if (st != KILN_OK) {
+        char why[320];
+        snprintf(why, sizeof why, "%s", kiln_error_message());
+        return kiln_set_error(st, "%s could not run: %s", name, why);
+    }
+    if (run->result.verdict == KILN_VERIFY_PASS) totals->passed++;
+    else if (run->result.verdict == KILN_VERIFY_SKIP) totals->skipped++;
+    else if (totals->failed++ == 0)
+        snprintf(totals->first_failure, sizeof totals->first_failure, "%s: %s", name, run->result.message);
+    if (report) report(run, user);
+    return KILN_OK;
+}
+
 kiln_status verify_suite_run(kiln_ctx *dev, kiln_ctx *cpu, const verify_selection *sel, verify_report_fn report,
                              void *user, verify_totals *totals) {
     memset(totals, 0, sizeof *totals);
     double start = now();
+    const char *variants[9] = {NULL}; /* NULL first: the device's own choice */
+    int n_variants = 1 + kiln_gemm_variants(dev, variants + 1, 8);
     int n;
+    kiln_status st = KILN_OK;
     const kiln_verify_group *const *groups = kiln_verify_groups(&n);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && st == KILN_OK; i++) {
         const kiln_verify_group *g = groups[i];
-        for (int j = 0; j < g->count; j++) {
+        for (int j = 0; j < g->count && st == KILN_OK; j++) {
             const kiln_verify_case *c = &g->cases[j];
             if ((sel->quick && !c->quick) || !filter_matches(sel->filter, g, c)) continue;
-            for (int p = KILN_VERIFY_DECLARED; p <= KILN_VERIFY_F16; p++) {
+            for (int p = KILN_VERIFY_DECLARED; p <= KILN_VERIFY_F16 && st == KILN_OK; p++) {
                 if (p == KILN_VERIFY_F16 && !kiln_verify_has_f16_form(c)) continue;
-                verify_run_info run = {.group = g, .c = c, .precision = (kiln_verify_precision)p};
-                double t0 = now();
-                kiln_status st = kiln_verify_run(dev, cpu, c, run.precision, &run.result);
-                run.seconds = now() - t0;
-                if (st != KILN_OK) {
-                    totals->seconds = now() - start;
-                    char why[320];
-                    snprintf(why, sizeof why, "%s", kiln_error_message());
-                    return kiln_set_error(st, "%s/%s (%s) could not run: %s", g->name, c->name,
-                                                  verify_precision_name(run.precision), why);
+                /* the quick check trusts the device's own GEMM choice: the variants it
+                 * does not pick are for the full run */
+                int variants_here = g->gemm_variants && !sel->quick ? n_variants : 1;
+                for (int v = 0; v < variants_here && st == KILN_OK; v++) {
+                    verify_run_info run = {.group = g, .c = c, .precision = (kiln_verify_precision)p,
+                                           .gemm_variant = variants[v]};
+                    st = run_one(dev, cpu, &run, report, user, totals);
                 }
-                if (run.result.verdict == KILN_VERIFY_PASS) totals->passed++;
-                else if (run.result.verdict == KILN_VERIFY_SKIP) totals->skipped++;
-                else if (totals->failed++ == 0)
-                    snprintf(totals->first_failure, sizeof totals->first_failure, "%s/%s (%s): %s", g->name, c->name,
-                             verify_precision_name(run.precision), run.result.message);
-                if (report) report(&run, user);
             }
         }
     }
     totals->seconds = now() - start;
-    return KILN_OK;
+    return st;
 }

@@ -12,6 +12,7 @@ typedef struct verify_run_info {
     const kiln_verify_group *group;
     const kiln_verify_case *c;
     kiln_verify_precision precision;
+    const char *gemm_variant; /* the GEMM variant forced for the run, or NULL */
     kiln_verify_result result;
     double seconds;
 } verify_run_info;
@@ -21,7 +22,7 @@ typedef void (*verify_report_fn)(const verify_run_info *run, void *user);
 typedef struct verify_totals {
     int passed, failed, skipped;
     double seconds;
-    char first_failure[400]; /* "group/case (f16): ..." of the first failed run */
+    char first_failure[512]; /* "group/case (f16, gemm tiled): ..." of the first failed run */
 } verify_totals;
 
 typedef struct verify_selection {
@@ -33,7 +34,8 @@ typedef struct verify_selection {
 int verify_filter_known(const char *filter);
 
 /* Runs the selected cases on `dev` against `cpu` (the same context when dev is the CPU),
- * each in its declared precision and then in f16, calling `report` after each run. Returns
+ * each in its declared precision and then in f16 (and, in a group that asks for it, once
+ * more per GEMM variant of the device), calling `report` after each run. Returns
  * KILN_OK when every run ran (their verdicts are in *totals), or the error that stopped one
  * (device lost, out of memory), with the engine's message naming the case. */
 kiln_status verify_suite_run(kiln_ctx *dev, kiln_ctx *cpu, const verify_selection *sel, verify_report_fn report,
@@ -41,5 +43,7 @@ kiln_status verify_suite_run(kiln_ctx *dev, kiln_ctx *cpu, const verify_selectio
 
 /* "f32" for the declared precision, "f16" for the f16 run. */
 const char *verify_precision_name(kiln_verify_precision p);
+/* How a run is named in messages: "norm/layernorm_wb (f16)", "matmul/matmul_nt (f32, gemm packed)". */
+void verify_run_name(const verify_run_info *run, char *buf, size_t size);
 
 #endif

@@ -77,6 +77,7 @@ typedef struct kiln_verify_group {
     const char *name;
     const kiln_verify_case *cases;
     int count;
+    int gemm_variants; /* 1: each case runs once per GEMM variant (kiln_gemm_variants) too */
 } kiln_verify_group;
 
 /* Every group, in the order `kiln verify` runs them; *count receives their number. */
@@ -113,6 +114,15 @@ typedef struct kiln_verify_result {
  * verdict is in *r), or the error that kept it from running (e.g. out of memory). */
 kiln_status kiln_verify_run(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_case *c, kiln_verify_precision p,
                             kiln_verify_result *r);
+
+/* The GEMM kernels of the device that can be forced one at a time, so that the kernels a
+ * device does not pick by default (for the shapes at hand) get checked too: their names
+ * into names[0..cap), and their count (0 when the backend has a single GEMM path, as the
+ * CPU backend, the reference). */
+int kiln_gemm_variants(kiln_ctx *ctx, const char **names, int cap);
+/* Forces the GEMM variant `name` for the context's later products, where the variant can
+ * run the product (else the backend chooses as usual); NULL or "": the backend's own choice. */
+kiln_status kiln_set_gemm_variant(kiln_ctx *ctx, const char *name);
 
 /* 1 when the case has an f16 run: it has floating inputs and is not marked no_f16. */
 int kiln_verify_has_f16_form(const kiln_verify_case *c);

@@ -1,13 +1,8 @@
-/* The verification cases of matrix products (every transpose, bias, batches, ragged sizes) and
- * elementwise arithmetic (kiln/verify.h): run by `kiln verify` and by tests/test_op_matmul.c. */
+/* The verification cases of elementwise arithmetic: add, sub, mul, div with broadcasting and
+ * scalars, and scale (kiln/verify.h): run by `kiln verify` and by tests/test_op_matmul.c. */
 #include "kiln/kiln.h"
 #include "verify/cases.h"
 
-typedef struct mm_param { int ta, tb, bias; } mm_param;
-static kiln_tensor *build_matmul(kiln_tensor **in, const void *param) {
-    const mm_param *p = param;
-    return kiln_matmul(in[0], in[1], p->bias ? in[2] : NULL, p->ta, p->tb);
-}
 static kiln_tensor *build_add(kiln_tensor **in, const void *p) { (void)p; return kiln_add(in[0], in[1]); }
 static kiln_tensor *build_sub(kiln_tensor **in, const void *p) { (void)p; return kiln_sub(in[0], in[1]); }
 static kiln_tensor *build_mul(kiln_tensor **in, const void *p) { (void)p; return kiln_mul(in[0], in[1]); }
@@ -16,61 +11,7 @@ static kiln_tensor *build_div(kiln_tensor **in, const void *p) { (void)p; return
 static kiln_tensor *build_div_by_itself(kiln_tensor **in, const void *p) { (void)p; return kiln_div(in[0], in[0]); }
 static kiln_tensor *build_scale(kiln_tensor **in, const void *p) { (void)p; return kiln_scale(in[0], -1.75f); }
 
-static const mm_param NN = {.bias = 1}, NT = {.tb = 1}, TN = {.ta = 1, .bias = 1}, TT = {.ta = 1, .tb = 1};
 static const kiln_verify_case cases[] = {
-    {.name = "matmul_nn_bias", .build = build_matmul, .param = &NN, .n_in = 3,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 5}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {5, 9}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 1, .shape = {9}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_nt", .build = build_matmul, .param = &NT, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 5}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {9, 5}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_tn_bias", .build = build_matmul, .param = &TN, .n_in = 3,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 7}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {5, 9}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 1, .shape = {9}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_tt", .build = build_matmul, .param = &TT, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 7}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {9, 5}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_batched_nn", .build = build_matmul, .param = &NN, .n_in = 3,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 6, 5}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 4}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 1, .shape = {4}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_batched_nt", .build = build_matmul, .param = &NT, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 2, 6, 5}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 4, .shape = {2, 2, 4, 5}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_batched_tt", .build = build_matmul, .param = &TT, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 6}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 3, .shape = {3, 4, 5}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_shared_b", .build = build_matmul, .param = &NN, .n_in = 3,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 7, 5}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {5, 11}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 1, .shape = {11}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_shared_b_nt", .build = build_matmul, .param = &NT, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 7, 5}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {11, 5}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_shared_b_tn", .build = build_matmul, .param = &TN, .n_in = 3,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 7}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 1, .shape = {3}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_shared_b_tt", .build = build_matmul, .param = &TT, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 7}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {3, 5}, .grad = 1}},
-     .fwd_tol = 1e-10},
-    {.name = "matmul_large_odd", .build = build_matmul, .param = &NT, .n_in = 2,
-     .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {67, 131}, .grad = 1},
-            {.dtype = KILN_F32, .ndim = 2, .shape = {45, 131}, .grad = 1}},
-     .fwd_tol = 1e-10},
     {.name = "add_same", .build = build_add, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .grad = 1}}},
@@ -123,4 +64,5 @@ static const kiln_verify_case cases[] = {
     {.name = "scale", .build = build_scale, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 3, 5}, .grad = 1}}},
 };
-const kiln_verify_group kiln_verify_group_matmul_elementwise = {"matmul_elementwise", cases, (int)(sizeof cases / sizeof cases[0])};
+const kiln_verify_group kiln_verify_group_elementwise =
+    {.name = "elementwise", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};
