@@ -122,7 +122,7 @@ static void run_case_variant(const kiln_verify_case *c, kiln_verify_precision p,
                r.tolerance);
     if (r.verdict == KILN_VERIFY_SKIP) printf("note: %s%s skipped: %s\n", c->name, how, r.message);
     fflush(stdout);
-    ck_assert_msg(r.verdict != KILN_VERIFY_FAIL, "%s on %s%s", r.message, g_backend, variant ? how : "");
+    ck_assert_msg(r.verdict != KILN_VERIFY_FAIL, "%s%s on %s: %s", c->name, how, g_backend, r.message);
 }
 
 /* A case, and whether it runs once per GEMM variant of the device too (its group's flag). */

@@ -21,13 +21,13 @@ static const table_param T97x33 = {.positions = 97, .channels = 33}, T1024x64 = 
  * device that computes the angle in f32 (the reference uses double). The sinusoid cases do
  * not run in f16: their input only supplies the context, and the table is f32 anyway. */
 static const kiln_verify_case cases[] = {
-    {.name = "sinusoid_odd", .build = build_sinusoid, .param = &T97x33, .n_in = 1,
+    {.name = "sinusoid_odd", .quick = 1, .build = build_sinusoid, .param = &T97x33, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {1}}}, .fwd_tol = 1e-8, .no_grad = 1, .no_f16 = 1},
     {.name = "sinusoid_large", .build = build_sinusoid, .param = &T1024x64, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {1}}}, .fwd_tol = 1e-8, .no_grad = 1, .no_f16 = 1},
     {.name = "check_finite_f32", .build = build_check, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {37, 1001}, .init = KILN_INIT_NORMAL, .hi = 100}}, .no_grad = 1},
-    {.name = "check_finite_f16", .build = build_check, .n_in = 1,
+    {.name = "check_finite_f16", .quick = 1, .build = build_check, .n_in = 1,
      .in = {{.dtype = KILN_F16, .ndim = 2, .shape = {13, 7}, .init = KILN_INIT_UNIFORM, .lo = -60000, .hi = 60000}},
      .no_grad = 1},
 };

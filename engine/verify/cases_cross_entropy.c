@@ -23,14 +23,14 @@ static const kiln_verify_case cases[] = {
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {7, 11}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 1, .shape = {7}, .init = KILN_INIT_INT, .lo = 0, .hi = 10}}},
     /* targets drawn from [-1, 12]: some rows are ignored */
-    {.name = "xent_smoothing_ignore_3d", .build = build_xent, .param = &SMOOTH_IGNORE, .n_in = 2,
+    {.name = "xent_smoothing_ignore_3d", .quick = 1, .build = build_xent, .param = &SMOOTH_IGNORE, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {3, 5, 13}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 2, .shape = {3, 5}, .init = KILN_INIT_INT, .lo = -1, .hi = 12}}},
     {.name = "xent_single_row", .build = build_xent, .param = &SMOOTH, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {9}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 0, .init = KILN_INIT_INT, .lo = 0, .hi = 8}}},
     /* few rows, so that each logit's gradient stands well above the f32 noise of the FD loss */
-    {.name = "xent_large_odd_vocab", .build = build_xent, .param = &SMOOTH, .n_in = 2,
+    {.name = "xent_large_odd_vocab", .quick = 1, .build = build_xent, .param = &SMOOTH, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 257}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 1, .shape = {5}, .init = KILN_INIT_INT, .lo = 0, .hi = 256}},
      .fd_eps = 0.05},

@@ -15,7 +15,7 @@ static const kiln_verify_case cases[] = {
     {.name = "add_same", .build = build_add, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .grad = 1}}},
-    {.name = "add_broadcast", .build = build_add, .n_in = 2,
+    {.name = "add_broadcast", .quick = 1, .build = build_add, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 3}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .grad = 1}}},
     {.name = "sub_broadcast", .build = build_sub, .n_in = 2,
@@ -31,7 +31,7 @@ static const kiln_verify_case cases[] = {
     {.name = "div_same", .build = build_div, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .init = KILN_INIT_UNIFORM, .lo = 0.5f, .hi = 2, .grad = 1}}},
-    {.name = "div_broadcast", .build = build_div, .n_in = 2,
+    {.name = "div_broadcast", .quick = 1, .build = build_div, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 3}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 2, .shape = {5, 3}, .init = KILN_INIT_UNIFORM, .lo = -2, .hi = -0.5f, .grad = 1}}},
     {.name = "div_by_itself", .build = build_div_by_itself, .n_in = 1,
@@ -55,7 +55,7 @@ static const kiln_verify_case cases[] = {
     /* longer than one CPU block (8192) and one GPU workgroup: the scalar forward in pieces,
      * b's gradient a reduction across workgroups (a's gradient is elementwise, checked above;
      * leaving it out keeps the finite differences to the one scalar) */
-    {.name = "mul_scalar_long", .build = build_mul, .n_in = 2,
+    {.name = "mul_scalar_long", .quick = 1, .build = build_mul, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {3, 4099}},
             {.dtype = KILN_F32, .ndim = 1, .shape = {1}, .grad = 1}}},
     {.name = "div_scalar_long", .build = build_div, .n_in = 2,

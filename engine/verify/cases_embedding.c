@@ -10,7 +10,7 @@ static kiln_tensor *build_embedding(kiln_tensor **in, const void *p) {
 
 /* More ids than rows in every case, so ids repeat and the scatter-add must sum them. */
 static const kiln_verify_case cases[] = {
-    {.name = "embedding_2d_ids", .build = build_embedding, .n_in = 2,
+    {.name = "embedding_2d_ids", .quick = 1, .build = build_embedding, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {11, 7}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 2, .shape = {3, 5}, .init = KILN_INIT_INT, .lo = 0, .hi = 10}}},
     {.name = "embedding_1d_ids", .build = build_embedding, .n_in = 2,
@@ -19,7 +19,7 @@ static const kiln_verify_case cases[] = {
     {.name = "embedding_3d_ids", .build = build_embedding, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {6, 3}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 3, .shape = {2, 3, 5}, .init = KILN_INIT_INT, .lo = 0, .hi = 5}}},
-    {.name = "embedding_large", .build = build_embedding, .n_in = 2,
+    {.name = "embedding_large", .quick = 1, .build = build_embedding, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {53, 389}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 2, .shape = {2, 173}, .init = KILN_INIT_INT, .lo = 0, .hi = 52}}},
 };

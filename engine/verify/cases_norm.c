@@ -16,7 +16,7 @@ static const norm_param LN_WB = {.weight = 1, .bias = 1, .eps = 1e-5f}, LN_PLAIN
                         LN_W = {.weight = 1, .eps = 1e-5f}, LN_B = {.bias = 1, .eps = 0.1f},
                         RMS_W = {.weight = 1, .rms = 1, .eps = 1e-6f}, RMS_PLAIN = {.rms = 1, .eps = 0.2f};
 static const kiln_verify_case cases[] = {
-    {.name = "layernorm_wb", .build = build_norm, .param = &LN_WB, .n_in = 3,
+    {.name = "layernorm_wb", .quick = 1, .build = build_norm, .param = &LN_WB, .n_in = 3,
      .in = {{.dtype = KILN_F32, .ndim = 3, .shape = {2, 5, 13}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 1, .shape = {13}, .init = KILN_INIT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1},
             {.dtype = KILN_F32, .ndim = 1, .shape = {13}, .grad = 1}},
@@ -36,7 +36,7 @@ static const kiln_verify_case cases[] = {
      .in = {{.dtype = KILN_F32, .ndim = 1, .shape = {17}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 1, .shape = {17}, .grad = 1}},
      .fwd_tol = 1e-10},
-    {.name = "layernorm_large", .build = build_norm, .param = &LN_WB, .n_in = 3,
+    {.name = "layernorm_large", .quick = 1, .build = build_norm, .param = &LN_WB, .n_in = 3,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {67, 771}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 1, .shape = {771}, .init = KILN_INIT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1},
             {.dtype = KILN_F32, .ndim = 1, .shape = {771}, .grad = 1}},
@@ -48,7 +48,7 @@ static const kiln_verify_case cases[] = {
     {.name = "rmsnorm_plain", .build = build_norm, .param = &RMS_PLAIN, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {5, 19}, .init = KILN_INIT_NORMAL, .lo = 0.5f, .grad = 1}},
      .fwd_tol = 1e-10},
-    {.name = "rmsnorm_large", .build = build_norm, .param = &RMS_W, .n_in = 2,
+    {.name = "rmsnorm_large", .quick = 1, .build = build_norm, .param = &RMS_W, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 2, .shape = {53, 683}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 1, .shape = {683}, .init = KILN_INIT_NORMAL, .lo = 1, .hi = 0.5f, .grad = 1}},
      .fwd_tol = 1e-10},

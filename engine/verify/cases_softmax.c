@@ -26,7 +26,7 @@ static const sm_param PLAIN = {.scale = 0.5f}, CAUSAL = {.causal = 1}, LENGTHS =
 static const kiln_verify_case cases[] = {
     {.name = "softmax_plain", .build = build_softmax, .param = &PLAIN, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 7}, .grad = 1}}},
-    {.name = "softmax_causal_tq_lt_tk", .build = build_softmax, .param = &CAUSAL, .n_in = 1,
+    {.name = "softmax_causal_tq_lt_tk", .quick = 1, .build = build_softmax, .param = &CAUSAL, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 2, 3, 6}, .grad = 1}}},
     /* Tq > Tk: the first two queries of every head see no key */
     {.name = "softmax_causal_tq_gt_tk", .build = build_softmax, .param = &CAUSAL, .n_in = 1,
@@ -35,14 +35,14 @@ static const kiln_verify_case cases[] = {
     {.name = "softmax_lengths", .build = build_softmax, .param = &LENGTHS, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {3, 2, 4, 5}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 1, .shape = {3}, .init = KILN_INIT_INT, .lo = 0, .hi = 5}}},
-    {.name = "softmax_all_options", .build = build_softmax, .param = &ALL, .n_in = 3,
+    {.name = "softmax_all_options", .quick = 1, .build = build_softmax, .param = &ALL, .n_in = 3,
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 5}, .grad = 1},
             {.dtype = KILN_I32, .ndim = 1, .shape = {2}, .init = KILN_INIT_INT, .lo = 1, .hi = 5},
             {.dtype = KILN_F32, .ndim = 4, .shape = {2, 3, 5, 5}, .grad = 1}}},
     {.name = "softmax_add_only", .build = build_softmax, .param = &ADD_ONLY, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {1, 2, 7, 9}, .grad = 1},
             {.dtype = KILN_F32, .ndim = 4, .shape = {1, 2, 7, 9}, .grad = 1}}},
-    {.name = "softmax_large_odd", .build = build_softmax, .param = &LARGE, .n_in = 2,
+    {.name = "softmax_large_odd", .quick = 1, .build = build_softmax, .param = &LARGE, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 4, 33, 65}, .init = KILN_INIT_NORMAL, .hi = 3, .grad = 1},
             {.dtype = KILN_I32, .ndim = 1, .shape = {2}, .init = KILN_INIT_INT, .lo = 1, .hi = 65}}},
 };

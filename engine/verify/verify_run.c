@@ -189,7 +189,7 @@ static double normalized_error(const float *a, const float *b, int64_t n) {
 
 /* Compares b (under test) with a (reference): records the comparison in r when it is the
  * closest yet to its tolerance, and fails r when it is past it. Returns 1 when it passed. */
-static int compare(kiln_verify_result *r, const kiln_verify_case *c, const char *label, const char *what,
+static int compare(kiln_verify_result *r, const char *what,
                    const float *a, const float *b, int64_t n, double tol) {
     double err = normalized_error(a, b, n);
     r->comparisons++;
@@ -210,7 +210,7 @@ static int compare(kiln_verify_result *r, const kiln_verify_case *c, const char 
     if (err <= tol) return 1;
     if (r->verdict != KILN_VERIFY_FAIL) {
         r->verdict = KILN_VERIFY_FAIL;
-        snprintf(r->message, sizeof r->message, "%s%s: %s vs %s: normalized error %.3g > %.3g", c->name, label, what,
+        snprintf(r->message, sizeof r->message, "%s vs %s: normalized error %.3g > %.3g", what,
                  r->against, err, tol);
     }
     return 0;
@@ -227,7 +227,7 @@ static kiln_status gradcheck(kiln_ctx *cpu, const kiln_verify_case *c, kiln_veri
     st = forward(cpu, c, &ci, &w, 1, AS_DECLARED, &out);
     if (st != KILN_OK) {
         r->verdict = KILN_VERIFY_FAIL;
-        snprintf(r->message, sizeof r->message, "%s: build failed: %s", c->name, kiln_error_message());
+        snprintf(r->message, sizeof r->message, "build failed: %s", kiln_error_message());
         st = KILN_OK;
     }
     double eps = c->fd_eps > 0 ? c->fd_eps : 1e-2;
@@ -238,7 +238,7 @@ static kiln_status gradcheck(kiln_ctx *cpu, const kiln_verify_case *c, kiln_veri
         snprintf(what, sizeof what, "gradient %d", i);
         if (!ci.t[i]->grad) {
             r->verdict = KILN_VERIFY_FAIL;
-            snprintf(r->message, sizeof r->message, "%s: input %d received no gradient", c->name, i);
+            snprintf(r->message, sizeof r->message, "input %d received no gradient", i);
             break;
         }
         float *analytic = download_values(ci.t[i]->grad);
@@ -266,7 +266,7 @@ static kiln_status gradcheck(kiln_ctx *cpu, const kiln_verify_case *c, kiln_veri
             an[count] = analytic[e];
             count++;
         }
-        if (st == KILN_OK) compare(r, c, "", what, fd, an, count, tol);
+        if (st == KILN_OK) compare(r, what, fd, an, count, tol);
         free(fd), free(an), free(analytic);
     }
     free(w);
@@ -279,7 +279,6 @@ static kiln_status gradcheck(kiln_ctx *cpu, const kiln_verify_case *c, kiln_veri
  * `ref` (inputs per `ref_prec`). */
 static kiln_status compare_runs(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_case *c, side_precision prec,
                                 side_precision ref_prec, double ftol, double btol, kiln_verify_result *r) {
-    const char *label = prec == F16_UNDER_TEST ? " in f16" : "";
     case_inputs in_ref, in_dev;
     float *w = NULL, *a = NULL, *b = NULL;
     kiln_tensor *out_ref, *out_dev;
@@ -303,7 +302,7 @@ static kiln_status compare_runs(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_
             st = built;
         } else if (built != KILN_OK) {
             r->verdict = KILN_VERIFY_FAIL;
-            snprintf(r->message, sizeof r->message, "%s%s: failed on %s: %s", c->name, label,
+            snprintf(r->message, sizeof r->message, "failed on %s: %s",
                      kiln_backend_name(dev), kiln_error_message());
         }
     }
@@ -311,7 +310,7 @@ static kiln_status compare_runs(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_
         a = download_values(out_ref);
         b = a ? download_values(out_dev) : NULL;
         if (!b) st = kiln_error_status();
-        else compare(r, c, label, "forward", a, b, kiln_numel(out_ref), ftol);
+        else compare(r, "forward", a, b, kiln_numel(out_ref), ftol);
         free(a), free(b);
     }
     for (int i = 0; st == KILN_OK && r->verdict == KILN_VERIFY_PASS && backward && i < c->n_in; i++) {
@@ -320,10 +319,10 @@ static kiln_status compare_runs(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_
         if (!gd || !gr || gd->dtype != in_dev.t[i]->dtype) {
             r->verdict = KILN_VERIFY_FAIL;
             if (!gd || !gr)
-                snprintf(r->message, sizeof r->message, "%s%s: input %d received no gradient on %s", c->name, label, i,
+                snprintf(r->message, sizeof r->message, "input %d received no gradient on %s", i,
                          kiln_backend_name(gd ? ref : dev));
             else
-                snprintf(r->message, sizeof r->message, "%s%s: the gradient of %s input %d is %s", c->name, label,
+                snprintf(r->message, sizeof r->message, "the gradient of %s input %d is %s",
                          kiln_dtype_name(in_dev.t[i]->dtype), i, kiln_dtype_name(gd->dtype));
             break;
         }
@@ -332,7 +331,7 @@ static kiln_status compare_runs(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_
         a = download_values(gr);
         b = a ? download_values(gd) : NULL;
         if (!b) st = kiln_error_status();
-        else compare(r, c, label, what, a, b, kiln_numel(gr), btol);
+        else compare(r, what, a, b, kiln_numel(gr), btol);
         free(a), free(b);
     }
     free(w);

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
@@ -58,7 +59,7 @@ static int next_logits(decoder *d, float *logits) {
 int cmd_decode(int argc, char **argv) {
     if (host_ckpt_is_seq2seq(argc, argv)) return cmd_decode_seq2seq(argc, argv);
     const char *ckpt = NULL, *prompt = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
-    int device = -1, max_new = 200, greedy = 0, no_cache = 0, echo = 0;
+    int device = -1, max_new = 200, greedy = 0, no_cache = 0, echo = 0, trust = 0;
     sample_opts so = {.temperature = 1.0f, .top_p = 1.0f, .seed = 1};
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
@@ -86,6 +87,7 @@ int cmd_decode(int argc, char **argv) {
         host_precision_option(&precision),
         host_backend_option(&backend),
         host_device_option(&device),
+        host_trust_device_option(&trust),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary = "Continues a prompt with a trained GPT (its tokenizer: --tokenizer, the checkpoint's, or bytes); the text streams to stdout.";
@@ -107,7 +109,7 @@ int cmd_decode(int argc, char **argv) {
     int32_t *prompt_ids = NULL;
     int64_t n_prompt = 0;
     rc = 1;
-    kiln_ctx *ctx = host_open_device(backend, device);
+    kiln_ctx *ctx = host_open_checked_device("decode", backend, device, trust);
     if (!ctx || host_check_precision(ctx, dtype)) goto done;
     if (gpt_checkpoint_load(ctx, ckpt, &d.m, err, sizeof err)) {
         host_error("%s", err);

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/progress.h"
 #include "cli/seq2seq_session.h"
 #include "formats/file_open.h"
@@ -44,7 +45,7 @@ static int translate_lines(s2s_session *s, const seq2seq_search_opts *o, const c
 int cmd_decode_seq2seq(int argc, char **argv) {
     const char *tok_path = NULL;
     const char *ckpt = NULL, *input = NULL, *input_file = NULL, *prompt = NULL, *backend = "auto", *precision = "fp32";
-    int device = -1, beam = 1, max_new = 0, batch = 32;
+    int device = -1, beam = 1, max_new = 0, batch = 32, trust = 0;
     float length_penalty = 0.6f;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
@@ -67,6 +68,7 @@ int cmd_decode_seq2seq(int argc, char **argv) {
          .help = "both sides' tokenizer (default: the checkpoint's own)"},
         host_backend_option(&backend),
         host_device_option(&device),
+        host_trust_device_option(&trust),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("decode", "Translates text with an encoder-decoder checkpoint, one output line per input line.",
@@ -82,7 +84,7 @@ int cmd_decode_seq2seq(int argc, char **argv) {
     char err[1024];
     if (input_file && file_read_all(input_file, "--input-file", &text, &text_len, err, sizeof err)) return host_error("%s", err);
     s2s_session s;
-    rc = s2s_session_open(&s, ckpt, tok_path, backend, device, precision);
+    rc = s2s_session_open(&s, "decode", ckpt, tok_path, backend, device, trust, precision);
     if (rc == 0) {
         host_say_device("decode", s.ctx);
         seq2seq_search_opts o = s2s_search_opts(&s, beam, length_penalty, max_new);

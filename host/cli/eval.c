@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
@@ -14,7 +15,7 @@ int cmd_eval(int argc, char **argv) {
     if (host_ckpt_is_seq2seq(argc, argv)) return cmd_eval_seq2seq(argc, argv);
     if (host_ckpt_has_model_type(argc, argv, "bert")) return cmd_eval_bert(argc, argv);
     const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
-    int device = -1, batch = 8;
+    int device = -1, batch = 8, trust = 0;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
          .help = "the model (safetensors, GPT-2 layout)"},
@@ -27,6 +28,7 @@ int cmd_eval(int argc, char **argv) {
         host_precision_option(&precision),
         host_backend_option(&backend),
         host_device_option(&device),
+        host_trust_device_option(&trust),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary =
@@ -42,7 +44,7 @@ int cmd_eval(int argc, char **argv) {
     char err[1024];
     data_set *ds = NULL;
     tokenizer *tok = NULL;
-    kiln_ctx *ctx = host_open_device(backend, device);
+    kiln_ctx *ctx = host_open_checked_device("eval", backend, device, trust);
     gpt_model *m = NULL;
     data_set whole = {0};
     rc = 1;

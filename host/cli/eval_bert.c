@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "model/bert_checkpoint.h"
 #include "model/bert_data.h"
@@ -38,7 +39,7 @@ static int read_tokens(const char *path, const tokenizer *tok, int32_t **ids, in
 
 int cmd_eval_bert(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32", *split = "all";
-    int device = -1, batch = 8;
+    int device = -1, batch = 8, trust = 0;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "a BERT checkpoint"},
         {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE", .help = "a text file"},
@@ -51,6 +52,7 @@ int cmd_eval_bert(int argc, char **argv) {
          .help = "the model's tokenizer (default: the checkpoint's own)"},
         host_backend_option(&backend),
         host_device_option(&device),
+        host_trust_device_option(&trust),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary =
@@ -88,7 +90,7 @@ int cmd_eval_bert(int argc, char **argv) {
         host_error("%s: no tokens to evaluate%s", data, held_out ? " in its last 10%" : "");
         goto done;
     }
-    if (!(ctx = host_open_device(backend, device)) || host_check_precision(ctx, dtype)) goto done;
+    if (!(ctx = host_open_checked_device("eval", backend, device, trust)) || host_check_precision(ctx, dtype)) goto done;
     if (bert_checkpoint_load(ctx, ckpt, &m, err, sizeof err)) {
         host_error("%s", err);
         goto done;

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/seq2seq_session.h"
 #include "formats/pairs.h"
 #include "model/seq2seq_data.h"
@@ -20,7 +21,7 @@
 int cmd_eval_seq2seq(int argc, char **argv) {
     const char *tok_path = NULL;
     const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
-    int device = -1, beam = 1, max_new = 0, batch_tokens = 4096;
+    int device = -1, beam = 1, max_new = 0, batch_tokens = 4096, trust = 0;
     float length_penalty = 0.6f;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "an encoder-decoder checkpoint"},
@@ -39,6 +40,7 @@ int cmd_eval_seq2seq(int argc, char **argv) {
          .help = "both sides' tokenizer (default: the checkpoint's own)"},
         host_backend_option(&backend),
         host_device_option(&device),
+        host_trust_device_option(&trust),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("eval", "Loss, BLEU and exact matches of an encoder-decoder checkpoint on held-out pairs.",
@@ -50,7 +52,7 @@ int cmd_eval_seq2seq(int argc, char **argv) {
     if (pairs_load(data, &p, err, sizeof err)) return host_error("%s", err);
     s2s_session s;
     seq2seq_data *d = NULL;
-    rc = s2s_session_open(&s, ckpt, tok_path, backend, device, precision);
+    rc = s2s_session_open(&s, "eval", ckpt, tok_path, backend, device, trust, precision);
     double loss = 0;
     if (rc == 0 && (seq2seq_data_build(p, 0, p->count, s.src, s.tgt, s.m->cfg.max_len, batch_tokens, &d, err,
                                        sizeof err) ||

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/model_checkpoint.h"
@@ -25,8 +26,8 @@ int host_ckpt_has_model_type(int argc, char **argv, const char *model_type) {
 
 int host_ckpt_is_seq2seq(int argc, char **argv) { return host_ckpt_has_model_type(argc, argv, SEQ2SEQ_MODEL_TYPE); }
 
-int s2s_session_open(s2s_session *s, const char *ckpt, const char *tok_path, const char *backend, int device,
-                     const char *precision) {
+int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const char *tok_path, const char *backend,
+                     int device, int trust, const char *precision) {
     memset(s, 0, sizeof *s);
     char err[1024];
     kiln_dtype dtype;
@@ -37,7 +38,7 @@ int s2s_session_open(s2s_session *s, const char *ckpt, const char *tok_path, con
     } else if (checkpoint_tokenizer_pair(ckpt, &s->src, &s->tgt, err, sizeof err)) {
         return host_error("%s", err);
     }
-    if (!(s->ctx = host_open_device(backend, device)) || host_check_precision(s->ctx, dtype)) return 1;
+    if (!(s->ctx = host_open_checked_device(command, backend, device, trust)) || host_check_precision(s->ctx, dtype)) return 1;
     if (seq2seq_checkpoint_load(s->ctx, ckpt, &s->m, err, sizeof err)) return host_error("%s", err);
     if (tokenizer_vocab_size(s->src) != s->m->cfg.src_vocab || tokenizer_vocab_size(s->tgt) != s->m->cfg.tgt_vocab)
         return host_error("%s: its tokenizers' vocabularies (%d, %d) disagree with the model's (%d, %d)", ckpt,

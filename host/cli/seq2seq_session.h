@@ -21,10 +21,12 @@ typedef struct s2s_session {
     int truncated;        /* sources cut to the model's positions so far */
 } s2s_session;
 
-/* Opens the device, the model (in `precision`) and its tokenizers: the checkpoint's, or
- * tok_path (when not NULL) for both sides. Returns 0, or 1 with the error printed. */
-int s2s_session_open(s2s_session *s, const char *ckpt, const char *tok_path, const char *backend, int device,
-                     const char *precision);
+/* Opens the device (checked on its first use unless `trust`: cli/device_check.h; `command`
+ * names the command in errors), the model (in `precision`) and its tokenizers: the
+ * checkpoint's, or tok_path (when not NULL) for both sides. Returns 0, or 1 with the error
+ * printed. */
+int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const char *tok_path, const char *backend,
+                     int device, int trust, const char *precision);
 void s2s_session_close(s2s_session *s);
 
 /* Translates text[0..n): *out (malloc'd, *out_len bytes) is the target text, with line

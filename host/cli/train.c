@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "cli/progress.h"
 #include "cli/gpt_tokenizer.h"
@@ -302,7 +303,7 @@ int cmd_train(int argc, char **argv) {
         gpt_tokenizer_load_data(tok, o.data, &ds))
         goto done;
     o.vocab = tokenizer_vocab_size(tok);
-    if (!(ctx = host_open_device(o.backend, o.device))) goto done;
+    if (!(ctx = host_open_checked_device("train", o.backend, o.device, o.trust_device))) goto done;
     if (host_check_precision(ctx, hp->precision)) goto done;
     if (!(m = build_model(ctx, &o, opts, n, &paths, ds))) goto done;
     if (data_check_block(ds, DATA_TRAIN, hp->block, err, sizeof err) ||

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "formats/text_number.h"
 #include "model/model_checkpoint.h"
@@ -244,6 +245,7 @@ int train_common_options(train_options *o, cli_opt *opts) {
          .help = "fp16: clean steps in a row before the scale grows", .min = 1, .max = 1 << 30},
         host_backend_option(&o->backend),
         host_device_option(&o->device),
+        host_trust_device_option(&o->trust_device),
     };
     int n = (int)(sizeof common / sizeof common[0]);
     memcpy(opts, common, sizeof common);

@@ -31,6 +31,7 @@ typedef struct train_options {
     const char *schedule, *optimizer;
     stability_options st;
     int device, resume;
+    int trust_device; /* --trust-device: no first-use check of the device (cli/device_check.h) */
     float ls_init, ls_growth, ls_backoff; /* --loss-scale-*: fp16 only */
     int ls_interval;
     int layers, heads, dim;

@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/device.h"
+#include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "cli/train_loop.h"
 #include "cli/train_options.h"
@@ -243,7 +244,7 @@ int cmd_train_seq2seq(int argc, char **argv) {
     char err[1024];
     rc = 1;
     if (load_tokenizers(&r)) goto done;
-    if (!(ctx = host_open_device(o->backend, o->device))) goto done;
+    if (!(ctx = host_open_checked_device("train", o->backend, o->device, o->trust_device))) goto done;
     if (host_check_precision(ctx, hp->precision) || build_model(&r, ctx) || load_data(&r)) goto done;
     train_model model = {.self = r.m, .ctx = ctx, .params = r.m->params, .n_params = r.m->n_params,
                          .d_model = r.m->cfg.n_embd, .data_tokens = (uint64_t)r.train->target_tokens,
