@@ -27,9 +27,10 @@ fail() {
 }
 
 numbered_lines 300 "row %d: sing a song of sixpence, a pocket full of rye" >text.txt
-# a constant rate after warmup, so that --steps does not change the schedule
+# a constant rate after warmup, so that --steps does not change the schedule; --trust-device:
+# no first-use device check, whose kernel calls would shift KILN_FAULT's counts
 # (--eval-every and --seed are given by each command: an option may appear once)
-run=(--data text.txt --backend "$backend" --layers 2 --heads 2 --dim 16 --block 16 --batch 3
+run=(--data text.txt --backend "$backend" --trust-device --layers 2 --heads 2 --dim 16 --block 16 --batch 3
      --lr 2e-3 --min-lr 2e-3 --warmup 4 --dropout 0.1 --eval-windows 8)
 every5=(--eval-every 5 --seed 11)
 

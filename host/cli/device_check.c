@@ -28,12 +28,14 @@ static void identity(const kiln_ctx *dev, char *buf, size_t size) {
              kiln_device_name(dev), kiln_device_driver(dev));
 }
 
-/* $XDG_CACHE_HOME/kiln/verified-<FNV-1a of the identity>, else under ~/.cache; 0 when
- * neither variable is set (no cache: every run checks). */
+/* <dir>/verified-<FNV-1a of the identity>, where dir is $KILN_DEVICE_CHECK_DIR (tests keep
+ * their verdicts apart with it), else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; 0 when none
+ * is set (no cache: every run checks). */
 static int cache_path(const char *id, char *path, size_t size) {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    const char *own = getenv("KILN_DEVICE_CHECK_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char dir[512];
-    if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/kiln", xdg);
+    if (own && *own) snprintf(dir, sizeof dir, "%s", own);
+    else if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/kiln", xdg);
     else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/kiln", home);
     else return 0;
     uint64_t h = 0xcbf29ce484222325ull;
