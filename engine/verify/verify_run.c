@@ -187,10 +187,8 @@ static double normalized_error(const float *a, const float *b, int64_t n) {
     return num / (den > 1e-30 ? den : 1e-30);
 }
 
-/* Compares b (under test) with a (reference): records the comparison in r when it is the
- * closest yet to its tolerance, and fails r when it is past it. Returns 1 when it passed. */
-static int compare(kiln_verify_result *r, const char *what,
-                   const float *a, const float *b, int64_t n, double tol) {
+int kiln_verify_compare(kiln_verify_result *r, const char *what, const float *a, const float *b, int64_t n,
+                        double tol) {
     double err = normalized_error(a, b, n);
     r->comparisons++;
     double ratio = err / tol, worst_ratio = r->comparisons > 1 ? r->error / r->tolerance : -1;
@@ -266,7 +264,7 @@ static kiln_status gradcheck(kiln_ctx *cpu, const kiln_verify_case *c, kiln_veri
             an[count] = analytic[e];
             count++;
         }
-        if (st == KILN_OK) compare(r, what, fd, an, count, tol);
+        if (st == KILN_OK) kiln_verify_compare(r, what, fd, an, count, tol);
         free(fd), free(an), free(analytic);
     }
     free(w);
@@ -310,7 +308,7 @@ static kiln_status compare_runs(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_
         a = download_values(out_ref);
         b = a ? download_values(out_dev) : NULL;
         if (!b) st = kiln_error_status();
-        else compare(r, "forward", a, b, kiln_numel(out_ref), ftol);
+        else kiln_verify_compare(r, "forward", a, b, kiln_numel(out_ref), ftol);
         free(a), free(b);
     }
     for (int i = 0; st == KILN_OK && r->verdict == KILN_VERIFY_PASS && backward && i < c->n_in; i++) {
@@ -331,7 +329,7 @@ static kiln_status compare_runs(kiln_ctx *dev, kiln_ctx *ref, const kiln_verify_
         a = download_values(gr);
         b = a ? download_values(gd) : NULL;
         if (!b) st = kiln_error_status();
-        else compare(r, what, a, b, kiln_numel(gr), btol);
+        else kiln_verify_compare(r, what, a, b, kiln_numel(gr), btol);
         free(a), free(b);
     }
     free(w);

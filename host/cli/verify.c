@@ -26,9 +26,9 @@ typedef struct verify_output {
 static void print_run(const verify_run_info *run, void *user) {
     verify_output *out = user;
     const kiln_verify_result *r = &run->result;
-    char name[96], shapes[160], precision[32];
-    snprintf(name, sizeof name, "%s/%s", run->group->name, run->c->name);
-    kiln_verify_shapes(run->c, shapes, sizeof shapes);
+    char name[96], precision[32];
+    const char *shapes = run->shapes;
+    snprintf(name, sizeof name, "%s/%s", run->group, run->name);
     snprintf(precision, sizeof precision, "%s%s%s", verify_precision_name(run->precision),
              run->gemm_variant ? " gemm " : "", run->gemm_variant ? run->gemm_variant : "");
     if (r->verdict == KILN_VERIFY_SKIP || !r->comparisons) {
@@ -44,9 +44,9 @@ static void print_run(const verify_run_info *run, void *user) {
     if (!out->json) return;
     FILE *f = out->json;
     fprintf(f, "%s\n    {\"group\": ", out->runs++ ? "," : "");
-    json_write_string(f, run->group->name);
+    json_write_string(f, run->group);
     fputs(", \"case\": ", f);
-    json_write_string(f, run->c->name);
+    json_write_string(f, run->name);
     fprintf(f, ", \"precision\": \"%s\", \"gemm_variant\": ", verify_precision_name(run->precision));
     json_write_string(f, run->gemm_variant ? run->gemm_variant : "");
     fprintf(f, ", \"verdict\": \"%s\", \"shapes\": ",
@@ -66,6 +66,13 @@ static void print_run(const verify_run_info *run, void *user) {
     fprintf(f, ", \"worst_index\": %lld, \"seconds\": %.4f, \"message\": ", (long long)r->worst_index, run->seconds);
     json_write_string(f, r->message);
     fputc('}', f);
+}
+
+static void print_listed(const char *group, const char *name, const char *shapes, int f16, int quick, void *user) {
+    (void)user;
+    char full[96];
+    snprintf(full, sizeof full, "%s/%s", group, name);
+    printf("%-44s %s%s%s\n", full, f16 ? "f32 f16  " : "f32      ", quick ? "quick  " : "       ", shapes);
 }
 
 int cmd_verify(int argc, char **argv) {
@@ -94,19 +101,8 @@ int cmd_verify(int argc, char **argv) {
     if (only && !verify_filter_known(only))
         return host_error("--only %s: no such group or case (kiln verify --list shows them)", only);
     if (list) {
-        int n;
-        const kiln_verify_group *const *groups = kiln_verify_groups(&n);
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j < groups[i]->count; j++) {
-                const kiln_verify_case *c = &groups[i]->cases[j];
-                char name[96], shapes[160];
-                snprintf(name, sizeof name, "%s/%s", groups[i]->name, c->name);
-                kiln_verify_shapes(c, shapes, sizeof shapes);
-                if (!only || !strncmp(name, only, strlen(only)))
-                    printf("%-44s %s%s%s\n", name, kiln_verify_has_f16_form(c) ? "f32 f16  " : "f32      ",
-                           c->quick ? "quick  " : "       ", shapes);
-            }
-        }
+        verify_selection sel = {.quick = quick, .filter = only};
+        verify_suite_list(&sel, print_listed, NULL);
         return 0;
     }
     kiln_ctx *dev = host_open_device(backend, device);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli/verify_suite.h"
+#include "cli/verify_model.h"
 
 static double now(void) {
     struct timespec ts;
@@ -14,35 +15,69 @@ static double now(void) {
 
 const char *verify_precision_name(kiln_verify_precision p) { return p == KILN_VERIFY_F16 ? "f16" : "f32"; }
 
-/* Whether case c of group g is selected by a filter "group" or "group/case". */
-static int filter_matches(const char *filter, const kiln_verify_group *g, const kiln_verify_case *c) {
+/* The whole-model checks' group. */
+#define MODEL_GROUP "gpt"
+
+/* Whether case `name` of `group` is selected by a filter "group" or "group/case". */
+static int filter_matches(const char *filter, const char *group, const char *name) {
     if (!filter || !*filter) return 1;
-    size_t len = strlen(g->name);
-    if (strncmp(filter, g->name, len)) return 0;
-    if (!filter[len]) return 1;
-    return filter[len] == '/' && (!c || !strcmp(filter + len + 1, c->name));
+    size_t len = strlen(group);
+    if (strncmp(filter, group, len)) return 0;
+    return !filter[len] || (filter[len] == '/' && !strcmp(filter + len + 1, name));
 }
 
-int verify_filter_known(const char *filter) {
+static int selected(const verify_selection *sel, const char *group, const char *name, int quick) {
+    return (!sel->quick || quick) && filter_matches(sel->filter, group, name);
+}
+
+void verify_suite_list(const verify_selection *sel,
+                       void (*fn)(const char *group, const char *name, const char *shapes, int f16, int quick,
+                                  void *user),
+                       void *user) {
     int n;
     const kiln_verify_group *const *groups = kiln_verify_groups(&n);
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < groups[i]->count; j++)
-            if (filter_matches(filter, groups[i], &groups[i]->cases[j])) return 1;
-    return 0;
+        for (int j = 0; j < groups[i]->count; j++) {
+            const kiln_verify_case *c = &groups[i]->cases[j];
+            char shapes[160];
+            kiln_verify_shapes(c, shapes, sizeof shapes);
+            if (selected(sel, groups[i]->name, c->name, c->quick))
+                fn(groups[i]->name, c->name, shapes, kiln_verify_has_f16_form(c), c->quick, user);
+        }
+    const verify_model_check *checks = verify_model_checks(&n);
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && !strcmp(checks[i].name, checks[i - 1].name)) continue; /* its f16 run */
+        int f16 = i + 1 < n && !strcmp(checks[i + 1].name, checks[i].name);
+        if (selected(sel, MODEL_GROUP, checks[i].name, checks[i].quick))
+            fn(MODEL_GROUP, checks[i].name, checks[i].shapes, f16, checks[i].quick, user);
+    }
+}
+
+static void count_case(const char *group, const char *name, const char *shapes, int f16, int quick, void *user) {
+    (void)group, (void)name, (void)shapes, (void)f16, (void)quick;
+    ++*(int *)user;
+}
+
+int verify_filter_known(const char *filter) {
+    verify_selection sel = {.filter = filter};
+    int count = 0;
+    verify_suite_list(&sel, count_case, &count);
+    return count > 0;
 }
 
 void verify_run_name(const verify_run_info *run, char *buf, size_t size) {
-    snprintf(buf, size, "%s/%s (%s%s%s)", run->group->name, run->c->name, verify_precision_name(run->precision),
+    snprintf(buf, size, "%s/%s (%s%s%s)", run->group, run->name, verify_precision_name(run->precision),
              run->gemm_variant ? ", gemm " : "", run->gemm_variant ? run->gemm_variant : "");
 }
 
-/* One run: the case at one precision with one GEMM variant forced (or none). Counts it. */
-static kiln_status run_one(kiln_ctx *dev, kiln_ctx *cpu, verify_run_info *run, verify_report_fn report, void *user,
-                           verify_totals *totals) {
+/* One run: a case at one precision with one GEMM variant forced (or none), or a model
+ * check (c NULL). Counts it. */
+static kiln_status run_one(kiln_ctx *dev, kiln_ctx *cpu, const kiln_verify_case *c, const verify_model_check *check,
+                           verify_run_info *run, verify_report_fn report, void *user, verify_totals *totals) {
     kiln_status st = kiln_set_gemm_variant(dev, run->gemm_variant);
     double t0 = now();
-    if (st == KILN_OK) st = kiln_verify_run(dev, cpu, run->c, run->precision, &run->result);
+    if (st == KILN_OK && c) st = kiln_verify_run(dev, cpu, c, run->precision, &run->result);
+    else if (st == KILN_OK) st = verify_model_run(check, dev, cpu, &run->result);
     run->seconds = now() - t0;
     kiln_set_gemm_variant(dev, NULL);
     char name[160];
@@ -73,19 +108,27 @@ kiln_status verify_suite_run(kiln_ctx *dev, kiln_ctx *cpu, const verify_selectio
         const kiln_verify_group *g = groups[i];
         for (int j = 0; j < g->count && st == KILN_OK; j++) {
             const kiln_verify_case *c = &g->cases[j];
-            if ((sel->quick && !c->quick) || !filter_matches(sel->filter, g, c)) continue;
+            if (!selected(sel, g->name, c->name, c->quick)) continue;
             for (int p = KILN_VERIFY_DECLARED; p <= KILN_VERIFY_F16 && st == KILN_OK; p++) {
                 if (p == KILN_VERIFY_F16 && !kiln_verify_has_f16_form(c)) continue;
                 /* the quick check trusts the device's own GEMM choice: the variants it
                  * does not pick are for the full run */
                 int variants_here = g->gemm_variants && !sel->quick ? n_variants : 1;
                 for (int v = 0; v < variants_here && st == KILN_OK; v++) {
-                    verify_run_info run = {.group = g, .c = c, .precision = (kiln_verify_precision)p,
+                    verify_run_info run = {.group = g->name, .name = c->name, .precision = (kiln_verify_precision)p,
                                            .gemm_variant = variants[v]};
-                    st = run_one(dev, cpu, &run, report, user, totals);
+                    kiln_verify_shapes(c, run.shapes, sizeof run.shapes);
+                    st = run_one(dev, cpu, c, NULL, &run, report, user, totals);
                 }
             }
         }
+    }
+    const verify_model_check *checks = verify_model_checks(&n);
+    for (int i = 0; i < n && st == KILN_OK; i++) {
+        if (!selected(sel, MODEL_GROUP, checks[i].name, checks[i].quick)) continue;
+        verify_run_info run = {.group = MODEL_GROUP, .name = checks[i].name, .precision = checks[i].precision};
+        snprintf(run.shapes, sizeof run.shapes, "%s", checks[i].shapes);
+        st = run_one(dev, cpu, NULL, &checks[i], &run, report, user, totals);
     }
     totals->seconds = now() - start;
     return st;

@@ -1,5 +1,6 @@
-/* Running the library's verification cases (kiln/verify.h) on a device: every group, case
- * and precision, or the --quick subset, or the cases one filter names. `kiln verify` prints
+/* Running the library's verification cases (kiln/verify.h) and the whole-model checks
+ * (cli/verify_model.h) on a device: every group, case and precision, or the --quick
+ * subset, or the cases one filter names. `kiln verify` prints
  * what it finds; train, eval and decode run the quick subset on a device's first use
  * (cli/device_check.h). */
 #ifndef KILN_HOST_CLI_VERIFY_SUITE_H
@@ -9,8 +10,8 @@
 
 /* One run of one case, as the suite reports it. */
 typedef struct verify_run_info {
-    const kiln_verify_group *group;
-    const kiln_verify_case *c;
+    const char *group, *name; /* "norm", "layernorm_wb"; "gpt", "train_step" */
+    char shapes[160];         /* the inputs' shapes, or what the model check runs */
     kiln_verify_precision precision;
     const char *gemm_variant; /* the GEMM variant forced for the run, or NULL */
     kiln_verify_result result;
@@ -27,11 +28,18 @@ typedef struct verify_totals {
 
 typedef struct verify_selection {
     int quick;          /* only the cases marked quick */
-    const char *filter; /* NULL, a group ("norm"), or one case ("norm/layernorm_wb") */
+    const char *filter; /* NULL, a group ("norm"), or one case ("norm/layernorm_wb", "gpt/train_step") */
 } verify_selection;
 
-/* 1 when `filter` names a group or a case of the library (for a clear error up front). */
+/* 1 when `filter` names a group or a case (for a clear error up front). */
 int verify_filter_known(const char *filter);
+
+/* Calls fn for every case that `sel` selects (its group, name, shapes, whether it has an f16
+ * run and whether it is quick): `kiln verify --list`. */
+void verify_suite_list(const verify_selection *sel,
+                       void (*fn)(const char *group, const char *name, const char *shapes, int f16, int quick,
+                                  void *user),
+                       void *user);
 
 /* Runs the selected cases on `dev` against `cpu` (the same context when dev is the CPU),
  * each in its declared precision and then in f16 (and, in a group that asks for it, once

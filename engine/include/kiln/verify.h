@@ -97,7 +97,7 @@ typedef enum kiln_verify_verdict { KILN_VERIFY_PASS = 0, KILN_VERIFY_FAIL, KILN_
 typedef struct kiln_verify_result {
     kiln_verify_verdict verdict;
     char against[24];      /* "cpu" or "finite differences"; "" when nothing was compared */
-    char what[24];         /* "forward", "gradient 1", ... */
+    char what[64];         /* "forward", "gradient 1", "grad h.0.ln_1.weight", ... */
     double error;          /* its normalized error */
     double tolerance;      /* and the tolerance it had */
     double max_abs;        /* its largest |a - b| */
@@ -126,6 +126,14 @@ kiln_status kiln_set_gemm_variant(kiln_ctx *ctx, const char *name);
 
 /* 1 when the case has an f16 run: it has floating inputs and is not marked no_f16. */
 int kiln_verify_has_f16_form(const kiln_verify_case *c);
+
+/* One comparison of a run: b (under test) against a (the reference, n values each) under
+ * tolerance tol, named `what` ("forward", "gradient 1", "loss", ...). Records it in r when it
+ * is the closest yet to its tolerance, and fails r (message naming `what` and r->against)
+ * when it is past it. Returns 1 when it passed. For checks beyond the table (whole models,
+ * in the kiln program): start from a zeroed result with verdict PASS and `against` set. */
+int kiln_verify_compare(kiln_verify_result *r, const char *what, const float *a, const float *b, int64_t n,
+                        double tol);
 
 /* The shapes of a case's inputs, as "[2,5,13] [13] i32[4]", into buf. */
 void kiln_verify_shapes(const kiln_verify_case *c, char *buf, size_t size);
