@@ -534,5 +534,5 @@ static void add_tests(Suite *s, TCase *tc) {
 int main(int argc, char **argv) {
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--torch-reference")) g_torch_file = argv[i + 1];
-    return kt_main(argc, argv, "optim", add_tests, NULL, 0);
+    return kt_main_group(argc, argv, "optim", add_tests);
 }
