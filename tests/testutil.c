@@ -131,10 +131,17 @@ typedef struct table_entry {
     int gemm_variants;
 } table_entry;
 
+/* KT_GEMM_VARIANTS=0 in the environment: the device's own GEMM choice only (oclgrind, which
+ * interprets every work-item, runs the variants in test_opencl_gemm instead). */
+static int gemm_variants_wanted(void) {
+    const char *v = getenv("KT_GEMM_VARIANTS");
+    return !(v && !strcmp(v, "0"));
+}
+
 static void run_entry(const table_entry *e, kiln_verify_precision p) {
     run_case_variant(e->c, p, NULL);
     const char *names[8];
-    int n = e->gemm_variants ? kiln_gemm_variants(kt_ctx(), names, 8) : 0;
+    int n = e->gemm_variants && gemm_variants_wanted() ? kiln_gemm_variants(kt_ctx(), names, 8) : 0;
     for (int v = 0; v < n; v++) run_case_variant(e->c, p, names[v]);
 }
 
