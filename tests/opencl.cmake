@@ -22,18 +22,7 @@ endif()
 # backend-specific tests include the backend's private header
 kiln_backend_tests(opencl LINK OpenCL::OpenCL)
 
-# CK_FORK=no on every test labelled opencl, including those registered by files included
-# after this one: deferred to the end of this directory.
-function(kiln_opencl_no_fork)
-  get_property(tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
-  foreach(t ${tests})
-    get_test_property(${t} LABELS labels)
-    if(labels AND "opencl" IN_LIST labels)
-      set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT "CK_FORK=no")
-    endif()
-  endforeach()
-endfunction()
-cmake_language(DEFER CALL kiln_opencl_no_fork)
+cmake_language(DEFER CALL kiln_no_fork opencl)
 
 # the ICD loader reads OCL_ICD_VENDORS once per process
 kiln_backend_error_tests(opencl DEVICE 9 NO_DRIVER no_platform ERROR "no OpenCL platform found"

@@ -26,6 +26,8 @@ if(KILN_SANITIZE)
 endif()
 
 kiln_backend_tests(vulkan ENV ${KILN_VK_VALIDATE})
+# one process per test program, not one per test (tests/CMakeLists.txt, kiln_no_fork)
+cmake_language(DEFER CALL kiln_no_fork vulkan)
 
 # In the sanitizer build, no test labelled vulkan loads the validation layer, including
 # those registered elsewhere (host.cmake): deferred to the end of this directory so that
