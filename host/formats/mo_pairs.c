@@ -202,13 +202,18 @@ int mo_entry_pair(const mo_entry *e, mo_encoding enc, char **src, size_t *src_le
     else if (memchr(s, '\n', sn) || memchr(t, '\n', tn)) verdict = MO_PAIR_MULTILINE;
     else if (has_control(s, sn) || has_control(t, tn)) verdict = MO_PAIR_CONTROL;
     else if (!valid_utf8(s, sn) || !valid_utf8(t, tn)) verdict = MO_PAIR_NOT_UTF8;
-    else if (!mo_text_has_word(s, sn)) verdict = MO_PAIR_NO_WORDS;
+    if (verdict == MO_PAIR_KEPT) {
+        strip_mnemonics(s, &sn, t, &tn);
+        /* the words of the text as kept: removing a mnemonic's '_' can make a placeholder
+         * of what was none ("%._a3" becomes "%.a3", "%.a" then being printf's) (found by
+         * fuzz_mo in its one-hour run) */
+        if (!mo_text_has_word(s, sn)) verdict = MO_PAIR_NO_WORDS;
+    }
     if (verdict != MO_PAIR_KEPT) {
         free(s);
         free(t);
         return verdict;
     }
-    strip_mnemonics(s, &sn, t, &tn);
     *src = s, *src_len = sn, *tgt = t, *tgt_len = tn;
     return MO_PAIR_KEPT;
 }
