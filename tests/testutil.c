@@ -90,16 +90,7 @@ void kt_expect_values(const kiln_tensor *t, const float *expected, int64_t n, do
     free(v);
 }
 
-double kt_normalized_error(const float *a, const float *b, int64_t n) {
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (isnan(a[i]) || isnan(b[i]) || isinf(a[i]) != isinf(b[i])) return INFINITY;
-        double d = (double)a[i] - b[i];
-        num += d * d;
-        den += (double)a[i] * a[i];
-    }
-    return num / (den > 1e-30 ? den : 1e-30);
-}
+double kt_normalized_error(const float *a, const float *b, int64_t n) { return kiln_verify_normalized_error(a, b, n); }
 
 /* ---- case tables ---- */
 

@@ -176,7 +176,7 @@ static double weighted_sum(const kiln_tensor *out, const float *w) {
 
 /* ---- comparisons ---- */
 
-static double normalized_error(const float *a, const float *b, int64_t n) {
+double kiln_verify_normalized_error(const float *a, const float *b, int64_t n) {
     double num = 0, den = 0;
     for (int64_t i = 0; i < n; i++) {
         if (isnan(a[i]) || isnan(b[i]) || isinf(a[i]) != isinf(b[i])) return INFINITY;
@@ -189,7 +189,7 @@ static double normalized_error(const float *a, const float *b, int64_t n) {
 
 int kiln_verify_compare(kiln_verify_result *r, const char *what, const float *a, const float *b, int64_t n,
                         double tol) {
-    double err = normalized_error(a, b, n);
+    double err = kiln_verify_normalized_error(a, b, n);
     r->comparisons++;
     double ratio = err / tol, worst_ratio = r->comparisons > 1 ? r->error / r->tolerance : -1;
     if (ratio > worst_ratio || isnan(ratio)) {

@@ -127,6 +127,10 @@ kiln_status kiln_set_gemm_variant(kiln_ctx *ctx, const char *name);
 /* 1 when the case has an f16 run: it has floating inputs and is not marked no_f16. */
 int kiln_verify_has_f16_form(const kiln_verify_case *c);
 
+/* The normalized error of b against a (n values each): sum (a-b)^2 / sum a^2, with a floor
+ * of 1e-30 on the denominator; infinite when a NaN appears or an infinity differs. */
+double kiln_verify_normalized_error(const float *a, const float *b, int64_t n);
+
 /* One comparison of a run: b (under test) against a (the reference, n values each) under
  * tolerance tol, named `what` ("forward", "gradient 1", "loss", ...). Records it in r when it
  * is the closest yet to its tolerance, and fails r (message naming `what` and r->against)
