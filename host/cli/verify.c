@@ -90,8 +90,10 @@ int cmd_verify(int argc, char **argv) {
          .help = "also write every run as JSON (schema kiln-verify/1)"},
     };
     const char *summary =
-        "Checks every op of the engine, forward and backward, in f32 and in f16, on a device\n"
-        "against the CPU reference, with the tolerances of kiln's test suite: one line per run\n"
+        "Checks every op of the engine, forward and backward, in f32 and in f16 (matrix products\n"
+        "in every GEMM variant the device has), and a small GPT's training step and greedy\n"
+        "decode, on a device against the CPU reference, with the tolerances of kiln's test\n"
+        "suite (docs/verify.md): one line per run\n"
         "(verdict, case, precision, the worst of its comparisons: max abs and max rel error,\n"
         "the worst element's index, the normalized error and its tolerance, the input shapes),\n"
         "then a summary. Exits non-zero when any run fails. On the CPU backend the gradients\n"
