@@ -93,11 +93,11 @@ int cmd_verify(int argc, char **argv) {
         "Checks every op of the engine, forward and backward, in f32 and in f16 (matrix products\n"
         "in every GEMM variant the device has), and a small GPT's training step and greedy\n"
         "decode, on a device against the CPU reference, with the tolerances of kiln's test\n"
-        "suite (docs/verify.md): one line per run\n"
-        "(verdict, case, precision, the worst of its comparisons: max abs and max rel error,\n"
-        "the worst element's index, the normalized error and its tolerance, the input shapes),\n"
-        "then a summary. Exits non-zero when any run fails. On the CPU backend the gradients\n"
-        "are checked against finite differences. Run it first on a new device or driver.";
+        "suite (docs/verify.md): one line per run (verdict, case, precision, the worst of its\n"
+        "comparisons: max abs and max rel error, the worst element's index, the normalized\n"
+        "error and its tolerance, the input shapes), then a summary. Exits non-zero when any\n"
+        "run fails. On the CPU backend the gradients are checked against finite differences.\n"
+        "Run it first on a new device or driver.";
     int rc = cli_parse("verify", summary, argc, argv, 2, opts, (int)(sizeof opts / sizeof opts[0]));
     if (rc) return rc < 0 ? 1 : 0;
     if (only && !verify_filter_known(only))
