@@ -136,12 +136,6 @@ static void run_entry(const table_entry *e, kiln_verify_precision p) {
     for (int v = 0; v < n; v++) run_case_variant(e->c, p, names[v]);
 }
 
-void kt_run_case(const kiln_verify_case *c) { run_case_variant(c, KILN_VERIFY_DECLARED, NULL); }
-
-void kt_run_case_f16(const kiln_verify_case *c) {
-    if (kiln_verify_has_f16_form(c)) run_case_variant(c, KILN_VERIFY_F16, NULL);
-}
-
 static table_entry *g_entries;
 static int g_n_entries;
 

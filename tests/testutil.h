@@ -43,13 +43,6 @@ void kt_expect_values(const kiln_tensor *t, const float *expected, int64_t n, do
 /* Sum (a-b)^2 / sum a^2 (with a small floor on the denominator); inf when NaN appears. */
 double kt_normalized_error(const float *a, const float *b, int64_t n);
 
-/* Runs one case on the process's backend (kiln_verify_run): FD gradient check on cpu, CPU
- * comparison elsewhere. Fails the current Check test with the verdict's message. */
-void kt_run_case(const kiln_verify_case *c);
-/* Runs one case in f16 on the process's backend against the CPU in f32 (see above); does
- * nothing for a case without floating inputs or with no_f16. */
-void kt_run_case_f16(const kiln_verify_case *c);
-
 /* The NAME of --backend NAME in argv ("cpu" without one), which kt_backend() returns from
  * then on. kt_main calls it; a program that looks at the backend before kt_main may too. */
 const char *kt_parse_backend(int argc, char **argv);
