@@ -116,12 +116,73 @@ START_TEST(views_route_gradients_to_base) {
 }
 END_TEST
 
+/* What kiln_backward_notify saw: the order of the leaves, and each one's gradient at the
+ * moment it was called ready. */
+typedef struct ready_log {
+    kiln_tensor **leaves;
+    int order[3], n;
+    float seen[3][3];
+} ready_log;
+
+static kiln_status log_ready(void *user, int index) {
+    ready_log *log = user;
+    log->order[log->n++] = index;
+    return kiln_download_f32(kiln_grad(log->leaves[index]), log->seen[index], 3);
+}
+
+static kiln_status refuse_ready(void *user, int index) {
+    (void)user, (void)index;
+    return kiln_set_error(KILN_ERR_STATE, "refused");
+}
+
+/* loss = sum(x * a * b) + sum(reshape(a) * d), c unused: c is ready first (nothing
+ * reaches it), then b (its only use is the second multiply), then a, whose first use is
+ * the first op although a view of it is used last. Each gradient is already final when
+ * its leaf is called ready. */
+START_TEST(backward_notify_calls_leaves_when_final) {
+    kiln_ctx *ctx = kt_ctx();
+    int64_t n = 3;
+    float xv[] = {1, 2, 3}, av[] = {0.5f, -1, 2}, bv[] = {3, 4, -5}, dv[] = {7, 8, 9}, zero[] = {0, 0, 0};
+    kiln_tensor *x = kt_tensor(ctx, KILN_F32, 1, &n, xv), *d = kt_tensor(ctx, KILN_F32, 1, &n, dv);
+    kiln_tensor *leaves[3] = {param_of(ctx, 1, &n, av), param_of(ctx, 1, &n, bv), param_of(ctx, 1, &n, zero)};
+    ck_assert_int_eq(kiln_zero_grad(leaves, 3), KILN_OK);
+    kiln_tensor *a = leaves[0], *b = leaves[1];
+    kiln_tensor *loss = kiln_add(kiln_sum(kiln_mul(kiln_mul(x, a), b)), kiln_sum(kiln_mul(kiln_reshape(a, 1, &n), d)));
+    ready_log log = {.leaves = leaves};
+    ck_assert_msg(kiln_backward_notify(loss, 1.0f, leaves, 3, log_ready, &log) == KILN_OK, "%s",
+                  kiln_error_message());
+    ck_assert_int_eq(log.n, 3);
+    ck_assert_int_eq(log.order[0], 2);
+    ck_assert_int_eq(log.order[1], 1);
+    ck_assert_int_eq(log.order[2], 0);
+    float da[3], db[3];
+    for (int i = 0; i < 3; i++) da[i] = xv[i] * bv[i] + dv[i], db[i] = xv[i] * av[i];
+    kt_expect_values(kiln_grad(a), da, 3, 0);
+    kt_expect_values(kiln_grad(b), db, 3, 0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_float_eq(log.seen[0][i], da[i]);
+        ck_assert_float_eq(log.seen[1][i], db[i]);
+        ck_assert_float_eq(log.seen[2][i], 0.0f);
+    }
+    /* no callback is an argument error; a failing callback stops the backward with its status */
+    kiln_step_reset(ctx);
+    loss = kiln_sum(kiln_mul(x, a));
+    ck_assert_int_eq(kiln_backward_notify(loss, 1.0f, leaves, 3, NULL, NULL), KILN_ERR_ARGUMENT);
+    ck_assert_int_eq(kiln_backward_notify(loss, 1.0f, leaves, 3, refuse_ready, NULL), KILN_ERR_STATE);
+    ck_assert_int_eq(kiln_tape_size(ctx), 0);
+    kiln_step_reset(ctx);
+    for (int i = 0; i < 3; i++) kiln_tensor_free(leaves[i]);
+    kiln_tensor_free(x), kiln_tensor_free(d);
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, grads_accumulate_until_zeroed);
     tcase_add_test(tc, backward_errors);
     tcase_add_test(tc, grad_disabled_records_nothing);
     tcase_add_test(tc, views_route_gradients_to_base);
+    tcase_add_test(tc, backward_notify_calls_leaves_when_final);
 }
 
 int main(int argc, char **argv) {

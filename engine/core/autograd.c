@@ -81,7 +81,35 @@ kiln_tensor *kiln_grad_acc(kiln_tensor *t) {
     return t->grad;
 }
 
-kiln_status kiln_backward(kiln_tensor *loss, float seed) {
+/* The watched leaf that t is, or is a view of (-1 for none). */
+static int watched_leaf(const kiln_tensor *t, kiln_tensor *const *leaves, int count) {
+    for (; t; t = t->base)
+        for (int i = 0; i < count; i++)
+            if (leaves[i] == t) return i;
+    return -1;
+}
+
+/* For each watched leaf, the first (lowest) tape record at or below `last` that takes it as
+ * an input: once the reverse walk has run that record, nothing more flows into its gradient.
+ * -1: no record does. Backward rules add only to their inputs' gradients (and a view's
+ * gradient is a view of its base's), so the inputs are all that need looking at. */
+static kiln_status first_uses(const kiln_ctx *ctx, int last, kiln_tensor *const *leaves, int count, int **out) {
+    int *first = malloc((size_t)(count > 0 ? count : 1) * sizeof *first);
+    if (!first) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory for kiln_backward_notify");
+    for (int i = 0; i < count; i++) first[i] = -1;
+    for (int r = last; r >= 0; r--) {
+        const kiln_tape_rec *rec = &ctx->tape[r];
+        for (int k = 0; k < rec->n_in; k++) {
+            int leaf = watched_leaf(rec->in[k], leaves, count);
+            if (leaf >= 0) first[leaf] = r;
+        }
+    }
+    *out = first;
+    return KILN_OK;
+}
+
+static kiln_status backward(kiln_tensor *loss, float seed, kiln_tensor *const *leaves, int count,
+                            kiln_grad_ready_fn ready, void *user) {
     if (!loss) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_backward: loss is NULL");
     kiln_ctx *ctx = loss->ctx;
     if (kiln_numel(loss) != 1)
@@ -92,16 +120,30 @@ kiln_status kiln_backward(kiln_tensor *loss, float seed) {
         return kiln_set_error(KILN_ERR_STATE,
                               "kiln_backward: no tape leads to this loss (grad disabled, no input "
                               "requires grad, or backward already ran this step)");
+    int *first = NULL;
+    if (ready && first_uses(ctx, loss->tape_index, leaves, count, &first)) return kiln_error_status();
     kiln_tensor *g = kiln_grad_acc(loss);
-    if (!g) return kiln_error_status();
-    kiln_status s = kiln_fill(g, seed);
+    kiln_status s = g ? kiln_fill(g, seed) : kiln_error_status();
+    for (int k = 0; s == KILN_OK && ready && k < count; k++)
+        if (first[k] < 0) s = ready(user, k);
     for (int i = loss->tape_index; s == KILN_OK && i >= 0; i--) {
         kiln_tape_rec *rec = &ctx->tape[i];
-        if (!rec->out->grad) continue; /* nothing flows back through this op */
-        s = rec->backward(rec);
+        if (rec->out->grad) s = rec->backward(rec); /* else nothing flows back through this op */
+        for (int k = 0; s == KILN_OK && ready && k < count; k++)
+            if (first[k] == i) s = ready(user, k);
     }
+    free(first);
     ctx->tape_len = 0; /* a second backward over the same records would double-count */
     return s;
+}
+
+kiln_status kiln_backward(kiln_tensor *loss, float seed) { return backward(loss, seed, NULL, 0, NULL, NULL); }
+
+kiln_status kiln_backward_notify(kiln_tensor *loss, float seed, kiln_tensor *const *leaves, int count,
+                                 kiln_grad_ready_fn ready, void *user) {
+    if (!ready || (count > 0 && !leaves))
+        return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_backward_notify: no callback or no leaves");
+    return backward(loss, seed, leaves, count, ready, user);
 }
 
 kiln_status kiln_zero_grad(kiln_tensor *const *params, int count) {
