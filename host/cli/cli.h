@@ -53,5 +53,10 @@ const cli_opt *cli_find(const cli_opt *opts, int n, const char *name);
 int host_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same with the engine's last error message as the text after `what: `. */
 int host_engine_error(const char *what);
+/* For data-parallel ranks (cli/train_parallel.h): text put before every message ("rank 1:
+ * "), and muting, for the errors every rank meets alike (bad options), which rank 0 alone
+ * reports. */
+void host_error_prefix(const char *prefix);
+void host_errors_mute(int mute);
 
 #endif

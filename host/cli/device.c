@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "parallel/world.h"
 
 cli_opt host_backend_option(const char **backend) {
     return (cli_opt){.name = "--backend", .kind = CLI_STRING, .target = backend, .meta = "NAME",
@@ -30,6 +31,10 @@ kiln_ctx *host_open_device(const char *backend, int device) {
 }
 
 void host_say_device(const char *command, const kiln_ctx *ctx) {
-    fprintf(stderr, "kiln %s: running on %s device %s\n", command, kiln_backend_name(ctx),
-            kiln_device_name(ctx));
+    if (world_ranks() > 1)
+        fprintf(stderr, "kiln %s: rank %d of %d running on %s device %s\n", command, world_rank(), world_ranks(),
+                kiln_backend_name(ctx), kiln_device_name(ctx));
+    else
+        fprintf(stderr, "kiln %s: running on %s device %s\n", command, kiln_backend_name(ctx),
+                kiln_device_name(ctx));
 }

@@ -28,6 +28,7 @@
 #include "cli/gpt_tokenizer.h"
 #include "cli/train_loop.h"
 #include "cli/train_options.h"
+#include "cli/train_parallel.h"
 #include "formats/text_number.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/block.h"
@@ -94,7 +95,7 @@ static int admin_init(gpt_model *m, const train_options *o, const data_set *ds) 
         kiln_tensor *ids = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
         if (!ids || kiln_upload(ids, x, cells * sizeof *x) || gpt_admin_profile(m, ids, omegas))
             rc = host_engine_error("admin profiling");
-        else
+        else if (train_parallel_leads())
             fprintf(stderr, "kiln train: Admin's omegas from the profiling pass: %.4g, %.4g, ... %.4g (%d sublayers)\n",
                     (double)omegas[0], (double)omegas[n_omegas > 1 ? 1 : 0], (double)omegas[n_omegas - 1], n_omegas);
     }
@@ -222,9 +223,14 @@ static int evaluate(void *self, int full, metrics_row *row) {
     trainer *t = r->t;
     const train_hparams *hp = &t->hp;
     char err[1024];
-    if (eval_loss(t->m, t->ds, DATA_VAL, hp->block, hp->batch, full ? 0 : r->o->eval_windows, &row->val_loss, err,
-                  sizeof err))
+    /* each rank evaluates its share of the windows */
+    double sum;
+    int64_t windows;
+    if (eval_loss_share(t->m, t->ds, DATA_VAL, hp->block, hp->batch, full ? 0 : r->o->eval_windows, world_rank(),
+                        world_ranks(), &sum, &windows, err, sizeof err) ||
+        world_sum(&sum, 1, err, sizeof err))
         return host_error("%s", err);
+    row->val_loss = sum / (double)windows;
     if (measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y)) return 1;
     row->n_layers = t->m->cfg.n_layer;
     row->attn_entropy = r->entropy;
@@ -283,9 +289,11 @@ int cmd_train(int argc, char **argv) {
         "Trains a GPT (GPT-2's architecture) on a text file, its bytes or --tokenizer's tokens. The\n"
         "last 10% of the tokens are held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
         "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.";
+    if (train_parallel_join()) return 1;
     int rc = cli_parse("train", summary, argc, argv, 2, opts, n);
-    if (rc) return rc < 0 ? 1 : 0;
-    if (train_validate_options(&o, opts, n)) return 1;
+    if (rc > 0) return train_parallel_end(0, NULL, NULL, 0); /* --help */
+    if (train_parallel_options_done(rc < 0 || train_validate_options(&o, opts, n), &o, opts, n))
+        return train_parallel_end(1, NULL, NULL, 0);
 
     char err[1024];
     run_paths paths;
@@ -294,8 +302,10 @@ int cmd_train(int argc, char **argv) {
     kiln_ctx *ctx = NULL;
     gpt_model *m = NULL;
     trainer t = {0};
+    grad_sync *sync = NULL;
     FILE *metrics = NULL;
     tokenizer *tok = NULL;
+    double secs = 0;
     rc = 1;
     /* the run's own tokenizer on resume, --init's unless --tokenizer names another */
     const char *from = o.resume ? paths.model : o.init;
@@ -315,12 +325,15 @@ int cmd_train(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (!(metrics = train_open_run(&t, &o, &paths))) goto done;
-    if (o.resume && t.scaler && cli_find(opts, n, "--loss-scale-init")->seen)
+    if (train_parallel_start(&t, &o, &sync)) goto done;
+    if (train_open_run(&t, &o, &paths, &metrics)) goto done;
+    int lead = train_parallel_leads();
+    if (lead && o.resume && t.scaler && cli_find(opts, n, "--loss-scale-init")->seen)
         fprintf(stderr, "kiln train: --loss-scale-init is not used: the resumed run continues at its saved scale %g\n",
                 (double)kiln_loss_scale_value(t.scaler));
     host_say_device("train", ctx);
-    fprintf(stderr, "kiln train: %d layers, %d heads, dim %d, block %d: %.2fM weights; %lld "
+    if (lead)
+        fprintf(stderr, "kiln train: %d layers, %d heads, dim %d, block %d: %.2fM weights; %lld "
             "training and %lld validation tokens; steps %" PRId64 " to %d; %s\n", o.layers, o.heads,
             o.dim, hp->block, (double)gpt_param_count(m) / 1e6, (long long)ds->n_train,
             (long long)(ds->n_tokens - ds->n_train), t.step + 1, hp->steps,
@@ -335,10 +348,10 @@ int cmd_train(int argc, char **argv) {
             goto done;
         }
     }
-    if (rc == 0) {
-        double secs = progress_now() - start;
+    secs = progress_now() - start;
+    if (rc == 0 && lead) {
         fprintf(stderr, "kiln train: %" PRId64 " steps in %.1f s (%.0f tokens/s)\n", t.step - first,
-                secs, secs > 0 ? (double)(t.step - first) * hp->batch * hp->block * hp->grad_accum / secs : 0.0);
+                secs, secs > 0 ? (double)(t.step - first) * hp->batch * hp->block * hp->grad_accum * world_ranks() / secs : 0.0);
         if (t.scaler) {
             kiln_loss_scale_state ls = kiln_loss_scaler_state(t.scaler);
             fprintf(stderr, "kiln train: loss scale %g, %" PRId64 " overflowing steps skipped in all\n",
@@ -347,6 +360,7 @@ int cmd_train(int argc, char **argv) {
         printf("val loss %.4f\n", val);
     }
 done:
+    rc = train_parallel_end(rc, sync, &t, secs);
     if (metrics) fclose(metrics);
     trainer_free(&t);
     gpt_free(m);

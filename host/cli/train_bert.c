@@ -235,7 +235,7 @@ int cmd_train_bert(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (!(metrics = train_open_run(&t, o, &r.paths))) goto done;
+    if (train_open_run(&t, o, &r.paths, &metrics)) goto done;
     host_say_device("train", ctx);
     fprintf(stderr, "kiln train: bert, %d layers, %d heads, dim %d, vocab %d, %d positions: %.2fM weights; "
             "%lld training and %lld held-out tokens; steps %" PRId64 " to %d; %s\n",

@@ -11,16 +11,19 @@
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "cli/train_parallel.h"
 
 /* Ctrl-C (SIGINT) and SIGTERM, which batch schedulers, `timeout` and container runtimes
  * send, end the run after the current step, with a checkpoint to resume from. */
 static volatile sig_atomic_t g_interrupted; /* the signal's number */
 static void on_interrupt(int sig) { g_interrupted = sig; }
 
-FILE *train_open_run(trainer *t, const train_options *o, const run_paths *paths) {
+int train_open_run(trainer *t, const train_options *o, const run_paths *paths, FILE **metrics) {
     char err[1024];
-    if (o->resume && train_resume_state(t, paths)) return NULL;
-    if (train_make_dir(o->out)) return NULL;
+    *metrics = NULL;
+    if (o->resume && train_resume_state(t, paths)) return 1;
+    if (!train_parallel_leads()) return 0;
+    if (train_make_dir(o->out)) return 1;
     train_remove_stale_temporaries(o->out);
     /* a directory that takes no file would fail the first checkpoint, after steps that
      * would then be lost: find out before any */
@@ -29,27 +32,33 @@ FILE *train_open_run(trainer *t, const train_options *o, const run_paths *paths)
     FILE *f = fopen(probe, "wb");
     int closed = f ? fclose(f) : EOF, saved = errno;
     if (f) remove(probe);
-    if (closed != 0) {
-        host_error("cannot write in %s: %s", o->out, strerror(saved));
-        return NULL;
-    }
+    if (closed != 0) return host_error("cannot write in %s: %s", o->out, strerror(saved));
     if (!o->resume && train_file_exists(paths->model))
         fprintf(stderr, "kiln train: %s will be replaced (--resume continues it instead)\n", paths->model);
-    FILE *metrics = metrics_open(o->out, o->resume ? t->step : -1, err, sizeof err);
-    if (!metrics) host_error("%s", err);
-    return metrics;
+    *metrics = metrics_open(o->out, o->resume ? t->step : -1, err, sizeof err);
+    return *metrics ? 0 : host_error("%s", err);
 }
 
 static int is_evaluation_step(const train_options *o, int64_t step, int last) {
     return last || (o->eval_every > 0 && step % o->eval_every == 0);
 }
 
+/* Whether any rank was interrupted (a signal reaches the ranks at different steps; they
+ * must stop after the same one). One process: its own flag. */
+static int agreed_interruption(char *err, size_t errlen, int *rc) {
+    double any = g_interrupted;
+    if (world_ranks() > 1 && world_sum(&any, 1, err, errlen)) *rc = host_error("%s", err);
+    if (any > 0 && !g_interrupted) g_interrupted = SIGTERM;
+    return g_interrupted != 0;
+}
+
 static int loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val) {
     const train_hparams *hp = &t->hp;
     char err[1024];
+    int lead = train_parallel_leads();
     progress bar;
     progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
-    double tokens_per_step = (double)hp->batch * hp->block * hp->grad_accum;
+    double tokens_per_step = (double)hp->batch * hp->block * hp->grad_accum * world_ranks();
     int rc = 0;
     while (t->step < hp->steps && rc == 0) {
         double t0 = progress_now();
@@ -66,27 +75,32 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
                            .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
                            .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
                            .attn_entropy_min = NAN, .host_rss_bytes = -1, .device_bytes = -1};
-        if (is_evaluation_step(o, t->step, t->step == hp->steps || g_interrupted)) {
+        int interrupted = agreed_interruption(err, sizeof err, &rc);
+        if (rc) break;
+        if (is_evaluation_step(o, t->step, t->step == hp->steps || interrupted)) {
             if ((rc = lm->evaluate(lm->self, t->step == hp->steps, &row))) break;
-            if ((rc = lm->save(lm->self))) break;
+            if (lead && (rc = lm->save(lm->self))) break;
             row.host_rss_bytes = metrics_process_rss();
             row.device_bytes = (int64_t)(kiln_memory_persistent(t->model.ctx) + kiln_memory_arena(t->model.ctx));
             bar.low_entropy = row.attn_entropy_min < o->st.entropy_alert ? row.attn_entropy_min : NAN;
         }
         bar.loss_scale = half ? st.loss_scale : 0;
-        progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, row.val_loss);
-        if (metrics_write(metrics, &row)) {
+        if (lead) progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, row.val_loss);
+        if (metrics && metrics_write(metrics, &row)) {
             rc = host_error("cannot write %s/metrics.jsonl", o->out);
             break;
         }
-        if (g_interrupted) {
-            rc = host_error("interrupted (%s) at step %" PRId64 "; the checkpoint in %s resumes with --resume",
-                            g_interrupted == SIGTERM ? "SIGTERM" : "SIGINT", t->step, o->out);
+        if (interrupted) {
+            /* every rank stops here, after rank 0 saved: none may end the others early */
+            train_parallel_stop_together();
+            rc = lead ? host_error("interrupted (%s) at step %" PRId64 "; the checkpoint in %s resumes with --resume",
+                                   g_interrupted == SIGTERM ? "SIGTERM" : "SIGINT", t->step, o->out)
+                      : 1;
             break;
         }
         if (t->step == hp->steps) *final_val = row.val_loss;
     }
-    progress_finish(&bar);
+    if (lead) progress_finish(&bar);
     return rc;
 }
 

@@ -4,7 +4,9 @@
  * checkpoint; the loop does the rest the same way for every model: the progress line,
  * metrics.jsonl, evaluating and saving every --eval-every steps and at the last, and
  * Ctrl-C (SIGINT) or SIGTERM, which end the run after the current step with a checkpoint
- * that --resume continues. */
+ * that --resume continues. Under mpirun (cli/train_parallel.h) every rank runs the loop
+ * and the evaluations; rank 0 alone shows progress and writes metrics and checkpoints, and
+ * a signal to any rank stops all of them after the same step. */
 #ifndef KILN_HOST_CLI_TRAIN_LOOP_H
 #define KILN_HOST_CLI_TRAIN_LOOP_H
 
@@ -33,10 +35,11 @@ typedef struct train_loop_model {
 
 /* After trainer_init_model: restores a resumed run's optimizer state, makes the run
  * directory (saying when a fresh run will replace a model there) and opens its
- * metrics.jsonl. Returns the metrics file, or NULL with the error printed. */
-FILE *train_open_run(trainer *t, const train_options *o, const run_paths *paths);
+ * metrics.jsonl in *metrics; under mpirun, ranks but 0 only restore the state (*metrics
+ * NULL). Returns 0, or 1 with the error printed. */
+int train_open_run(trainer *t, const train_options *o, const run_paths *paths, FILE **metrics);
 
-/* Runs steps t->step + 1 to the last. Returns 0 with the last step's val loss in
+/* Runs steps t->step + 1 to the last (metrics NULL: a rank that writes none). Returns 0 with the last step's val loss in
  * *final_val (NaN when no step ran: a finished run resumed), or 1 with the error printed
  * (interrupted: after saving). */
 int train_loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val);

@@ -152,6 +152,7 @@ train_options train_default_options(void) {
                        .st = {.norm = "pre", .residual = "plain", .layer_type = "transformer",
                               .gau_attn = "relu2", .admin_init = "profile", .gau_s = 128,
                               .attn_temperature = 1.0f, .entropy_alert = 0.5f},
+                       .bucket_mb = 4,
                        .eval_every = 250, .eval_windows = 200, .log_every = 10,
                        .hp = train_nanogpt_hparams()};
     return o;
@@ -246,7 +247,15 @@ int train_common_options(train_options *o, cli_opt *opts) {
         host_backend_option(&o->backend),
         host_device_option(&o->device),
         host_trust_device_option(&o->trust_device),
+        /* data parallelism under mpirun (cli/train_parallel.h) */
+        {.name = "--devices", .kind = CLI_STRING, .target = &o->devices, .meta = "LIST",
+         .help = "under mpirun: each rank's backend and device, as BACKEND[:N],... (rank 0 first; ranks may "
+                 "use different backends); default: --backend with device = the rank's number on its machine"},
+        {.name = "--bucket-mb", .kind = CLI_FLOAT, .target = &o->bucket_mb, .meta = "X",
+         .help = "under mpirun: gradients are summed over the ranks in buckets of about X MiB, each started "
+                 "as soon as the backward has finished it", .min = 0.001, .max = 1 << 20},
     };
+    _Static_assert(sizeof common / sizeof common[0] <= TRAIN_COMMON_OPTIONS, "TRAIN_COMMON_OPTIONS is too small");
     int n = (int)(sizeof common / sizeof common[0]);
     memcpy(opts, common, sizeof common);
     return n;

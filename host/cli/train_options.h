@@ -32,6 +32,8 @@ typedef struct train_options {
     stability_options st;
     int device, resume;
     int trust_device; /* --trust-device: no first-use check of the device (cli/device_check.h) */
+    const char *devices; /* --devices: each MPI rank's BACKEND[:N] (cli/train_parallel.h) */
+    float bucket_mb;     /* --bucket-mb: the gradient allreduce's bucket size */
     float ls_init, ls_growth, ls_backoff; /* --loss-scale-*: fp16 only */
     int ls_interval;
     int layers, heads, dim;

@@ -257,7 +257,7 @@ int cmd_train_seq2seq(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (!(metrics = train_open_run(&t, o, &r.paths))) goto done;
+    if (train_open_run(&t, o, &r.paths, &metrics)) goto done;
     host_say_device("train", ctx);
     fprintf(stderr, "kiln train: seq2seq, %d encoder and %d decoder layers, %d heads, dim %d, vocab %d/%d: %.2fM "
             "weights; %lld training pairs in %lld batches, %lld held out; steps %" PRId64 " to %d; %s\n",

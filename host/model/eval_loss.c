@@ -4,8 +4,8 @@
 
 #include "model/eval_loss.h"
 
-int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
-              int64_t max_windows, double *loss, char *err, size_t errlen) {
+int eval_loss_share(gpt_model *m, const data_set *ds, int split, int block, int batch, int64_t max_windows,
+                    int share, int shares, double *loss_sum, int64_t *windows, char *err, size_t errlen) {
     kiln_ctx *ctx = m->ctx;
     int64_t total = data_windows(ds, split, block);
     if (total <= 0) {
@@ -28,7 +28,7 @@ int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
     kiln_set_training(ctx, 0);
     double sum = 0.0;
     int rc = 0;
-    for (int64_t first = 0; first < count && rc == 0; first += batch) {
+    for (int64_t first = (int64_t)share * batch; first < count && rc == 0; first += (int64_t)shares * batch) {
         int rows = (int)(count - first < batch ? count - first : batch);
         for (int r = 0; r < rows && rc == 0; r++) {
             /* window index spread evenly over the split when evaluating a subset */
@@ -57,6 +57,16 @@ int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
     kiln_set_rng_stream(ctx, stream);
     free(x);
     free(y);
-    if (rc == 0) *loss = sum / (double)count;
+    *loss_sum = sum;
+    *windows = count;
     return rc;
+}
+
+int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
+              int64_t max_windows, double *loss, char *err, size_t errlen) {
+    double sum;
+    int64_t windows;
+    if (eval_loss_share(m, ds, split, block, batch, max_windows, 0, 1, &sum, &windows, err, errlen)) return -1;
+    *loss = sum / (double)windows;
+    return 0;
 }

@@ -17,4 +17,11 @@
 int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
               int64_t max_windows, double *loss, char *err, size_t errlen);
 
+/* One share of that evaluation, for data-parallel ranks: the forward passes (batches of
+ * `batch` windows) numbered share, share + shares, ... Returns 0 with the sum of their
+ * windows' mean losses in *sum and the windows of the whole evaluation in *windows (the
+ * ranks' sums added up, over *windows, give eval_loss's result), or -1 with a message. */
+int eval_loss_share(gpt_model *m, const data_set *ds, int split, int block, int batch, int64_t max_windows,
+                    int share, int shares, double *sum, int64_t *windows, char *err, size_t errlen);
+
 #endif

@@ -34,7 +34,9 @@ static state_keys current_keys(const trainer *t) {
     k.seed = t->hp.seed;
     k.batch = (uint64_t)t->hp.batch;
     k.block = (uint64_t)t->hp.block;
-    k.grad_accum = (uint64_t)t->hp.grad_accum;
+    /* the micro-batches of a step over every rank: -np 2 with --grad-accum 1 draws what one
+       process with --grad-accum 2 does, and each resumes the other */
+    k.grad_accum = (uint64_t)t->hp.grad_accum * (uint64_t)(t->par ? t->par->ranks : 1);
     k.data_tokens = t->model.data_tokens;
     return k;
 }
@@ -122,7 +124,7 @@ static int check_same_run(const state_keys *saved, const state_keys *now, const 
     if (differs("--seed", now->seed, saved->seed, path, err, errlen) ||
         differs("--batch", now->batch, saved->batch, path, err, errlen) ||
         differs("--block", now->block, saved->block, path, err, errlen) ||
-        differs("--grad-accum", now->grad_accum, saved->grad_accum, path, err, errlen) ||
+        differs("--grad-accum (times the MPI ranks)", now->grad_accum, saved->grad_accum, path, err, errlen) ||
         differs("the --data file's size in tokens", now->data_tokens, saved->data_tokens, path,
                 err, errlen))
         return -1;

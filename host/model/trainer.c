@@ -89,6 +89,7 @@ int trainer_init_model(trainer *t, const train_model *model, const train_hparams
         return engine_error(err, errlen, "cannot allocate the gradients");
     }
     kiln_set_seed(model->ctx, hp->seed);
+    t->micro_streams = -1;
     return 0;
 }
 
@@ -157,14 +158,22 @@ void trainer_free(trainer *t) {
 }
 
 /* Backward of a micro-batch's loss l, gradients scaled by `scale` (and the loss scale in
- * fp16), then the step's activations freed. */
-static int backward_loss(trainer *t, kiln_tensor *l, float scale, double *loss, char *err, size_t errlen) {
+ * fp16), then the step's activations freed. `par`: the ranks' reduction starts on each
+ * gradient as soon as the backward has finished it. */
+static int backward_loss(trainer *t, kiln_tensor *l, float scale, const train_parallel *par, double *loss,
+                         char *err, size_t errlen) {
     float value = 0.0f;
     int rc = 0;
     /* the loss scale enters as backward's seed: the loss itself stays unscaled */
     float seed = t->scaler ? scale * kiln_loss_scale_value(t->scaler) : scale;
-    if (!l || kiln_backward(l, seed) || kiln_read_scalar(l, &value))
-        rc = engine_error(err, errlen, "training step");
+    if (par && par->begin(par->self, err, errlen)) {
+        rc = -1;
+    } else {
+        kiln_status s = !l ? kiln_error_status()
+                        : par ? kiln_backward_notify(l, seed, t->leaves, t->model.n_params, par->grad_ready, par->self)
+                              : kiln_backward(l, seed);
+        if (s || kiln_read_scalar(l, &value)) rc = engine_error(err, errlen, "training step");
+    }
     kiln_step_reset(t->model.ctx);
     *loss = value;
     return rc;
@@ -179,7 +188,7 @@ static void training_mode(kiln_ctx *ctx) {
 int trainer_accumulate(trainer *t, const int32_t *x, const int32_t *y, int rows, float scale,
                        double *loss, char *err, size_t errlen) {
     training_mode(t->model.ctx);
-    return backward_loss(t, gpt_batch_loss(t, x, y, rows), scale, loss, err, errlen);
+    return backward_loss(t, gpt_batch_loss(t, x, y, rows), scale, NULL, loss, err, errlen);
 }
 
 int trainer_update_scaled(trainer *t, float lr, double *grad_norm, int *skipped, char *err,
@@ -204,24 +213,53 @@ int trainer_update(trainer *t, float lr, double *grad_norm, char *err, size_t er
     return trainer_update_scaled(t, lr, grad_norm, NULL, err, errlen);
 }
 
+/* The RNG streams (dropout masks) one micro-batch's forward takes: measured once by a
+ * forward of micro-batch `draw` whose tape and streams are then dropped. Data-parallel
+ * ranks need it to give each of their micro-batches the streams it has in one process. */
+static int measure_micro_streams(trainer *t, uint64_t draw, char *err, size_t errlen) {
+    kiln_ctx *ctx = t->model.ctx;
+    uint64_t first = kiln_rng_stream(ctx);
+    training_mode(ctx);
+    kiln_tensor *l = t->model.micro_loss(t, draw, err, errlen);
+    t->micro_streams = (int64_t)(kiln_rng_stream(ctx) - first);
+    kiln_set_rng_stream(ctx, first);
+    kiln_step_reset(ctx);
+    return l ? 0 : -1;
+}
+
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen) {
     const train_hparams *hp = &t->hp;
+    const train_parallel *par = t->par;
+    int rank = par ? par->rank : 0, ranks = par ? par->ranks : 1;
+    /* the step's micro-batches over all ranks, and this rank's first */
+    uint64_t micros = (uint64_t)hp->grad_accum * (uint64_t)ranks, mine = (uint64_t)rank * (uint64_t)hp->grad_accum;
     double total = 0.0;
     const train_model *m = &t->model;
+    kiln_ctx *ctx = m->ctx;
     if (m->sigma_step && m->sigma_step(m->self)) return engine_error(err, errlen, "sigma-reparam power iteration");
+    uint64_t first_stream = kiln_rng_stream(ctx);
+    if (par && t->micro_streams < 0 && measure_micro_streams(t, (uint64_t)t->step * micros + mine, err, errlen))
+        return -1;
     for (int micro = 0; micro < hp->grad_accum; micro++) {
-        uint64_t draw = (uint64_t)t->step * (uint64_t)hp->grad_accum + (uint64_t)micro;
+        uint64_t index = mine + (uint64_t)micro, draw = (uint64_t)t->step * micros + index;
         double loss;
-        training_mode(m->ctx);
+        if (par) kiln_set_rng_stream(ctx, first_stream + index * (uint64_t)t->micro_streams);
+        training_mode(ctx);
         kiln_tensor *l = m->micro_loss(t, draw, err, errlen);
         if (!l) {
-            kiln_step_reset(m->ctx);
+            kiln_step_reset(ctx);
             return -1;
         }
-        if (backward_loss(t, l, 1.0f / (float)hp->grad_accum, &loss, err, errlen)) return -1;
+        const train_parallel *reduce = micro == hp->grad_accum - 1 ? par : NULL;
+        if (backward_loss(t, l, 1.0f / (float)micros, reduce, &loss, err, errlen)) return -1;
         total += loss;
     }
-    stats->loss = total / hp->grad_accum;
+    if (par) {
+        if (par->finish(par->self, &total, err, errlen)) return -1;
+        /* where the single process's stream is after all its micro-batches */
+        kiln_set_rng_stream(ctx, first_stream + micros * (uint64_t)t->micro_streams);
+    }
+    stats->loss = total / (double)micros;
     stats->lr = train_lr_at(hp, t->step);
     if (!isfinite(stats->loss)) {
         snprintf(err, errlen, "the loss is %g at step %lld (try a lower --lr, or --clip)",

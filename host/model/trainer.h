@@ -66,6 +66,20 @@ float train_lr_at(const train_hparams *hp, int64_t step);
 
 struct trainer;
 
+/* Data parallelism (host/parallel/grad_sync.h provides it over MPI): this process is rank
+ * `rank` of `ranks`, and trains on its share of every step's micro-batches; the gradients
+ * are summed over the ranks during the backward of its last micro-batch. */
+typedef struct train_parallel {
+    void *self;
+    int rank, ranks;
+    /* Before the backward of this rank's last micro-batch of a step. */
+    int (*begin)(void *self, char *err, size_t errlen);
+    /* During that backward: leaf i's gradient is final here (kiln_backward_notify). */
+    kiln_grad_ready_fn grad_ready;
+    /* After it: every leaf's gradient then holds the sum over the ranks, and *loss too. */
+    int (*finish)(void *self, double *loss, char *err, size_t errlen);
+} train_parallel;
+
 /* What the trainer needs of a model: its parameter table and a few hooks. */
 typedef struct train_model {
     void *self;              /* the model, passed to the hooks */
@@ -99,6 +113,8 @@ typedef struct trainer {
     /* when not NULL, the next trainer_step writes each block's gradient norm here
        (n_layer entries, unscaled), between backward and the update */
     double *layer_grad_norms;
+    const train_parallel *par; /* NULL: one process */
+    int64_t micro_streams;     /* RNG streams one micro-batch takes (-1: not measured yet) */
 } trainer;
 
 /* Sets up AdamW over every weight of m (decay on 2-D weights only, as GPT-2/nanoGPT) and
@@ -140,7 +156,13 @@ typedef struct train_step_stats {
 /* One optimizer step on training batches drawn for (seed, step): grad_accum micro-batches,
  * micro-batch i of step s being draw s * grad_accum + i (the GPT's:
  * data_sample_batch(..., seed, draw)). With sigma-reparam, one power-iteration step runs
- * first. */
+ * first.
+ *
+ * Data-parallel (t->par with R ranks): a step is grad_accum x R micro-batches, rank r
+ * running numbers r * grad_accum to (r + 1) * grad_accum - 1 of them, each with the draw
+ * and the dropout RNG streams that micro-batch has in a single process with --grad-accum
+ * grad_accum x R; the gradients are summed over the ranks, so every rank applies the
+ * update that single process would (up to the order of the sums). */
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
 
 /* ---- the optimizer state file (DIR/optimizer.safetensors) ----
