@@ -291,13 +291,13 @@ int cmd_train(int argc, char **argv) {
         "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.";
     if (train_parallel_join()) return 1;
     int rc = cli_parse("train", summary, argc, argv, 2, opts, n);
-    if (rc > 0) return train_parallel_end(0, NULL, NULL, 0); /* --help */
+    if (rc > 0) return train_parallel_end(0, NULL, NULL); /* --help */
     if (train_parallel_options_done(rc < 0 || train_validate_options(&o, opts, n), &o, opts, n))
-        return train_parallel_end(1, NULL, NULL, 0);
+        return train_parallel_end(1, NULL, NULL);
 
     char err[1024];
     run_paths paths;
-    if (run_paths_init(&paths, o.out)) return 1;
+    if (run_paths_init(&paths, o.out)) return train_parallel_end(1, NULL, NULL);
     data_set *ds = NULL;
     kiln_ctx *ctx = NULL;
     gpt_model *m = NULL;
@@ -305,7 +305,6 @@ int cmd_train(int argc, char **argv) {
     grad_sync *sync = NULL;
     FILE *metrics = NULL;
     tokenizer *tok = NULL;
-    double secs = 0;
     rc = 1;
     /* the run's own tokenizer on resume, --init's unless --tokenizer names another */
     const char *from = o.resume ? paths.model : o.init;
@@ -348,8 +347,8 @@ int cmd_train(int argc, char **argv) {
             goto done;
         }
     }
-    secs = progress_now() - start;
     if (rc == 0 && lead) {
+        double secs = progress_now() - start;
         fprintf(stderr, "kiln train: %" PRId64 " steps in %.1f s (%.0f tokens/s)\n", t.step - first,
                 secs, secs > 0 ? (double)(t.step - first) * hp->batch * hp->block * hp->grad_accum * world_ranks() / secs : 0.0);
         if (t.scaler) {
@@ -360,7 +359,7 @@ int cmd_train(int argc, char **argv) {
         printf("val loss %.4f\n", val);
     }
 done:
-    rc = train_parallel_end(rc, sync, &t, secs);
+    rc = train_parallel_end(rc, sync, &t);
     if (metrics) fclose(metrics);
     trainer_free(&t);
     gpt_free(m);

@@ -22,7 +22,9 @@
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "cli/train_loop.h"
+#include "cli/progress.h"
 #include "cli/train_options.h"
+#include "cli/train_parallel.h"
 #include "model/bert_checkpoint.h"
 #include "model/bert_data.h"
 #include "model/checkpoint_tokenizer.h"
@@ -210,17 +212,21 @@ int cmd_train_bert(int argc, char **argv) {
         "ones. The last 10% of the tokens are held out; at the end it prints `val loss X` and\n"
         "`val accuracy Y` (MLM). DIR receives model.safetensors (Hugging Face BertForMaskedLM's\n"
         "layout, with the tokenizer), config.json, optimizer.safetensors and metrics.jsonl.";
+    if (train_parallel_join()) return 1;
     int rc = cli_parse("train --model bert", summary, argc, argv, 2, opts, n);
-    if (rc) return rc < 0 ? 1 : 0;
-    if (train_validate_options(o, opts, n)) return 1;
-    if (o->init) return host_error("--init applies to --model gpt only");
+    if (rc > 0) return train_parallel_end(0, NULL, NULL); /* --help */
+    if (train_parallel_options_done(rc < 0 || train_validate_options(o, opts, n), o, opts, n))
+        return train_parallel_end(1, NULL, NULL);
+    if (o->init) return train_parallel_end(host_error("--init applies to --model gpt only"), NULL, NULL);
     r.temperature_given = cli_find(opts, n, "--attn-temperature")->seen;
-    if (run_paths_init(&r.paths, o->out)) return 1;
+    if (run_paths_init(&r.paths, o->out)) return train_parallel_end(1, NULL, NULL);
     snprintf(r.config_json, sizeof r.config_json, "%s/config.json", o->out);
     if (o->resume && !train_file_exists(r.paths.model))
-        return host_error("nothing to resume in %s: it has no model.safetensors", o->out);
+        return train_parallel_end(host_error("nothing to resume in %s: it has no model.safetensors", o->out), NULL,
+                                  NULL);
     kiln_ctx *ctx = NULL;
     trainer t = {0};
+    grad_sync *sync = NULL;
     FILE *metrics = NULL;
     char err[1024];
     rc = 1;
@@ -235,9 +241,10 @@ int cmd_train_bert(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (train_open_run(&t, o, &r.paths, &metrics)) goto done;
+    if (train_parallel_start(&t, o, &sync) || train_open_run(&t, o, &r.paths, &metrics)) goto done;
     host_say_device("train", ctx);
-    fprintf(stderr, "kiln train: bert, %d layers, %d heads, dim %d, vocab %d, %d positions: %.2fM weights; "
+    if (train_parallel_leads())
+        fprintf(stderr, "kiln train: bert, %d layers, %d heads, dim %d, vocab %d, %d positions: %.2fM weights; "
             "%lld training and %lld held-out tokens; steps %" PRId64 " to %d; %s\n",
             r.m->cfg.n_layer, r.m->cfg.n_head, r.m->cfg.n_embd, r.m->cfg.vocab_size, r.m->cfg.max_len,
             (double)bert_param_count(r.m) / 1e6, (long long)r.ds->n_train,
@@ -248,8 +255,9 @@ int cmd_train_bert(int argc, char **argv) {
     double val;
     rc = train_loop(&t, o, metrics, &lm, &val);
     if (rc == 0 && isnan(val)) rc = evaluate(&r, 0, &val, &r.accuracy); /* a finished run resumed */
-    if (rc == 0) printf("val loss %.4f\nval accuracy %.4f\n", val, r.accuracy);
+    if (rc == 0 && train_parallel_leads()) printf("val loss %.4f\nval accuracy %.4f\n", val, r.accuracy);
 done:
+    rc = train_parallel_end(rc, sync, &t);
     if (metrics) fclose(metrics);
     trainer_free(&t);
     bert_batch_free(&r.batch);

@@ -43,12 +43,14 @@ static int is_evaluation_step(const train_options *o, int64_t step, int last) {
     return last || (o->eval_every > 0 && step % o->eval_every == 0);
 }
 
-/* Whether any rank was interrupted (a signal reaches the ranks at different steps; they
- * must stop after the same one). One process: its own flag. */
-static int agreed_interruption(char *err, size_t errlen, int *rc) {
-    double any = g_interrupted;
-    if (world_ranks() > 1 && world_sum(&any, 1, err, errlen)) *rc = host_error("%s", err);
-    if (any > 0 && !g_interrupted) g_interrupted = SIGTERM;
+/* After a step: whether any rank was interrupted (a signal reaches the ranks at different
+ * steps; they must stop after the same one), and the tokens the step trained on over all
+ * ranks (*tokens: this rank's on entry). One process: its own flag and tokens. */
+static int agree_after_step(double *tokens, char *err, size_t errlen, int *rc) {
+    double v[2] = {g_interrupted, *tokens};
+    if (world_ranks() > 1 && world_sum(v, 2, err, errlen)) *rc = host_error("%s", err);
+    if (v[0] > 0 && !g_interrupted) g_interrupted = SIGTERM;
+    *tokens = v[1];
     return g_interrupted != 0;
 }
 
@@ -58,7 +60,7 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
     int lead = train_parallel_leads();
     progress bar;
     progress_init(&bar, stderr, t->step, hp->steps, o->log_every);
-    double tokens_per_step = (double)hp->batch * hp->block * hp->grad_accum * world_ranks();
+    double tokens_per_step = (double)hp->batch * hp->block * hp->grad_accum;
     int rc = 0;
     while (t->step < hp->steps && rc == 0) {
         double t0 = progress_now();
@@ -69,14 +71,15 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
             rc = host_error("%s", err);
             break;
         }
-        double tokens_per_s = (lm->step_tokens ? lm->step_tokens(lm->self) : tokens_per_step) / (progress_now() - t0);
+        double tokens = lm->step_tokens ? lm->step_tokens(lm->self) : tokens_per_step;
+        int interrupted = agree_after_step(&tokens, err, sizeof err, &rc);
+        if (rc) break;
+        double tokens_per_s = tokens / (progress_now() - t0);
         int half = hp->precision == KILN_F16;
         metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = NAN, .lr = st.lr,
                            .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
                            .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
                            .attn_entropy_min = NAN, .host_rss_bytes = -1, .device_bytes = -1};
-        int interrupted = agreed_interruption(err, sizeof err, &rc);
-        if (rc) break;
         if (is_evaluation_step(o, t->step, t->step == hp->steps || interrupted)) {
             if ((rc = lm->evaluate(lm->self, t->step == hp->steps, &row))) break;
             if (lead && (rc = lm->save(lm->self))) break;

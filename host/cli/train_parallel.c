@@ -122,7 +122,7 @@ int train_parallel_start(trainer *t, const train_options *o, grad_sync **sync) {
 static int g_stopping_together;
 void train_parallel_stop_together(void) { g_stopping_together = 1; }
 
-int train_parallel_end(int rc, grad_sync *sync, trainer *t, double train_seconds) {
+int train_parallel_end(int rc, grad_sync *sync, trainer *t) {
     if (rc != 0) {
         if (world_ranks() > 1 && !g_stopping_together) world_abort(rc);
         world_stop();
@@ -134,14 +134,14 @@ int train_parallel_end(int rc, grad_sync *sync, trainer *t, double train_seconds
         if (weights_spread(t, &spread, err, sizeof err)) world_abort(host_error("%s", err));
         grad_sync_stats s = grad_sync_get_stats(sync);
         if (train_parallel_leads() && s.steps > 0) {
-            double per = 1e3 / (double)s.steps, step_ms = train_seconds * per;
+            double per = 1e3 / (double)s.steps, step_ms = t->step_seconds * per;
             double comm_ms = (s.stage_s + s.wait_s + s.upload_s) * per;
             fprintf(stderr,
-                    "kiln train: data parallel over %d ranks: %.2f MB of gradients per step in %d buckets; per step "
-                    "%.1f ms, of which %.2f ms copying buckets out and starting their sums, %.2f ms waiting for "
-                    "the sums, %.2f ms copying them back (%.1f%% of the step)\n",
-                    world_ranks(), s.bytes_per_step / 1e6, s.buckets, step_ms, s.stage_s * per, s.wait_s * per,
-                    s.upload_s * per, step_ms > 0 ? 100.0 * comm_ms / step_ms : 0.0);
+                    "kiln train: data parallel over %d ranks: %.3f MB of gradients per step in %d bucket%s; per step "
+                    "%.2f ms, of which %.2f ms copying buckets out and starting their sums, %.2f ms waiting for "
+                    "the sums, %.2f ms copying them back: %.1f%% of the step\n",
+                    world_ranks(), s.bytes_per_step / 1e6, s.buckets, s.buckets == 1 ? "" : "s", step_ms,
+                    s.stage_s * per, s.wait_s * per, s.upload_s * per, step_ms > 0 ? 100.0 * comm_ms / step_ms : 0.0);
             fprintf(stderr, "kiln train: the ranks' weights %s (largest difference %g)\n",
                     spread == 0 ? "are identical" : "differ", spread);
         }

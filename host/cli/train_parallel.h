@@ -42,6 +42,6 @@ void train_parallel_stop_together(void);
  * reductions cost and how far the ranks' weights are apart; a failure on any rank ends
  * every rank (world_abort: the others would otherwise wait in a reduction forever), success
  * leaves the world. Frees sync. Returns rc. */
-int train_parallel_end(int rc, grad_sync *sync, trainer *t, double train_seconds);
+int train_parallel_end(int rc, grad_sync *sync, trainer *t);
 
 #endif

@@ -22,7 +22,9 @@
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "cli/train_loop.h"
+#include "cli/progress.h"
 #include "cli/train_options.h"
+#include "cli/train_parallel.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/metrics.h"
 #include "model/precision.h"
@@ -233,13 +235,16 @@ int cmd_train_seq2seq(int argc, char **argv) {
         "one per line. At the end it prints `val loss X` (per target token, without label\n"
         "smoothing). DIR receives model.safetensors (with the tokenizers), optimizer.safetensors\n"
         "and metrics.jsonl.";
+    if (train_parallel_join()) return 1;
     int rc = cli_parse("train --model seq2seq", summary, argc, argv, 2, opts, n);
-    if (rc) return rc < 0 ? 1 : 0;
-    if (train_validate_options(o, opts, n)) return 1;
-    if (run_paths_init(&r.paths, o->out)) return 1;
+    if (rc > 0) return train_parallel_end(0, NULL, NULL); /* --help */
+    if (train_parallel_options_done(rc < 0 || train_validate_options(o, opts, n), o, opts, n))
+        return train_parallel_end(1, NULL, NULL);
+    if (run_paths_init(&r.paths, o->out)) return train_parallel_end(1, NULL, NULL);
     train_hparams *hp = &o->hp;
     kiln_ctx *ctx = NULL;
     trainer t = {0};
+    grad_sync *sync = NULL;
     FILE *metrics = NULL;
     char err[1024];
     rc = 1;
@@ -257,9 +262,10 @@ int cmd_train_seq2seq(int argc, char **argv) {
         host_error("%s", err);
         goto done;
     }
-    if (train_open_run(&t, o, &r.paths, &metrics)) goto done;
+    if (train_parallel_start(&t, o, &sync) || train_open_run(&t, o, &r.paths, &metrics)) goto done;
     host_say_device("train", ctx);
-    fprintf(stderr, "kiln train: seq2seq, %d encoder and %d decoder layers, %d heads, dim %d, vocab %d/%d: %.2fM "
+    if (train_parallel_leads())
+        fprintf(stderr, "kiln train: seq2seq, %d encoder and %d decoder layers, %d heads, dim %d, vocab %d/%d: %.2fM "
             "weights; %lld training pairs in %lld batches, %lld held out; steps %" PRId64 " to %d; %s\n",
             r.m->cfg.enc_layers, r.m->cfg.dec_layers, r.m->cfg.n_head, r.m->cfg.n_embd, r.m->cfg.src_vocab,
             r.m->cfg.tgt_vocab, (double)seq2seq_param_count(r.m) / 1e6, (long long)r.train->count,
@@ -271,8 +277,9 @@ int cmd_train_seq2seq(int argc, char **argv) {
     double val;
     rc = train_loop(&t, o, metrics, &lm, &val);
     if (rc == 0 && isnan(val) && seq2seq_data_loss(r.m, r.val, &val, err, sizeof err)) rc = host_error("%s", err);
-    if (rc == 0) printf("val loss %.4f\n", val);
+    if (rc == 0 && train_parallel_leads()) printf("val loss %.4f\n", val);
 done:
+    rc = train_parallel_end(rc, sync, &t);
     if (metrics) fclose(metrics);
     trainer_free(&t);
     seq2seq_batch_free(&r.batch);

@@ -114,6 +114,7 @@ typedef struct trainer {
        (n_layer entries, unscaled), between backward and the update */
     double *layer_grad_norms;
     const train_parallel *par; /* NULL: one process */
+    double step_seconds;       /* wall time inside trainer_step so far, for reports */
     int64_t micro_streams;     /* RNG streams one micro-batch takes (-1: not measured yet) */
 } trainer;
 

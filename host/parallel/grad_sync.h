@@ -29,7 +29,8 @@ typedef struct grad_sync_stats {
     int64_t steps;
     int buckets;
     double bytes_per_step;  /* gradient bytes each rank sends into the reduction per step */
-    double stage_s;         /* copying buckets to the host and starting them, inside the backward */
+    double device_s;        /* waiting for the device to compute a bucket's gradients before copying it */
+    double stage_s;         /* copying buckets to the host and starting their sums, inside the backward */
     double wait_s;          /* after the backward, waiting for the reductions to finish */
     double upload_s;        /* copying the sums back to the device */
 } grad_sync_stats;
