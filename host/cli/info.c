@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "kiln/kiln.h"
+#include "parallel/world.h"
 
 int cmd_info(int argc, char **argv) {
     const char *summary =
@@ -14,7 +15,8 @@ int cmd_info(int argc, char **argv) {
     const char *const *names = kiln_backends_compiled();
     printf("kiln %s\nbackends compiled in:", KILN_VERSION_STRING);
     for (int i = 0; names[i]; i++) printf(" %s", names[i]);
-    printf("\n");
+    printf("\ndata-parallel training: %s\n",
+           world_has_mpi() ? "MPI (mpirun -np N kiln train ...)" : "no (built without MPI)");
     for (int i = 0; names[i]; i++) {
         printf("\n[%s]\n", names[i]);
         fflush(stdout);

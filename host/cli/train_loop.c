@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,7 +17,46 @@
 /* Ctrl-C (SIGINT) and SIGTERM, which batch schedulers, `timeout` and container runtimes
  * send, end the run after the current step, with a checkpoint to resume from. */
 static volatile sig_atomic_t g_interrupted; /* the signal's number */
-static void on_interrupt(int sig) { g_interrupted = sig; }
+
+/* Under mpirun, SIGTERM also comes from mpirun ending the job because a rank died: this
+ * rank is then stuck in a reduction that will never finish, and would die without a word.
+ * If a rank on this machine is gone, the handler says so instead, in the one line of
+ * g_rank_gone[dead] (formatted beforehand: a handler may only write), and leaves. */
+static char **g_rank_gone;
+
+static void on_interrupt(int sig) {
+    int dead = g_rank_gone ? world_dead_local_rank() : -1;
+    if (dead < 0) {
+        g_interrupted = sig;
+        return;
+    }
+    /* one rank reports: rank 0, or rank 1 when rank 0 is the one gone */
+    if (world_rank() == (dead == 0 ? 1 : 0) && g_rank_gone[dead]) {
+        ssize_t written = write(STDERR_FILENO, g_rank_gone[dead], strlen(g_rank_gone[dead]));
+        (void)written;
+    }
+    _exit(1);
+}
+
+/* The lines on_interrupt may print, one per rank. */
+static void prepare_rank_gone(const train_options *o) {
+    int ranks = world_ranks();
+    if (ranks < 2 || !(g_rank_gone = calloc((size_t)ranks, sizeof *g_rank_gone))) return;
+    for (int r = 0; r < ranks; r++) {
+        char line[1024];
+        snprintf(line, sizeof line,
+                 "kiln: error: rank %d ended without a word (killed, or crashed), so mpirun ends the job; the last "
+                 "checkpoint in %s is intact and --resume continues it\n",
+                 r, o->out);
+        g_rank_gone[r] = strdup(line);
+    }
+}
+
+static void forget_rank_gone(void) {
+    for (int r = 0; g_rank_gone && r < world_ranks(); r++) free(g_rank_gone[r]);
+    free(g_rank_gone);
+    g_rank_gone = NULL;
+}
 
 int train_open_run(trainer *t, const train_options *o, const run_paths *paths, FILE **metrics) {
     char err[1024];
@@ -110,10 +150,12 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
 int train_loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val) {
     *final_val = NAN;
     g_interrupted = 0;
+    prepare_rank_gone(o);
     void (*previous_int)(int) = signal(SIGINT, on_interrupt);
     void (*previous_term)(int) = signal(SIGTERM, on_interrupt);
     int rc = loop(t, o, metrics, lm, final_val);
     signal(SIGINT, previous_int);
     signal(SIGTERM, previous_term);
+    forget_rank_gone();
     return rc;
 }

@@ -30,6 +30,11 @@ int world_rank(void);       /* 0 for a single process */
 int world_ranks(void);      /* 1 for a single process */
 int world_local_rank(void); /* among the ranks on this machine */
 
+/* The rank of another process of the job on this machine that has died (killed, crashed),
+ * or -1. Async-signal-safe (kill(pid, 0) on the pids the ranks exchanged when they
+ * joined): a rank that mpirun signals because the job is ending can say which rank went. */
+int world_dead_local_rank(void);
+
 /* Sums v[0..n) over the ranks, in place (every rank gets the same sums). Returns 0, or -1
  * with a message. */
 int world_sum(double *v, int n, char *err, size_t errlen);

@@ -1,11 +1,18 @@
 /* The world over MPI (see world.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "parallel/world.h"
 
 static int g_joined, g_rank, g_ranks = 1, g_local_rank;
+static pid_t *g_local_pids; /* by rank: the pid of each rank on this machine, else 0 */
 
 int world_has_mpi(void) { return 1; }
 
@@ -39,6 +46,19 @@ int world_start(char *err, size_t errlen) {
     MPI_Comm local;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &g_local_rank);
+    /* the pids of the ranks on this machine, for world_dead_local_rank */
+    int here = 0, *world_ranks_here = NULL;
+    MPI_Comm_size(local, &here);
+    long mine = (long)getpid(), *pids = malloc((size_t)here * sizeof *pids);
+    world_ranks_here = malloc((size_t)here * sizeof *world_ranks_here);
+    g_local_pids = calloc((size_t)g_ranks, sizeof *g_local_pids);
+    if (pids && world_ranks_here && g_local_pids &&
+        MPI_Allgather(&mine, 1, MPI_LONG, pids, 1, MPI_LONG, local) == MPI_SUCCESS &&
+        MPI_Allgather(&g_rank, 1, MPI_INT, world_ranks_here, 1, MPI_INT, local) == MPI_SUCCESS) {
+        for (int i = 0; i < here; i++) g_local_pids[world_ranks_here[i]] = (pid_t)pids[i];
+    }
+    free(pids);
+    free(world_ranks_here);
     MPI_Comm_free(&local);
     return 0;
 }
@@ -50,6 +70,8 @@ void world_stop(void) {
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     g_joined = 0;
+    free(g_local_pids);
+    g_local_pids = NULL;
 }
 
 _Noreturn void world_abort(int code) {
@@ -59,6 +81,12 @@ _Noreturn void world_abort(int code) {
         MPI_Abort(MPI_COMM_WORLD, code);
     }
     exit(code);
+}
+
+int world_dead_local_rank(void) {
+    for (int r = 0; g_local_pids && r < g_ranks; r++)
+        if (r != g_rank && g_local_pids[r] > 0 && kill(g_local_pids[r], 0) != 0 && errno == ESRCH) return r;
+    return -1;
 }
 
 int world_rank(void) { return g_rank; }
