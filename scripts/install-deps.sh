@@ -13,6 +13,7 @@ PACKAGES=(
   python3-torch python3-numpy                       # PyTorch parity tests
   librsvg2-bin                                      # renders kiln plot's SVG in its test
   python3-regex                                     # GPT-2's tokenizer reference (tests/gpt2_reference.py)
+  openmpi-bin libopenmpi-dev                        # data-parallel training (mpirun -np N kiln train)
 )
 
 missing=()

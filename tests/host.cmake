@@ -159,3 +159,13 @@ if(KILN_TORCH_PYTHON)
             --workdir ${_kiln_host_work}/gpt2_tokenizer_e2e)
   set_tests_properties(host_gpt2_tokenizer_e2e PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
+
+# Data-parallel training (mpirun -np 2 kiln train): step for step against one process with
+# --grad-accum 2, resumes across the number of ranks, fp16, BERT and seq2seq, a Vulkan rank
+# beside an OpenCL rank, a failing and a killed rank. One script for every backend it needs
+# (the Vulkan rank under the validation layer); skipped (77) without mpirun or without MPI in
+# the build.
+kiln_host_test_env(vulkan "" env)
+add_test(NAME host_mpi COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_mpi.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/mpi)
+set_tests_properties(host_mpi PROPERTIES LABELS cpu TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
