@@ -11,6 +11,10 @@ safetensors helpers from here).
         `kiln eval` and `kiln decode` read.
   nanogpt_torch.py --bench [options]
         times training steps on random bytes and prints `tokens_per_s X`.
+  nanogpt_torch.py --bench --ranks N [options]
+        the same with N processes under DistributedDataParallel (gloo, one thread each,
+        --batch per process): the peer of kiln's data parallelism (scripts/bench_parallel.sh);
+        prints `tokens_per_s X` over all ranks.
 
 Batches come from torch's RNG rather than kiln's counter RNG, so the two runs see
 different (equally random) batches; everything else is the same recipe.
@@ -275,6 +279,41 @@ def run_bench(args):
     print(f"tokens_per_s {args.steps_timed * args.batch * args.block / secs:.1f}")
 
 
+def _ddp_worker(rank, args, rendezvous):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    torch.set_num_threads(args.threads or 1)
+    dist.init_process_group("gloo", init_method="file://" + rendezvous, rank=rank, world_size=args.ranks)
+    torch.manual_seed(args.seed)  # the same initial weights on every rank (DDP checks them too)
+    model = GPT(config_of(args), args.dropout)
+    model.init_weights()
+    ddp = DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb)
+    opt = adamw(model, args.lr, args.beta1, args.beta2, args.weight_decay)
+    data = torch.randint(256, (1 << 20,), generator=torch.Generator().manual_seed(args.seed + 1 + rank))
+    for step in range(args.warmup_steps + args.steps_timed):
+        if step == args.warmup_steps:
+            dist.barrier()
+            start = time.time()
+        ix = torch.randint(len(data) - args.block, (args.batch,))
+        x = torch.stack([data[i:i + args.block] for i in ix])
+        y = torch.stack([data[i + 1:i + 1 + args.block] for i in ix])
+        train_step(ddp, opt, x, y, args.lr, args.clip)
+    dist.barrier()
+    secs = time.time() - start
+    if rank == 0:
+        print(f"torch {torch.__version__}, cpu, DistributedDataParallel over {args.ranks} ranks (gloo), "
+              f"{torch.get_num_threads()} threads each")
+        print(f"tokens_per_s {args.ranks * args.steps_timed * args.batch * args.block / secs:.1f}")
+    dist.destroy_process_group()
+
+
+def run_bench_ddp(args):
+    import tempfile
+    import torch.multiprocessing as mp
+    with tempfile.TemporaryDirectory() as tmp:
+        mp.spawn(_ddp_worker, args=(args, os.path.join(tmp, "rendezvous")), nprocs=args.ranks, join=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data")
@@ -298,11 +337,16 @@ def main():
     p.add_argument("--log-every", type=int, default=100)
     p.add_argument("--threads", type=int, default=0, help="0: one per CPU")
     p.add_argument("--warmup-steps", type=int, default=5, help="--bench: untimed steps first")
+    p.add_argument("--ranks", type=int, default=1, help="--bench: processes under DistributedDataParallel")
+    p.add_argument("--bucket-mb", type=float, default=4, help="--ranks: DDP's gradient bucket size")
     args = p.parse_args()
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
     if args.bench:
         args.steps_timed = args.steps
-        run_bench(args)
+        if args.ranks > 1:
+            run_bench_ddp(args)
+        else:
+            run_bench(args)
     elif args.data:
         run_training(args)
     else:

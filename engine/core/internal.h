@@ -6,6 +6,7 @@
 
 #include "core/backend.h"
 #include "core/fault.h"
+#include "kiln/probe.h" /* kiln_clock_wall */
 
 #if defined(__GNUC__)
 #define KILN_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -145,8 +146,7 @@ kiln_status kiln_device_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **out);
 /* Ends a timer left running and frees the context's probe state (kiln_close). */
 void kiln_probe_release(kiln_ctx *ctx);
 
-/* Seconds on the monotonic wall clock and of this process's CPU time (core/clock.c). */
-double kiln_clock_wall(void);
+/* Seconds of this process's CPU time (core/clock.c); the wall clock is public (probe.h). */
 double kiln_clock_cpu(void);
 
 /* Zero-fills a tensor on the device. */

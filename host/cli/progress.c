@@ -1,16 +1,12 @@
 /* Training progress display (see progress.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/progress.h"
+#include "kiln/probe.h"
 
 #include <math.h>
-#include <time.h>
 #include <unistd.h>
 
-double progress_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+double progress_now(void) { return kiln_clock_wall(); }
 
 void progress_init(progress *p, FILE *out, int64_t first_step, int64_t total_steps, int log_every) {
     p->out = out;

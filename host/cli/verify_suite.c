@@ -2,16 +2,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/verify_suite.h"
 #include "cli/verify_model.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 const char *verify_precision_name(kiln_verify_precision p) { return p == KILN_VERIFY_F16 ? "f16" : "f32"; }
 
@@ -75,10 +68,10 @@ void verify_run_name(const verify_run_info *run, char *buf, size_t size) {
 static kiln_status run_one(kiln_ctx *dev, kiln_ctx *cpu, const kiln_verify_case *c, const verify_model_check *check,
                            verify_run_info *run, verify_report_fn report, void *user, verify_totals *totals) {
     kiln_status st = kiln_set_gemm_variant(dev, run->gemm_variant);
-    double t0 = now();
+    double t0 = kiln_clock_wall();
     if (st == KILN_OK && c) st = kiln_verify_run(dev, cpu, c, run->precision, &run->result);
     else if (st == KILN_OK) st = verify_model_run(check, dev, cpu, &run->result);
-    run->seconds = now() - t0;
+    run->seconds = kiln_clock_wall() - t0;
     kiln_set_gemm_variant(dev, NULL);
     char name[160];
     verify_run_name(run, name, sizeof name);
@@ -98,7 +91,7 @@ static kiln_status run_one(kiln_ctx *dev, kiln_ctx *cpu, const kiln_verify_case 
 kiln_status verify_suite_run(kiln_ctx *dev, kiln_ctx *cpu, const verify_selection *sel, verify_report_fn report,
                              void *user, verify_totals *totals) {
     memset(totals, 0, sizeof *totals);
-    double start = now();
+    double start = kiln_clock_wall();
     const char *variants[9] = {NULL}; /* NULL first: the device's own choice */
     int n_variants = 1 + kiln_gemm_variants(dev, variants + 1, 8);
     int n;
@@ -130,6 +123,6 @@ kiln_status verify_suite_run(kiln_ctx *dev, kiln_ctx *cpu, const verify_selectio
         snprintf(run.shapes, sizeof run.shapes, "%s", checks[i].shapes);
         st = run_one(dev, cpu, NULL, &checks[i], &run, report, user, totals);
     }
-    totals->seconds = now() - start;
+    totals->seconds = kiln_clock_wall() - start;
     return st;
 }

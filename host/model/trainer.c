@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 train_hparams train_nanogpt_hparams(void) {
     return (train_hparams){.batch = 12, .block = 64, .grad_accum = 1, .steps = 2000, .warmup = 100,
@@ -228,18 +227,12 @@ static int measure_micro_streams(trainer *t, uint64_t draw, char *err, size_t er
     return l ? 0 : -1;
 }
 
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
 
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen) {
-    double start = seconds_now();
+    double start = kiln_clock_wall();
     int rc = step(t, stats, err, errlen);
-    t->step_seconds += seconds_now() - start;
+    t->step_seconds += kiln_clock_wall() - start;
     return rc;
 }
 

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "parallel/grad_sync.h"
 #include "parallel/world.h"
@@ -32,12 +31,6 @@ struct grad_sync {
     grad_sync_stats stats;
 };
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* f16 sums, each rounded to f16: MPI has no half type. */
 static void half_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
     (void)type;
@@ -57,10 +50,10 @@ static kiln_status mpi_failed(int code, const char *what) {
 static kiln_status start_bucket(grad_sync *g, bucket *b) {
     /* the copy waits for the queued backward work that computes the bucket: timed apart,
        it is computation, not the reduction's cost */
-    double t0 = now();
+    double t0 = kiln_clock_wall();
     kiln_status s = kiln_sync(g->t->model.ctx);
     if (s) return s;
-    double t1 = now();
+    double t1 = kiln_clock_wall();
     for (int k = b->first; k < b->first + b->count; k++) {
         kiln_tensor *grad = kiln_grad(g->t->leaves[g->order[k]]);
         size_t bytes = (size_t)kiln_numel(grad) * kiln_dtype_size(grad->dtype);
@@ -74,7 +67,7 @@ static kiln_status start_bucket(grad_sync *g, bucket *b) {
     if (rc != MPI_SUCCESS) return mpi_failed(rc, "MPI_Iallreduce");
     b->posted = 1;
     g->stats.device_s += t1 - t0;
-    g->stats.stage_s += now() - t1;
+    g->stats.stage_s += kiln_clock_wall() - t1;
     return KILN_OK;
 }
 
@@ -111,7 +104,7 @@ static int finish(void *self, double *loss, char *err, size_t errlen) {
                  g->n);
         return -1;
     }
-    double t0 = now();
+    double t0 = kiln_clock_wall();
     for (int i = 0; i < g->n_buckets; i++) {
         int rc = MPI_Wait(&g->buckets[i].request, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
@@ -120,7 +113,7 @@ static int finish(void *self, double *loss, char *err, size_t errlen) {
             return -1;
         }
     }
-    double t1 = now();
+    double t1 = kiln_clock_wall();
     for (int k = 0; k < g->n; k++) {
         int leaf = g->order[k];
         kiln_tensor *grad = kiln_grad(g->t->leaves[leaf]);
@@ -131,7 +124,7 @@ static int finish(void *self, double *loss, char *err, size_t errlen) {
         }
     }
     g->stats.wait_s += t1 - t0;
-    g->stats.upload_s += now() - t1;
+    g->stats.upload_s += kiln_clock_wall() - t1;
     g->stats.steps++;
     return world_sum(loss, 1, err, errlen);
 }

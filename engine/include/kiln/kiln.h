@@ -13,6 +13,7 @@
 #include "kiln/autograd.h"
 #include "kiln/optim.h"
 #include "kiln/rng.h"
+#include "kiln/probe.h"
 #include "kiln/verify.h"
 
 #endif

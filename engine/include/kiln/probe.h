@@ -67,6 +67,10 @@ kiln_status kiln_probe_dispatch(kiln_ctx *ctx, int repeats, kiln_measure *out);
 kiln_status kiln_timer_begin(kiln_ctx *ctx);
 kiln_status kiln_timer_end(kiln_ctx *ctx, double *device_s, double *wall_s);
 
+/* Seconds on the monotonic wall clock: the one clock of the engine's timings, for hosts
+ * that time work of their own (steps, reductions) the same way. */
+double kiln_clock_wall(void);
+
 /* The device's driver name and version as the backend reports them ("" when unknown). */
 const char *kiln_device_driver(const kiln_ctx *ctx);
 
