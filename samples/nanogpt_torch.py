@@ -338,7 +338,7 @@ def main():
     p.add_argument("--threads", type=int, default=0, help="0: one per CPU")
     p.add_argument("--warmup-steps", type=int, default=5, help="--bench: untimed steps first")
     p.add_argument("--ranks", type=int, default=1, help="--bench: processes under DistributedDataParallel")
-    p.add_argument("--bucket-mb", type=float, default=4, help="--ranks: DDP's gradient bucket size")
+    p.add_argument("--bucket-mb", type=float, default=25, help="--ranks: DDP's gradient bucket size (its default)")
     args = p.parse_args()
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
     if args.bench:

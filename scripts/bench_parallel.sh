@@ -9,7 +9,8 @@
 # of 1 and of RANKS processes and the scaling efficiency (tokens/s of RANKS / (RANKS x tokens/s
 # of 1)), and for kiln what each step spends on the gradient sum and how many bytes it sums.
 # Environment: KILN (default build/host/kiln), BACKEND (cpu), DEVICES (--devices for the ranks,
-# e.g. vulkan:0,vulkan:1; the baseline runs on the first), DATA (default: ../shared's
+# e.g. vulkan:0,vulkan:1; the baseline runs on the first), BUCKET_MB (kiln's --bucket-mb, and
+# DDP's bucket_cap_mb; default: each one's own), DATA (default: ../shared's
 # tinyshakespeare, else generated text), PYTHON (/usr/bin/python3; NO_TORCH=1 skips PyTorch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ if [ ! -f "$data" ]; then
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 model=(--data "$data" --layers 4 --heads 4 --dim 128 --block 64 --batch 12 --steps "$steps" --eval-every 0
-       --eval-windows 1 --log-every 1000 --trust-device)
+       --eval-windows 1 --log-every 1000 --trust-device ${BUCKET_MB:+--bucket-mb "$BUCKET_MB"})
 if [ -n "${DEVICES:-}" ]; then
   one=(--devices "${DEVICES%%,*}")
   many=(--devices "$DEVICES")
@@ -60,7 +61,7 @@ if [ "${NO_TORCH:-0}" = 1 ] || ! "$python" -c "import torch.distributed" 2>/dev/
   exit 0
 fi
 torch=(samples/nanogpt_torch.py --bench --layers 4 --heads 4 --dim 128 --block 64 --batch 12 --steps "$steps"
-       --threads 1)
+       --threads 1 ${BUCKET_MB:+--bucket-mb "$BUCKET_MB"})
 t1=$("$python" "${torch[@]}" | sed -n 's/^tokens_per_s //p')
 tn=$("$python" "${torch[@]}" --ranks "$ranks" | sed -n 's/^tokens_per_s //p')
 teff=$(awk -v a="$t1" -v b="$tn" -v n="$ranks" 'BEGIN { printf "%.2f", b / (n * a) }')

@@ -152,7 +152,6 @@ train_options train_default_options(void) {
                        .st = {.norm = "pre", .residual = "plain", .layer_type = "transformer",
                               .gau_attn = "relu2", .admin_init = "profile", .gau_s = 128,
                               .attn_temperature = 1.0f, .entropy_alert = 0.5f},
-                       .bucket_mb = 4,
                        .eval_every = 250, .eval_windows = 200, .log_every = 10,
                        .hp = train_nanogpt_hparams()};
     return o;
@@ -253,7 +252,8 @@ int train_common_options(train_options *o, cli_opt *opts) {
                  "use different backends); default: --backend with device = the rank's number on its machine"},
         {.name = "--bucket-mb", .kind = CLI_FLOAT, .target = &o->bucket_mb, .meta = "X",
          .help = "under mpirun: gradients are summed over the ranks in buckets of about X MiB, each started "
-                 "as soon as the backward has finished it", .min = 0.001, .max = 1 << 20},
+                 "as soon as the backward has finished it (0: a quarter of the gradients, within 1 to 25 MiB)",
+         .min = 0, .max = 1 << 20},
     };
     _Static_assert(sizeof common / sizeof common[0] <= TRAIN_COMMON_OPTIONS, "TRAIN_COMMON_OPTIONS is too small");
     int n = (int)(sizeof common / sizeof common[0]);

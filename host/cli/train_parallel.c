@@ -139,7 +139,7 @@ int train_parallel_end(int rc, grad_sync *sync, trainer *t) {
             fprintf(stderr,
                     "kiln train: data parallel over %d ranks: %.3f MB of gradients per step in %d bucket%s; per step "
                     "%.2f ms, of which %.2f ms copying buckets out and starting their sums, %.2f ms waiting for "
-                    "the sums, %.2f ms copying them back: %.1f%% of the step\n",
+                    "the sums (and for slower ranks), %.2f ms copying them back: %.1f%% of the step\n",
                     world_ranks(), s.bytes_per_step / 1e6, s.buckets, s.buckets == 1 ? "" : "s", step_ms,
                     s.stage_s * per, s.wait_s * per, s.upload_s * per, step_ms > 0 ? 100.0 * comm_ms / step_ms : 0.0);
             fprintf(stderr, "kiln train: the ranks' weights %s (largest difference %g)\n",

@@ -20,7 +20,9 @@
 typedef struct grad_sync grad_sync;
 
 /* The reduction of trainer t's gradients (t->leaves, allocated by trainer_init) over the
- * world's ranks; sets t->par. Returns NULL with a message. */
+ * world's ranks; sets t->par. bucket_bytes 0: a quarter of the gradients' bytes, at least
+ * 1 MiB and at most 25 MiB (PyTorch DDP's bucket): four buckets or more overlap the
+ * backward, and a large model's buckets stay few. Returns NULL with a message. */
 grad_sync *grad_sync_new(trainer *t, size_t bucket_bytes, char *err, size_t errlen);
 void grad_sync_free(grad_sync *g);
 

@@ -134,6 +134,14 @@ static int finish(void *self, double *loss, char *err, size_t errlen) {
 static int make_buckets(grad_sync *g, size_t bucket_bytes) {
     g->buckets = calloc((size_t)(g->n > 0 ? g->n : 1), sizeof *g->buckets);
     if (!g->buckets) return -1;
+    if (bucket_bytes == 0) {
+        size_t all = 0, mib = 1 << 20;
+        for (int i = 0; i < g->n; i++) {
+            kiln_tensor *grad = kiln_grad(g->t->leaves[i]);
+            all += (size_t)kiln_numel(grad) * kiln_dtype_size(grad->dtype);
+        }
+        bucket_bytes = all / 4 < mib ? mib : all / 4 > 25 * mib ? 25 * mib : all / 4;
+    }
     bucket *b = NULL;
     for (int k = 0; k < g->n; k++) {
         int leaf = g->n - 1 - k;
