@@ -1,6 +1,7 @@
 /* The checkpoint files of a training run (train_checkpoint.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli/train_checkpoint.h"
+#include "cli/train_parallel.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -91,5 +92,11 @@ int train_resume_state(trainer *t, const run_paths *p) {
         }
     }
     if (trainer_load_state(t, use, err, sizeof err)) return host_error("%s", err);
+    int64_t micros = (int64_t)t->hp.grad_accum * (t->par ? t->par->ranks : 1);
+    if (t->resumed_micro_batches != micros && train_parallel_leads())
+        fprintf(stderr,
+                "kiln train: the run had %" PRId64 " micro-batches per step (--grad-accum x ranks), this one has %" PRId64
+                ": from step %" PRId64 " on, each step trains on %.3g times the sequences\n",
+                t->resumed_micro_batches, micros, t->step + 1, (double)micros / (double)t->resumed_micro_batches);
     return 0;
 }

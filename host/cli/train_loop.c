@@ -85,10 +85,18 @@ static int is_evaluation_step(const train_options *o, int64_t step, int last) {
 
 /* After a step: whether any rank was interrupted (a signal reaches the ranks at different
  * steps; they must stop after the same one), and the tokens the step trained on over all
- * ranks (*tokens: this rank's on entry). One process: its own flag and tokens. */
-static int agree_after_step(double *tokens, char *err, size_t errlen, int *rc) {
-    double v[2] = {g_interrupted, *tokens};
-    if (world_ranks() > 1 && world_sum(v, 2, err, errlen)) *rc = host_error("%s", err);
+ * ranks (*tokens: this rank's on entry). One process: its own flag and tokens. The same
+ * sum checks that every rank made the same fp16 overflow decision (`skipped`): they see the
+ * same summed gradients, so a disagreement means the ranks have come apart. */
+static int agree_after_step(double *tokens, int skipped, int64_t step, char *err, size_t errlen, int *rc) {
+    double v[3] = {g_interrupted, *tokens, skipped};
+    if (world_ranks() > 1) {
+        if (world_sum(v, 3, err, errlen))
+            *rc = host_error("%s", err);
+        else if (v[2] != 0 && v[2] != world_ranks())
+            *rc = host_error("the ranks disagree on whether step %" PRId64 " overflowed in fp16 (%g of %d skipped it): "
+                             "their gradients differ", step, v[2], world_ranks());
+    }
     if (v[0] > 0 && !g_interrupted) g_interrupted = SIGTERM;
     *tokens = v[1];
     return g_interrupted != 0;
@@ -112,7 +120,7 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
             break;
         }
         double tokens = lm->step_tokens ? lm->step_tokens(lm->self) : tokens_per_step;
-        int interrupted = agree_after_step(&tokens, err, sizeof err, &rc);
+        int interrupted = agree_after_step(&tokens, st.skipped, t->step, err, sizeof err, &rc);
         if (rc) break;
         double tokens_per_s = tokens / (progress_now() - t0);
         int half = hp->precision == KILN_F16;

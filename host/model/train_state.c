@@ -118,13 +118,14 @@ static int differs(const char *option, uint64_t here, uint64_t saved, const char
     return 1;
 }
 
-/* The saved run and this one must draw the same batches: same seed, geometry and data. */
+/* The saved run and this one must draw the same batches: same seed, geometry and data. The
+ * micro-batches per step (--grad-accum times the ranks) may change: a run moved to more or
+ * fewer devices goes on with another global batch (trainer.h: resumed_micro_batches). */
 static int check_same_run(const state_keys *saved, const state_keys *now, const char *path,
                           char *err, size_t errlen) {
     if (differs("--seed", now->seed, saved->seed, path, err, errlen) ||
         differs("--batch", now->batch, saved->batch, path, err, errlen) ||
         differs("--block", now->block, saved->block, path, err, errlen) ||
-        differs("--grad-accum (times the MPI ranks)", now->grad_accum, saved->grad_accum, path, err, errlen) ||
         differs("the --data file's size in tokens", now->data_tokens, saved->data_tokens, path,
                 err, errlen))
         return -1;
@@ -180,6 +181,7 @@ int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen) {
     int rc = -1;
     float *host = NULL;
     state_keys saved, now = current_keys(t);
+    t->resumed_micro_batches = 0;
     if (read_keys(f, path, &saved, err, errlen) || check_same_run(&saved, &now, path, err, errlen) ||
         check_optimizer(t, f, path, err, errlen) || load_precision(t, f, path, err, errlen))
         goto done;
@@ -215,6 +217,7 @@ int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen) {
     t->step = (int64_t)saved.step;
     kiln_adam_set_steps(t->opt, (int64_t)saved.adam_steps);
     kiln_set_rng_stream(t->model.ctx, saved.rng_stream);
+    t->resumed_micro_batches = (int64_t)saved.grad_accum;
     rc = 0;
 done:
     free(host);

@@ -115,6 +115,8 @@ typedef struct trainer {
     double *layer_grad_norms;
     const train_parallel *par; /* NULL: one process */
     double step_seconds;       /* wall time inside trainer_step so far, for reports */
+    int64_t resumed_micro_batches; /* after trainer_load_state: the saved run's micro-batches
+                                      per step (--grad-accum x ranks), which this run may change */
     int64_t micro_streams;     /* RNG streams one micro-batch takes (-1: not measured yet) */
 } trainer;
 
@@ -173,7 +175,8 @@ int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
  * skipped_steps). */
 int trainer_save_state(const trainer *t, const char *path, char *err, size_t errlen);
 /* Restores a state saved by a run with the same model, seed and batch geometry (a
- * mismatch is an error naming the option). */
+ * mismatch is an error naming the option); the micro-batches per step may differ (see
+ * resumed_micro_batches). */
 int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen);
 
 #endif
