@@ -5,7 +5,14 @@
  * calls quantize_row_{q8_0,q4_0,q4_1}_ref of libggml-base.so (llama.cpp's build in
  * node-llama-cpp 3.21.1) on the inputs quant_inputs() builds here. Then: dequantizing gives
  * values within half a step of the inputs, the names and sizes, and rows that are not whole
- * blocks are refused. */
+ * blocks are refused.
+ *
+ * The product with a quantized matrix (kiln_matmul_q) against dequantize-then-multiply on
+ * the host, in double, for every format on odd shapes (one token, a prefill of 17 and of 40
+ * rows across the kernel's row tiles, 3 to 33 outputs, 1 to 5 blocks), with and without a
+ * bias, from f32 and f16 activations; a matrix quantized from GPT-2's transposed (Conv1D)
+ * layout equals the one from its transpose; columns that are not whole blocks and
+ * activations of the wrong width are refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,11 +139,109 @@ START_TEST(names_sizes_and_refusals) {
 }
 END_TEST
 
+/* ---- the product with a quantized matrix ---- */
+
+static float noise(uint32_t *state) {
+    *state = *state * 1664525u + 1013904223u;
+    return (float)(*state >> 8) / 16777216.0f - 0.5f;
+}
+
+static const struct {
+    int64_t m, n, k;
+} qshapes[] = {{1, 5, 32}, {1, 33, 160}, {3, 7, 96}, {17, 33, 160}, {40, 3, 64}};
+#define N_QSHAPES (int)(sizeof qshapes / sizeof qshapes[0])
+
+/* Loop index i: shape i / (2 * formats), format (i / 2) % formats, bias when i is odd. */
+START_TEST(matmul_q_matches_dequantize_then_multiply) {
+    int shape = _i / (2 * KILN_QFORMAT_COUNT), with_bias = _i % 2;
+    kiln_qformat f = (kiln_qformat)((_i / 2) % KILN_QFORMAT_COUNT);
+    int64_t m = qshapes[shape].m, n = qshapes[shape].n, k = qshapes[shape].k;
+    kiln_ctx *ctx = kt_ctx();
+    uint32_t state = (uint32_t)(17 + _i);
+    float *x = malloc((size_t)(m * k) * sizeof *x), *w = malloc((size_t)(n * k) * sizeof *w);
+    float *wd = malloc((size_t)(n * k) * sizeof *wd), *expect = malloc((size_t)(m * n) * sizeof *expect);
+    float bias[64];
+    for (int64_t i = 0; i < m * k; i++) x[i] = 2.0f * noise(&state);
+    for (int64_t i = 0; i < n * k; i++) w[i] = 0.3f * noise(&state) * (1.0f + (float)(i % 7));
+    for (int64_t i = 0; i < n; i++) bias[i] = noise(&state);
+    unsigned char *blocks = malloc(kiln_qformat_row_bytes(f, k) * (size_t)n);
+    for (int64_t r = 0; r < n; r++) {
+        ck_assert_int_eq(kiln_quantize_row(f, w + r * k, k, blocks + (size_t)r * kiln_qformat_row_bytes(f, k)), KILN_OK);
+        ck_assert_int_eq(kiln_dequantize_row(f, blocks + (size_t)r * kiln_qformat_row_bytes(f, k), k, wd + r * k),
+                         KILN_OK);
+    }
+    double scale = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double sum = with_bias ? bias[j] : 0.0, mag = 0;
+            for (int64_t c = 0; c < k; c++) sum += (double)x[i * k + c] * wd[j * k + c], mag += fabs(x[i * k + c] * wd[j * k + c]);
+            expect[i * n + j] = (float)sum;
+            scale = mag > scale ? mag : scale;
+        }
+    kiln_qmatrix *q = kiln_qmatrix_new(ctx, f, n, k);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(kiln_qmatrix_quantize(q, w, 0), KILN_OK);
+    int64_t xs[2] = {m, k};
+    kiln_tensor *xt = kt_tensor(ctx, KILN_F32, 2, xs, x), *bt = with_bias ? kt_tensor(ctx, KILN_F32, 1, &n, bias) : NULL;
+    kiln_tensor *y = kiln_matmul_q(xt, q, bt);
+    ck_assert_msg(y != NULL, "%s", kiln_error_message());
+    ck_assert_int_eq(y->shape[0], m);
+    ck_assert_int_eq(y->shape[1], n);
+    /* f32 sums in another order: a few ulps of the largest sum of magnitudes */
+    kt_expect_values(y, expect, m * n, 4e-6 * scale);
+    if (kiln_supports_dtype(ctx, KILN_F16)) { /* f16 activations: within their rounding */
+        kiln_tensor *xh = kiln_cast(xt, KILN_F16), *bh = bt ? kiln_cast(bt, KILN_F16) : NULL;
+        kiln_tensor *yh = kiln_matmul_q(xh, q, bh);
+        ck_assert_msg(yh != NULL && yh->dtype == KILN_F16, "%s", kiln_error_message());
+        kt_expect_values(kiln_cast(yh, KILN_F32), expect, m * n, 2e-3 * scale + 1e-3);
+    }
+    kiln_step_reset(ctx);
+    kiln_qmatrix_free(q);
+    kiln_tensor_free(xt), kiln_tensor_free(bt);
+    free(x), free(w), free(wd), free(expect), free(blocks);
+}
+END_TEST
+
+START_TEST(matmul_q_transposed_source_and_refusals) {
+    kiln_ctx *ctx = kt_ctx();
+    int64_t n = 6, k = 64;
+    float w[6 * 64], wt[64 * 6];
+    uint32_t state = 5;
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < k; c++) w[r * k + c] = wt[c * n + r] = noise(&state);
+    kiln_qmatrix *a = kiln_qmatrix_new(ctx, KILN_Q4_0, n, k), *b = kiln_qmatrix_new(ctx, KILN_Q4_0, n, k);
+    ck_assert_int_eq(kiln_qmatrix_quantize(a, w, 0), KILN_OK);
+    ck_assert_int_eq(kiln_qmatrix_quantize(b, wt, 1), KILN_OK);
+    ck_assert_uint_eq(kiln_qmatrix_bytes(a), (size_t)n * 36);
+    int64_t xs[2] = {2, k};
+    float x[128];
+    for (int i = 0; i < 128; i++) x[i] = noise(&state);
+    kiln_tensor *xt = kt_tensor(ctx, KILN_F32, 2, xs, x);
+    float ya[12], yb[12];
+    ck_assert_int_eq(kiln_download_f32(kiln_matmul_q(xt, a, NULL), ya, 12), KILN_OK);
+    ck_assert_int_eq(kiln_download_f32(kiln_matmul_q(xt, b, NULL), yb, 12), KILN_OK);
+    for (int i = 0; i < 12; i++) ck_assert_float_eq(ya[i], yb[i]);
+    /* refusals */
+    ck_assert_ptr_null(kiln_qmatrix_new(ctx, KILN_Q8_0, 4, 48));
+    ck_assert_int_eq(kiln_error_status(), KILN_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(kiln_error_message(), "multiple of 32"));
+    int64_t bad[2] = {2, 32};
+    kiln_tensor *narrow = kiln_tensor_new(ctx, KILN_F32, 2, bad);
+    ck_assert_ptr_null(kiln_matmul_q(narrow, a, NULL));
+    ck_assert_int_eq(kiln_error_status(), KILN_ERR_SHAPE);
+    kiln_step_reset(ctx);
+    kiln_qmatrix_free(a), kiln_qmatrix_free(b);
+    kiln_tensor_free(xt), kiln_tensor_free(narrow);
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_loop_test(tc, quantize_writes_ggml_bytes, 0, KILN_QFORMAT_COUNT);
     tcase_add_loop_test(tc, dequantize_is_within_half_a_step, 0, KILN_QFORMAT_COUNT);
     tcase_add_test(tc, names_sizes_and_refusals);
+    tcase_add_loop_test(tc, matmul_q_matches_dequantize_then_multiply, 0, N_QSHAPES * KILN_QFORMAT_COUNT * 2);
+    tcase_add_test(tc, matmul_q_transposed_source_and_refusals);
 }
 
 int main(int argc, char **argv) { return kt_main(argc, argv, "quant", add_tests, NULL, 0); }

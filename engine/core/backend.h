@@ -38,6 +38,19 @@ static inline int64_t kiln_round_up(int64_t v, int64_t m) { return (v + m - 1) /
 
 /* ---- argument structs, one per kernel family ---- */
 
+/* y[m, n] = sum_k x[m, k] w[n, k] (+ bias[n]), w a matrix quantized in one of ggml's block
+ * formats (kiln/quant.h): row r's blocks are the bytes at word r * row_words of w (rows
+ * padded to whole 32-bit words), read as bytes, little-endian. x, bias and y are `dtype`
+ * (f32 or f16); each block's products are summed in f32, scaled by its d (and, Q4_1, its
+ * m times the sum of x), and the row's blocks summed in f32. No gradient: inference. */
+typedef struct kiln_qmatmul_args {
+    kiln_ref x, w, bias, y;
+    int format; /* kiln_qformat */
+    int64_t m, n, k, row_words;
+    kiln_dtype dtype;
+} kiln_qmatmul_args;
+
+
 /* C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] (+ bias[n] on every row when present).
  * op(A) is MxK: A is stored row-major MxK with row stride lda, or KxM when trans_a.
  * op(B) is KxN: B is stored KxN with row stride ldb, or NxK when trans_b.
@@ -329,6 +342,7 @@ typedef struct kiln_backend {
     kiln_status (*check_finite)(void *dev, const kiln_finite_args *a);
     kiln_status (*clip_coef)(void *dev, const kiln_clip_args *a);
     kiln_status (*adam)(void *dev, const kiln_adam_args *a);
+    kiln_status (*qmatmul)(void *dev, const kiln_qmatmul_args *a);
 
     /* GEMM kernels that `kiln verify` and the tests force one at a time (kiln/verify.h):
      * the names of those this device can run, into names[0..cap), and their count; NULL

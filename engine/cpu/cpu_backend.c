@@ -95,6 +95,7 @@ static const kiln_backend g_cpu = {
     .check_finite = cpu_check_finite,
     .clip_coef = cpu_clip_coef,
     .adam = cpu_adam,
+    .qmatmul = cpu_qmatmul,
     .timer_begin = cpu_timer_begin,
     .timer_end = cpu_timer_end,
     .driver_info = cpu_driver_info,

@@ -58,6 +58,7 @@ kiln_status cpu_copy_block(void *dev, const kiln_copy_block_args *a);
 kiln_status cpu_sinusoid(void *dev, const kiln_sinusoid_args *a);
 kiln_status cpu_check_finite(void *dev, const kiln_finite_args *a);
 kiln_status cpu_clip_coef(void *dev, const kiln_clip_args *a);
+kiln_status cpu_qmatmul(void *dev, const kiln_qmatmul_args *a);
 kiln_status cpu_adam(void *dev, const kiln_adam_args *a);
 
 #endif

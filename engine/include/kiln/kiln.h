@@ -14,6 +14,7 @@
 #include "kiln/optim.h"
 #include "kiln/rng.h"
 #include "kiln/probe.h"
+#include "kiln/quant.h"
 #include "kiln/verify.h"
 
 #endif

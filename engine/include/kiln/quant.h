@@ -14,6 +14,8 @@
 #ifndef KILN_QUANT_H
 #define KILN_QUANT_H
 
+#include "kiln/context.h"
+#include "kiln/tensor.h"
 #include "kiln/types.h"
 
 #ifdef __cplusplus
@@ -43,6 +45,32 @@ size_t kiln_qformat_row_bytes(kiln_qformat format, int64_t n);
 kiln_status kiln_quantize_row(kiln_qformat format, const float *x, int64_t n, void *out);
 /* The values the blocks stand for, as f32. */
 kiln_status kiln_dequantize_row(kiln_qformat format, const void *in, int64_t n, float *out);
+
+/* ---- quantized matrices on a device ----
+ * A [rows, cols] weight matrix kept in a block format (cols a multiple of KILN_QBLOCK): row
+ * r holds the weights of output r along the reduction dimension, as nn.Linear's weight and
+ * ggml's tensors (not as GPT-2's Conv1D weight, which is its transpose). Device memory:
+ * rows x kiln_qformat_row_bytes(cols) bytes, each row padded to whole 32-bit words. */
+typedef struct kiln_qmatrix kiln_qmatrix;
+
+kiln_qmatrix *kiln_qmatrix_new(kiln_ctx *ctx, kiln_qformat format, int64_t rows, int64_t cols);
+void kiln_qmatrix_free(kiln_qmatrix *q);
+kiln_qformat kiln_qmatrix_format(const kiln_qmatrix *q);
+int64_t kiln_qmatrix_rows(const kiln_qmatrix *q);
+int64_t kiln_qmatrix_cols(const kiln_qmatrix *q);
+/* Device bytes the matrix takes. */
+size_t kiln_qmatrix_bytes(const kiln_qmatrix *q);
+/* Uploads rows x kiln_qformat_row_bytes(format, cols) bytes of blocks, rows one after the
+ * other (GGUF's layout). */
+kiln_status kiln_qmatrix_upload(kiln_qmatrix *q, const void *blocks);
+/* Quantizes a host [rows, cols] f32 matrix (row-major) and uploads it; transposed != 0 takes
+ * a [cols, rows] matrix instead (GPT-2's Conv1D layout), quantizing its columns. */
+kiln_status kiln_qmatrix_quantize(kiln_qmatrix *q, const float *w, int transposed);
+
+/* y[..., rows] = x[..., cols] W^T (+ bias[rows]): the product of activations (f32 or f16,
+ * y the same) with a quantized matrix, read block by block by the kernel, accumulating in
+ * f32. No gradient flows through it (quantized weights are for inference). */
+kiln_tensor *kiln_matmul_q(kiln_tensor *x, const kiln_qmatrix *w, kiln_tensor *bias);
 
 #ifdef __cplusplus
 }

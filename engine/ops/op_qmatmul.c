@@ -1,0 +1,106 @@
+/* Quantized matrices on a device and their product with activations (kiln/quant.h).
+ *
+ * A kiln_qmatrix is an i32 tensor of [rows, row_words]: each row's blocks, padded to whole
+ * 32-bit words so that every row starts on a word (GPU kernels read words where a device has
+ * no 8-bit storage), plus the format and the logical shape. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "kiln/quant.h"
+
+struct kiln_qmatrix {
+    kiln_tensor *data; /* i32 [rows, row_words] */
+    kiln_qformat format;
+    int64_t rows, cols, row_words;
+};
+
+kiln_qmatrix *kiln_qmatrix_new(kiln_ctx *ctx, kiln_qformat format, int64_t rows, int64_t cols) {
+    if (!ctx) return kiln_fail(KILN_ERR_ARGUMENT, "kiln_qmatrix_new: no context");
+    if ((int)format < 0 || format >= KILN_QFORMAT_COUNT)
+        return kiln_fail(KILN_ERR_ARGUMENT, "kiln_qmatrix_new: unknown quantization format %d", (int)format);
+    if (rows <= 0 || cols <= 0 || cols % KILN_QBLOCK)
+        return kiln_fail(KILN_ERR_SHAPE,
+                         "kiln_qmatrix_new: a [%lld, %lld] matrix cannot be quantized in blocks of %d along its rows "
+                         "(the columns must be a positive multiple of %d)",
+                         (long long)rows, (long long)cols, KILN_QBLOCK, KILN_QBLOCK);
+    kiln_qmatrix *q = calloc(1, sizeof *q);
+    if (!q) return kiln_fail(KILN_ERR_MEMORY, "out of host memory");
+    q->format = format;
+    q->rows = rows;
+    q->cols = cols;
+    q->row_words = ((int64_t)kiln_qformat_row_bytes(format, cols) + 3) / 4;
+    int64_t shape[2] = {rows, q->row_words};
+    if (!(q->data = kiln_tensor_new(ctx, KILN_I32, 2, shape))) {
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+void kiln_qmatrix_free(kiln_qmatrix *q) {
+    if (!q) return;
+    kiln_tensor_free(q->data);
+    free(q);
+}
+
+kiln_qformat kiln_qmatrix_format(const kiln_qmatrix *q) { return q->format; }
+int64_t kiln_qmatrix_rows(const kiln_qmatrix *q) { return q->rows; }
+int64_t kiln_qmatrix_cols(const kiln_qmatrix *q) { return q->cols; }
+size_t kiln_qmatrix_bytes(const kiln_qmatrix *q) { return (size_t)(q->rows * q->row_words) * 4; }
+
+kiln_status kiln_qmatrix_upload(kiln_qmatrix *q, const void *blocks) {
+    if (!q || !blocks) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_qmatrix_upload: NULL argument");
+    size_t row_bytes = kiln_qformat_row_bytes(q->format, q->cols), padded = (size_t)q->row_words * 4;
+    unsigned char *host = calloc((size_t)q->rows, padded);
+    if (!host) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+    for (int64_t r = 0; r < q->rows; r++)
+        memcpy(host + (size_t)r * padded, (const unsigned char *)blocks + (size_t)r * row_bytes, row_bytes);
+    kiln_status s = kiln_upload(q->data, host, (size_t)q->rows * padded);
+    free(host);
+    return s;
+}
+
+kiln_status kiln_qmatrix_quantize(kiln_qmatrix *q, const float *w, int transposed) {
+    if (!q || !w) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_qmatrix_quantize: NULL argument");
+    size_t row_bytes = kiln_qformat_row_bytes(q->format, q->cols);
+    unsigned char *blocks = malloc((size_t)q->rows * row_bytes);
+    float *row = transposed ? malloc((size_t)q->cols * sizeof *row) : NULL;
+    kiln_status s = !blocks || (transposed && !row) ? kiln_set_error(KILN_ERR_MEMORY, "out of host memory") : KILN_OK;
+    for (int64_t r = 0; s == KILN_OK && r < q->rows; r++) {
+        const float *x = w + (size_t)r * (size_t)q->cols;
+        if (transposed) {
+            for (int64_t c = 0; c < q->cols; c++) row[c] = w[(size_t)c * (size_t)q->rows + (size_t)r];
+            x = row;
+        }
+        s = kiln_quantize_row(q->format, x, q->cols, blocks + (size_t)r * row_bytes);
+    }
+    if (s == KILN_OK) s = kiln_qmatrix_upload(q, blocks);
+    free(blocks);
+    free(row);
+    return s;
+}
+
+kiln_tensor *kiln_matmul_q(kiln_tensor *x, const kiln_qmatrix *w, kiln_tensor *bias) {
+    if (!x || !w) return kiln_fail(KILN_ERR_ARGUMENT, "matmul_q: NULL operand");
+    char sx[64], sb[64];
+    if (kiln_check_float("matmul_q", x, "x")) return NULL;
+    if (x->ctx != w->data->ctx || (bias && bias->ctx != x->ctx))
+        return kiln_fail(KILN_ERR_ARGUMENT, "matmul_q: the operands belong to different contexts");
+    if (x->ndim < 1 || x->shape[x->ndim - 1] != w->cols)
+        return kiln_fail(KILN_ERR_SHAPE, "matmul_q: x %s does not end in the matrix's %lld columns",
+                         kiln_shape_str(x, sx, sizeof sx), (long long)w->cols);
+    if (bias && (bias->ndim != 1 || bias->shape[0] != w->rows || bias->dtype != x->dtype))
+        return kiln_fail(KILN_ERR_SHAPE, "matmul_q: the bias %s %s is not [%lld] %s like x",
+                         kiln_shape_str(bias, sb, sizeof sb), kiln_dtype_name(bias->dtype), (long long)w->rows,
+                         kiln_dtype_name(x->dtype));
+    int64_t shape[KILN_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    shape[x->ndim - 1] = w->rows;
+    kiln_tensor *y = kiln_op_output(x->ctx, x->dtype, x->ndim, shape);
+    if (!y) return NULL;
+    kiln_qmatmul_args a = {.x = kiln_ref_of(x), .w = kiln_ref_of(w->data), .bias = kiln_ref_of(bias),
+                           .y = kiln_ref_of(y), .format = (int)w->format, .m = kiln_numel(x) / w->cols,
+                           .n = w->rows, .k = w->cols, .row_words = w->row_words, .dtype = x->dtype};
+    return KILN_CALL(x->ctx, qmatmul, &a) ? NULL : y;
+}
