@@ -5,16 +5,14 @@
 
 #include "formats/safetensors.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "formats/error_printf.h"
+#include "formats/file_atomic.h"
 #include "formats/json.h"
 
 /* ---- the writer ---- */
@@ -267,30 +265,6 @@ static int build_header(const st_writer *w, sbuf *b) {
     return b->oom ? -1 : 0;
 }
 
-/* fsync of the directory makes the rename itself durable. It runs after the rename, when
- * the new file is already in place, so a failure here (some filesystems do not support it)
- * is not reported as a failed save. */
-static void fsync_parent_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash) dir = dup_str(".");
-    else if (slash == path) dir = dup_str("/");
-    else {
-        dir = malloc((size_t)(slash - path) + 1);
-        if (dir) {
-            memcpy(dir, path, (size_t)(slash - path));
-            dir[slash - path] = '\0';
-        }
-    }
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
 /* The checks and the header shared by save and serialize; `what` names the target in
  * messages. */
 static int prepare_header(const st_writer *w, const char *what, sbuf *header, char *err,
@@ -358,54 +332,16 @@ int st_writer_save(st_writer *w, const char *path, char *err, size_t errlen) {
     }
     sbuf header = {0};
     if (prepare_header(w, path, &header, err, errlen) != 0) return -1;
-    size_t tmp_len = strlen(path) + 32;
-    char *tmp = malloc(tmp_len);
-    if (!tmp) {
-        free(header.p);
-        error_printf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
-
-    const char *step = NULL;
-    int saved_errno = 0;
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp) {
-        saved_errno = errno;
-        error_printf(err, errlen, "%s: cannot create the temporary file %s: %s", path, tmp,
-                     strerror(saved_errno));
-        free(tmp);
+    atomic_file *f = atomic_file_begin(path, err, errlen);
+    if (!f) {
         free(header.p);
         return -1;
     }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)header.n >> (8 * i));
-    if (fwrite(len8, 1, 8, fp) != 8 || fwrite(header.p, 1, header.n, fp) != header.n)
-        step = "write";
-    for (size_t i = 0; !step && i < w->count; i++) {
-        const st_entry *e = &w->entries[i];
-        if (e->nbytes && fwrite(e->data, 1, e->nbytes, fp) != e->nbytes) step = "write";
-    }
-    if (!step && fflush(fp) != 0) step = "write";
-    if (!step && fsync(fileno(fp)) != 0) step = "fsync";
-    if (step) saved_errno = errno;
-    if (fclose(fp) != 0 && !step) {
-        step = "close";
-        saved_errno = errno;
-    }
-    if (!step && rename(tmp, path) != 0) {
-        step = "rename";
-        saved_errno = errno;
-    }
+    atomic_file_write(f, len8, 8);
+    atomic_file_write(f, header.p, header.n);
+    for (size_t i = 0; i < w->count; i++) atomic_file_write(f, w->entries[i].data, w->entries[i].nbytes);
     free(header.p);
-    if (step) {
-        remove(tmp);
-        error_printf(err, errlen, "%s: not saved (%s of %s failed: %s); any previous file is unchanged",
-                     path, step, tmp, strerror(saved_errno));
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    fsync_parent_dir(path);
-    return 0;
+    return atomic_file_commit(f, err, errlen);
 }
