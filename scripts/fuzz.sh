@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_safetensors fuzz_data fuzz_pairs fuzz_mo fuzz_tokenizer)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_safetensors fuzz_gguf fuzz_data fuzz_pairs fuzz_mo fuzz_tokenizer)
 build=${FUZZ_BUILD:-build-fuzz}
 out=${FUZZ_OUT:-fuzz-out}
 cc=${CC:-clang}

@@ -19,6 +19,7 @@ target_link_libraries(test_host_bleu PRIVATE kiln_text)
 # the parsers' tests replay the fuzz seeds (fuzz/corpus/<target>/) through the parser
 target_compile_definitions(test_host_pairs PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 target_compile_definitions(test_host_mo PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
+target_compile_definitions(test_host_gguf PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 
 # The backends this build can run the host tests on (each test skips with 77, or fails
 # clearly, when its backend cannot open on the machine).

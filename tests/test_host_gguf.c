@@ -299,6 +299,20 @@ START_TEST(truncations_and_byte_changes) {
 }
 END_TEST
 
+/* The fuzzer's seeds (fuzz/corpus/gguf) are valid files: each reads. */
+START_TEST(fuzz_seeds_read) {
+    const char *seeds[] = {"f32.gguf", "quant.gguf", "aligned64.gguf"};
+    for (int i = 0; i < 3; i++) {
+        char path[1024], err[256];
+        snprintf(path, sizeof path, "%s/gguf/%s", KILN_FUZZ_CORPUS, seeds[i]);
+        gguf_file *f;
+        ck_assert_msg(gguf_open(path, &f, err, sizeof err) == 0, "%s", err);
+        ck_assert_uint_ge(gguf_tensor_count(f), 1);
+        gguf_close(f);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("host_gguf");
     TCase *tc = tcase_create("gguf");
@@ -308,6 +322,7 @@ int main(void) {
     tcase_add_test(tc, bad_framing);
     tcase_add_test(tc, bad_tensors);
     tcase_add_test(tc, truncations_and_byte_changes);
+    tcase_add_test(tc, fuzz_seeds_read);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
