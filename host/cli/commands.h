@@ -17,6 +17,9 @@ int cmd_decode_seq2seq(int argc, char **argv);
 /* `kiln eval` of a BERT checkpoint (model_type "bert"): MLM loss and accuracy */
 int cmd_eval_bert(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+/* `kiln export --format gguf` and `kiln quantize` (export.c) */
+int cmd_export(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_pairs(int argc, char **argv); /* kiln pairs from-mo */

@@ -22,6 +22,8 @@ static void usage(FILE *out) {
             "  decode       continue a prompt with a checkpoint\n"
             "  info         backends and devices of this machine\n"
             "  verify       every kernel checked against the CPU on a device (run it first on a new GPU)\n"
+            "  export       a GPT as GGUF (llama.cpp's gpt2), f32, f16, q8_0 or q4_0\n"
+            "  quantize     a GPT's matrices to Q8_0 or Q4_0, as GGUF\n"
             "  plot         training runs' metrics overlaid as an SVG\n"
             "  pairs from-mo  translation pairs (TSV) from gettext catalogs\n"
             "  tokenizer    train, import (GPT-2), encode and decode tokenizers\n"
@@ -69,6 +71,7 @@ int main(int argc, char **argv) {
         {.name = "train", .run = cmd_train}, {.name = "eval", .run = cmd_eval},
         {.name = "decode", .run = cmd_decode}, {.name = "info", .run = cmd_info},
         {.name = "verify", .run = cmd_verify},
+        {.name = "export", .run = cmd_export}, {.name = "quantize", .run = cmd_quantize},
         {.name = "plot", .run = cmd_plot}, {.name = "pairs", .run = cmd_pairs},
         {.name = "tokenizer", .run = cmd_tokenizer},
         {.name = "bench", .run = cmd_bench}, {.name = "dev", .run = cmd_dev},

@@ -238,6 +238,13 @@ tokenizer *tokenizer_bytes(int with_specials) {
 int32_t tokenizer_vocab_size(const tokenizer *t) { return t->n_vocab; }
 int32_t tokenizer_merge_count(const tokenizer *t) { return t->n_merges; }
 
+int tokenizer_merge_at(const tokenizer *t, int32_t rank, int32_t *left, int32_t *right) {
+    if (rank < 0 || rank >= t->n_merges) return -1;
+    *left = t->merges[rank].left;
+    *right = t->merges[rank].right;
+    return 0;
+}
+
 int32_t tokenizer_special(const tokenizer *t, tokenizer_special_kind k) {
     return (int)k >= 0 && k < TOK_SPECIAL_COUNT ? t->role_id[k] : -1;
 }

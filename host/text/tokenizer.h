@@ -70,6 +70,9 @@ int32_t tokenizer_special(const tokenizer *t, tokenizer_special_kind k);
 /* 1 when id is a special token. */
 int tokenizer_is_special(const tokenizer *t, int32_t id);
 int32_t tokenizer_merge_count(const tokenizer *t);
+/* The merge of rank `rank` (0: merged first): the ids it joins. Returns 0, or -1 outside
+ * the merges. (Its result is the token whose bytes are theirs: tokenizer_token_bytes.) */
+int tokenizer_merge_at(const tokenizer *t, int32_t rank, int32_t *left, int32_t *right);
 
 /* Plain text in: special-token strings in the text are NOT matched (data stays data).
  * *ids is malloc'd (never NULL on success, even for n == 0). */

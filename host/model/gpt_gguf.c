@@ -1,0 +1,262 @@
+/* GPT to GGUF (gpt_gguf.h). */
+#include "model/gpt_gguf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/gguf.h"
+#include "kiln/quant.h"
+
+/* kiln's checkpoint names (HF GPT-2) of a block's tensors, llama.cpp's, and whether the
+ * weight is a Conv1D [in, out] that ggml stores transposed. */
+static const struct {
+    const char *hf, *gguf;
+    int conv1d;
+} block_names[] = {
+    {"ln_1.weight", "attn_norm.weight", 0},     {"ln_1.bias", "attn_norm.bias", 0},
+    {"attn.c_attn.weight", "attn_qkv.weight", 1}, {"attn.c_attn.bias", "attn_qkv.bias", 0},
+    {"attn.c_proj.weight", "attn_output.weight", 1}, {"attn.c_proj.bias", "attn_output.bias", 0},
+    {"ln_2.weight", "ffn_norm.weight", 0},      {"ln_2.bias", "ffn_norm.bias", 0},
+    {"mlp.c_fc.weight", "ffn_up.weight", 1},    {"mlp.c_fc.bias", "ffn_up.bias", 0},
+    {"mlp.c_proj.weight", "ffn_down.weight", 1}, {"mlp.c_proj.bias", "ffn_down.bias", 0},
+};
+
+/* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other. */
+static const char *unexportable(const block_options *o) {
+    block_options d = block_options_default();
+    if (o->norm != d.norm) return "--norm (llama.cpp's gpt2 is Pre-LN)";
+    if (o->residual != d.residual) return "--residual (llama.cpp's gpt2 has plain residuals)";
+    if (o->layer != d.layer) return "--layer-type gau";
+    if (o->sigma_reparam) return "--sigma-reparam";
+    if (o->residual_attention) return "--residual-attention (RealFormer)";
+    if (o->attn_temperature != 1.0f) return "--attn-temperature";
+    return NULL;
+}
+
+/* GPT-2's byte-to-unicode spelling of a byte (encoder.py's bytes_to_unicode): printable
+ * Latin-1 bytes stand for themselves, the others for 256 + their rank among them; as UTF-8
+ * into out (at most 2 bytes). Returns the length. */
+static int byte_spelling(unsigned b, char *out) {
+    unsigned cp = b;
+    if (!((b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff))) {
+        unsigned rank = 0;
+        for (unsigned c = 0; c < b; c++)
+            if (!((c >= '!' && c <= '~') || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff))) rank++;
+        cp = 256 + rank;
+    }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    out[0] = (char)(0xc0 | cp >> 6);
+    out[1] = (char)(0x80 | (cp & 0x3f));
+    return 2;
+}
+
+/* Token `id` as GGUF spells it (malloc'd): a special's name, else its bytes spelled. */
+static char *token_text(const tokenizer *tok, int32_t id) {
+    if (tokenizer_is_special(tok, id)) {
+        uint8_t *name;
+        size_t n;
+        char err[64];
+        if (tokenizer_decode(tok, &id, 1, &name, &n, err, sizeof err)) return NULL;
+        char *s = realloc(name, n + 1);
+        if (s) s[n] = '\0';
+        return s;
+    }
+    size_t n;
+    const uint8_t *bytes = tokenizer_token_bytes(tok, id, &n);
+    char *s = malloc(2 * n + 1);
+    if (!s || !bytes) return free(s), NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) at += (size_t)byte_spelling(bytes[i], s + at);
+    s[at] = '\0';
+    return s;
+}
+
+/* Everything allocated for the writer, freed after the save. */
+typedef struct keep {
+    void **p;
+    size_t n, cap;
+} keep;
+
+static void *kept(keep *k, void *p) {
+    if (!p) return NULL;
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 64;
+        void **grown = realloc(k->p, cap * sizeof *grown);
+        if (!grown) return free(p), NULL;
+        k->p = grown;
+        k->cap = cap;
+    }
+    return k->p[k->n++] = p;
+}
+
+static void free_kept(keep *k) {
+    for (size_t i = 0; i < k->n; i++) free(k->p[i]);
+    free(k->p);
+}
+
+static int write_tokenizer(gguf_writer *w, const tokenizer *tok, keep *k) {
+    int32_t n = tokenizer_vocab_size(tok), merges = tokenizer_merge_count(tok);
+    const char **tokens = kept(k, malloc((size_t)n * sizeof *tokens));
+    int32_t *types = kept(k, malloc((size_t)n * sizeof *types));
+    const char **pairs = kept(k, malloc((size_t)(merges > 0 ? merges : 1) * sizeof *pairs));
+    if (!tokens || !types || !pairs) return -1;
+    for (int32_t id = 0; id < n; id++) {
+        if (!(tokens[id] = kept(k, token_text(tok, id)))) return -1;
+        types[id] = tokenizer_is_special(tok, id) ? 3 : 1; /* llama.cpp: CONTROL, NORMAL */
+    }
+    for (int32_t r = 0; r < merges; r++) {
+        int32_t left, right;
+        if (tokenizer_merge_at(tok, r, &left, &right)) return -1;
+        size_t len = strlen(tokens[left]) + strlen(tokens[right]) + 2;
+        char *pair = kept(k, malloc(len));
+        if (!pair) return -1;
+        snprintf(pair, len, "%s %s", tokens[left], tokens[right]);
+        pairs[r] = pair;
+    }
+    int32_t bos = tokenizer_special(tok, TOK_BOS), eos = tokenizer_special(tok, TOK_EOS);
+    /* a byte-level model has no end token: the NUL byte, which text does not hold */
+    gguf_writer_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_writer_str(w, "tokenizer.ggml.pre", "gpt-2");
+    gguf_writer_str_array(w, "tokenizer.ggml.tokens", tokens, (size_t)n);
+    gguf_writer_i32_array(w, "tokenizer.ggml.token_type", types, (size_t)n);
+    gguf_writer_str_array(w, "tokenizer.ggml.merges", pairs, (size_t)merges);
+    gguf_writer_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)(bos >= 0 ? bos : 0));
+    gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)(eos >= 0 ? eos : 0));
+    gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", 0);
+    return 0;
+}
+
+/* A [rows, cols] f32 matrix (rows of cols values) in ggml type `type`, malloc'd. */
+static void *convert(const float *x, int64_t rows, int64_t cols, int type, uint64_t *nbytes) {
+    uint64_t row = gguf_row_bytes(type, cols);
+    unsigned char *out = malloc((size_t)(row * (uint64_t)rows) + 1);
+    if (!out) return NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = x + r * cols;
+        unsigned char *dst = out + (size_t)(row * (uint64_t)r);
+        if (type == GGML_TYPE_F32) {
+            memcpy(dst, src, (size_t)cols * 4);
+        } else if (type == GGML_TYPE_F16) {
+            for (int64_t c = 0; c < cols; c++) {
+                uint16_t h = kiln_f32_to_f16(src[c]);
+                dst[2 * c] = (unsigned char)(h & 0xff), dst[2 * c + 1] = (unsigned char)(h >> 8);
+            }
+        } else if (kiln_quantize_row(type == GGML_TYPE_Q8_0 ? KILN_Q8_0 : KILN_Q4_0, src, cols, dst)) {
+            free(out);
+            return NULL;
+        }
+    }
+    *nbytes = row * (uint64_t)rows;
+    return out;
+}
+
+/* One weight as the tensor `name`: read from the device, transposed from Conv1D if asked,
+ * converted. Returns its bytes (kept), or NULL with err. */
+static int add_weight(gguf_writer *w, keep *k, const kiln_tensor *t, const char *name, int conv1d, int type,
+                      char *err, size_t errlen) {
+    int64_t n = kiln_numel(t), rows = t->ndim == 2 ? t->shape[0] : 1, cols = t->ndim == 2 ? t->shape[1] : n;
+    float *x = kept(k, malloc((size_t)n * sizeof *x));
+    if (!x || kiln_download_f32(t, x, n)) {
+        snprintf(err, errlen, "%s: cannot read the weight: %s", name, x ? kiln_error_message() : "out of memory");
+        return -1;
+    }
+    if (conv1d) { /* [in, out] -> [out][in] */
+        float *tr = kept(k, malloc((size_t)n * sizeof *tr));
+        if (!tr) return snprintf(err, errlen, "out of memory"), -1;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t o = 0; o < cols; o++) tr[o * rows + i] = x[i * cols + o];
+        x = tr;
+        int64_t swap = rows;
+        rows = cols;
+        cols = swap;
+    }
+    uint64_t nbytes;
+    void *bytes = kept(k, convert(x, rows, cols, t->ndim == 2 ? type : GGML_TYPE_F32, &nbytes));
+    if (!bytes) return snprintf(err, errlen, "%s: out of memory", name), -1;
+    int64_t ne[2] = {cols, rows};
+    if (gguf_writer_tensor(w, name, t->ndim == 2 ? type : GGML_TYPE_F32, t->ndim == 2 ? 2 : 1, ne, bytes, nbytes)) {
+        snprintf(err, errlen, "%s: cannot be written as GGUF", name);
+        return -1;
+    }
+    return 0;
+}
+
+int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err, size_t errlen) {
+    const gpt_config *c = &m->cfg;
+    const char *why = unexportable(&c->block);
+    if (why) {
+        snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, which llama.cpp's gpt2 "
+                 "architecture does not have", why);
+        return -1;
+    }
+    int quantized = type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0;
+    if (type != GGML_TYPE_F32 && type != GGML_TYPE_F16 && !quantized) {
+        snprintf(err, errlen, "GGUF export writes f32, f16, q8_0 or q4_0");
+        return -1;
+    }
+    if (quantized && c->n_embd % KILN_QBLOCK) {
+        snprintf(err, errlen, "a model of width %d cannot be quantized in blocks of %d values (its width must be a "
+                 "multiple of %d); export it as f16 or f32", c->n_embd, KILN_QBLOCK, KILN_QBLOCK);
+        return -1;
+    }
+    if (tokenizer_vocab_size(tok) != c->vocab_size) {
+        snprintf(err, errlen, "the tokenizer has %d tokens but the model %d", tokenizer_vocab_size(tok), c->vocab_size);
+        return -1;
+    }
+    gguf_writer *w = gguf_writer_new();
+    keep k = {0};
+    int rc = w ? 0 : -1;
+    static const int file_types[] = {[GGML_TYPE_F32] = 0, [GGML_TYPE_F16] = 1, [GGML_TYPE_Q4_0] = 2,
+                                     [GGML_TYPE_Q8_0] = 7}; /* llama_ftype */
+    if (rc == 0) {
+        gguf_writer_str(w, "general.architecture", "gpt2");
+        gguf_writer_str(w, "general.name", "kiln GPT");
+        gguf_writer_u32(w, "general.file_type", (uint32_t)file_types[type]);
+        if (quantized) gguf_writer_u32(w, "general.quantization_version", 2);
+        gguf_writer_u32(w, "gpt2.context_length", (uint32_t)c->n_positions);
+        gguf_writer_u32(w, "gpt2.embedding_length", (uint32_t)c->n_embd);
+        gguf_writer_u32(w, "gpt2.feed_forward_length", (uint32_t)(4 * c->n_embd));
+        gguf_writer_u32(w, "gpt2.block_count", (uint32_t)c->n_layer);
+        gguf_writer_u32(w, "gpt2.attention.head_count", (uint32_t)c->n_head);
+        gguf_writer_f32(w, "gpt2.attention.layer_norm_epsilon", c->ln_eps);
+        if (write_tokenizer(w, tok, &k)) rc = -1, snprintf(err, errlen, "out of memory for the tokenizer");
+    }
+    for (int i = 0; rc == 0 && i < m->n_params; i++) {
+        const gpt_param *p = &m->params[i];
+        const char *hf = p->spec.name;
+        char name[96];
+        int conv1d = 0, t = type;
+        if (!strcmp(hf, "wte.weight")) {
+            rc = add_weight(w, &k, p->t, "token_embd.weight", 0, type, err, errlen);
+            if (rc == 0) rc = add_weight(w, &k, p->t, "output.weight", 0, type, err, errlen); /* the tied head */
+            continue;
+        }
+        if (!strcmp(hf, "wpe.weight")) snprintf(name, sizeof name, "position_embd.weight"), t = quantized ? GGML_TYPE_F16 : type;
+        else if (!strcmp(hf, "ln_f.weight")) snprintf(name, sizeof name, "output_norm.weight");
+        else if (!strcmp(hf, "ln_f.bias")) snprintf(name, sizeof name, "output_norm.bias");
+        else {
+            int layer, end = 0;
+            name[0] = '\0';
+            if (sscanf(hf, "h.%d.%n", &layer, &end) == 1 && end)
+                for (size_t b = 0; b < sizeof block_names / sizeof block_names[0]; b++)
+                    if (!strcmp(hf + end, block_names[b].hf)) {
+                        snprintf(name, sizeof name, "blk.%d.%s", layer, block_names[b].gguf);
+                        conv1d = block_names[b].conv1d;
+                    }
+            if (!name[0]) {
+                snprintf(err, errlen, "the weight %s has no place in llama.cpp's gpt2", hf);
+                rc = -1;
+                break;
+            }
+        }
+        rc = add_weight(w, &k, p->t, name, conv1d, t, err, errlen);
+    }
+    if (rc == 0) rc = gguf_writer_save(w, path, err, errlen);
+    gguf_writer_free(w);
+    free_kept(&k);
+    return rc;
+}
