@@ -13,6 +13,7 @@
 #include "cli/device.h"
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
+#include "cli/gpt_load.h"
 #include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
 #include "cli/progress.h"
@@ -111,17 +112,13 @@ int cmd_decode(int argc, char **argv) {
     rc = 1;
     kiln_ctx *ctx = host_open_checked_device("decode", backend, device, trust);
     if (!ctx || host_check_precision(ctx, dtype)) goto done;
-    if (gpt_checkpoint_load(ctx, ckpt, &d.m, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
+    if (host_load_gpt(ctx, ckpt, tok_path, &d.m, &tok)) goto done;
     /* fp16: f16 weights, activations and KV cache (the f32 weights are released) */
     if (gpt_set_precision(d.m, dtype, 0)) {
         host_engine_error("--precision fp16");
         goto done;
     }
     const gpt_config *cfg = &d.m->cfg;
-    if (gpt_tokenizer_choose(tok_path, ckpt, cfg->vocab_size, &tok)) goto done;
     if (tokenizer_encode(tok, (const uint8_t *)prompt, (size_t)prompt_len, &prompt_ids, &n_prompt, err, sizeof err)) {
         host_error("--prompt: %s", err);
         goto done;

@@ -6,6 +6,7 @@
 #include "cli/device.h"
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
+#include "cli/gpt_load.h"
 #include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
 #include "model/eval_loss.h"
@@ -49,12 +50,7 @@ int cmd_eval(int argc, char **argv) {
     data_set whole = {0};
     rc = 1;
     if (!ctx || host_check_precision(ctx, dtype)) goto done;
-    if (gpt_checkpoint_load(ctx, ckpt, &m, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    if (gpt_tokenizer_choose(tok_path, ckpt, m->cfg.vocab_size, &tok) || gpt_tokenizer_load_data(tok, data, &ds))
-        goto done;
+    if (host_load_gpt(ctx, ckpt, tok_path, &m, &tok) || gpt_tokenizer_load_data(tok, data, &ds)) goto done;
     /* The whole file is evaluated, not a held-out tenth: the same tokens seen as one
      * training split that covers all of them. */
     whole = *ds;

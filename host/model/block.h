@@ -166,6 +166,10 @@ int block_param_specs(const block_config *c, const char *prefix, int layer, int 
 /* A block's tensors by slot (NULL where the options make none). */
 typedef struct block_weights {
     kiln_tensor *w[BLOCK_SLOT_COUNT];
+    /* a linear's weight quantized (kiln/quant.h: [out][in] blocks), used instead of its
+       w[] (then NULL) by a model read from a quantized GGUF (model/gpt_gguf.h); its bias stays
+       in w[]. NULL: the f32/f16 weight. */
+    kiln_qmatrix *q[BLOCK_SLOT_COUNT];
 } block_weights;
 
 /* Initialises one tensor of a block from the counter RNG's (seed, stream):

@@ -22,7 +22,9 @@ static kiln_tensor *linear_weight(const block_config *c, const block_weights *w,
 static kiln_tensor *linear(const block_config *c, const block_weights *w, block_linear l,
                            kiln_tensor *x) {
     /* each linear's bias slot follows its weight's */
-    return kiln_matmul(x, linear_weight(c, w, l), w->w[block_linear_slot(l) + 1], 0, 0);
+    int slot = block_linear_slot(l);
+    if (w->q[slot]) return kiln_matmul_q(x, w->q[slot], w->w[slot + 1]);
+    return kiln_matmul(x, linear_weight(c, w, l), w->w[slot + 1], 0, 0);
 }
 
 /* Appends the new positions' keys or values [B, T, W] to one layer's cache rows

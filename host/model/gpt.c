@@ -125,6 +125,13 @@ fail:
 
 void gpt_free(gpt_model *m) {
     if (!m) return;
+    if (m->quant) {
+        for (int l = 0; m->blocks && l < m->cfg.n_layer; l++)
+            for (int s = 0; s < BLOCK_SLOT_COUNT; s++) kiln_qmatrix_free(m->blocks[l].q[s]);
+        kiln_qmatrix_free(m->quant->head);
+        free(m->quant->embd);
+        free(m->quant);
+    }
     model_params_free(m->params, m->n_params + m->n_buffers);
     free(m->blocks);
     free(m->masters);

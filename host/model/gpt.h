@@ -56,6 +56,17 @@ int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out);
 /* One parameter: its spec, its tensor and its f16 copy (model/model_params.h). */
 typedef model_param gpt_param;
 
+/* What a model read from a quantized GGUF (model/gpt_gguf.h) keeps quantized: the blocks'
+ * matrices (block_weights.q, owned here), the output head (logits = ln_f(x) head^T) and the
+ * token embedding, whose blocks stay on the host: a step's lookup dequantizes the rows of its
+ * tokens only (gpt_forward.c). */
+typedef struct gpt_quantized {
+    kiln_qmatrix *head;
+    unsigned char *embd; /* token_embd's [vocab][n_embd] blocks */
+    kiln_qformat embd_format;
+    size_t embd_row_bytes;
+} gpt_quantized;
+
 typedef struct gpt_model {
     kiln_ctx *ctx;
     gpt_config cfg;
@@ -69,6 +80,9 @@ typedef struct gpt_model {
      * (f32 whatever the precision, never given to the optimizer) */
     gpt_param *params;
     int n_params, n_buffers;
+    /* NULL but for a model read from a quantized GGUF; its quantized weights' f32 tensors
+       (params[i].t, wte, blocks[l].w[...]) are then NULL */
+    gpt_quantized *quant;
 } gpt_model;
 
 /* Allocates the weights (zero-filled, requiring grad) on ctx. NULL on error (engine

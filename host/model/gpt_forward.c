@@ -9,9 +9,39 @@
 
 /* The residual stream after the last block, [B, T, C]. `pass` carries what the blocks
  * share (positions, dropout, RealFormer's scores, what a caller wants captured). */
+/* A quantized token embedding's rows for ids [B, T], dequantized on the host from the
+ * model's blocks: one row per token, never the table. */
+static kiln_tensor *quantized_embedding(gpt_model *m, kiln_tensor *ids) {
+    const gpt_quantized *q = m->quant;
+    int64_t n = kiln_numel(ids), C = m->cfg.n_embd;
+    int32_t *host_ids = malloc((size_t)n * sizeof *host_ids);
+    float *rows = malloc((size_t)(n * C) * sizeof *rows);
+    kiln_tensor *out = NULL;
+    if (!host_ids || !rows) {
+        kiln_set_error(KILN_ERR_MEMORY, "out of host memory for the embedding");
+    } else if (kiln_download(ids, host_ids, (size_t)n * sizeof *host_ids) == KILN_OK) {
+        kiln_status s = KILN_OK;
+        for (int64_t i = 0; i < n && s == KILN_OK; i++)
+            s = host_ids[i] < 0 || host_ids[i] >= m->cfg.vocab_size
+                    ? kiln_set_error(KILN_ERR_RANGE, "token id %d is outside the vocabulary of %d", host_ids[i],
+                                     m->cfg.vocab_size)
+                    : kiln_dequantize_row(q->embd_format, q->embd + (size_t)host_ids[i] * q->embd_row_bytes, C,
+                                          rows + i * C);
+        int64_t shape[3] = {ids->shape[0], ids->shape[1], C};
+        if (s == KILN_OK && (out = kiln_tensor_temp(m->ctx, KILN_F32, 3, shape)) &&
+            kiln_upload(out, rows, (size_t)(n * C) * sizeof *rows))
+            out = NULL;
+        if (out && m->dtype == KILN_F16) out = kiln_cast(out, KILN_F16);
+    }
+    free(host_ids);
+    free(rows);
+    return out;
+}
+
 kiln_tensor *gpt_trunk(gpt_model *m, kiln_tensor *ids, gpt_kv_cache *cache, block_pass *pass) {
     int64_t T = ids->shape[1];
-    kiln_tensor *x = kiln_add(kiln_embedding(m->wte, ids), kiln_view_rows(m->wpe, pass->pos0, T));
+    kiln_tensor *tokens = m->quant && m->quant->embd ? quantized_embedding(m, ids) : kiln_embedding(m->wte, ids);
+    kiln_tensor *x = kiln_add(tokens, kiln_view_rows(m->wpe, pass->pos0, T));
     if (x && pass->dropout > 0.0f && kiln_training(m->ctx)) x = kiln_dropout(x, pass->dropout);
     for (int l = 0; l < m->cfg.n_layer && x; l++)
         x = block_forward(&m->block, &m->blocks[l], l, x, pass, cache ? cache->k[l] : NULL,
@@ -22,7 +52,7 @@ kiln_tensor *gpt_trunk(gpt_model *m, kiln_tensor *ids, gpt_kv_cache *cache, bloc
 /* ln_f (Pre-LN only), then the tied output projection: logits = x wte^T. */
 static kiln_tensor *head(gpt_model *m, kiln_tensor *x) {
     if (m->ln_f_w) x = kiln_layernorm(x, m->ln_f_w, m->ln_f_b, m->cfg.ln_eps);
-    return kiln_matmul(x, m->wte, NULL, 0, 1);
+    return m->quant && m->quant->head ? kiln_matmul_q(x, m->quant->head, NULL) : kiln_matmul(x, m->wte, NULL, 0, 1);
 }
 
 /* Callers validate user input first; this catches a caller's mistake with a clear message

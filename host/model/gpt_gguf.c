@@ -22,6 +22,25 @@ static const struct {
     {"mlp.c_proj.weight", "ffn_down.weight", 1}, {"mlp.c_proj.bias", "ffn_down.bias", 0},
 };
 
+int gpt_gguf_name(const char *hf, char *out, size_t size, int *conv1d) {
+    static const struct {
+        const char *hf, *gguf;
+    } own[] = {{"wte.weight", "token_embd.weight"}, {"wpe.weight", "position_embd.weight"},
+               {"ln_f.weight", "output_norm.weight"}, {"ln_f.bias", "output_norm.bias"}};
+    *conv1d = 0;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (!strcmp(hf, own[i].hf)) return snprintf(out, size, "%s", own[i].gguf), 0;
+    int layer, end = 0;
+    if (sscanf(hf, "h.%d.%n", &layer, &end) == 1 && end)
+        for (size_t b = 0; b < sizeof block_names / sizeof block_names[0]; b++)
+            if (!strcmp(hf + end, block_names[b].hf)) {
+                snprintf(out, size, "blk.%d.%s", layer, block_names[b].gguf);
+                *conv1d = block_names[b].conv1d;
+                return 0;
+            }
+    return -1;
+}
+
 /* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other. */
 static const char *unexportable(const block_options *o) {
     block_options d = block_options_default();
@@ -229,30 +248,18 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
         const gpt_param *p = &m->params[i];
         const char *hf = p->spec.name;
         char name[96];
-        int conv1d = 0, t = type;
+        int conv1d, t = type;
         if (!strcmp(hf, "wte.weight")) {
             rc = add_weight(w, &k, p->t, "token_embd.weight", 0, type, err, errlen);
             if (rc == 0) rc = add_weight(w, &k, p->t, "output.weight", 0, type, err, errlen); /* the tied head */
             continue;
         }
-        if (!strcmp(hf, "wpe.weight")) snprintf(name, sizeof name, "position_embd.weight"), t = quantized ? GGML_TYPE_F16 : type;
-        else if (!strcmp(hf, "ln_f.weight")) snprintf(name, sizeof name, "output_norm.weight");
-        else if (!strcmp(hf, "ln_f.bias")) snprintf(name, sizeof name, "output_norm.bias");
-        else {
-            int layer, end = 0;
-            name[0] = '\0';
-            if (sscanf(hf, "h.%d.%n", &layer, &end) == 1 && end)
-                for (size_t b = 0; b < sizeof block_names / sizeof block_names[0]; b++)
-                    if (!strcmp(hf + end, block_names[b].hf)) {
-                        snprintf(name, sizeof name, "blk.%d.%s", layer, block_names[b].gguf);
-                        conv1d = block_names[b].conv1d;
-                    }
-            if (!name[0]) {
-                snprintf(err, errlen, "the weight %s has no place in llama.cpp's gpt2", hf);
-                rc = -1;
-                break;
-            }
+        if (gpt_gguf_name(hf, name, sizeof name, &conv1d)) {
+            snprintf(err, errlen, "the weight %s has no place in llama.cpp's gpt2", hf);
+            rc = -1;
+            break;
         }
+        if (!strcmp(hf, "wpe.weight") && quantized) t = GGML_TYPE_F16;
         rc = add_weight(w, &k, p->t, name, conv1d, t, err, errlen);
     }
     if (rc == 0) rc = gguf_writer_save(w, path, err, errlen);

@@ -31,4 +31,19 @@
  * (formats/gguf.h). Returns 0, or -1 with one line in err. */
 int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err, size_t errlen);
 
+/* Reads a GGUF of llama.cpp's gpt2 architecture (llama.cpp's own conversions of GPT-2 and
+ * kiln's exports) into a GPT on ctx, and its tokenizer (byte-level, or a GPT-2 style BPE
+ * from tokenizer.ggml.tokens and merges). f32 and f16 tensors become the model's f32
+ * weights; Q8_0, Q4_0 and Q4_1 matrices stay quantized (gpt_quantized: the blocks'
+ * linears and the output head as kiln_qmatrix on the device, the token embedding's blocks on
+ * the host), other quantized tensors (position_embd, a LayerNorm) are dequantized into
+ * their small f32 tables. Any other ggml type is refused by name (formats/gguf.h). Returns 0,
+ * or -1 with one line in err. */
+int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err, size_t errlen);
+
+/* GGUF's name of kiln's weight `hf` ("h.3.mlp.c_fc.weight" -> "blk.3.ffn_up.weight") and
+ * whether ggml stores it transposed (GPT-2's Conv1D weights). Returns 0, or -1 for a weight
+ * llama.cpp's gpt2 has no place for. */
+int gpt_gguf_name(const char *hf, char *out, size_t size, int *conv1d);
+
 #endif

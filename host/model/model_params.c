@@ -52,6 +52,7 @@ kiln_status model_params_to_half(kiln_ctx *ctx, model_param *p, int n_params, in
     kiln_tensor **halves = calloc((size_t)(n_params > 0 ? n_params : 1), sizeof *halves);
     if (!halves) return KILN_ERR_MEMORY;
     for (int i = 0; i < n_params; i++) {
+        if (!p[i].t) continue; /* a weight held quantized elsewhere (gpt_quantized) */
         if (!(halves[i] = half_of(ctx, p[i].t))) {
             kiln_status s = kiln_error_status();
             for (int k = 0; k < i; k++) kiln_tensor_free(halves[k]);
@@ -60,6 +61,7 @@ kiln_status model_params_to_half(kiln_ctx *ctx, model_param *p, int n_params, in
         }
     }
     for (int i = 0; i < n_params; i++) {
+        if (!p[i].t) continue;
         if (keep_masters) {
             /* backward reaches the copies, never the masters: no f32 gradient is kept */
             kiln_set_requires_grad(p[i].t, 0);
@@ -77,7 +79,11 @@ kiln_status model_params_to_half(kiln_ctx *ctx, model_param *p, int n_params, in
 
 int64_t model_params_count(const model_param *p, int n_params) {
     int64_t n = 0;
-    for (int i = 0; i < n_params; i++) n += kiln_numel(p[i].t);
+    /* by the specs: a weight held quantized (gpt_quantized) has no tensor here but counts */
+    for (int i = 0; i < n_params; i++) {
+        const param_spec *s = &p[i].spec;
+        n += s->ndim == 2 ? s->shape[0] * s->shape[1] : s->ndim == 1 ? s->shape[0] : 1;
+    }
     return n;
 }
 

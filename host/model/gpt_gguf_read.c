@@ -1,0 +1,302 @@
+/* GGUF to GPT (gpt_gguf.h: gpt_load_gguf). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/gguf.h"
+#include "kiln/quant.h"
+#include "model/gpt_gguf.h"
+
+static kiln_qformat qformat_of(int type) {
+    return type == GGML_TYPE_Q8_0 ? KILN_Q8_0 : type == GGML_TYPE_Q4_0 ? KILN_Q4_0 : KILN_Q4_1;
+}
+
+static int is_quantized(int type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q4_1; }
+
+/* A tensor's values as f32 rows (malloc'd): f32 copied, f16 widened, blocks dequantized. */
+static float *values_of(const gguf_tensor *t) {
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= t->ne[d];
+    float *v = malloc((size_t)n * sizeof *v);
+    if (!v) return NULL;
+    const unsigned char *b = t->data;
+    if (t->type == GGML_TYPE_F32) {
+        memcpy(v, b, (size_t)n * 4);
+    } else if (t->type == GGML_TYPE_F16) {
+        for (int64_t i = 0; i < n; i++) v[i] = kiln_f16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+    } else {
+        int64_t rows = n / t->ne[0];
+        uint64_t row = gguf_row_bytes(t->type, t->ne[0]);
+        for (int64_t r = 0; r < rows; r++)
+            if (kiln_dequantize_row(qformat_of(t->type), b + r * row, t->ne[0], v + r * t->ne[0])) return free(v), NULL;
+    }
+    return v;
+}
+
+/* The GGUF tensor of weight p, its dimensions checked against the weight's: ggml's [in,
+ * out] (ne[0] = in) for a Conv1D weight stored transposed, else the weight's own order
+ * reversed. */
+static const gguf_tensor *tensor_for(const gguf_file *f, const gpt_param *p, const char *name, int conv1d,
+                                     const char *path, char *err, size_t errlen) {
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    if (!t) {
+        snprintf(err, errlen, "%s: no tensor %s", path, name);
+        return NULL;
+    }
+    const param_spec *s = &p->spec;
+    int64_t want0 = s->ndim == 2 ? (conv1d ? s->shape[0] : s->shape[1]) : s->shape[0];
+    int64_t want1 = s->ndim == 2 ? (conv1d ? s->shape[1] : s->shape[0]) : 1;
+    int64_t have1 = t->ndim >= 2 ? t->ne[1] : 1;
+    if (t->ndim > 2 || t->ne[0] != want0 || have1 != want1) {
+        snprintf(err, errlen, "%s: %s is [%lld, %lld] (ggml order) where the config needs [%lld, %lld]", path, name,
+                 (long long)t->ne[0], (long long)have1, (long long)want0, (long long)want1);
+        return NULL;
+    }
+    return t;
+}
+
+/* Uploads a tensor's values into the f32 weight p (transposing ggml's [out][in] rows back to
+ * a Conv1D [in, out] when asked). */
+static int load_f32(gpt_param *p, const gguf_tensor *t, int conv1d, char *err, size_t errlen) {
+    float *v = values_of(t);
+    int64_t n = kiln_numel(p->t);
+    if (v && conv1d) {
+        int64_t in = p->spec.shape[0], out = p->spec.shape[1];
+        float *w = malloc((size_t)n * sizeof *w);
+        if (w)
+            for (int64_t o = 0; o < out; o++)
+                for (int64_t i = 0; i < in; i++) w[i * out + o] = v[o * in + i];
+        free(v);
+        v = w;
+    }
+    int rc = !v || kiln_upload_f32(p->t, v, n) ? -1 : 0;
+    if (rc) snprintf(err, errlen, "%s: %s", p->spec.name, v ? kiln_error_message() : "out of memory");
+    free(v);
+    return rc;
+}
+
+/* A quantized matrix on the device from a tensor's blocks ([rows = ne[1]][cols = ne[0]]). */
+static kiln_qmatrix *device_blocks(kiln_ctx *ctx, const gguf_tensor *t, char *err, size_t errlen) {
+    kiln_qmatrix *q = kiln_qmatrix_new(ctx, qformat_of(t->type), t->ndim == 2 ? t->ne[1] : 1, t->ne[0]);
+    if (q && kiln_qmatrix_upload(q, t->data) == KILN_OK) return q;
+    snprintf(err, errlen, "%s: %s", t->name, kiln_error_message());
+    kiln_qmatrix_free(q);
+    return NULL;
+}
+
+/* GPT-2's byte-to-unicode spelling read back: one code point of a token's text to the byte
+ * it stands for, or -1. */
+static int spelled_byte(unsigned cp) {
+    int printable = (cp >= '!' && cp <= '~') || (cp >= 0xa1 && cp <= 0xac) || (cp >= 0xae && cp <= 0xff);
+    if (printable) return (int)cp;
+    if (cp < 256 || cp >= 512) return -1;
+    unsigned rank = cp - 256;
+    for (unsigned c = 0; c < 256; c++) {
+        int p = (c >= '!' && c <= '~') || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff);
+        if (!p && rank-- == 0) return (int)c;
+    }
+    return -1;
+}
+
+/* The one byte a token spells, or -1 when it spells none or several. */
+static int single_byte(const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    unsigned cp;
+    size_t len;
+    if (u[0] < 0x80) cp = u[0], len = 1;
+    else if ((u[0] & 0xe0) == 0xc0 && u[1]) cp = (unsigned)(u[0] & 0x1f) << 6 | (u[1] & 0x3f), len = 2;
+    else return -1;
+    return s[len] ? -1 : spelled_byte(cp);
+}
+
+/* qsort's comparison of token ids by their text (qsort takes no context argument). */
+static const char *const *g_sort_tokens;
+static int by_text(const void *a, const void *b) {
+    return strcmp(g_sort_tokens[*(const int32_t *)a], g_sort_tokens[*(const int32_t *)b]);
+}
+
+/* The first id whose text is s (ids sorted by text), or -1. */
+static int32_t find_token(const char *const *strs, const int32_t *sorted, int32_t n, const char *s) {
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (strcmp(strs[sorted[mid]], s) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && !strcmp(strs[sorted[lo]], s) ? sorted[lo] : -1;
+}
+
+/* The tokenizer of tokenizer.ggml.*: a byte-level vocabulary (each token one byte, no
+ * merges) is kiln's byte tokenizer; a BPE is rebuilt in kiln's tokenizer format (its bytes,
+ * its specials (token type 3), each merge "A B" as the ids of A, B and AB). */
+static int load_tokenizer(const gguf_file *f, const char *path, int32_t vocab, tokenizer **out, char *err, size_t errlen) {
+    const gguf_kv *tokens = gguf_find_kv(f, "tokenizer.ggml.tokens"), *merges = gguf_find_kv(f, "tokenizer.ggml.merges");
+    const gguf_kv *types = gguf_find_kv(f, "tokenizer.ggml.token_type");
+    const char *model = NULL;
+    if (gguf_get_string(f, "tokenizer.ggml.model", &model, err, errlen)) return -1;
+    if (strcmp(model, "gpt2")) {
+        snprintf(err, errlen, "%s: a tokenizer of model \"%s\"; kiln reads gpt2's", path, model);
+        return -1;
+    }
+    if (!tokens || tokens->type != GGUF_ARRAY || tokens->elem_type != GGUF_STRING || (int64_t)tokens->count != vocab) {
+        snprintf(err, errlen, "%s: tokenizer.ggml.tokens is not %d strings", path, vocab);
+        return -1;
+    }
+    uint64_t n_merges = merges && merges->type == GGUF_ARRAY && merges->elem_type == GGUF_STRING ? merges->count : 0;
+    int bytes_only = vocab == 256 && n_merges == 0;
+    for (int32_t i = 0; bytes_only && i < 256; i++) bytes_only = single_byte(tokens->strs[i]) == i;
+    if (bytes_only) {
+        *out = tokenizer_bytes(0);
+        return *out ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    }
+    /* kiln's text format: bytes, specials, merges by rank */
+    size_t cap = 64 + (size_t)vocab * 48 + (size_t)n_merges * 40, at = 0;
+    char *text = malloc(cap);
+    int32_t byte_id[256];
+    for (int b = 0; b < 256; b++) byte_id[b] = -1;
+    if (!text) return snprintf(err, errlen, "out of memory"), -1;
+    at += (size_t)snprintf(text + at, cap - at, "%s\nvocab %d\npretokenizer gpt2\n", TOKENIZER_MAGIC, vocab);
+    for (int32_t i = 0; i < vocab; i++) {
+        int b = single_byte(tokens->strs[i]);
+        if (b >= 0 && byte_id[b] < 0) byte_id[b] = i;
+    }
+    int rc = 0;
+    at += (size_t)snprintf(text + at, cap - at, "bytes");
+    for (int b = 0; b < 256 && rc == 0; b++) {
+        if (byte_id[b] < 0) rc = (snprintf(err, errlen, "%s: no token for byte %d", path, b), -1);
+        else at += (size_t)snprintf(text + at, cap - at, " %d", byte_id[b]);
+    }
+    at += (size_t)snprintf(text + at, cap - at, "\n");
+    for (int32_t i = 0; rc == 0 && i < vocab; i++) {
+        int32_t type = 1;
+        if (types && types->type == GGUF_ARRAY && types->elem_type == GGUF_I32 && (int64_t)types->count == vocab)
+            memcpy(&type, (const unsigned char *)types->data + 4 * (size_t)i, 4);
+        if (type == 3 && at + strlen(tokens->strs[i]) + 32 < cap)
+            at += (size_t)snprintf(text + at, cap - at, "special %d %s -\n", i, tokens->strs[i]);
+    }
+    /* the tokens sorted by text, so that each merge's three tokens are found by bisection */
+    int32_t *sorted = malloc((size_t)vocab * sizeof *sorted);
+    if (!sorted) rc = (snprintf(err, errlen, "out of memory"), -1);
+    for (int32_t i = 0; rc == 0 && i < vocab; i++) sorted[i] = i;
+    if (rc == 0) {
+        g_sort_tokens = tokens->strs;
+        qsort(sorted, (size_t)vocab, sizeof *sorted, by_text);
+    }
+    for (uint64_t r = 0; rc == 0 && r < n_merges; r++) {
+        const char *pair = merges->strs[r], *space = strchr(pair, ' ');
+        size_t len = strlen(pair);
+        char *left = malloc(len + 1), *joined = malloc(len + 1);
+        int32_t ids[3] = {-1, -1, -1};
+        if (left && joined && space) {
+            memcpy(left, pair, (size_t)(space - pair));
+            left[space - pair] = '\0';
+            snprintf(joined, len + 1, "%s%s", left, space + 1);
+            ids[0] = find_token(tokens->strs, sorted, vocab, left);
+            ids[1] = find_token(tokens->strs, sorted, vocab, space + 1);
+            ids[2] = find_token(tokens->strs, sorted, vocab, joined);
+        }
+        free(left);
+        free(joined);
+        if (ids[0] < 0 || ids[1] < 0 || ids[2] < 0)
+            rc = (snprintf(err, errlen, "%s: merge %llu \"%s\" names no tokens", path, (unsigned long long)r, pair), -1);
+        else at += (size_t)snprintf(text + at, cap - at, "merge %d %d %d\n", ids[0], ids[1], ids[2]);
+    }
+    free(sorted);
+    if (rc == 0 && tokenizer_parse(text, at, path, out, err, errlen)) rc = -1;
+    free(text);
+    return rc;
+}
+
+/* Loads weight p from the file: quantized matrices stay quantized (the blocks' linears,
+ * the token embedding), everything else becomes its f32 tensor. */
+static int load_weight(gpt_model *m, gpt_param *p, const gguf_file *f, const char *path, char *err, size_t errlen) {
+    char name[96];
+    int conv1d;
+    if (gpt_gguf_name(p->spec.name, name, sizeof name, &conv1d)) {
+        snprintf(err, errlen, "%s: kiln's weight %s has no place in gpt2", path, p->spec.name);
+        return -1;
+    }
+    const gguf_tensor *t = tensor_for(f, p, name, conv1d, path, err, errlen);
+    if (!t) return -1;
+    int keep_quantized = is_quantized(t->type) && (conv1d || p->spec.slot == GPT_SLOT_WTE) && p->spec.ndim == 2;
+    if (!keep_quantized) return load_f32(p, t, conv1d, err, errlen);
+    if (p->spec.layer >= 0) {
+        kiln_qmatrix *q = device_blocks(m->ctx, t, err, errlen);
+        if (!q) return -1;
+        m->blocks[p->spec.layer].q[p->spec.slot] = q;
+        m->blocks[p->spec.layer].w[p->spec.slot] = m->masters[p->spec.layer].w[p->spec.slot] = NULL;
+    } else { /* the token embedding: its blocks on the host */
+        gpt_quantized *q = m->quant;
+        q->embd_format = qformat_of(t->type);
+        q->embd_row_bytes = (size_t)gguf_row_bytes(t->type, t->ne[0]);
+        if (!(q->embd = malloc((size_t)t->nbytes))) return snprintf(err, errlen, "out of memory"), -1;
+        memcpy(q->embd, t->data, (size_t)t->nbytes);
+        m->wte = NULL;
+    }
+    kiln_tensor_free(p->t);
+    p->t = NULL;
+    return 0;
+}
+
+/* The output head: output.weight, else the tied token_embd. Quantized when the embedding
+ * is (kiln's GPT ties them: an f32 head beside a quantized embedding, or an untied one, is
+ * refused). */
+static int load_head(gpt_model *m, const gguf_file *f, const char *path, char *err, size_t errlen) {
+    const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight"), *out = gguf_find_tensor(f, "output.weight");
+    if (out && (out->type != embd->type || out->nbytes != embd->nbytes || memcmp(out->data, embd->data, out->nbytes))) {
+        snprintf(err, errlen, "%s: output.weight is not token_embd.weight: kiln's GPT ties its output head", path);
+        return -1;
+    }
+    if (!m->quant->embd) return 0; /* f32: the tied wte */
+    return (m->quant->head = device_blocks(m->ctx, embd, err, errlen)) ? 0 : -1;
+}
+
+int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err, size_t errlen) {
+    gguf_file *f;
+    *model = NULL;
+    *tok = NULL;
+    if (gguf_open(path, &f, err, errlen)) return -1;
+    const char *arch = NULL;
+    uint64_t layers, heads, width, positions, ffn;
+    double eps;
+    const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
+    int rc = gguf_get_string(f, "general.architecture", &arch, err, errlen);
+    if (rc == 0 && strcmp(arch, "gpt2"))
+        rc = (snprintf(err, errlen, "%s: a model of architecture \"%s\"; kiln reads gpt2", path, arch), -1);
+    if (rc == 0)
+        rc = gguf_get_uint(f, "gpt2.block_count", &layers, err, errlen) ||
+                     gguf_get_uint(f, "gpt2.attention.head_count", &heads, err, errlen) ||
+                     gguf_get_uint(f, "gpt2.embedding_length", &width, err, errlen) ||
+                     gguf_get_uint(f, "gpt2.context_length", &positions, err, errlen) ||
+                     gguf_get_uint(f, "gpt2.feed_forward_length", &ffn, err, errlen) ||
+                     gguf_get_float(f, "gpt2.attention.layer_norm_epsilon", &eps, err, errlen)
+                 ? -1
+                 : 0;
+    if (rc == 0 && !embd) rc = (snprintf(err, errlen, "%s: no tensor token_embd.weight", path), -1);
+    if (rc == 0 && (ffn != 4 * width || layers > 4096 || heads > 4096 || width > 65536 || positions > (1 << 20)))
+        rc = (snprintf(err, errlen, "%s: gpt2 of %llu layers, width %llu, feed-forward %llu: kiln's GPT has a 4x "
+                       "feed-forward and sane sizes", path, (unsigned long long)layers, (unsigned long long)width,
+                       (unsigned long long)ffn), -1);
+    gpt_config cfg = {.n_layer = (int)layers, .n_head = (int)heads, .n_embd = (int)width, .n_positions = (int)positions,
+                      .vocab_size = embd && embd->ndim == 2 ? (int)embd->ne[1] : 0, .ln_eps = (float)eps,
+                      .block = block_options_default()};
+    if (rc == 0 && gpt_config_check(&cfg, err, errlen)) rc = -1;
+    gpt_model *m = NULL;
+    if (rc == 0 && !(m = gpt_new(ctx, &cfg))) rc = (snprintf(err, errlen, "%s: %s", path, kiln_error_message()), -1);
+    if (rc == 0 && is_quantized(embd->type) && !(m->quant = calloc(1, sizeof *m->quant)))
+        rc = (snprintf(err, errlen, "out of memory"), -1);
+    if (rc == 0 && !m->quant)
+        for (size_t i = 0; i < gguf_tensor_count(f) && !m->quant; i++)
+            if (is_quantized(gguf_tensor_at(f, i)->type) && !(m->quant = calloc(1, sizeof *m->quant)))
+                rc = (snprintf(err, errlen, "out of memory"), -1);
+    for (int i = 0; rc == 0 && i < m->n_params; i++) rc = load_weight(m, &m->params[i], f, path, err, errlen);
+    if (rc == 0 && m->quant) rc = load_head(m, f, path, err, errlen);
+    if (rc == 0) rc = load_tokenizer(f, path, cfg.vocab_size, tok, err, errlen);
+    gguf_close(f);
+    if (rc) {
+        gpt_free(m);
+        return -1;
+    }
+    *model = m;
+    return 0;
+}
