@@ -41,16 +41,18 @@ int gpt_gguf_name(const char *hf, char *out, size_t size, int *conv1d) {
     return -1;
 }
 
-/* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other. */
-static const char *unexportable(const block_options *o) {
+/* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other. The first option
+ * that differs, as the user typed it, into buf; NULL when none does. */
+static const char *unexportable(const block_options *o, char *buf, size_t size) {
     block_options d = block_options_default();
-    if (o->norm != d.norm) return "--norm (llama.cpp's gpt2 is Pre-LN)";
-    if (o->residual != d.residual) return "--residual (llama.cpp's gpt2 has plain residuals)";
-    if (o->layer != d.layer) return "--layer-type gau";
-    if (o->sigma_reparam) return "--sigma-reparam";
-    if (o->residual_attention) return "--residual-attention (RealFormer)";
-    if (o->attn_temperature != 1.0f) return "--attn-temperature";
-    return NULL;
+    if (o->norm != d.norm) snprintf(buf, size, "--norm %s", block_norm_names[o->norm]);
+    else if (o->residual != d.residual) snprintf(buf, size, "--residual %s", block_residual_names[o->residual]);
+    else if (o->layer != d.layer) snprintf(buf, size, "--layer-type %s", block_layer_names[o->layer]);
+    else if (o->sigma_reparam) snprintf(buf, size, "--sigma-reparam");
+    else if (o->residual_attention) snprintf(buf, size, "--residual-attention");
+    else if (o->attn_temperature != 1.0f) snprintf(buf, size, "--attn-temperature %g", (double)o->attn_temperature);
+    else return NULL;
+    return buf;
 }
 
 /* GPT-2's byte-to-unicode spelling of a byte (encoder.py's bytes_to_unicode): printable
@@ -206,10 +208,10 @@ static int add_weight(gguf_writer *w, keep *k, const kiln_tensor *t, const char 
 
 int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err, size_t errlen) {
     const gpt_config *c = &m->cfg;
-    const char *why = unexportable(&c->block);
-    if (why) {
-        snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, which llama.cpp's gpt2 "
-                 "architecture does not have", why);
+    char option[64];
+    if (unexportable(&c->block, option, sizeof option)) {
+        snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, and llama.cpp's gpt2 "
+                 "architecture is GPT-2's own block only", option);
         return -1;
     }
     int quantized = type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0;
