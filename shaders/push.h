@@ -78,6 +78,9 @@ typedef float f32;
 
 /* LayerNorm / RMSNorm (rms KILN_ABI_NORM_RMS or KILN_ABI_NORM_LAYER).
  * norm_fwd: x, weight, bias, y, mean, rstd */
+/* qmatmul: x, w (32-bit words), bias, y (kiln_qmatmul_args) */
+#define QMATMUL_OPS 4
+#define QMATMUL_PUSH u32 off[QMATMUL_OPS]; u32 m; u32 n; u32 k; u32 row_words; u32 format;
 #define NORM_FWD_OPS 6
 #define NORM_FWD_PUSH u32 off[NORM_FWD_OPS]; u32 rows; u32 cols; f32 eps; u32 rms;
 /* norm_bwd_dx, the backward's rows pass: x, weight, mean, rstd, dy, dx */

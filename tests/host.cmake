@@ -171,9 +171,12 @@ add_test(NAME host_mpi COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_mpi.sh $<TA
          ${_kiln_host_work}/mpi)
 set_tests_properties(host_mpi PROPERTIES LABELS cpu TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
 
-# GGUF and quantized inference (kiln export, kiln quantize, eval and decode of .gguf files):
-# the CPU backend has the quantized product so far; the GPU backends' kernels come next.
-add_test(NAME host_gguf COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_gguf.sh $<TARGET_FILE:kiln_host>
-         ${_kiln_host_work}/gguf cpu)
-set_tests_properties(host_gguf PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
-  ENVIRONMENT "${_kiln_host_env};OMP_NUM_THREADS=1")
+# GGUF and quantized inference (kiln export, kiln quantize, eval and decode of .gguf files)
+# on every backend: the quantized product runs on the device (kiln_matmul_q).
+foreach(backend ${_kiln_host_backends})
+  kiln_host_test_name(gguf ${backend} name)
+  kiln_host_test_env(${backend} "OMP_NUM_THREADS=1" env)
+  add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_gguf.sh $<TARGET_FILE:kiln_host>
+           ${_kiln_host_work}/gguf_${backend} ${backend})
+  set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+endforeach()

@@ -25,6 +25,12 @@
 
 /* ---- normalization: one kernel family serves LayerNorm and RMSNorm; the flag `rms` is 1
  * for RMSNorm (no centering, no bias, no saved mean) and 0 for LayerNorm, on every backend */
+/* Block formats of quantized matrices (kiln_qformat, kiln/quant.h; core/quant.c checks
+ * they agree): the qmatmul kernels branch on them. */
+#define KILN_ABI_Q8_0 0
+#define KILN_ABI_Q4_0 1
+#define KILN_ABI_Q4_1 2
+
 #define KILN_ABI_NORM_LAYER 0
 #define KILN_ABI_NORM_RMS 1
 

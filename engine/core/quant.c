@@ -19,6 +19,9 @@ static const struct {
     [KILN_Q4_1] = {.name = "q4_1", .block_bytes = 4 + KILN_QBLOCK / 2},
 };
 
+_Static_assert(KILN_Q8_0 == KILN_ABI_Q8_0 && KILN_Q4_0 == KILN_ABI_Q4_0 && KILN_Q4_1 == KILN_ABI_Q4_1,
+               "kiln_qformat and the kernels' KILN_ABI_Q* must agree");
+
 static int known(kiln_qformat f) { return (int)f >= 0 && f < KILN_QFORMAT_COUNT; }
 
 const char *kiln_qformat_name(kiln_qformat format) { return known(format) ? formats[format].name : "?"; }

@@ -339,6 +339,7 @@ static const kiln_backend g_opencl = {
     .check_finite = cl_check_finite,
     .clip_coef = cl_clip_coef,
     .adam = cl_adam,
+    .qmatmul = cl_qmatmul,
     /* every OpenCL device stores f16: vload_half / vstore_half are core OpenCL since 1.0,
      * with or without cl_khr_fp16 (PoCL has none), and the kernels compute in f32 */
     .supports_f16 = NULL,

@@ -307,5 +307,6 @@ kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a);
 kiln_status cl_check_finite(void *dev, const kiln_finite_args *a);
 kiln_status cl_clip_coef(void *dev, const kiln_clip_args *a);
 kiln_status cl_adam(void *dev, const kiln_adam_args *a);
+kiln_status cl_qmatmul(void *dev, const kiln_qmatmul_args *a);
 
 #endif

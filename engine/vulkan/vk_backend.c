@@ -112,6 +112,7 @@ static const kiln_backend g_vulkan = {
     .check_finite = vk_split_check_finite,
     .clip_coef = vk_clip_coef,
     .adam = vk_split_adam,
+    .qmatmul = vk_qmatmul,
     .timer_begin = vk_timer_begin,
     .timer_end = vk_timer_end,
     .driver_info = vk_driver_info,

@@ -389,6 +389,7 @@ kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a);
 kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a);
 /* the norm_fwd, norm_bwd_dx and norm_bwd_params kernels (vk_norm.c); rms as kiln_norm_args */
 kiln_status vk_norm_fwd(void *dev, const kiln_norm_args *a);
+kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a);
 kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a);
 kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a);
 kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a);

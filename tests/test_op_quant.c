@@ -244,4 +244,4 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, matmul_q_transposed_source_and_refusals);
 }
 
-int main(int argc, char **argv) { return kt_main(argc, argv, "quant", add_tests, NULL, 0); }
+int main(int argc, char **argv) { return kt_main(argc, argv, "op_quant", add_tests, NULL, 0); }
