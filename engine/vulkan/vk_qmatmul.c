@@ -1,5 +1,6 @@
 /* Host side of the product with a quantized matrix (kiln_qmatmul_args, shaders/qmatmul.comp):
- * one workgroup per output element, x, bias and y f32 or f16 (the "_f16" builds). */
+ * one workgroup per weight row and tile of 8 rows of x, x, bias and y f32 or f16 (the "_f16"
+ * builds). */
 #include "push.h"
 #include "vk_internal.h"
 
@@ -19,6 +20,7 @@ kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     l.ops[1] = vk_in(a->w, a->n * a->row_words, 4);
     l.ops[2] = vk_in(a->bias, a->n, es);
     l.ops[3] = vk_out(a->y, a->m * a->n, es);
-    vk_grid_1d(d, (uint64_t)(a->m * a->n), l.groups);
+    /* a workgroup per weight row and tile of 8 rows of x (shaders/qmatmul.comp's MT) */
+    vk_grid_1d(d, (uint64_t)(a->n * ((a->m + 7) / 8)), l.groups);
     return vk_dispatch(d, &l);
 }
