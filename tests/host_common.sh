@@ -6,6 +6,14 @@ host_workdir() {
   rm -rf "$1" && mkdir -p "$1" && cd "$1"
 }
 
+# fail WHAT...: one failed check, printed and counted in $failures (a script that uses it
+# ends with `[ $failures -eq 0 ]`; scripts that stop at the first failure define their own).
+failures=0
+fail() {
+  echo "FAIL $*"
+  failures=$((failures + 1))
+}
+
 # host_setup KILN WORKDIR [BACKEND]: sets kiln, work and backend (cpu when not given), exits
 # 77 (skipped) when this machine has no device of that backend (`kiln info` lists "NAME:N"),
 # and starts in a fresh WORKDIR.

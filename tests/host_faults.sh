@@ -20,11 +20,6 @@ set -u
 . "$(dirname "$0")/host_common.sh"
 host_setup "$@"
 quick=${KILN_TEST_QUICK:-0}
-failures=0
-fail() {
-  echo "FAIL $*"
-  failures=$((failures + 1))
-}
 
 numbered_lines 300 "row %d: sing a song of sixpence, a pocket full of rye" >text.txt
 # a constant rate after warmup, so that --steps does not change the schedule; --trust-device:

@@ -13,11 +13,6 @@
 set -u
 . "$(dirname "$0")/host_common.sh"
 host_setup "$@"
-failures=0
-fail() {
-  echo "FAIL $*"
-  failures=$((failures + 1))
-}
 
 numbered_lines 600 "line %d: when shall we three meet again, in thunder, lightning, or in rain" >text.txt
 tail -n 40 text.txt >held.txt

@@ -27,11 +27,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 # -q: Open MPI's own banners off, so that kiln's one line is what a failure prints;
 # --oversubscribe: CI machines may have fewer cores than ranks
 mpi=(mpirun -q --oversubscribe -np 2)
-failures=0
-fail() {
-  echo "FAIL $*"
-  failures=$((failures + 1))
-}
 
 numbered_lines 400 "row %d: sing a song of sixpence, a pocket full of rye; four and twenty blackbirds" >text.txt
 gpt=(--data text.txt --layers 2 --heads 2 --dim 32 --block 32 --batch 4 --eval-windows 16 --log-every 10

@@ -13,11 +13,6 @@
 set -u
 . "$(dirname "$0")/host_common.sh"
 host_setup "$@"
-failures=0
-fail() {
-  echo "FAIL $*"
-  failures=$((failures + 1))
-}
 # verdicts of our own: the first-use check must not find the user's (the compiled-program
 # caches stay where they are: compiling every kernel again costs a minute on PoCL)
 export KILN_DEVICE_CHECK_DIR=$work/cache

@@ -54,6 +54,16 @@ static void data(bytes *o, size_t n) {
     o->n += n;
 }
 
+/* A file of one key-value "k": an array of `count` elements of type `elem`, with no elements
+ * after the count. */
+static void array_header(bytes *o, gguf_type elem, uint64_t count) {
+    head(o, 3, 0, 1);
+    str(o, "k");
+    le(o, GGUF_ARRAY, 4);
+    le(o, elem, 4);
+    le(o, count, 8);
+}
+
 /* The file must be refused with a message containing `part`. */
 static void expect_refused(const bytes *o, const char *part) {
     gguf_file *f = NULL;
@@ -194,23 +204,11 @@ START_TEST(bad_framing) {
     le(&o, 0, 8);
     expect_refused(&o, "a key is cut short");
     /* an array that counts more values than there are bytes */
-    head(&o, 3, 0, 1);
-    str(&o, "k");
-    le(&o, GGUF_ARRAY, 4);
-    le(&o, GGUF_U32, 4);
-    le(&o, (uint64_t)1 << 60, 8);
+    array_header(&o, GGUF_U32, (uint64_t)1 << 60);
     expect_refused(&o, "counts more values than the file holds");
-    head(&o, 3, 0, 1);
-    str(&o, "k");
-    le(&o, GGUF_ARRAY, 4);
-    le(&o, GGUF_STRING, 4);
-    le(&o, 1000, 8);
+    array_header(&o, GGUF_STRING, 1000);
     expect_refused(&o, "counts more strings than the file holds");
-    head(&o, 3, 0, 1);
-    str(&o, "k");
-    le(&o, GGUF_ARRAY, 4);
-    le(&o, GGUF_ARRAY, 4);
-    le(&o, 0, 8);
+    array_header(&o, GGUF_ARRAY, 0);
     expect_refused(&o, "holds arrays");
     head(&o, 3, 0, 1);
     str(&o, "k");
