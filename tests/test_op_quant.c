@@ -12,7 +12,8 @@
  * rows across the kernel's row tiles, 3 to 33 outputs, 1 to 5 blocks), with and without a
  * bias, from f32 and f16 activations; a matrix quantized from GPT-2's transposed (Conv1D)
  * layout equals the one from its transpose; columns that are not whole blocks and
- * activations of the wrong width are refused. */
+ * activations of the wrong width are refused. The library's "quant" verification cases
+ * (engine/verify/cases_quant.c, also run by `kiln verify`) compare the device with the CPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,4 +245,4 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, matmul_q_transposed_source_and_refusals);
 }
 
-int main(int argc, char **argv) { return kt_main(argc, argv, "op_quant", add_tests, NULL, 0); }
+int main(int argc, char **argv) { return kt_main_group(argc, argv, "quant", add_tests); }
