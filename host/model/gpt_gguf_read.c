@@ -257,8 +257,8 @@ int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer 
     *tok = NULL;
     if (gguf_open(path, &f, err, errlen)) return -1;
     const char *arch = NULL;
-    uint64_t layers, heads, width, positions, ffn;
-    double eps;
+    uint64_t layers = 0, heads = 0, width = 0, positions = 0, ffn = 0;
+    double eps = 0;
     const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
     int rc = gguf_get_string(f, "general.architecture", &arch, err, errlen);
     if (rc == 0 && strcmp(arch, "gpt2"))
