@@ -222,6 +222,14 @@ START_TEST(bad_framing) {
     le(&o, GGUF_U8, 4);
     le(&o, 1, 1);
     expect_refused(&o, "the key k appears twice");
+    head(&o, 3, 0, 2); /* a name from the file is made printable: the message stays one line */
+    str(&o, "line\nbreak");
+    le(&o, GGUF_U8, 4);
+    le(&o, 1, 1);
+    str(&o, "line\nbreak");
+    le(&o, GGUF_U8, 4);
+    le(&o, 1, 1);
+    expect_refused(&o, "the key line?break appears twice");
     head(&o, 3, 0, 1);
     str(&o, "general.alignment");
     le(&o, GGUF_U32, 4);

@@ -310,6 +310,10 @@ int gguf_open_memory(const void *bytes, size_t size, const char *name, gguf_file
     if (rc == 0) rc = read_tensor_infos(&c, n_tensors);
     if (rc == 0) rc = place_tensors(&c);
     if (rc) {
+        /* keys and tensor names come from the file: whatever they hold, the message stays
+           one line of printable text */
+        for (char *p = err; p && errlen && *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
         gguf_close(f);
         return -1;
     }

@@ -44,7 +44,7 @@ static int refuse(gguf_writer *w, const char *fmt, const char *what) {
 }
 
 static void put(gguf_writer *w, const void *bytes, size_t n) {
-    if (w->oom) return;
+    if (w->oom || n == 0) return; /* nothing to copy (bytes may be NULL: no key-values yet) */
     if (w->kv_len + n > w->kv_cap) {
         size_t cap = w->kv_cap ? w->kv_cap : 256;
         while (cap < w->kv_len + n) cap *= 2;
