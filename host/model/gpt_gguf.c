@@ -7,6 +7,7 @@
 
 #include "formats/gguf.h"
 #include "kiln/quant.h"
+#include "text/gpt2_bytes.h"
 
 /* kiln's checkpoint names (HF GPT-2) of a block's tensors, llama.cpp's, and whether the
  * weight is a Conv1D [in, out] that ggml stores transposed. */
@@ -55,26 +56,6 @@ static const char *unexportable(const block_options *o, char *buf, size_t size) 
     return buf;
 }
 
-/* GPT-2's byte-to-unicode spelling of a byte (encoder.py's bytes_to_unicode): printable
- * Latin-1 bytes stand for themselves, the others for 256 + their rank among them; as UTF-8
- * into out (at most 2 bytes). Returns the length. */
-static int byte_spelling(unsigned b, char *out) {
-    unsigned cp = b;
-    if (!((b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff))) {
-        unsigned rank = 0;
-        for (unsigned c = 0; c < b; c++)
-            if (!((c >= '!' && c <= '~') || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff))) rank++;
-        cp = 256 + rank;
-    }
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    out[0] = (char)(0xc0 | cp >> 6);
-    out[1] = (char)(0x80 | (cp & 0x3f));
-    return 2;
-}
-
 /* Token `id` as GGUF spells it (malloc'd): a special's name, else its bytes spelled. */
 static char *token_text(const tokenizer *tok, int32_t id) {
     if (tokenizer_is_special(tok, id)) {
@@ -91,7 +72,7 @@ static char *token_text(const tokenizer *tok, int32_t id) {
     char *s = malloc(2 * n + 1);
     if (!s || !bytes) return free(s), NULL;
     size_t at = 0;
-    for (size_t i = 0; i < n; i++) at += (size_t)byte_spelling(bytes[i], s + at);
+    for (size_t i = 0; i < n; i++) at += (size_t)gpt2_byte_spell(bytes[i], s + at);
     s[at] = '\0';
     return s;
 }

@@ -6,6 +6,8 @@
 #include "formats/gguf.h"
 #include "kiln/quant.h"
 #include "model/gpt_gguf.h"
+#include "text/gpt2_bytes.h"
+#include "text/unicode_class.h"
 
 static kiln_qformat qformat_of(int type) {
     return type == GGML_TYPE_Q8_0 ? KILN_Q8_0 : type == GGML_TYPE_Q4_0 ? KILN_Q4_0 : KILN_Q4_1;
@@ -84,29 +86,13 @@ static kiln_qmatrix *device_blocks(kiln_ctx *ctx, const gguf_tensor *t, char *er
     return NULL;
 }
 
-/* GPT-2's byte-to-unicode spelling read back: one code point of a token's text to the byte
- * it stands for, or -1. */
-static int spelled_byte(unsigned cp) {
-    int printable = (cp >= '!' && cp <= '~') || (cp >= 0xa1 && cp <= 0xac) || (cp >= 0xae && cp <= 0xff);
-    if (printable) return (int)cp;
-    if (cp < 256 || cp >= 512) return -1;
-    unsigned rank = cp - 256;
-    for (unsigned c = 0; c < 256; c++) {
-        int p = (c >= '!' && c <= '~') || (c >= 0xa1 && c <= 0xac) || (c >= 0xae && c <= 0xff);
-        if (!p && rank-- == 0) return (int)c;
-    }
-    return -1;
-}
-
 /* The one byte a token spells, or -1 when it spells none or several. */
 static int single_byte(const char *s) {
-    const unsigned char *u = (const unsigned char *)s;
-    unsigned cp;
-    size_t len;
-    if (u[0] < 0x80) cp = u[0], len = 1;
-    else if ((u[0] & 0xe0) == 0xc0 && u[1]) cp = (unsigned)(u[0] & 0x1f) << 6 | (u[1] & 0x3f), len = 2;
-    else return -1;
-    return s[len] ? -1 : spelled_byte(cp);
+    uint32_t cp;
+    size_t n = strlen(s);
+    if (n == 0) return -1;
+    int len = utf8_decode((const uint8_t *)s, n, &cp);
+    return len > 0 && (size_t)len == n ? gpt2_byte_of(cp) : -1;
 }
 
 /* qsort's comparison of token ids by their text (qsort takes no context argument). */

@@ -14,19 +14,11 @@
 #include "formats/error_printf.h"
 #include "formats/file_open.h"
 #include "formats/json.h"
+#include "text/gpt2_bytes.h"
 #include "text/tokenizer_internal.h"
 
 /* GPT-2's merges.txt is 456 KB and vocab.json 1 MB; a file past this is not one. */
 #define GPT2_MAX_FILE ((size_t)64 << 20)
-
-/* byte -> the code point that spells it */
-static void byte_map(uint32_t to_cp[256]) {
-    int n = 0;
-    for (int b = 0; b < 256; b++) {
-        int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        to_cp[b] = printable ? (uint32_t)b : (uint32_t)(256 + n++);
-    }
-}
 
 /* A token string -> id map by open addressing over the vocab's strings. */
 typedef struct string_map {
@@ -59,8 +51,6 @@ int tokenizer_import_gpt2_memory(const char *vocab_text, size_t vocab_len, const
                                  size_t merges_len, const char *merges_name, tokenizer **out, char *err,
                                  size_t errlen) {
     *out = NULL;
-    uint32_t to_cp[256];
-    byte_map(to_cp);
     json_value *vocab = NULL;
     char msg[256];
     if (json_parse(vocab_text, vocab_len, &vocab, msg, sizeof msg)) {
@@ -120,13 +110,7 @@ int tokenizer_import_gpt2_memory(const char *vocab_text, size_t vocab_len, const
     int32_t byte_ids[256];
     for (int b = 0; b < 256; b++) {
         char key[4];
-        size_t klen = to_cp[b] < 0x80 ? 1 : 2; /* every code point of the map is below U+0800 */
-        if (klen == 1) {
-            key[0] = (char)to_cp[b];
-        } else {
-            key[0] = (char)(0xC0 | to_cp[b] >> 6);
-            key[1] = (char)(0x80 | (to_cp[b] & 0x3F));
-        }
+        size_t klen = (size_t)gpt2_byte_spell((unsigned)b, key);
         long m = map_find(&map, key, klen);
         if (m < 0) {
             error_printf(err, errlen, "%s: no token for the byte 0x%02X (\"%.*s\")", vocab_name, (unsigned)b, (int)klen, key);
