@@ -12,8 +12,10 @@
  * rows across the kernel's row tiles, 3 to 33 outputs, 1 to 5 blocks), with and without a
  * bias, from f32 and f16 activations; a matrix quantized from GPT-2's transposed (Conv1D)
  * layout equals the one from its transpose; columns that are not whole blocks and
- * activations of the wrong width are refused. The library's "quant" verification cases
- * (engine/verify/cases_quant.c, also run by `kiln verify`) compare the device with the CPU. */
+ * activations of the wrong width are refused; the CPU, which rounds activations to 8 bits,
+ * is held to that rounding exactly and to its bound against the exact product. The
+ * library's "quant" verification cases (engine/verify/cases_quant.c, also run by
+ * `kiln verify`) compare the device with the CPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,15 +154,34 @@ static const struct {
 } qshapes[] = {{1, 5, 32}, {1, 33, 160}, {3, 7, 96}, {17, 33, 160}, {40, 3, 64}};
 #define N_QSHAPES (int)(sizeof qshapes / sizeof qshapes[0])
 
-/* Loop index i: shape i / (2 * formats), format (i / 2) % formats, bias when i is odd. */
+/* The CPU's product rounds each block of 32 activations to int8 (cpu/cpu_qdot.h); this is
+ * that rounding, the same float operations, so the test can compute the CPU's exact integer
+ * sums. Returns the block's scale; q gets the integers. */
+static float round_block_like_cpu(const float *x, int *q) {
+    float amax = 0.0f;
+    for (int j = 0; j < KILN_QBLOCK; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < KILN_QBLOCK; j++) q[j] = (int)lrintf(x[j] * id);
+    return d;
+}
+
+/* Loop index i: shape i / (2 * formats), format (i / 2) % formats, bias when i is odd.
+ *
+ * Every backend is checked against dequantize-then-multiply. Vulkan and OpenCL use the
+ * activations as given: a few ulps of the largest sum of magnitudes. The CPU rounds them to
+ * 8 bits first: it is checked within a few ulps against that rounding done here (the integer
+ * sums are exact, so only the f32 accumulation differs), and against dequantize-then-multiply
+ * within the rounding's bound, sum over blocks of sum|w| * (half a step of x = max|x| / 254). */
 START_TEST(matmul_q_matches_dequantize_then_multiply) {
     int shape = _i / (2 * KILN_QFORMAT_COUNT), with_bias = _i % 2;
     kiln_qformat f = (kiln_qformat)((_i / 2) % KILN_QFORMAT_COUNT);
     int64_t m = qshapes[shape].m, n = qshapes[shape].n, k = qshapes[shape].k;
     kiln_ctx *ctx = kt_ctx();
+    const int cpu = !strcmp(kiln_backend_name(ctx), "cpu");
     uint32_t state = (uint32_t)(17 + _i);
     float *x = malloc((size_t)(m * k) * sizeof *x), *w = malloc((size_t)(n * k) * sizeof *w);
     float *wd = malloc((size_t)(n * k) * sizeof *wd), *expect = malloc((size_t)(m * n) * sizeof *expect);
+    float *expect_rounded = malloc((size_t)(m * n) * sizeof *expect_rounded);
     float bias[64];
     for (int64_t i = 0; i < m * k; i++) x[i] = 2.0f * noise(&state);
     for (int64_t i = 0; i < n * k; i++) w[i] = 0.3f * noise(&state) * (1.0f + (float)(i % 7));
@@ -171,13 +192,23 @@ START_TEST(matmul_q_matches_dequantize_then_multiply) {
         ck_assert_int_eq(kiln_dequantize_row(f, blocks + (size_t)r * kiln_qformat_row_bytes(f, k), k, wd + r * k),
                          KILN_OK);
     }
-    double scale = 0;
+    double scale = 0, rounding_bound = 0;
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
-            double sum = with_bias ? bias[j] : 0.0, mag = 0;
-            for (int64_t c = 0; c < k; c++) sum += (double)x[i * k + c] * wd[j * k + c], mag += fabs(x[i * k + c] * wd[j * k + c]);
-            expect[i * n + j] = (float)sum;
+            double sum = with_bias ? bias[j] : 0.0, mag = 0, rounded = sum, bound = 0;
+            for (int64_t b = 0; b < k / KILN_QBLOCK; b++) {
+                const float *xb = x + i * k + b * KILN_QBLOCK, *wb = wd + j * k + b * KILN_QBLOCK;
+                int q[KILN_QBLOCK];
+                double dx = round_block_like_cpu(xb, q), wsum = 0;
+                for (int c = 0; c < KILN_QBLOCK; c++) {
+                    sum += (double)xb[c] * wb[c], mag += fabs(xb[c] * wb[c]);
+                    rounded += dx * q[c] * wb[c], wsum += fabs(wb[c]);
+                }
+                bound += wsum * dx * 127.0 / 254.0;
+            }
+            expect[i * n + j] = (float)sum, expect_rounded[i * n + j] = (float)rounded;
             scale = mag > scale ? mag : scale;
+            rounding_bound = bound > rounding_bound ? bound : rounding_bound;
         }
     kiln_qmatrix *q = kiln_qmatrix_new(ctx, f, n, k);
     ck_assert_ptr_nonnull(q);
@@ -189,17 +220,22 @@ START_TEST(matmul_q_matches_dequantize_then_multiply) {
     ck_assert_int_eq(y->shape[0], m);
     ck_assert_int_eq(y->shape[1], n);
     /* f32 sums in another order: a few ulps of the largest sum of magnitudes */
-    kt_expect_values(y, expect, m * n, 4e-6 * scale);
+    if (cpu) {
+        kt_expect_values(y, expect_rounded, m * n, 4e-6 * scale);
+        kt_expect_values(y, expect, m * n, rounding_bound + 4e-6 * scale);
+    } else {
+        kt_expect_values(y, expect, m * n, 4e-6 * scale);
+    }
     if (kiln_supports_dtype(ctx, KILN_F16)) { /* f16 activations: within their rounding */
         kiln_tensor *xh = kiln_cast(xt, KILN_F16), *bh = bt ? kiln_cast(bt, KILN_F16) : NULL;
         kiln_tensor *yh = kiln_matmul_q(xh, q, bh);
         ck_assert_msg(yh != NULL && yh->dtype == KILN_F16, "%s", kiln_error_message());
-        kt_expect_values(kiln_cast(yh, KILN_F32), expect, m * n, 2e-3 * scale + 1e-3);
+        kt_expect_values(kiln_cast(yh, KILN_F32), expect, m * n, 2e-3 * scale + 1e-3 + (cpu ? rounding_bound : 0));
     }
     kiln_step_reset(ctx);
     kiln_qmatrix_free(q);
     kiln_tensor_free(xt), kiln_tensor_free(bt);
-    free(x), free(w), free(wd), free(expect), free(blocks);
+    free(x), free(w), free(wd), free(expect), free(expect_rounded), free(blocks);
 }
 END_TEST
 

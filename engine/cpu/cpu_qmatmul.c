@@ -1,76 +1,42 @@
 /* CPU products with matrices quantized in ggml's block formats (kiln_qmatmul_args).
  *
- * Each block's 32 integers are unpacked to floats once and used for every row of x in a
- * tile of up to M_TILE rows: s = sum_j q_j x_j in f32 in j order, then acc += d * s (Q4_1 adds
- * its minimum times the block's sum of x, computed once per x row and block). One token
- * (m = 1) is the same loop with one row. The weight rows are shared among the threads, so
- * each block is read from memory once per tile: decoding one token streams the matrix once,
- * at its quantized size, the bound of this work. */
+ * The activations are rounded to int8 blocks once (cpu_qdot.h says why and how much that
+ * costs), then each thread takes whole weight rows and, for tiles of up to CPU_QDOT_ROWS rows
+ * of x, sums integer block products scaled by both blocks' scales. One token (m = 1) is the
+ * same loop with one row. Each weight block is unpacked once per tile and read from memory
+ * once per product: decoding a token streams the matrix once, at its quantized size, which
+ * is the bound of this work. */
 #include <stdlib.h>
 
 #include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
+#include "cpu/cpu_qdot.h"
 #include "kiln/quant.h"
-
-#define M_TILE 16
-
-static float load_f16(const unsigned char *b) { return kiln_f16_to_f32((uint16_t)(b[0] | b[1] << 8)); }
-
-/* Block b's integers as floats into q[32], and its scale and minimum (0 but Q4_1). */
-static void unpack_block(int format, const unsigned char *b, float *q, float *d, float *min) {
-    *d = load_f16(b);
-    *min = 0.0f;
-    if (format == KILN_Q8_0) {
-        for (int j = 0; j < KILN_QBLOCK; j++) q[j] = (float)(int8_t)b[2 + j];
-        return;
-    }
-    const unsigned char *nibbles = b + 2;
-    int offset = 8;
-    if (format == KILN_Q4_1) *min = load_f16(b + 2), nibbles = b + 4, offset = 0;
-    for (int j = 0; j < KILN_QBLOCK / 2; j++) {
-        q[j] = (float)((nibbles[j] & 0x0f) - offset);
-        q[j + KILN_QBLOCK / 2] = (float)((nibbles[j] >> 4) - offset);
-    }
-}
 
 static kiln_status qmatmul_f32(const kiln_qmatmul_args *a) {
     const float *x = CPU_PTR(a->x, float);
     const float *bias = CPU_HAS(a->bias) ? CPU_PTR(a->bias, float) : NULL;
     float *y = CPU_PTR(a->y, float);
     const unsigned char *w = CPU_PTR(a->w, unsigned char);
-    const int64_t m = a->m, n = a->n, k = a->k, blocks = k / KILN_QBLOCK;
+    const int64_t m = a->m, n = a->n, blocks = a->k / KILN_QBLOCK;
     const size_t row_stride = (size_t)a->row_words * 4, block_bytes = kiln_qformat_block_bytes((kiln_qformat)a->format);
-    float *xsum = NULL; /* Q4_1: each x row's sum over each block */
-    if (a->format == KILN_Q4_1) {
-        if (!(xsum = malloc((size_t)(m * blocks) * sizeof *xsum)))
-            return kiln_set_error(KILN_ERR_MEMORY, "cpu qmatmul: out of host memory");
-        for (int64_t i = 0; i < m * blocks; i++) {
-            float s = 0.0f;
-            for (int j = 0; j < KILN_QBLOCK; j++) s += x[i * KILN_QBLOCK + j];
-            xsum[i] = s;
-        }
-    }
-#pragma omp parallel for schedule(static) if (cpu_use_threads(m * n * k, 1 << 18))
+    const kiln_qformat format = (kiln_qformat)a->format;
+    cpu_qx *xq = malloc((size_t)(m * blocks) * sizeof *xq);
+    if (!xq) return kiln_set_error(KILN_ERR_MEMORY, "cpu qmatmul: out of host memory");
+    cpu_qdot_fn *dot = cpu_qdot_select(NULL);
+#pragma omp parallel for schedule(static) if (cpu_use_threads(m * a->k, 1 << 16))
+    for (int64_t i = 0; i < m; i++) cpu_qx_quantize(x + i * a->k, blocks, xq + i * blocks);
+#pragma omp parallel for schedule(static) if (cpu_use_threads(m * n * a->k, 1 << 18))
     for (int64_t r = 0; r < n; r++) {
         const unsigned char *row = w + (size_t)r * row_stride;
-        for (int64_t m0 = 0; m0 < m; m0 += M_TILE) {
-            const int tile = (int)(m - m0 < M_TILE ? m - m0 : M_TILE);
-            float acc[M_TILE] = {0};
-            for (int64_t b = 0; b < blocks; b++) {
-                float q[KILN_QBLOCK], d, min;
-                unpack_block(a->format, row + (size_t)b * block_bytes, q, &d, &min);
-                for (int i = 0; i < tile; i++) {
-                    const float *xb = x + (size_t)(m0 + i) * (size_t)k + (size_t)b * KILN_QBLOCK;
-                    float s = 0.0f;
-                    for (int j = 0; j < KILN_QBLOCK; j++) s += q[j] * xb[j];
-                    acc[i] += d * s;
-                    if (xsum) acc[i] += min * xsum[(m0 + i) * blocks + b];
-                }
-            }
+        for (int64_t m0 = 0; m0 < m; m0 += CPU_QDOT_ROWS) {
+            const int tile = (int)(m - m0 < CPU_QDOT_ROWS ? m - m0 : CPU_QDOT_ROWS);
+            float acc[CPU_QDOT_ROWS];
+            dot(format, row, block_bytes, blocks, xq + m0 * blocks, tile, acc);
             for (int i = 0; i < tile; i++) y[(size_t)(m0 + i) * (size_t)n + (size_t)r] = acc[i] + (bias ? bias[r] : 0.0f);
         }
     }
-    free(xsum);
+    free(xq);
     return KILN_OK;
 }
 

@@ -30,17 +30,22 @@ static const kiln_qformat q8_0 = KILN_Q8_0, q4_0 = KILN_Q4_0, q4_1 = KILN_Q4_1;
 #define W(n, k) {.dtype = KILN_F32, .ndim = 2, .shape = {n, k}}
 #define BIAS(n) {.dtype = KILN_F32, .ndim = 1, .shape = {n}}
 
+/* The CPU reference rounds activations to 8 bits per block of 32 (cpu/cpu_qdot.h), the GPU
+ * kernels do not: that rounding alone gives a normalized error near 3e-5 (half a step of
+ * max|x| / 127 per value), a misread block layout near 1, hence 3e-4. */
+#define QTOL .fwd_tol = 3e-4, .f16_tol = 3e-4
+
 /* One token (m = 1), a prefill across the kernels' row tiles (m = 17), odd outputs. */
 static const kiln_verify_case cases[] = {
-    {.name = "matmul_q8_0_token", .quick = 1, .build = build_matmul_q, .param = &q8_0, .no_grad = 1, .n_in = 2,
+    {.name = "matmul_q8_0_token", .quick = 1, .build = build_matmul_q, .param = &q8_0, .no_grad = 1, QTOL, .n_in = 2,
      .in = {X(1, 160), W(33, 160)}},
-    {.name = "matmul_q4_0_token", .quick = 1, .build = build_matmul_q, .param = &q4_0, .no_grad = 1, .n_in = 2,
+    {.name = "matmul_q4_0_token", .quick = 1, .build = build_matmul_q, .param = &q4_0, .no_grad = 1, QTOL, .n_in = 2,
      .in = {X(1, 96), W(7, 96)}},
-    {.name = "matmul_q8_0_prefill_bias", .build = build_matmul_q, .param = &q8_0, .no_grad = 1, .n_in = 3,
+    {.name = "matmul_q8_0_prefill_bias", .build = build_matmul_q, .param = &q8_0, .no_grad = 1, QTOL, .n_in = 3,
      .in = {X(17, 64), W(5, 64), BIAS(5)}},
-    {.name = "matmul_q4_0_prefill_bias", .build = build_matmul_q, .param = &q4_0, .no_grad = 1, .n_in = 3,
+    {.name = "matmul_q4_0_prefill_bias", .build = build_matmul_q, .param = &q4_0, .no_grad = 1, QTOL, .n_in = 3,
      .in = {X(17, 96), W(9, 96), BIAS(9)}},
-    {.name = "matmul_q4_1_prefill", .build = build_matmul_q, .param = &q4_1, .no_grad = 1, .n_in = 2,
+    {.name = "matmul_q4_1_prefill", .build = build_matmul_q, .param = &q4_1, .no_grad = 1, QTOL, .n_in = 2,
      .in = {X(10, 64), W(3, 64)}},
 };
 const kiln_verify_group kiln_verify_group_quant =

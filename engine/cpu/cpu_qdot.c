@@ -1,0 +1,189 @@
+/* Integer dot products of weight blocks with int8 activation blocks (cpu_qdot.h). */
+#include "cpu/cpu_qdot.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/cpu_features.h"
+#include "kiln/tensor.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QDOT_AVX2 1
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define QDOT_NEON 1
+#endif
+
+void cpu_qx_quantize(const float *x, int64_t blocks, cpu_qx *out) {
+    for (int64_t b = 0; b < blocks; b++, x += KILN_QBLOCK) {
+        float amax = 0.0f;
+        for (int j = 0; j < KILN_QBLOCK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < KILN_QBLOCK; j++) {
+            int q = (int)lrintf(x[j] * id); /* |q| <= 127: never -128, which the AVX2 sign trick cannot negate */
+            out[b].q[j] = (int8_t)q;
+            sum += q;
+        }
+        out[b].d = d;
+        out[b].s = d * (float)sum;
+    }
+}
+
+/* The byte offsets of a block's scale, minimum (Q4_1) and integers. */
+static size_t quants_offset(kiln_qformat format) { return format == KILN_Q4_1 ? 4 : 2; }
+
+/* ---- portable C ---- */
+
+/* Block b's 32 integers as int8 (Q4_0 with its offset of 8 taken off; Q4_1's are 0..15). */
+static void unpack_generic(kiln_qformat format, const unsigned char *b, int8_t *w) {
+    const unsigned char *q = b + quants_offset(format);
+    if (format == KILN_Q8_0) {
+        memcpy(w, q, KILN_QBLOCK);
+        return;
+    }
+    const int offset = format == KILN_Q4_0 ? 8 : 0;
+    for (int j = 0; j < KILN_QBLOCK / 2; j++) {
+        w[j] = (int8_t)((q[j] & 0x0f) - offset);
+        w[j + KILN_QBLOCK / 2] = (int8_t)((q[j] >> 4) - offset);
+    }
+}
+
+static float load_f16(const unsigned char *p) { return kiln_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+static void qdot_generic(kiln_qformat format, const unsigned char *row, size_t block_bytes, int64_t blocks,
+                         const cpu_qx *x, int rows, float *acc) {
+    for (int i = 0; i < rows; i++) acc[i] = 0.0f;
+    for (int64_t b = 0; b < blocks; b++, row += block_bytes) {
+        int8_t w[KILN_QBLOCK];
+        unpack_generic(format, row, w);
+        const float dw = load_f16(row), mw = format == KILN_Q4_1 ? load_f16(row + 2) : 0.0f;
+        for (int i = 0; i < rows; i++) {
+            const cpu_qx *xb = x + i * blocks + b;
+            int32_t s = 0;
+            for (int j = 0; j < KILN_QBLOCK; j++) s += w[j] * xb->q[j];
+            acc[i] += dw * xb->d * (float)s + mw * xb->s;
+        }
+    }
+}
+
+/* ---- x86-64: AVX2 byte multiply-adds ---- */
+#ifdef QDOT_AVX2
+
+/* The block's integers as 32 signed bytes (Q4_1's as 0..15). */
+__attribute__((target("avx2"))) static __m256i unpack_avx2(kiln_qformat format, const unsigned char *b) {
+    const unsigned char *q = b + quants_offset(format);
+    if (format == KILN_Q8_0) return _mm256_loadu_si256((const __m256i *)(const void *)q);
+    const __m128i packed = _mm_loadu_si128((const __m128i *)(const void *)q), low4 = _mm_set1_epi8(0x0f);
+    const __m128i lo = _mm_and_si128(packed, low4), hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low4);
+    __m256i w = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    return format == KILN_Q4_0 ? _mm256_sub_epi8(w, _mm256_set1_epi8(8)) : w;
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void qdot_avx2(kiln_qformat format, const unsigned char *row,
+                                                                 size_t block_bytes, int64_t blocks, const cpu_qx *x,
+                                                                 int rows, float *acc) {
+    __m256 sum[CPU_QDOT_ROWS];
+    float min_sum[CPU_QDOT_ROWS] = {0};
+    for (int i = 0; i < CPU_QDOT_ROWS; i++) sum[i] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < blocks; b++, row += block_bytes) {
+        const __m256i w = unpack_avx2(format, row);
+        /* maddubs multiplies unsigned by signed bytes: |w| times x with w's sign (Q4_1's w is
+         * already unsigned) */
+        const __m256i wa = format == KILN_Q4_1 ? w : _mm256_sign_epi8(w, w);
+        uint16_t dh, mh;
+        memcpy(&dh, row, 2);
+        const float dw = _cvtsh_ss(dh);
+        float mw = 0.0f;
+        if (format == KILN_Q4_1) memcpy(&mh, row + 2, 2), mw = _cvtsh_ss(mh);
+        for (int i = 0; i < rows; i++) {
+            const cpu_qx *xb = x + i * blocks + b;
+            __m256i xq = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);
+            if (format != KILN_Q4_1) xq = _mm256_sign_epi8(xq, w);
+            const __m256i pairs = _mm256_maddubs_epi16(wa, xq); /* |sums| <= 2 * 127 * 127: no saturation */
+            const __m256 dots = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
+            sum[i] = _mm256_fmadd_ps(dots, _mm256_set1_ps(dw * xb->d), sum[i]);
+            min_sum[i] += mw * xb->s;
+        }
+    }
+    for (int i = 0; i < rows; i++) {
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(sum[i]), _mm256_extractf128_ps(sum[i], 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        acc[i] = _mm_cvtss_f32(s) + min_sum[i];
+    }
+}
+#endif
+
+/* ---- AArch64: NEON ---- */
+#ifdef QDOT_NEON
+
+/* The block's integers as two vectors of 16 signed bytes (values 0..15 and 16..31). */
+static void unpack_neon(kiln_qformat format, const unsigned char *b, int8x16_t *w0, int8x16_t *w1) {
+    const unsigned char *q = b + quants_offset(format);
+    if (format == KILN_Q8_0) {
+        *w0 = vld1q_s8((const int8_t *)q), *w1 = vld1q_s8((const int8_t *)q + 16);
+        return;
+    }
+    const uint8x16_t packed = vld1q_u8(q);
+    int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(0x0f)));
+    int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));
+    if (format == KILN_Q4_0) lo = vsubq_s8(lo, vdupq_n_s8(8)), hi = vsubq_s8(hi, vdupq_n_s8(8));
+    *w0 = lo, *w1 = hi;
+}
+
+static int32_t dot32_neon(int8x16_t w0, int8x16_t w1, const int8_t *x) {
+    const int8x16_t x0 = vld1q_s8(x), x1 = vld1q_s8(x + 16);
+#ifdef __ARM_FEATURE_DOTPROD
+    return vaddvq_s32(vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, x0), w1, x1));
+#else
+    /* two products of at most 127 * 127 per 16-bit lane: no overflow */
+    int16x8_t p0 = vmlal_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), vget_high_s8(w0), vget_high_s8(x0));
+    int16x8_t p1 = vmlal_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), vget_high_s8(w1), vget_high_s8(x1));
+    return vaddvq_s32(vaddq_s32(vpaddlq_s16(p0), vpaddlq_s16(p1)));
+#endif
+}
+
+static float load_f16_neon(const unsigned char *p) {
+    __fp16 h;
+    memcpy(&h, p, 2);
+    return (float)h;
+}
+
+static void qdot_neon(kiln_qformat format, const unsigned char *row, size_t block_bytes, int64_t blocks,
+                      const cpu_qx *x, int rows, float *acc) {
+    for (int i = 0; i < rows; i++) acc[i] = 0.0f;
+    for (int64_t b = 0; b < blocks; b++, row += block_bytes) {
+        int8x16_t w0, w1;
+        unpack_neon(format, row, &w0, &w1);
+        const float dw = load_f16_neon(row), mw = format == KILN_Q4_1 ? load_f16_neon(row + 2) : 0.0f;
+        for (int i = 0; i < rows; i++) {
+            const cpu_qx *xb = x + i * blocks + b;
+            acc[i] += dw * xb->d * (float)dot32_neon(w0, w1, xb->q) + mw * xb->s;
+        }
+    }
+}
+#endif
+
+cpu_qdot_fn *cpu_qdot_select(const char **name) {
+#ifdef QDOT_AVX2
+    const kiln_cpu_features *cpu = kiln_cpu();
+    if (cpu->avx2 && cpu->fma && cpu->f16c) {
+        if (name) *name = "avx2";
+        return qdot_avx2;
+    }
+#endif
+#ifdef QDOT_NEON
+#ifdef __ARM_FEATURE_DOTPROD
+    if (name) *name = "neon-dotprod";
+#else
+    if (name) *name = "neon";
+#endif
+    return qdot_neon;
+#endif
+    if (name) *name = "generic";
+    return qdot_generic;
+}
