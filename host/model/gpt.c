@@ -98,7 +98,9 @@ static void bind_handles(gpt_model *m) {
     }
 }
 
-gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) {
+gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) { return gpt_new_except(ctx, cfg, NULL); }
+
+gpt_model *gpt_new_except(kiln_ctx *ctx, const gpt_config *cfg, const unsigned char *absent) {
     gpt_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->ctx = ctx;
@@ -112,7 +114,7 @@ gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) {
     if (!specs || !m->blocks || !m->masters) goto fail;
     /* gpt_param_specs puts the buffers last */
     gpt_param_specs(cfg, specs);
-    if (!(m->params = model_params_new(ctx, specs, n, &m->n_params, &m->n_buffers))) goto fail;
+    if (!(m->params = model_params_new_except(ctx, specs, n, absent, &m->n_params, &m->n_buffers))) goto fail;
     m->dtype = KILN_F32;
     bind_handles(m);
     free(specs);

@@ -88,6 +88,9 @@ typedef struct gpt_model {
 /* Allocates the weights (zero-filled, requiring grad) on ctx. NULL on error (engine
  * message set, or "out of memory"). The config must pass gpt_config_check. */
 gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg);
+/* The same without the f32 tensors of the weights where absent[i] is set (i in
+ * gpt_param_specs order): a quantized model's reader fills their blocks instead. */
+gpt_model *gpt_new_except(kiln_ctx *ctx, const gpt_config *cfg, const unsigned char *absent);
 void gpt_free(gpt_model *m);
 
 /* GPT-2 / nanoGPT initialisation from the counter RNG: every weight normal(0, 0.02), the

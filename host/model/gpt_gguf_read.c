@@ -6,6 +6,7 @@
 #include "formats/gguf.h"
 #include "kiln/quant.h"
 #include "model/gpt_gguf.h"
+#include "model/gpt_quantize.h"
 #include "text/gpt2_bytes.h"
 #include "text/unicode_class.h"
 
@@ -204,8 +205,8 @@ static int load_weight(gpt_model *m, gpt_param *p, const gguf_file *f, const cha
     }
     const gguf_tensor *t = tensor_for(f, p, name, conv1d, path, err, errlen);
     if (!t) return -1;
-    int keep_quantized = is_quantized(t->type) && (conv1d || p->spec.slot == GPT_SLOT_WTE) && p->spec.ndim == 2;
-    if (!keep_quantized) return load_f32(p, t, conv1d, err, errlen);
+    /* a weight with an f32 tensor is read into it; the others (stays_quantized) keep their blocks */
+    if (p->t) return load_f32(p, t, conv1d, err, errlen);
     if (p->spec.layer >= 0) {
         kiln_qmatrix *q = device_blocks(m->ctx, t, err, errlen);
         if (!q) return -1;
@@ -219,9 +220,33 @@ static int load_weight(gpt_model *m, gpt_param *p, const gguf_file *f, const cha
         memcpy(q->embd, t->data, (size_t)t->nbytes);
         m->wte = NULL;
     }
-    kiln_tensor_free(p->t);
-    p->t = NULL;
     return 0;
+}
+
+/* 1 when the file holds weight s in blocks that the model keeps (gpt_keeps_quantized): the
+ * model is then made without its f32 tensor, so that loading never holds both. */
+static int stays_quantized(const gguf_file *f, const gpt_param_spec *s) {
+    char name[96];
+    int conv1d;
+    if (!gpt_keeps_quantized(s) || gpt_gguf_name(s->name, name, sizeof name, &conv1d)) return 0;
+    const gguf_tensor *t = gguf_find_tensor(f, name);
+    return t && is_quantized(t->type);
+}
+
+/* gpt_new_except's `absent` for file f: which weights stay quantized (malloc'd; NULL out of
+ * memory). */
+static unsigned char *quantized_weights(const gguf_file *f, const gpt_config *cfg) {
+    int n = gpt_param_specs(cfg, NULL);
+    gpt_param_spec *specs = calloc((size_t)n, sizeof *specs);
+    unsigned char *absent = calloc((size_t)n, 1);
+    if (specs && absent) {
+        gpt_param_specs(cfg, specs);
+        for (int i = 0; i < n; i++) absent[i] = (unsigned char)stays_quantized(f, &specs[i]);
+    } else {
+        free(absent), absent = NULL;
+    }
+    free(specs);
+    return absent;
 }
 
 /* The output head: output.weight, else the tied token_embd. Quantized when the embedding
@@ -268,7 +293,11 @@ int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer 
                       .block = block_options_default()};
     if (rc == 0 && gpt_config_check(&cfg, err, errlen)) rc = -1;
     gpt_model *m = NULL;
-    if (rc == 0 && !(m = gpt_new(ctx, &cfg))) rc = (snprintf(err, errlen, "%s: %s", path, kiln_error_message()), -1);
+    unsigned char *absent = rc == 0 ? quantized_weights(f, &cfg) : NULL;
+    if (rc == 0 && !absent) rc = (snprintf(err, errlen, "out of memory"), -1);
+    if (rc == 0 && !(m = gpt_new_except(ctx, &cfg, absent)))
+        rc = (snprintf(err, errlen, "%s: %s", path, kiln_error_message()), -1);
+    free(absent);
     if (rc == 0 && is_quantized(embd->type) && !(m->quant = calloc(1, sizeof *m->quant)))
         rc = (snprintf(err, errlen, "out of memory"), -1);
     if (rc == 0 && !m->quant)

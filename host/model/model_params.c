@@ -5,16 +5,21 @@
 #include <string.h>
 
 model_param *model_params_new(kiln_ctx *ctx, const param_spec *specs, int n, int *n_params, int *n_buffers) {
+    return model_params_new_except(ctx, specs, n, NULL, n_params, n_buffers);
+}
+
+model_param *model_params_new_except(kiln_ctx *ctx, const param_spec *specs, int n, const unsigned char *absent,
+                                     int *n_params, int *n_buffers) {
     model_param *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
     if (!p) return NULL;
     *n_params = *n_buffers = 0;
     for (int i = 0; i < n; i++) {
-        kiln_tensor *t = kiln_tensor_new(ctx, KILN_F32, specs[i].ndim, specs[i].shape);
-        if (!t) {
+        kiln_tensor *t = NULL;
+        if (!(absent && absent[i]) && !(t = kiln_tensor_new(ctx, KILN_F32, specs[i].ndim, specs[i].shape))) {
             model_params_free(p, i);
             return NULL;
         }
-        kiln_set_requires_grad(t, !specs[i].buffer);
+        if (t) kiln_set_requires_grad(t, !specs[i].buffer);
         p[i].spec = specs[i];
         p[i].t = t;
         if (specs[i].buffer)

@@ -18,6 +18,10 @@ typedef struct model_param {
  * table of n entries; the specs must list the buffers last. Counts them into *n_params and
  * *n_buffers. NULL on error (engine message set, or out of memory). */
 model_param *model_params_new(kiln_ctx *ctx, const param_spec *specs, int n, int *n_params, int *n_buffers);
+/* The same, leaving spec i without a tensor (t NULL) where absent[i] is set: the weights a
+ * quantized model keeps in blocks instead, never allocated as f32 (absent may be NULL). */
+model_param *model_params_new_except(kiln_ctx *ctx, const param_spec *specs, int n, const unsigned char *absent,
+                                     int *n_params, int *n_buffers);
 /* Frees every tensor and the table (n = trained + buffers). */
 void model_params_free(model_param *p, int n);
 
