@@ -6,7 +6,9 @@
 #   3. compare refuses a malformed file, a foreign one (valid JSON, another schema, or a
 #      kiln-bench file with a mistyped field) and a missing one, each with exactly one line
 #      on stderr, nothing on stdout, and a non-zero exit code;
-#   4. an unwritable --json path is refused before anything is measured.
+#   4. an unwritable --json path is refused before anything is measured;
+#   5. `kiln bench decode`: every format's rows, the quantized formats related to f16 (their
+#      bytes per token in the formats' ratios), a bad --formats refused.
 # usage: host_bench.sh KILN WORKDIR
 set -u
 kiln=$1
@@ -31,7 +33,9 @@ for key in '"schema": "kiln-bench/1"' '"git_commit": "' '"kiln_version": "' '"id
     '"key": "xent.bwd"' '"key": "adamw"' \
     '"key": "tiny.fp32.train.step"' '"key": "tiny.fp32.train.tokens"' '"key": "tiny.fp32.train.flops"' \
     '"key": "tiny.fp32.prefill.tokens"' '"key": "tiny.fp32.prefill.flops"' '"key": "tiny.fp32.decode.latency"' \
-    '"key": "tiny.fp32.decode.weights"' '"key": "tiny.fp16.train.flops"' '"key": "tiny.fp16.decode.latency"'; do
+    '"key": "tiny.fp32.decode.weights"' '"key": "tiny.fp16.train.flops"' '"key": "tiny.fp16.decode.latency"' \
+    '"key": "tiny.f32.decode.tokens"' '"key": "tiny.f16.decode.weights"' '"key": "tiny.q8_0.prefill.tokens"' \
+    '"key": "tiny.q4_0.memory"' '"section": "decode"'; do
     grep -qF "$key" "$work/a.json" || fail "the result file has no $key"
 done
 # a figure in the table is what the file holds: the f32 GEMM against its ceiling
@@ -82,4 +86,18 @@ refuse none "give the result files to compare"
     fail "kiln bench accepted an unwritable --json path"
 [ ! -s "$work/nodir.out" ] || fail "kiln bench measured before refusing an unwritable --json path"
 grep -q "^kiln: error: --json: cannot write" "$work/nodir.err" || { cat "$work/nodir.err" >&2; fail "no error for an unwritable --json path"; }
+# 5. the decode section alone
+"$kiln" bench decode --backend cpu --quick --formats f16,q8_0,q4_0 >"$work/d.out" 2>"$work/d.err" ||
+    { cat "$work/d.out" "$work/d.err" >&2; fail "kiln bench decode exited $?"; }
+grep -q '^  copy bandwidth' "$work/d.out" || fail "bench decode did not measure the copy bandwidth it relates to"
+grep -Eq '^  tiny q4_0 weights read +0\.[0-9]+ MB/token +[0-9.]+ GB/s +[0-9.]+% copy' "$work/d.out" ||
+    { cat "$work/d.out" >&2; fail "no Q4_0 bytes-per-token row against the copy bandwidth"; }
+! grep -q '^  tiny f32 ' "$work/d.out" || fail "bench decode ran f32, which --formats left out"
+# Q4_0 stores 18 bytes per 32 weights where f16 stores 64: the tiny model's matrices (its
+# tables and LayerNorms stay as they were) read between 0.28 and 0.35 of f16's bytes
+ratio=$(sed -n 's/^  tiny: q4_0 reads \([0-9.]*\)x the bytes of f16 per token and decodes [0-9.]*x as fast$/\1/p' "$work/d.out")
+[ -n "$ratio" ] || { cat "$work/d.out" >&2; fail "no line relating q4_0 to f16"; }
+awk -v r="$ratio" 'BEGIN { exit !(r > 0.28 && r < 0.35) }' || fail "q4_0 reads ${ratio}x f16's bytes per token"
+"$kiln" bench decode --backend cpu --formats q5_k >"$work/bf.out" 2>"$work/bf.err" && fail "bench decode accepted --formats q5_k"
+grep -q "^kiln: error: --formats: unknown item 'q5_k'" "$work/bf.err" || { cat "$work/bf.err" >&2; fail "no error for --formats q5_k"; }
 echo "ok"

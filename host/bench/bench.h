@@ -1,9 +1,11 @@
 /* The `kiln bench` commands (bench/CMakeLists.txt compiles them into the kiln program):
  *
- *   kiln bench            every device's ceilings, kernel classes and whole-model figures,
- *                         each kernel as a fraction of the ceiling the same run measured
- *                         (bench_run.c; the parts in bench_ceilings.c, bench_kernels.c,
- *                         bench_model.c; the table in bench_report.c; JSON in bench_json.c)
+ *   kiln bench            every device's ceilings, kernel classes, whole-model figures and
+ *                         decoding per weight format, each as a fraction of the ceiling the
+ *                         same run measured (bench_run.c; the parts in bench_ceilings.c,
+ *                         bench_kernels.c, bench_model.c, bench_decode.c; the table in
+ *                         bench_report.c; JSON in bench_json.c)
+ *   kiln bench decode     its decode section alone (bench_decode.c)
  *   kiln bench compare    result files of several runs side by side (bench_compare.c)
  *   kiln bench gemm       f32 GEMM against OpenBLAS and CLBlast (bench_gemm.c)
  *   kiln bench train      training tokens/s of kiln and PyTorch (bench_train.c)
@@ -19,6 +21,7 @@
 
 #include "kiln/kiln.h"
 #include "kiln/probe.h"
+#include "model/gpt.h"
 
 /* ---- the commands (each returns the process exit code) ---- */
 
@@ -45,7 +48,8 @@ typedef enum bench_unit {
     BENCH_GBPS,       /* GB/s */
     BENCH_US,         /* microseconds (latency) */
     BENCH_MS,         /* milliseconds (latency) */
-    BENCH_TOKENS_PER_S
+    BENCH_TOKENS_PER_S,
+    BENCH_MIB         /* memory, MiB (lower is better; not timed) */
 } bench_unit;
 
 /* The sections of a device's results, in the order they are printed. */
@@ -53,8 +57,12 @@ typedef enum bench_section {
     BENCH_CEILINGS = 0,
     BENCH_KERNELS,
     BENCH_MODELS,
+    BENCH_DECODE,
     BENCH_SECTIONS
 } bench_section;
+
+/* "ceilings", "kernels", "models", "decode": the table's headings and the JSON's names. */
+const char *bench_section_name(bench_section section);
 
 typedef struct bench_figure {
     char key[48];      /* stable across runs and machines: "gemm.f16.nt", "tiny.train.tokens" */
@@ -101,6 +109,10 @@ typedef struct bench_options {
     int ceilings, kernels, models; /* sections to run (from --only) */
     int tiny, gpt2_small;          /* model sizes to run (from --models) */
     int fp32, fp16;                /* model precisions to run (from --precision) */
+    int decode;                    /* the decode section (from --only) */
+    int formats[4];                /* decode's weight formats: f32, f16, q8_0, q4_0 (from --formats) */
+    int prompt, tokens;            /* decode's prompt length and tokens decoded per timed run */
+    const char *ckpt;              /* decode: a GPT checkpoint to run instead of the named sizes */
 } bench_options;
 
 /* ---- figures (bench_run.c) ---- */
@@ -173,6 +185,14 @@ void bench_ceilings(kiln_ctx *ctx, const bench_options *o, bench_device *d);
 void bench_kernels(kiln_ctx *ctx, const bench_options *o, bench_device *d);
 /* Whole models: training step and decoding (bench_model.c). */
 void bench_models(kiln_ctx *ctx, const bench_options *o, bench_device *d);
+/* Single-stream decoding and prefill at each weight format, with the bytes a token reads
+ * against the copy bandwidth and the memory each format needs (bench_decode.c). */
+void bench_decode(kiln_ctx *ctx, const bench_options *o, bench_device *d);
+/* The copy-bandwidth ceiling alone, when the ceilings section did not run (bench_ceilings.c). */
+void bench_copy_ceiling(kiln_ctx *ctx, const bench_options *o, bench_device *d);
+/* The model sizes of the models and decode sections ("tiny", "gpt2-small"; bench_model.c),
+ * NULL for another name. */
+const gpt_config *bench_model_config(const char *name);
 
 /* Relates a compute-bound figure (a GEMM, a model's FLOP/s) to the FMA ceiling `ceiling_key`
  * ("fma.f32" or "fma.f16"). Above 100% is impossible, unless the ceiling's runs were all

@@ -76,10 +76,25 @@ static void fma_ceiling(kiln_ctx *ctx, const bench_options *o, bench_device *d, 
     bench_print_figure(stdout, f);
 }
 
+/* 64 MiB: past every core-private cache, and within one binding on every Vulkan device
+ * (128 MiB is the minimum of maxStorageBufferRange), so each copy is one dispatch. */
+static size_t bandwidth_bytes(const bench_options *o) { return (size_t)(o->quick ? 4 : 64) << 20; }
+
+void bench_copy_ceiling(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
+    bench_print_section(stdout, BENCH_CEILINGS);
+    bench_figure *f = bench_add(d, BENCH_CEILINGS, "copy", "copy bandwidth (read + write)", BENCH_GBPS);
+    if (!f) return;
+    snprintf(f->shape, sizeof f->shape, "%zu MiB", bandwidth_bytes(o) >> 20);
+    kiln_measure m;
+    if (kiln_probe_copy(ctx, bandwidth_bytes(o), ceiling_repeats(o), &m))
+        bench_engine_failure(f, "probe");
+    else
+        bench_from_measure(f, &m);
+    bench_print_figure(stdout, f);
+}
+
 static void bandwidth_ceilings(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
-    /* 64 MiB: past every core-private cache, and within one binding on every Vulkan device
-     * (128 MiB is the minimum of maxStorageBufferRange), so each copy is one dispatch. */
-    const size_t bytes = (size_t)(o->quick ? 4 : 64) << 20;
+    const size_t bytes = bandwidth_bytes(o);
     char shape[64];
     snprintf(shape, sizeof shape, "%zu MiB", bytes >> 20);
     struct {

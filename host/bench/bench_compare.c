@@ -250,8 +250,7 @@ int kiln_bench_compare_main(int argc, char **argv) {
             printf(" %-*s", CELL_WIDTH - 1, head);
         }
         printf("\n");
-        static const char *const sections[] = {"ceilings", "kernels", "models"};
-        for (int s = 0; s < 3; s++) print_section(cols, n, sections[s]);
+        for (int s = 0; s < BENCH_SECTIONS; s++) print_section(cols, n, bench_section_name((bench_section)s));
     }
     for (int i = 0; roots && i < n_files; i++) json_free(roots[i]);
     free(roots);

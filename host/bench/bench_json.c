@@ -26,7 +26,6 @@
 #include "cli/cli.h"
 #include "formats/json.h"
 
-static const char *const section_names[] = {"ceilings", "kernels", "models"};
 
 static void put_number(FILE *f, const char *key, double v) {
     fprintf(f, "\"%s\": ", key);
@@ -44,7 +43,7 @@ static void put_string(FILE *f, const char *key, const char *v) {
 static void put_figure(FILE *f, const bench_figure *g) {
     fputs("        {", f);
     put_string(f, "key", g->key), fputs(", ", f);
-    put_string(f, "section", section_names[g->section]), fputs(", ", f);
+    put_string(f, "section", bench_section_name(g->section)), fputs(", ", f);
     put_string(f, "label", g->label), fputs(", ", f);
     put_string(f, "shape", g->shape), fputs(", ", f);
     put_string(f, "unit", bench_unit_name(g->unit)), fputs(",\n         ", f);

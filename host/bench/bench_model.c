@@ -47,6 +47,12 @@ static const model_size model_sizes[] = {
              .ln_eps = GPT_DEFAULT_LN_EPS}},
 };
 
+const gpt_config *bench_model_config(const char *name) {
+    for (size_t i = 0; i < sizeof model_sizes / sizeof model_sizes[0]; i++)
+        if (!strcmp(model_sizes[i].name, name)) return &model_sizes[i].cfg;
+    return NULL;
+}
+
 /* The weights that take part in matrix products: all but the position table. */
 static double matmul_weights(const gpt_config *c) {
     gpt_param_spec *specs = malloc((size_t)gpt_param_specs(c, NULL) * sizeof *specs);

@@ -50,8 +50,7 @@ void bench_print_device(FILE *out, const bench_device *d) {
 }
 
 void bench_print_section(FILE *out, bench_section s) {
-    static const char *const names[] = {"ceilings", "kernels", "models"};
-    fprintf(out, "%-33s %-22s %10s %-9s %-19s %-15s %9s %9s\n", names[s], "size", "median", "unit",
+    fprintf(out, "%-33s %-22s %10s %-9s %-19s %-15s %9s %9s\n", bench_section_name(s), "size", "median", "unit",
             "spread (min-max)", "of ceiling", "device", "wall");
     fflush(out);
 }

@@ -87,11 +87,17 @@ const char *bench_unit_name(bench_unit unit) {
     case BENCH_US: return "us";
     case BENCH_MS: return "ms";
     case BENCH_TOKENS_PER_S: return "tokens/s";
+    case BENCH_MIB: return "MiB";
     }
     return "?";
 }
 
 int bench_unit_is_time(bench_unit unit) { return unit == BENCH_US || unit == BENCH_MS; }
+
+const char *bench_section_name(bench_section section) {
+    static const char *const names[BENCH_SECTIONS] = {"ceilings", "kernels", "models", "decode"};
+    return section >= 0 && section < BENCH_SECTIONS ? names[section] : "?";
+}
 
 static int ascending(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -169,6 +175,7 @@ static double value_of(bench_unit unit, double amount, double secs) {
     case BENCH_TOKENS_PER_S: return amount / secs;
     case BENCH_US: return secs / amount * 1e6;
     case BENCH_MS: return secs / amount * 1e3;
+    case BENCH_MIB: break; /* not a timed figure */
     }
     return NAN;
 }
@@ -279,6 +286,7 @@ static void run_device(kiln_ctx *ctx, const char *id, const bench_options *o, be
     if (o->ceilings) bench_ceilings(ctx, o, d);
     if (o->kernels) bench_kernels(ctx, o, d);
     if (o->models) bench_models(ctx, o, d);
+    if (o->decode) bench_decode(ctx, o, d);
     d->seconds = progress_now() - t0;
     d->load_end = load_average();
     printf("  (%.0f s; load average %.1f at the start, %.1f at the end)\n\n", d->seconds, d->load_start,
@@ -353,10 +361,12 @@ static void describe_run(bench_run *run, int argc, char **argv) {
 }
 
 int kiln_bench_main(int argc, char **argv) {
-    const char *backend = NULL, *json = NULL, *only = "ceilings,kernels,models", *models = "tiny,gpt2-small",
-               *precisions = "fp32,fp16";
+    /* `kiln bench decode [options]` is `kiln bench --only decode [options]` */
+    const int decode_only = argc >= 3 && !strcmp(argv[2], "decode");
+    const char *backend = NULL, *json = NULL, *only = decode_only ? "decode" : "ceilings,kernels,models,decode",
+               *models = "tiny,gpt2-small", *precisions = "fp32,fp16", *formats = "f32,f16,q8_0,q4_0";
     int device = -1;
-    bench_options o = {.repeat = 5};
+    bench_options o = {.repeat = 5, .prompt = 64, .tokens = 32};
     cli_opt opts[] = {
         {.name = "--backend", .kind = CLI_STRING, .target = &backend, .meta = "NAME",
          .help = "cpu, vulkan or opencl: only that backend's devices (default: all)"},
@@ -365,11 +375,19 @@ int kiln_bench_main(int argc, char **argv) {
         {.name = "--json", .kind = CLI_STRING, .target = &json, .meta = "FILE",
          .help = "also write every figure, the devices and the build to FILE"},
         {.name = "--only", .kind = CLI_STRING, .target = &only, .meta = "LIST",
-         .help = "sections to run: ceilings, kernels, models"},
+         .help = "sections to run: ceilings, kernels, models, decode"},
         {.name = "--models", .kind = CLI_STRING, .target = &models, .meta = "LIST",
          .help = "model sizes: tiny, gpt2-small"},
         {.name = "--precision", .kind = CLI_STRING, .target = &precisions, .meta = "LIST",
          .help = "model precisions: fp32, fp16 (mixed precision)"},
+        {.name = "--formats", .kind = CLI_STRING, .target = &formats, .meta = "LIST",
+         .help = "decode: weight formats: f32, f16, q8_0, q4_0"},
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &o.ckpt, .meta = "FILE",
+         .help = "decode: an f32 GPT checkpoint (safetensors or GGUF) instead of --models"},
+        {.name = "--prompt", .kind = CLI_INT, .target = &o.prompt, .meta = "N",
+         .help = "decode: prompt tokens (at most half the model's context)", .min = 1, .max = 1 << 20},
+        {.name = "--tokens", .kind = CLI_INT, .target = &o.tokens, .meta = "N",
+         .help = "decode: tokens decoded per timed run (within the model's context)", .min = 1, .max = 1 << 20},
         {.name = "--repeat", .kind = CLI_INT, .target = &o.repeat, .meta = "N",
          .help = "timed runs per ceiling and kernel (the median is reported)", .min = 1, .max = 1000},
         {.name = "--quick", .kind = CLI_FLAG, .target = &o.quick,
@@ -383,22 +401,31 @@ int kiln_bench_main(int argc, char **argv) {
         "ceilings, and a training step and decoding of the `tiny` and `gpt2-small` models.\n"
         "Device time (timestamps, profiling events) is shown beside wall time.\n"
         "\n"
+        "Decode: single-stream tokens/s at each weight format (f32, f16, Q8_0, Q4_0), the weight\n"
+        "bytes per token against copy bandwidth, prefill tokens/s and memory (kiln bench decode:\n"
+        "that section alone).\n"
+        "\n"
         "Other bench commands: kiln bench compare A.json B.json ... (runs side by side),\n"
         "kiln bench gemm (f32 GEMM vs OpenBLAS/CLBlast), kiln bench train (vs PyTorch).";
-    int rc = cli_parse("bench", summary, argc, argv, 2, opts, n);
+    int rc = cli_parse(decode_only ? "bench decode" : "bench", summary, argc, argv, decode_only ? 3 : 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
-    const char *section_names[] = {"ceilings", "kernels", "models"};
-    int *section_flags[] = {&o.ceilings, &o.kernels, &o.models};
+    const char *section_names[] = {"ceilings", "kernels", "models", "decode"};
+    int *section_flags[] = {&o.ceilings, &o.kernels, &o.models, &o.decode};
+    const char *format_names[] = {"f32", "f16", "q8_0", "q4_0"};
+    int *format_flags[] = {&o.formats[0], &o.formats[1], &o.formats[2], &o.formats[3]};
     const char *model_names[] = {"tiny", "gpt2-small"};
     int *model_flags[] = {&o.tiny, &o.gpt2_small};
     const char *precision_names[] = {"fp32", "fp16"};
     int *precision_flags[] = {&o.fp32, &o.fp16};
-    if (parse_list("--only", only, section_names, section_flags, 3) ||
+    if (parse_list("--only", only, section_names, section_flags, 4) ||
+        parse_list("--formats", formats, format_names, format_flags, 4) ||
         parse_list("--models", models, model_names, model_flags, 2) ||
         parse_list("--precision", precisions, precision_names, precision_flags, 2))
         return 1;
     if (o.quick && !cli_find(opts, n, "--models")->seen) o.gpt2_small = 0;
     if (o.quick && !cli_find(opts, n, "--repeat")->seen) o.repeat = 2;
+    if (o.quick && !cli_find(opts, n, "--tokens")->seen) o.tokens = 8;
+    if (o.quick && !cli_find(opts, n, "--prompt")->seen) o.prompt = 16;
     if (device >= 0 && !backend) return host_error("--device needs --backend (cpu, vulkan or opencl)");
     const char *const *compiled = kiln_backends_compiled();
     if (backend) {

@@ -31,6 +31,7 @@ static void usage(FILE *out) {
             "  bench compare  several `kiln bench --json` results side by side\n"
             "  bench train  training throughput of kiln and PyTorch on the same model\n"
             "  bench gemm   GEMM throughput of the backends and their peers\n"
+            "  bench decode  decoding speed, bytes per token and memory per weight format\n"
             "\n"
             "`kiln <command> --help` describes a command's options.\n");
 }
@@ -41,13 +42,14 @@ static int cmd_bench(int argc, char **argv) {
     if (!strcmp(what, "precision")) return cmd_bench_precision(argc, argv);
     if (!strcmp(what, "gemm")) return kiln_bench_gemm_main(argc - 2, argv + 2);
     if (!strcmp(what, "compare")) return kiln_bench_compare_main(argc - 2, argv + 2);
+    if (!strcmp(what, "decode")) return kiln_bench_main(argc, argv);
     /* no subcommand: `kiln bench [options]` measures the devices */
     if (!*what || what[0] == '-') return kiln_bench_main(argc, argv);
     if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
         usage(stdout);
         return 0;
     }
-    return host_error("kiln bench: expected train, precision, gemm, compare or options (see kiln --help)");
+    return host_error("kiln bench: expected train, precision, gemm, compare, decode or options (see kiln --help)");
 }
 
 int main(int argc, char **argv) {
