@@ -42,7 +42,9 @@ static inline int64_t kiln_round_up(int64_t v, int64_t m) { return (v + m - 1) /
  * formats (kiln/quant.h): row r's blocks are the bytes at word r * row_words of w (rows
  * padded to whole 32-bit words), read as bytes, little-endian. x, bias and y are `dtype`
  * (f32 or f16); each block's products are summed in f32, scaled by its d (and, Q4_1, its
- * m times the sum of x), and the row's blocks summed in f32. No gradient: inference. */
+ * m times the sum of x), and the row's blocks summed in f32. A backend may first round each
+ * block of 32 activations to int8 with one f32 scale, as ggml's CPU backend does (cpu/cpu_qdot.h),
+ * and sum integer products; its qmatmul_rounds_x capability says so. No gradient: inference. */
 typedef struct kiln_qmatmul_args {
     kiln_ref x, w, bias, y;
     int format; /* kiln_qformat */
@@ -353,6 +355,9 @@ typedef struct kiln_backend {
 
     /* capabilities */
     int (*supports_f16)(void *dev); /* 1 when the device can store f16 (16-bit storage); NULL means yes */
+    /* 1 when qmatmul rounds activations to int8 blocks first (kiln_qmatmul_rounds_activations
+     * in kiln/quant.h); NULL means it never does */
+    int (*qmatmul_rounds_x)(void *dev);
 
     /* device measurement (kiln/probe.h). timer_begin starts timing the work recorded from
      * now on and returns the backend's state for it in *timer; timer_end waits for that work,

@@ -96,6 +96,7 @@ static const kiln_backend g_cpu = {
     .clip_coef = cpu_clip_coef,
     .adam = cpu_adam,
     .qmatmul = cpu_qmatmul,
+    .qmatmul_rounds_x = cpu_qmatmul_rounds_x,
     .timer_begin = cpu_timer_begin,
     .timer_end = cpu_timer_end,
     .driver_info = cpu_driver_info,

@@ -59,6 +59,8 @@ kiln_status cpu_sinusoid(void *dev, const kiln_sinusoid_args *a);
 kiln_status cpu_check_finite(void *dev, const kiln_finite_args *a);
 kiln_status cpu_clip_coef(void *dev, const kiln_clip_args *a);
 kiln_status cpu_qmatmul(void *dev, const kiln_qmatmul_args *a);
+/* 1: the CPU's quantized product always rounds activations to int8 (cpu_qdot.h) */
+int cpu_qmatmul_rounds_x(void *dev);
 kiln_status cpu_adam(void *dev, const kiln_adam_args *a);
 
 #endif

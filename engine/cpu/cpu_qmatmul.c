@@ -40,6 +40,11 @@ static kiln_status qmatmul_f32(const kiln_qmatmul_args *a) {
     return KILN_OK;
 }
 
+int cpu_qmatmul_rounds_x(void *dev) {
+    (void)dev;
+    return 1;
+}
+
 kiln_status cpu_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     (void)dev;
     if (a->format < 0 || a->format >= KILN_QFORMAT_COUNT)

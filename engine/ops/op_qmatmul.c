@@ -81,6 +81,10 @@ kiln_status kiln_qmatrix_quantize(kiln_qmatrix *q, const float *w, int transpose
     return s;
 }
 
+int kiln_qmatmul_rounds_activations(const kiln_ctx *ctx) {
+    return ctx && ctx->be->qmatmul_rounds_x && ctx->be->qmatmul_rounds_x(ctx->dev);
+}
+
 kiln_tensor *kiln_matmul_q(kiln_tensor *x, const kiln_qmatrix *w, kiln_tensor *bias) {
     if (!x || !w) return kiln_fail(KILN_ERR_ARGUMENT, "matmul_q: NULL operand");
     char sx[64], sb[64];

@@ -72,6 +72,14 @@ kiln_status kiln_qmatrix_quantize(kiln_qmatrix *q, const float *w, int transpose
  * f32. No gradient flows through it (quantized weights are for inference). */
 kiln_tensor *kiln_matmul_q(kiln_tensor *x, const kiln_qmatrix *w, kiln_tensor *bias);
 
+/* 1 when kiln_matmul_q on ctx's device rounds each block of 32 activations to int8 first
+ * (d = max|x| / 127, q = round(x / d), half to even) and sums integer products, as ggml's
+ * CPU backend does: the CPU backend, and Vulkan devices with integer dot products
+ * (VK_KHR_shader_integer_dot_product; not in KILN_VK_MIN_LIMITS mode). Each activation then
+ * moves by at most half a step, max|x| / 254 in its block. 0 when the product uses the
+ * activations as given (other devices). */
+int kiln_qmatmul_rounds_activations(const kiln_ctx *ctx);
+
 #ifdef __cplusplus
 }
 #endif
