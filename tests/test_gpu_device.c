@@ -15,7 +15,7 @@
 /* What one backend promises about its devices. */
 typedef struct device_expectations {
     const char *backend;
-    const char *listing[10]; /* in `kiln info`'s listing (NULL-terminated) */
+    const char *listing[11]; /* in `kiln info`'s listing (NULL-terminated) */
     const char *missing;     /* a device no machine here has */
     const char *no_driver;   /* in the error without a driver */
     const char *no_driver_also; /* or this, where the loader finds a driver but no device */
@@ -27,7 +27,7 @@ static const device_expectations g_expectations[] = {
     /* type, driver, memory, subgroup size, the features kiln uses, and the default */
     {.backend = "vulkan",
      .listing = {"vulkan:0", "driver", "GiB", "subgroup size", "16-bit storage", "f16 arithmetic",
-                 "subgroup arithmetic", "cooperative matrix", "default"},
+                 "subgroup arithmetic", "cooperative matrix", "integer dot product", "default"},
      .missing = "vulkan:7",
      .no_driver = "no Vulkan driver",
      .no_driver_also = "no Vulkan device",

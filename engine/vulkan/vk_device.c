@@ -34,11 +34,13 @@ kiln_status vk_device_create(vk_dev *d, VkInstance inst, const vk_physical *phys
     qci.queueCount = 1;
     qci.pQueuePriorities = &priority;
 
-    const char *exts[4];
+    const char *exts[5];
     uint32_t n_exts = 0;
     VkPhysicalDeviceFeatures2 feats = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     kiln_coopmat_enable cm;
     memset(&cm, 0, sizeof cm);
     cm.sType = KILN_STYPE_COOPMAT_FEATURES;
@@ -60,6 +62,12 @@ kiln_status vk_device_create(vk_dev *d, VkInstance inst, const vk_physical *phys
         *tail = &f16;
         tail = &f16.pNext;
         if (phys->props.apiVersion < VK_API_VERSION_1_2) exts[n_exts++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
+    }
+    if (d->caps.int_dot) { /* int8 dot products: kiln_matmul_q's rounded path (vk_qmatmul.c) */
+        idot.shaderIntegerDotProduct = VK_TRUE;
+        *tail = &idot;
+        tail = &idot.pNext;
+        exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME; /* listed: vk_instance.c */
     }
     if (d->caps.coopmat) { /* implies storage16 and float16 (vk_instance.c) */
         cm.cooperativeMatrix = VK_TRUE;

@@ -398,10 +398,20 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     feats.pNext = &s16;
     int has_f16 = api >= VK_API_VERSION_1_2 || has_device_ext(pd, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
     int has_cm = has_device_ext(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    /* the extension, also on Vulkan 1.3 devices (where it is core): the int8 product shaders
+     * are SPIR-V 1.3 with SPV_KHR_integer_dot_product, which the extension allows on any
+     * version, and the instance may be older than the device (vk_device.c enables it) */
+    int has_idot = has_device_ext(pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     void **tail = &s16.pNext;
     if (has_f16) {
         *tail = &f16;
         tail = &f16.pNext;
+    }
+    if (has_idot) {
+        *tail = &idot;
+        tail = &idot.pNext;
     }
     if (has_cm) *tail = &cm;
     vkGetPhysicalDeviceFeatures2(pd, &feats);
@@ -431,6 +441,7 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     /* the shader is SPIR-V 1.6 (Vulkan 1.3) */
     c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && api >= VK_API_VERSION_1_3 &&
                  coopmat_has_shape(inst, pd);
+    c->int_dot = has_idot && idot.shaderIntegerDotProduct;
     c->portability_subset = has_device_ext(pd, "VK_KHR_portability_subset");
     VkFormatProperties half4;
     vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R16G16B16A16_SFLOAT, &half4);
@@ -490,6 +501,7 @@ static void lower_to_minimums(vk_caps *c) {
     c->storage16 = 0;
     c->float16 = 0;
     c->coopmat = 0;
+    c->int_dot = 0; /* kiln_matmul_q keeps its f32, words-only kernel (vk_qmatmul.c) */
     c->texel_f16 = 0;
 }
 
@@ -595,6 +607,8 @@ kiln_status kiln_vulkan_list(void *out_file) {
         fprintf(f, "          16-bit storage %s, f16 arithmetic %s, subgroup arithmetic %s, cooperative matrix %s%s\n",
                 yes_no(c->storage16), yes_no(c->float16), yes_no(c->subgroup_arith), yes_no(c->coopmat),
                 c->coopmat && !coop_built ? " (not in this build: glslc lacks GL_KHR_cooperative_matrix)" : "");
+        fprintf(f, "          integer dot product %s%s\n", yes_no(c->int_dot),
+                c->int_dot ? " (quantized products on int8-rounded activations, as the CPU)" : "");
         fprintf(f, "          max buffer %.0f MiB (one binding %.0f MiB), shared memory %u KiB, workgroup %u invocations%s\n",
                 (double)c->max_alloc_bytes / (1024.0 * 1024.0), (double)c->max_storage_range / (1024.0 * 1024.0),
                 c->max_shared_bytes / 1024, c->max_wg_invocations,
