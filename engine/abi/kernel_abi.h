@@ -63,6 +63,11 @@
 #define KILN_ABI_VK_EMBED_BWD_ADD 0   /* add a piece of positions into the f32 rows */
 #define KILN_ABI_VK_EMBED_BWD_STORE 1 /* round the f32 rows once into dtable */
 
+/* qmatmul_qx.comp -> qmatmul_dot.comp: the words of one block of 32 activations rounded to
+ * int8 (vk_qmatmul.c sizes the scratch by it): 8 words of packed int8 (value j in byte j % 4
+ * of word j / 4), then the scale d and d * sum(q), as f32 bits */
+#define KILN_ABI_VK_QX_WORDS 10
+
 /* gemm_packed.comp: each invocation computes a block of ROWS x COLS of C and advances k by
  * KSTEP per loop iteration; the host pads the packed panels to whole blocks (vk_gemm.c) */
 #define KILN_ABI_VK_PACKED_ROWS 16

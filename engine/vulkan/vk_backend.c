@@ -113,6 +113,7 @@ static const kiln_backend g_vulkan = {
     .clip_coef = vk_clip_coef,
     .adam = vk_split_adam,
     .qmatmul = vk_qmatmul,
+    .qmatmul_rounds_x = vk_qmatmul_rounds_x,
     .timer_begin = vk_timer_begin,
     .timer_end = vk_timer_end,
     .driver_info = vk_driver_info,

@@ -390,7 +390,12 @@ kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a);
 kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a);
 /* the norm_fwd, norm_bwd_dx and norm_bwd_params kernels (vk_norm.c); rms as kiln_norm_args */
 kiln_status vk_norm_fwd(void *dev, const kiln_norm_args *a);
+/* the qmatmul slot (vk_qmatmul.c): the int8 path where caps.int_dot, else f32 */
 kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a);
+/* qmatmul on int8-rounded activations (vk_qmatmul_dot.c), and the backend's
+ * qmatmul_rounds_x: whether vk_qmatmul takes that path on this device */
+kiln_status vk_qmatmul_int8(vk_dev *d, const kiln_qmatmul_args *a);
+int vk_qmatmul_rounds_x(void *dev);
 kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a);
 kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a);
 kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a);

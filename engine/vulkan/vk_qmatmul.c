@@ -1,6 +1,8 @@
 /* Host side of the product with a quantized matrix (kiln_qmatmul_args, shaders/qmatmul.comp):
  * one workgroup per weight row and tile of 8 rows of x, x, bias and y f32 or f16 (the "_f16"
- * builds). */
+ * builds), the activations used as given. It needs no optional feature, so it is the path
+ * of every device without integer dot products and of KILN_VK_MIN_LIMITS mode; the others
+ * round the activations to int8 as the CPU does (vk_qmatmul_dot.c). */
 #include "push.h"
 #include "vk_internal.h"
 
@@ -8,6 +10,7 @@ typedef struct { QMATMUL_PUSH } qmatmul_push;
 
 kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     vk_dev *d = vk_of(dev);
+    if (d->caps.int_dot) return vk_qmatmul_int8(d, a);
     vk_shader_id shader;
     kiln_status s = vk_variant(d, VK_SHADER_qmatmul, a->dtype, &shader);
     if (s) return s;
