@@ -107,7 +107,12 @@ static float *loss_and_grads(bert_model *m, const bert_batch *b, int64_t *n_out)
 
 static double max_abs_diff(const float *a, const float *b, int64_t n) {
     double d = 0;
-    for (int64_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    /* as fmax (a NaN is never taken), written out: gcc 12's vectorizer crashes on this fmax
+     * reduction on aarch64 (-O3) */
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        if (e > d) d = e;
+    }
     return d;
 }
 

@@ -144,8 +144,11 @@ static kiln_status step_logprobs(search *s, int b, int pos) {
     kiln_status st = logits ? kiln_download_f32(logits, s->logits, s->V) : kiln_error_status();
     kiln_step_reset(m->ctx);
     if (st) return st;
-    double mx = -INFINITY, sum = 0;
-    for (int v = 0; v < s->V; v++) mx = fmax(mx, s->logits[v]);
+    /* the max taken in float (the same value: every logit is a float): gcc 12's vectorizer
+     * crashes on an fmax reduction of floats into a double on aarch64 (-O3) */
+    float fmx = -INFINITY;
+    for (int v = 0; v < s->V; v++) fmx = fmaxf(fmx, s->logits[v]);
+    double mx = fmx, sum = 0;
     for (int v = 0; v < s->V; v++) sum += exp(s->logits[v] - mx);
     float lse = (float)(mx + log(sum));
     for (int v = 0; v < s->V; v++) s->logits[v] -= lse;
