@@ -41,7 +41,7 @@ make_ckpt() {
   shift
   [ -f "$work/text.txt" ] ||
     for i in $(seq 1 4000); do echo "line $i: to be, or not to be, that is the question"; done >"$work/text.txt"
-  "$kiln" train --data "$work/text.txt" --out "$work/$name" --steps 1 --warmup 0 --eval-every 0 --batch 1 \
+  "$kiln" train --data "$work/text.txt" --out "$work/$name" --steps 1 --warmup 0 --eval-every 0 --eval-windows 1 --batch 1 \
     --backend cpu "$@" >"$work/$name.log" 2>&1 || { cat "$work/$name.log" >&2; exit 1; }
   echo "$work/$name/model.safetensors"
 }
