@@ -82,38 +82,102 @@ __attribute__((target("avx2"))) static __m256i unpack_avx2(kiln_qformat format, 
     return format == KILN_Q4_0 ? _mm256_sub_epi8(w, _mm256_set1_epi8(8)) : w;
 }
 
+/* One block's integer dot product with x's block, as 8 lanes of f32 partial sums. */
+__attribute__((target("avx2"), always_inline)) static inline __m256 block_dots_avx2(const kiln_qformat format,
+                                                                                  __m256i w, __m256i wa,
+                                                                                  const cpu_qx *xb) {
+    __m256i xq = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);
+    if (format != KILN_Q4_1) xq = _mm256_sign_epi8(xq, w);
+    const __m256i pairs = _mm256_maddubs_epi16(wa, xq); /* |sums| <= 2 * 127 * 127: no saturation */
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+/* The block's integers ready for maddubs, which multiplies unsigned by signed bytes: |w| (Q4_1's
+ * w is already unsigned), to be paired with x carrying w's sign. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i unsigned_part(const kiln_qformat format, __m256i w) {
+    return format == KILN_Q4_1 ? w : _mm256_sign_epi8(w, w);
+}
+
+__attribute__((target("avx2,f16c"), always_inline)) static inline float half_avx2(const unsigned char *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+__attribute__((target("avx"), always_inline)) static inline float hsum_avx(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+/* The block loops, always inlined into qdot_avx2 with the format and the row count as
+ * constants: the accumulators then live in registers (with a run-time row count they sat in
+ * memory, and every block's FMA waited for a store to reach the next load), and the format's
+ * branches disappear. One row (decoding a token) takes two blocks per step into two
+ * accumulators, so consecutive blocks' FMAs do not wait for each other. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+qdot_avx2_one(const kiln_qformat format, const unsigned char *row, size_t block_bytes, int64_t blocks,
+              const cpu_qx *x, float *acc) {
+    __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
+    float min_sum = 0.0f;
+    int64_t b = 0;
+    for (; b + 2 <= blocks; b += 2, row += 2 * block_bytes) {
+        const unsigned char *row1 = row + block_bytes;
+        const __m256i w0 = unpack_avx2(format, row), w1 = unpack_avx2(format, row1);
+        const __m256 d0 = block_dots_avx2(format, w0, unsigned_part(format, w0), x + b);
+        const __m256 d1 = block_dots_avx2(format, w1, unsigned_part(format, w1), x + b + 1);
+        sum0 = _mm256_fmadd_ps(d0, _mm256_set1_ps(half_avx2(row) * x[b].d), sum0);
+        sum1 = _mm256_fmadd_ps(d1, _mm256_set1_ps(half_avx2(row1) * x[b + 1].d), sum1);
+        if (format == KILN_Q4_1) min_sum += half_avx2(row + 2) * x[b].s + half_avx2(row1 + 2) * x[b + 1].s;
+    }
+    if (b < blocks) {
+        const __m256i w = unpack_avx2(format, row);
+        sum0 = _mm256_fmadd_ps(block_dots_avx2(format, w, unsigned_part(format, w), x + b),
+                               _mm256_set1_ps(half_avx2(row) * x[b].d), sum0);
+        if (format == KILN_Q4_1) min_sum += half_avx2(row + 2) * x[b].s;
+    }
+    acc[0] = hsum_avx(_mm256_add_ps(sum0, sum1)) + min_sum;
+}
+
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+qdot_avx2_rows(const kiln_qformat format, const unsigned char *row, size_t block_bytes, int64_t blocks,
+               const cpu_qx *x, const int rows, float *acc) {
+    if (rows == 1) {
+        qdot_avx2_one(format, row, block_bytes, blocks, x, acc);
+        return;
+    }
+    __m256 sum[CPU_QDOT_ROWS];
+    float min_sum[CPU_QDOT_ROWS] = {0};
+    for (int i = 0; i < rows; i++) sum[i] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < blocks; b++, row += block_bytes) {
+        const __m256i w = unpack_avx2(format, row), wa = unsigned_part(format, w);
+        const float dw = half_avx2(row), mw = format == KILN_Q4_1 ? half_avx2(row + 2) : 0.0f;
+        for (int i = 0; i < rows; i++) {
+            const cpu_qx *xb = x + i * blocks + b;
+            sum[i] = _mm256_fmadd_ps(block_dots_avx2(format, w, wa, xb), _mm256_set1_ps(dw * xb->d), sum[i]);
+            if (format == KILN_Q4_1) min_sum[i] += mw * xb->s;
+        }
+    }
+    for (int i = 0; i < rows; i++) acc[i] = hsum_avx(sum[i]) + min_sum[i];
+}
+
+/* qdot_avx2_rows for each format and row count, as constants. */
+#define QDOT_AVX2_ROWS(format)                                                                  \
+    switch (rows) {                                                                             \
+    case 1: qdot_avx2_rows(format, row, block_bytes, blocks, x, 1, acc); return;                \
+    case 2: qdot_avx2_rows(format, row, block_bytes, blocks, x, 2, acc); return;                \
+    case 3: qdot_avx2_rows(format, row, block_bytes, blocks, x, 3, acc); return;                \
+    default: qdot_avx2_rows(format, row, block_bytes, blocks, x, CPU_QDOT_ROWS, acc); return;   \
+    }
+
 __attribute__((target("avx2,fma,f16c"))) static void qdot_avx2(kiln_qformat format, const unsigned char *row,
                                                                  size_t block_bytes, int64_t blocks, const cpu_qx *x,
                                                                  int rows, float *acc) {
-    __m256 sum[CPU_QDOT_ROWS];
-    float min_sum[CPU_QDOT_ROWS] = {0};
-    for (int i = 0; i < CPU_QDOT_ROWS; i++) sum[i] = _mm256_setzero_ps();
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t b = 0; b < blocks; b++, row += block_bytes) {
-        const __m256i w = unpack_avx2(format, row);
-        /* maddubs multiplies unsigned by signed bytes: |w| times x with w's sign (Q4_1's w is
-         * already unsigned) */
-        const __m256i wa = format == KILN_Q4_1 ? w : _mm256_sign_epi8(w, w);
-        uint16_t dh, mh;
-        memcpy(&dh, row, 2);
-        const float dw = _cvtsh_ss(dh);
-        float mw = 0.0f;
-        if (format == KILN_Q4_1) memcpy(&mh, row + 2, 2), mw = _cvtsh_ss(mh);
-        for (int i = 0; i < rows; i++) {
-            const cpu_qx *xb = x + i * blocks + b;
-            __m256i xq = _mm256_loadu_si256((const __m256i *)(const void *)xb->q);
-            if (format != KILN_Q4_1) xq = _mm256_sign_epi8(xq, w);
-            const __m256i pairs = _mm256_maddubs_epi16(wa, xq); /* |sums| <= 2 * 127 * 127: no saturation */
-            const __m256 dots = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
-            sum[i] = _mm256_fmadd_ps(dots, _mm256_set1_ps(dw * xb->d), sum[i]);
-            min_sum[i] += mw * xb->s;
-        }
-    }
-    for (int i = 0; i < rows; i++) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(sum[i]), _mm256_extractf128_ps(sum[i], 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        acc[i] = _mm_cvtss_f32(s) + min_sum[i];
+    _Static_assert(CPU_QDOT_ROWS == 4, "qdot_avx2's row cases");
+    switch (format) {
+    case KILN_Q8_0: QDOT_AVX2_ROWS(KILN_Q8_0)
+    case KILN_Q4_0: QDOT_AVX2_ROWS(KILN_Q4_0)
+    default: QDOT_AVX2_ROWS(KILN_Q4_1)
     }
 }
 #endif
