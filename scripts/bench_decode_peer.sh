@@ -76,7 +76,7 @@ run_model() { # LABEL CKPT
   done
 }
 
-echo "bench_decode_peer: $threads thread(s), prompt $prompt, $tokens tokens decoded greedily; $(nproc) CPUs"
+echo "bench_decode_peer: $threads thread(s), prompt $prompt, $tokens tokens decoded greedily; $(nproc --all) CPUs"
 if [ -n "${1:-}" ]; then
   run_model ckpt "$1"
 else
