@@ -1,14 +1,18 @@
 // qmatmul_dot: y[m, n] = sum_k x[m, k] w[n, k] (+ bias[n]) from activations already rounded
 // to int8 blocks (qmatmul_qx.comp), the second pass of qmatmul's int8 path (vk_qmatmul.c, on
 // devices with VK_KHR_shader_integer_dot_product): the CPU's product (cpu/cpu_qdot.h) on the
-// GPU. The structure is qmatmul.comp's: one workgroup per weight row and tile of MT rows of
-// x, each invocation taking every WG-th block of the row, the partial sums added by
-// reduce.glsl. Each weight block is read as 32-bit words (no 8-bit storage needed) and
-// turned once into 8 words of packed int8: Q8_0's own bytes (gathered across word
-// boundaries: 34-byte blocks start on every other half-word), Q4_0's nibbles minus 8,
-// Q4_1's nibbles (0..15). Against each x row a block then costs 8 packed 4x8-bit dot
-// products (OpSDotKHR), and contributes d_w * d_x * sum(q_w * q_x) (+ m_w * s_x for Q4_1)
-// in f32, as on the CPU. bias and y are data_t (f32, or f16 in the _f16 builds).
+// GPU. The structure is qmatmul.comp's: a workgroup computes R = WG / T weight rows against
+// a tile of MT rows of x, T consecutive invocations per weight row (specialization constant
+// 1, a power of two <= WG, chosen by vk_qmatmul_shape), lane j of the T taking blocks j,
+// j + T, ... of the row; with T = 1 (CPU devices) an invocation owns a whole row, with T > 1
+// the T partial sums meet in shared memory and are added in lane order (no subgroup
+// operation, so the KILN_NO_SUBGROUP build, qmatmul_dot_shared, is the same kernel). Each
+// weight block is read as 32-bit words (no 8-bit storage needed) and turned once into 8
+// words of packed int8: Q8_0's own bytes (gathered across word boundaries: 34-byte blocks
+// start on every other half-word), Q4_0's nibbles minus 8, Q4_1's nibbles (0..15). Against
+// each x row a block then costs 8 packed 4x8-bit dot products (OpSDotKHR), and contributes
+// d_w * d_x * sum(q_w * q_x) (+ m_w * s_x for Q4_1) in f32, as on the CPU. bias and y are
+// data_t (f32, or f16 in the _f16 builds).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_spirv_intrinsics : require
@@ -28,10 +32,8 @@ layout(std430, binding = 2) readonly buffer B { data_t bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { data_t y[]; };
 layout(push_constant) uniform Push { QMATMUL_DOT_PUSH } pc;
 
-// byte p of the row that starts at word `row`, little-endian in its word
-uint byte_at(uint row, uint p) { return (w[row + (p >> 2u)] >> ((p & 3u) * 8u)) & 0xffu; }
-
-float half_at(uint row, uint p) { return unpackHalf2x16(byte_at(row, p) | (byte_at(row, p + 1u) << 8u)).x; }
+// the f16 at byte p (even) of the row
+float half_at(uint row, uint p) { return unpackHalf2x16(w[row + (p >> 2u)] >> ((p & 2u) * 8u)).x; }
 
 // The 4 bytes at byte p (even) of the row: one word, or the halves of two when p is 2 past
 // a word. The second word is read only then (it may lie past the matrix otherwise).
@@ -41,19 +43,28 @@ uint word_at(uint row, uint p) {
     return shift == 0u ? lo : (lo >> shift) | (hi << (32u - shift));
 }
 
+// invocations per weight row (a power of two <= WG)
+layout(constant_id = 1) const uint T = 1;
+
 // rows of x per workgroup: each block is unpacked once for all of them
 #define MT 8u
 
+// the partial sums when T > 1: x row t's at t * (WG + 1) + invocation (the padding puts the
+// T reads of the lanes that add up different x rows in different banks)
+shared float part[T > 1u ? MT * (WG + 1u) : 1u];
+
 void main() {
-    uint tiles = (pc.m + MT - 1u) / MT, g = kiln_group_id();
-    if (g >= pc.n * tiles) return;
-    uint r = g % pc.n, i0 = (g / pc.n) * MT, l = gl_LocalInvocationID.x;
+    uint R = WG / T, l = gl_LocalInvocationID.x, lane = l % T;
+    uint tiles = (pc.m + MT - 1u) / MT, groups = (pc.n + R - 1u) / R, g = kiln_group_id();
+    if (g >= groups * tiles) return;
+    uint r = (g % groups) * R + l / T, i0 = (g / groups) * MT;
     uint rows = min(MT, pc.m - i0), blocks = pc.k / 32u;
-    uint row = pc.off[1] + r * pc.row_words;
+    bool live = r < pc.n; // the last group's rows past n only take part in the barrier
+    uint row = pc.off[1] + (live ? r : 0u) * pc.row_words;
     uint block_bytes = pc.format == KILN_ABI_Q8_0 ? 34u : pc.format == KILN_ABI_Q4_0 ? 18u : 20u;
     float acc[MT];
     for (uint t = 0u; t < MT; t++) acc[t] = 0.0;
-    for (uint b = l; b < blocks; b += WG) {
+    for (uint b = lane; b < (live ? blocks : 0u); b += T) {
         uint p = b * block_bytes;
         float d = half_at(row, p), mn = pc.format == KILN_ABI_Q4_1 ? half_at(row, p + 2u) : 0.0;
         uint q[8]; // value j in byte j % 4 of q[j / 4], as the x words
@@ -80,10 +91,22 @@ void main() {
             acc[t] += d * dx * float(isum) + mn * sx;
         }
     }
-    // every invocation takes part in every sum (they synchronize the workgroup)
-    for (uint t = 0u; t < MT; t++) {
-        float total = kiln_wg_sum(acc[t]);
-        if (l == 0u && t < rows)
-            y[pc.off[3] + (i0 + t) * pc.n + r] = ST(total + (kiln_has(pc.off[2]) ? LD(bias[pc.off[2] + r]) : 0.0));
+    float b0 = live && kiln_has(pc.off[2]) ? LD(bias[pc.off[2] + r]) : 0.0;
+    uint y0 = pc.off[3] + i0 * pc.n + r;
+    if (T == 1u) {
+        if (live)
+            for (uint t = 0u; t < rows; t++) y[y0 + t * pc.n] = ST(acc[t] + b0);
+        return;
+    }
+    // every invocation of the workgroup reaches the barrier; then lane j of a row adds up
+    // the row's T partial sums for x rows j, j + T, ...
+    for (uint t = 0u; t < MT; t++) part[t * (WG + 1u) + l] = acc[t];
+    barrier();
+    if (!live) return;
+    for (uint t = lane; t < rows; t += T) {
+        uint first = t * (WG + 1u) + l - lane;
+        float s = 0.0;
+        for (uint i = 0u; i < T; i++) s += part[first + i];
+        y[y0 + t * pc.n] = ST(s + b0);
     }
 }

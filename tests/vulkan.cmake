@@ -9,7 +9,8 @@
 #                  a missing device or driver, from the library and the `kiln` program;
 #                  the kernels that split tensors larger than one binding, with the binding
 #                  lowered to a few KiB (KILN_VK_MAX_BINDING), and a whole GPT trained at 1 MiB
-#                  (test_vulkan_gpt_split).
+#                  (test_vulkan_gpt_split); test_op_quant with the GPUs' mapping of the
+#                  quantized products forced (KILN_VK_QMATMUL_LANES).
 # Every Vulkan run has the validation layer (with synchronization validation) on and fails
 # on any message (KILN_VK_VALIDATION=fail; see engine/vulkan/vk_instance.c).
 if(NOT KILN_VULKAN)
@@ -54,6 +55,14 @@ target_link_libraries(test_vulkan_gpt_split PRIVATE kiln_model)
 foreach(stem ${KILN_OP_TESTS} test_vulkan_gemm test_vulkan_f16)
   kiln_backend_test(${stem}_vulkan_min_limits ${stem} vulkan ENV KILN_VK_MIN_LIMITS=1 ${KILN_VK_VALIDATE})
 endforeach()
+
+# the quantized products' GPU mapping (several invocations per weight row, their partial
+# sums added in shared memory: vk_qmatmul_shape), which lavapipe would not otherwise run:
+# 4 lanes per row on the int8 path (lanes with two blocks, fewer lanes than x rows), 32 on
+# the f32 path in minimum-limits mode (idle lanes, more lanes than x rows)
+kiln_backend_test(test_op_quant_vulkan_lanes test_op_quant vulkan ENV KILN_VK_QMATMUL_LANES=4 ${KILN_VK_VALIDATE})
+kiln_backend_test(test_op_quant_vulkan_min_limits_lanes test_op_quant vulkan
+  ENV KILN_VK_MIN_LIMITS=1 KILN_VK_QMATMUL_LANES=32 ${KILN_VK_VALIDATE})
 
 # tensors larger than one binding: the kernels that split their work (vk_split.c,
 # vk_embed.c, vk_gemm_split.c) with the binding lowered to a few KiB, so that the cases'

@@ -396,6 +396,10 @@ kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a);
  * qmatmul_rounds_x: whether vk_qmatmul takes that path on this device */
 kiln_status vk_qmatmul_int8(vk_dev *d, const kiln_qmatmul_args *a);
 int vk_qmatmul_rounds_x(void *dev);
+/* The workgroup shape of both qmatmul product kernels for rows of `blocks` blocks: *wg
+ * invocations (specialization constant 0), *lanes of them per weight row (constant 1, a
+ * power of two <= *wg), so *wg / *lanes rows per workgroup (vk_qmatmul.c). */
+void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes);
 kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a);
 kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a);
 kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a);

@@ -1,12 +1,63 @@
 /* Host side of the product with a quantized matrix (kiln_qmatmul_args, shaders/qmatmul.comp):
- * one workgroup per weight row and tile of 8 rows of x, x, bias and y f32 or f16 (the "_f16"
- * builds), the activations used as given. It needs no optional feature, so it is the path
- * of every device without integer dot products and of KILN_VK_MIN_LIMITS mode; the others
- * round the activations to int8 as the CPU does (vk_qmatmul_dot.c). */
+ * x, bias and y f32 or f16 (the "_f16" builds), the activations used as given. It needs no
+ * optional feature, so it is the path of every device without integer dot products and of
+ * KILN_VK_MIN_LIMITS mode; the others round the activations to int8 as the CPU does
+ * (vk_qmatmul_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a
+ * workgroup computes R = WG / T weight rows, T invocations per row, against a tile of 8
+ * rows of x (the shaders' MT), on a grid of ceil(n / R) x ceil(m / 8) workgroups. */
+#include <stdlib.h>
+
 #include "push.h"
 #include "vk_internal.h"
 
 typedef struct { QMATMUL_PUSH } qmatmul_push;
+
+/* Invocations per weight row (T) and per workgroup (WG) for a row of `blocks` blocks.
+ *
+ * CPU-class devices (lavapipe) run a workgroup's invocations as SIMD lanes on one thread
+ * and pay dearly for each workgroup and each barrier: T = 1, each invocation sums a whole
+ * row by itself and writes it, with no reduction and no barrier; the lanes run WG rows side
+ * by side. WG = 16, two passes of lavapipe's 8-wide (256-bit) SIMD, so that a decode
+ * step's products of 128 to 512 rows still make 8 to 32 workgroups for its worker threads
+ * (on 2 threads, 8, 16, 32 and 64 timed alike within the noise; one workgroup per row
+ * was 1.5 to 50 times slower, the most on short rows).
+ *
+ * GPUs want the consecutive blocks of a row read by neighbouring invocations and few idle
+ * lanes: T = the smallest power of two >= the blocks per row, at most the subgroup size
+ * (32 where the device reports none, as in minimum-limits mode) and at most 64. So a
+ * short row (k = 128: 4 blocks) gets 4 lanes and a workgroup of 128 covers 32 rows,
+ * where one workgroup per row left 60 of 64 invocations idle and paid for 8 workgroup
+ * reductions; a long row gets a subgroup's worth of lanes, each taking every T-th
+ * block. The subgroup size is only a width here: the T partials meet in shared memory, so
+ * a subgroup that runs narrower than reported (Intel compiles compute shaders to SIMD8, 16
+ * or 32) is still correct. WG = 128 (at least T), within the device's limits.
+ *
+ * KILN_VK_QMATMUL_LANES=T (a power of two up to 64) forces T, with the GPUs' WG, on any
+ * device, so that the tests run the GPUs' mapping, shared-memory sums included, on
+ * lavapipe too (tests/vulkan.cmake). */
+void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes) {
+    uint32_t t = 1, w;
+    const char *force = getenv("KILN_VK_QMATMUL_LANES");
+    long forced = force && *force ? strtol(force, NULL, 10) : 0;
+    if (forced >= 1 && forced <= 64 && (forced & (forced - 1)) == 0) {
+        t = (uint32_t)forced;
+        w = 128;
+    } else if (d->dclass == VK_CLASS_CPU) {
+        w = 16;
+    } else {
+        uint32_t width = d->caps.subgroup_size ? d->caps.subgroup_size : 32;
+        if (width > 64) width = 64;
+        while (t < width && t < blocks) t *= 2;
+        w = 128;
+    }
+    uint32_t max_wg = d->caps.max_wg_invocations < d->caps.max_wg_size[0] ? d->caps.max_wg_invocations
+                                                                          : d->caps.max_wg_size[0];
+    if (w < t) w = t;
+    while (w > max_wg) w /= 2;
+    if (t > w) t = w;
+    *wg = w;
+    *lanes = t;
+}
 
 kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     vk_dev *d = vk_of(dev);
@@ -17,13 +68,14 @@ kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     uint32_t es = vk_elem(a->dtype);
     qmatmul_push p = {.m = vk_u32(a->m), .n = vk_u32(a->n), .k = vk_u32(a->k), .row_words = vk_u32(a->row_words),
                       .format = (u32)a->format};
-    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
-    l.spec[0] = vk_row_wg(d, a->k / 32);
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 2};
+    vk_qmatmul_shape(d, a->k / 32, &l.spec[0], &l.spec[1]);
     l.ops[0] = vk_in(a->x, a->m * a->k, es);
     l.ops[1] = vk_in(a->w, a->n * a->row_words, 4);
     l.ops[2] = vk_in(a->bias, a->n, es);
     l.ops[3] = vk_out(a->y, a->m * a->n, es);
-    /* a workgroup per weight row and tile of 8 rows of x (shaders/qmatmul.comp's MT) */
-    vk_grid_1d(d, (uint64_t)(a->n * ((a->m + 7) / 8)), l.groups);
+    /* R = WG / T weight rows per workgroup, by tiles of 8 rows of x (the shader's MT) */
+    uint32_t rows_per_group = l.spec[0] / l.spec[1];
+    vk_grid_1d(d, (uint64_t)vk_div_up((uint64_t)a->n, rows_per_group) * (uint64_t)((a->m + 7) / 8), l.groups);
     return vk_dispatch(d, &l);
 }

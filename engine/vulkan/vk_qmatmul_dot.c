@@ -8,7 +8,9 @@
  * for a rounding error of at most half a step per activation, as on the CPU.
  *
  * Two dispatches: x's blocks rounded into a scratch buffer (KILN_ABI_VK_QX_WORDS words per
- * block), then one workgroup per weight row and tile of rows of x, as vk_qmatmul.c. */
+ * block), then the product, mapped as vk_qmatmul.c's (vk_qmatmul_shape): R = WG / T weight
+ * rows per workgroup, T invocations per row (1 on CPU devices, up to a subgroup's width on
+ * GPUs), by tiles of 8 rows of x. */
 #include "push.h"
 #include "vk_internal.h"
 
@@ -36,14 +38,15 @@ kiln_status vk_qmatmul_int8(vk_dev *d, const kiln_qmatmul_args *a) {
 
     dot_push p = {.m = vk_u32(a->m), .n = vk_u32(a->n), .k = vk_u32(a->k), .row_words = vk_u32(a->row_words),
                   .format = (u32)a->format};
-    vk_launch l = {.shader = dot_shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
-    l.spec[0] = vk_row_wg(d, a->k / 32);
+    vk_launch l = {.shader = dot_shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 2};
+    vk_qmatmul_shape(d, a->k / 32, &l.spec[0], &l.spec[1]);
     l.ops[0] = vk_in(qx, qx_words, 4);
     l.ops[1] = vk_in(a->w, a->n * a->row_words, 4);
     l.ops[2] = vk_in(a->bias, a->n, es);
     l.ops[3] = vk_out(a->y, a->m * a->n, es);
-    /* a workgroup per weight row and tile of 8 rows of x (shaders/qmatmul_dot.comp's MT) */
-    vk_grid_1d(d, (uint64_t)(a->n * ((a->m + 7) / 8)), l.groups);
+    /* R = WG / T weight rows per workgroup, by tiles of 8 rows of x (the shader's MT) */
+    uint32_t rows_per_group = l.spec[0] / l.spec[1];
+    vk_grid_1d(d, (uint64_t)vk_div_up((uint64_t)a->n, rows_per_group) * (uint64_t)((a->m + 7) / 8), l.groups);
     if (!s) s = vk_dispatch(d, &l);
     vk_buf_release(d, qx.buf); /* freed once the recorded product has run */
     return s;
