@@ -407,7 +407,14 @@ int kiln_bench_main(int argc, char **argv) {
         "\n"
         "Other bench commands: kiln bench compare A.json B.json ... (runs side by side),\n"
         "kiln bench gemm (f32 GEMM vs OpenBLAS/CLBlast), kiln bench train (vs PyTorch).";
-    int rc = cli_parse(decode_only ? "bench decode" : "bench", summary, argc, argv, decode_only ? 3 : 2, opts, n);
+    const char *decode_summary =
+        "Single-stream decoding on each device (cpu, every vulkan:N and opencl:N, or the one named)\n"
+        "at each weight format (f32, f16, Q8_0, Q4_0), for the tiny and gpt2-small shapes from a\n"
+        "random init or for --ckpt: tokens/s (greedy, each token's logits read back), the weight\n"
+        "bytes a token reads against the copy bandwidth the run measures, prefill tokens/s and the\n"
+        "memory each format needs. The decode section of `kiln bench`, alone.";
+    int rc = cli_parse(decode_only ? "bench decode" : "bench", decode_only ? decode_summary : summary, argc, argv,
+                       decode_only ? 3 : 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
     const char *section_names[] = {"ceilings", "kernels", "models", "decode"};
     int *section_flags[] = {&o.ceilings, &o.kernels, &o.models, &o.decode};
