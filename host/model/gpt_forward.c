@@ -7,19 +7,19 @@
 #include "model/gpt.h"
 #include "model/gpt_internal.h"
 
-/* The residual stream after the last block, [B, T, C]. `pass` carries what the blocks
- * share (positions, dropout, RealFormer's scores, what a caller wants captured). */
 /* A quantized token embedding's rows for ids [B, T], dequantized on the host from the
- * model's blocks: one row per token, never the table. */
-static kiln_tensor *quantized_embedding(gpt_model *m, kiln_tensor *ids) {
+ * model's blocks: one row per token, never the table. The ids are read from the device only
+ * when the caller has no host copy (known: the decoding step's own). */
+static kiln_tensor *quantized_embedding(gpt_model *m, kiln_tensor *ids, const int32_t *known) {
     const gpt_quantized *q = m->quant;
     int64_t n = kiln_numel(ids), C = m->cfg.n_embd;
-    int32_t *host_ids = malloc((size_t)n * sizeof *host_ids);
+    int32_t *read = known ? NULL : malloc((size_t)n * sizeof *read);
     float *rows = malloc((size_t)(n * C) * sizeof *rows);
+    const int32_t *host_ids = known ? known : read;
     kiln_tensor *out = NULL;
     if (!host_ids || !rows) {
         kiln_set_error(KILN_ERR_MEMORY, "out of host memory for the embedding");
-    } else if (kiln_download(ids, host_ids, (size_t)n * sizeof *host_ids) == KILN_OK) {
+    } else if (known || kiln_download(ids, read, (size_t)n * sizeof *read) == KILN_OK) {
         kiln_status s = KILN_OK;
         for (int64_t i = 0; i < n && s == KILN_OK; i++)
             s = host_ids[i] < 0 || host_ids[i] >= m->cfg.vocab_size
@@ -33,14 +33,18 @@ static kiln_tensor *quantized_embedding(gpt_model *m, kiln_tensor *ids) {
             out = NULL;
         if (out && m->dtype == KILN_F16) out = kiln_cast(out, KILN_F16);
     }
-    free(host_ids);
+    free(read);
     free(rows);
     return out;
 }
 
-kiln_tensor *gpt_trunk(gpt_model *m, kiln_tensor *ids, gpt_kv_cache *cache, block_pass *pass) {
+/* The residual stream after the last block, [B, T, C]. `pass` carries what the blocks
+ * share (positions, dropout, RealFormer's scores, what a caller wants captured). */
+kiln_tensor *gpt_trunk(gpt_model *m, kiln_tensor *ids, const int32_t *host_ids, gpt_kv_cache *cache,
+                       block_pass *pass) {
     int64_t T = ids->shape[1];
-    kiln_tensor *tokens = m->quant && m->quant->embd ? quantized_embedding(m, ids) : kiln_embedding(m->wte, ids);
+    kiln_tensor *tokens =
+        m->quant && m->quant->embd ? quantized_embedding(m, ids, host_ids) : kiln_embedding(m->wte, ids);
     kiln_tensor *x = kiln_add(tokens, kiln_view_rows(m->wpe, pass->pos0, T));
     if (x && pass->dropout > 0.0f && kiln_training(m->ctx)) x = kiln_dropout(x, pass->dropout);
     for (int l = 0; l < m->cfg.n_layer && x; l++)
@@ -69,7 +73,7 @@ kiln_status gpt_check_token_ids(const gpt_model *m, const kiln_tensor *ids, int6
 kiln_tensor *gpt_forward(gpt_model *m, kiln_tensor *ids, float dropout) {
     if (!ids || gpt_check_token_ids(m, ids, 0)) return NULL;
     block_pass pass = {.dropout = dropout};
-    kiln_tensor *x = gpt_trunk(m, ids, NULL, &pass);
+    kiln_tensor *x = gpt_trunk(m, ids, NULL, NULL, &pass);
     return x ? head(m, x) : NULL;
 }
 
@@ -122,7 +126,7 @@ kiln_tensor *gpt_forward_cached(gpt_model *m, gpt_kv_cache *cache, const int32_t
     if (!t || kiln_upload(t, ids, (size_t)n * sizeof(int32_t))) return NULL;
     if (gpt_check_token_ids(m, t, cache->len)) return NULL;
     block_pass pass = {.pos0 = cache->len};
-    kiln_tensor *x = gpt_trunk(m, t, cache, &pass);
+    kiln_tensor *x = gpt_trunk(m, t, ids, cache, &pass);
     /* Only the last position's logits are needed for the next token. */
     kiln_tensor *logits = head(m, kiln_slice(x, 1, n - 1, 1));
     if (logits) cache->len += n;

@@ -6,8 +6,11 @@
 #include "model/gpt.h"
 
 /* The residual stream after the last block, [B, T, C], for token ids at positions
- * [pass->pos0, pass->pos0 + T); attention over cache when it is not NULL. */
-kiln_tensor *gpt_trunk(gpt_model *m, kiln_tensor *ids, gpt_kv_cache *cache, block_pass *pass);
+ * [pass->pos0, pass->pos0 + T); attention over cache when it is not NULL. host_ids: the same
+ * ids on the host when the caller has them (decoding), else NULL; a quantized embedding,
+ * looked up on the host, then needs no read back from the device. */
+kiln_tensor *gpt_trunk(gpt_model *m, kiln_tensor *ids, const int32_t *host_ids, gpt_kv_cache *cache,
+                       block_pass *pass);
 
 /* ids must be i32 [B, T] with positions pos0 + T within the context: else the engine's
  * last error is set and an error status returned. */

@@ -33,7 +33,7 @@ kiln_status gpt_admin_profile(gpt_model *m, kiln_tensor *ids, float *omegas) {
     eval_mode e = eval_mode_enter(m->ctx);
     block_admin_profile profile = {.ratio = 1.0f, .omegas = omegas};
     block_pass pass = {.admin = &profile};
-    kiln_tensor *x = gpt_trunk(m, ids, NULL, &pass);
+    kiln_tensor *x = gpt_trunk(m, ids, NULL, NULL, &pass);
     kiln_status s = x ? KILN_OK : kiln_error_status();
     eval_mode_leave(m->ctx, e);
     kiln_step_reset(m->ctx);
@@ -81,7 +81,7 @@ kiln_status gpt_attention_entropy(gpt_model *m, kiln_tensor *ids, double *per_la
     }
     eval_mode e = eval_mode_enter(m->ctx);
     block_pass pass = {.entropy = entropy};
-    kiln_status s = gpt_trunk(m, ids, NULL, &pass) ? KILN_OK : kiln_error_status();
+    kiln_status s = gpt_trunk(m, ids, NULL, NULL, &pass) ? KILN_OK : kiln_error_status();
     *lowest = NAN;
     for (int l = 0; l < L && !s; l++) {
         per_layer[l] = NAN;
