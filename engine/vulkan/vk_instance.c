@@ -442,6 +442,9 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && api >= VK_API_VERSION_1_3 &&
                  coopmat_has_shape(inst, pd);
     c->int_dot = has_idot && idot.shaderIntegerDotProduct;
+    const char *lanes = getenv("KILN_VK_QMATMUL_LANES"); /* a power of two up to 64, else ignored */
+    long forced = lanes && *lanes ? strtol(lanes, NULL, 10) : 0;
+    c->qmatmul_lanes = forced >= 1 && forced <= 64 && (forced & (forced - 1)) == 0 ? (uint32_t)forced : 0;
     c->portability_subset = has_device_ext(pd, "VK_KHR_portability_subset");
     VkFormatProperties half4;
     vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R16G16B16A16_SFLOAT, &half4);

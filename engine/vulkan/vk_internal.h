@@ -78,6 +78,7 @@ typedef struct vk_caps {
     int float16;         /* shaderFloat16 */
     int coopmat;         /* VK_KHR_cooperative_matrix with an f16 x f16 -> f32 16x16x16 shape */
     int int_dot;         /* VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (vk_qmatmul.c) */
+    uint32_t qmatmul_lanes; /* KILN_VK_QMATMUL_LANES, read once: 0, or the lanes per row tests force (vk_qmatmul.c) */
     int texel_f16;       /* RGBA16F uniform texel buffers (required by Vulkan; checked anyway) */
     int driver_props;    /* VkPhysicalDeviceDriverProperties available */
     int portability_subset;

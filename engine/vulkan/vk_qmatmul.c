@@ -5,8 +5,6 @@
  * (vk_qmatmul_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a
  * workgroup computes R = WG / T weight rows, T invocations per row, against a tile of 8
  * rows of x (the shaders' MT), on a grid of ceil(n / R) x ceil(m / 8) workgroups. */
-#include <stdlib.h>
-
 #include "push.h"
 #include "vk_internal.h"
 
@@ -32,15 +30,13 @@ typedef struct { QMATMUL_PUSH } qmatmul_push;
  * a subgroup that runs narrower than reported (Intel compiles compute shaders to SIMD8, 16
  * or 32) is still correct. WG = 128 (at least T), within the device's limits.
  *
- * KILN_VK_QMATMUL_LANES=T (a power of two up to 64) forces T, with the GPUs' WG, on any
+ * KILN_VK_QMATMUL_LANES=T (a power of two up to 64; caps.qmatmul_lanes) forces T, with the GPUs' WG, on any
  * device, so that the tests run the GPUs' mapping, shared-memory sums included, on
  * lavapipe too (tests/vulkan.cmake). */
 void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes) {
     uint32_t t = 1, w;
-    const char *force = getenv("KILN_VK_QMATMUL_LANES");
-    long forced = force && *force ? strtol(force, NULL, 10) : 0;
-    if (forced >= 1 && forced <= 64 && (forced & (forced - 1)) == 0) {
-        t = (uint32_t)forced;
+    if (d->caps.qmatmul_lanes) { /* read once when the device's capabilities are (vk_instance.c) */
+        t = d->caps.qmatmul_lanes;
         w = 128;
     } else if (d->dclass == VK_CLASS_CPU) {
         w = 16;
