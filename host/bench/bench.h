@@ -156,6 +156,10 @@ typedef struct bench_work {
  * f as not measured with the engine's reason. */
 int bench_time(kiln_ctx *ctx, const bench_work *w, int warmup, int repeats, bench_figure *f);
 
+/* A bench_work check for a model's logits: 0 when their first value reads back finite, else
+ * -1 with the reason in err. */
+int bench_check_logits(const kiln_tensor *logits, char *err, size_t errlen);
+
 /* Fills f from a probe's measure (rates already in f's unit). */
 void bench_from_measure(bench_figure *f, const kiln_measure *m);
 /* The status of a failed call as a not-measured figure: UNSUPPORTED and MEMORY are what the

@@ -95,10 +95,7 @@ static int prefill_run(void *arg) {
 }
 
 static int prefill_check(void *arg, char *err, size_t errlen) {
-    stream_work *w = arg;
-    float v;
-    if (kiln_read_scalar(w->out, &v)) return snprintf(err, errlen, "reading the logits: %s", kiln_error_message()), -1;
-    return isfinite(v) ? 0 : (snprintf(err, errlen, "the logits are not finite (%g)", (double)v), -1);
+    return bench_check_logits(((stream_work *)arg)->out, err, errlen);
 }
 
 /* Decodes w->tokens tokens greedily after the prompt: the cache holds all but its last token,

@@ -143,11 +143,7 @@ static int decode_run(void *arg) {
 }
 
 static int decode_check(void *arg, char *err, size_t errlen) {
-    decode_work *w = arg;
-    float v;
-    if (kiln_read_scalar(w->logits, &v)) return snprintf(err, errlen, "reading the logits: %s", kiln_error_message()), -1;
-    if (!isfinite(v)) return snprintf(err, errlen, "the logits are not finite (%g)", (double)v), -1;
-    return 0;
+    return bench_check_logits(((decode_work *)arg)->logits, err, errlen);
 }
 
 /* ---- figures ----

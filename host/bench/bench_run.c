@@ -167,6 +167,13 @@ kiln_tensor *bench_uniform_tensor(kiln_ctx *ctx, kiln_dtype dtype, int ndim, con
 
 /* ---- timing engine work ---- */
 
+int bench_check_logits(const kiln_tensor *logits, char *err, size_t errlen) {
+    float v;
+    if (kiln_read_scalar(logits, &v)) return snprintf(err, errlen, "reading the logits: %s", kiln_error_message()), -1;
+    if (!isfinite(v)) return snprintf(err, errlen, "the logits are not finite (%g)", (double)v), -1;
+    return 0;
+}
+
 /* The figure's value for one run of `secs` doing `amount`. */
 static double value_of(bench_unit unit, double amount, double secs) {
     switch (unit) {
