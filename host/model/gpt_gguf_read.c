@@ -210,15 +210,13 @@ static int load_weight(gpt_model *m, gpt_param *p, const gguf_file *f, const cha
     if (p->spec.layer >= 0) {
         kiln_qmatrix *q = device_blocks(m->ctx, t, err, errlen);
         if (!q) return -1;
-        m->blocks[p->spec.layer].q[p->spec.slot] = q;
-        m->blocks[p->spec.layer].w[p->spec.slot] = m->masters[p->spec.layer].w[p->spec.slot] = NULL;
+        m->blocks[p->spec.layer].q[p->spec.slot] = q; /* its w[] and masters' are NULL: gpt_new_except made none */
     } else { /* the token embedding: its blocks on the host */
         gpt_quantized *q = m->quant;
         q->embd_format = qformat_of(t->type);
         q->embd_row_bytes = (size_t)gguf_row_bytes(t->type, t->ne[0]);
         if (!(q->embd = malloc((size_t)t->nbytes))) return snprintf(err, errlen, "out of memory"), -1;
-        memcpy(q->embd, t->data, (size_t)t->nbytes);
-        m->wte = NULL;
+        memcpy(q->embd, t->data, (size_t)t->nbytes); /* m->wte is NULL, as above */
     }
     return 0;
 }
