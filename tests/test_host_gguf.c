@@ -277,6 +277,12 @@ START_TEST(bad_tensors) {
     info(&o, "t", 1, ne32, GGML_TYPE_F32, 128);
     data(&o, 256);
     expect_refused(&o, "the tensor t appears twice");
+    /* the writer cannot name a tensor "", so the reader refuses one (fuzz_gguf's finding) */
+    head(&o, 3, 2, 0);
+    info(&o, "t", 1, ne32, GGML_TYPE_F32, 0);
+    info(&o, "", 1, ne32, GGML_TYPE_F32, 128);
+    data(&o, 256);
+    expect_refused(&o, "tensor number 2 has an empty name");
 }
 END_TEST
 

@@ -214,6 +214,13 @@ static int read_tensor_infos(cursor *c, uint64_t n) {
         gguf_tensor *t = &f->tensors[i];
         uint32_t ndim, type;
         if (read_string(c, &t->name, 1, "a tensor name")) return -1;
+        /* a tensor is found by its name; the writer refuses an empty one, so a file the reader
+         * accepts can always be written back */
+        if (!t->name[0]) {
+            char number[24];
+            snprintf(number, sizeof number, "%llu", (unsigned long long)i + 1);
+            return fail(c, "tensor number %s has an empty name", number);
+        }
         if (gguf_find_tensor(f, t->name)) return fail(c, "the tensor %s appears twice", t->name);
         f->n_tensors++;
         if (read_u32(c, &ndim, t->name)) return -1;
