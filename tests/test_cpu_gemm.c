@@ -2,7 +2,8 @@
  * micro-kernel this CPU has (avx512, avx2, generic on x86-64): odd sizes that fill no tile,
  * K and N across block boundaries, both transposes, f16 inputs, padded leading dimensions,
  * alpha/beta/bias, beta == 0 over a NaN-filled C, batches (strided, shared operands,
- * and the two threading modes), and an f16 C (computed in f32, rounded once). */
+ * and the two threading modes), an f16 C (computed in f32, rounded once), and the path for a
+ * few rows (cpu_gemv.c) against the reference and, bit for bit, against the blocked GEMM. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,9 +53,13 @@ static double c_value(const kiln_buf *h, kiln_dtype dt, int64_t at) {
     return ((const float *)h->ptr)[at];
 }
 
-/* Runs fast and reference GEMMs on the same inputs, C of dtype cdt, and compares every C
- * element. */
-static void check_one_c(const shape *s, const variant *v, kiln_dtype cdt) {
+/* A GEMM's arguments and random operands for a shape and variant, C of dtype cdt. */
+typedef struct gemm_case {
+    kiln_gemm_args g;
+    kiln_buf ha, hb, hbias, hc;
+} gemm_case;
+
+static void case_new(gemm_case *t, const shape *s, const variant *v, kiln_dtype cdt) {
     const int64_t m = s->m, n = s->n, k = s->k;
     /* stored shapes: A is m x k (k x m when transposed), B is k x n (n x k) */
     const int64_t a_rows = v->ta ? k : m, a_cols = v->ta ? m : k;
@@ -66,16 +71,36 @@ static void check_one_c(const shape *s, const variant *v, kiln_dtype cdt) {
     g.lda = a_cols + v->pad, g.ldb = b_cols + v->pad, g.ldc = n + v->pad;
     g.stride_a = a_rows * g.lda, g.stride_b = v->shared_b ? 0 : b_rows * g.ldb, g.stride_c = m * g.ldc;
     g.alpha = v->alpha, g.beta = v->beta;
-    kiln_buf ha, hb, hbias, hc_fast, hc_ref;
-    g.a = fill_buf(&ha, v->adt, g.stride_a * s->batch, 0);
-    g.b = fill_buf(&hb, v->bdt, b_rows * g.ldb * (v->shared_b ? 1 : s->batch), 0);
-    kiln_ref bias = fill_buf(&hbias, KILN_F32, n, 0);
+    g.a = fill_buf(&t->ha, v->adt, g.stride_a * s->batch, 0);
+    g.b = fill_buf(&t->hb, v->bdt, b_rows * g.ldb * (v->shared_b ? 1 : s->batch), 0);
+    kiln_ref bias = fill_buf(&t->hbias, KILN_F32, n, 0);
     if (v->bias) g.bias = bias;
     /* beta == 0 must ignore C even when it holds NaN */
-    g.c = fill_buf(&hc_fast, cdt, g.stride_c * s->batch, v->beta == 0.0f);
-    kiln_gemm_args r = g;
-    r.c = fill_buf(&hc_ref, cdt, g.stride_c * s->batch, 0);
-    memcpy(hc_ref.ptr, hc_fast.ptr, hc_ref.size);
+    g.c = fill_buf(&t->hc, cdt, g.stride_c * s->batch, v->beta == 0.0f);
+    t->g = g;
+}
+
+/* Another C with the same contents as t's. It draws the random numbers a fresh C would, so
+ * that every case keeps the data its tolerance was checked with (a one-element C whose terms
+ * cancel has a large relative error in any f32 sum). */
+static kiln_ref case_c_copy(const gemm_case *t, kiln_buf *h) {
+    kiln_ref r = fill_buf(h, t->g.c_dtype, (int64_t)(t->hc.size / kiln_dtype_size(t->g.c_dtype)), 0);
+    memcpy(h->ptr, t->hc.ptr, h->size);
+    return r;
+}
+
+static void case_free(gemm_case *t) { free(t->ha.ptr), free(t->hb.ptr), free(t->hbias.ptr), free(t->hc.ptr); }
+
+/* Runs fast and reference GEMMs on the same inputs, C of dtype cdt, and compares every C
+ * element. */
+static void check_one_c(const shape *s, const variant *v, kiln_dtype cdt) {
+    const int64_t m = s->m, n = s->n, k = s->k;
+    gemm_case t;
+    case_new(&t, s, v, cdt);
+    kiln_gemm_args g = t.g, r = t.g;
+    kiln_buf hc_ref;
+    const kiln_buf hc_fast = t.hc;
+    r.c = case_c_copy(&t, &hc_ref);
 
     ck_assert_msg(cpu_gemm(NULL, &g) == KILN_OK, "%s", kiln_error_message());
     ck_assert(cpu_gemm_reference(NULL, &r) == KILN_OK);
@@ -97,8 +122,9 @@ static void check_one_c(const shape *s, const variant *v, kiln_dtype cdt) {
             }
     double err = num / (den > 1e-30 ? den : 1e-30);
     /* an f16 C: both round the f32 sum once, but the sums (blocked f32, double) may fall on
-     * either side of a rounding boundary: a rare one-ulp difference (2^-11 relative) */
-    const double tol = cdt == KILN_F16 ? 1e-7 : 1e-11;
+     * either side of a rounding boundary: a rare one-ulp difference (up to 2^-10 relative),
+     * which in a C of a few dozen elements can weigh up to 2^-20 / dozens */
+    const double tol = cdt == KILN_F16 ? 3e-7 : 1e-11;
     ck_assert_msg(err < tol, "%s: normalized error %g (m %lld n %lld k %lld batch %lld ta %d tb %d a %s b %s c %s alpha %g beta %g bias %d pad %d)",
                   cpu_gemm_active_kernel()->name, err, (long long)m, (long long)n, (long long)k, (long long)s->batch,
                   v->ta, v->tb, kiln_dtype_name(v->adt), kiln_dtype_name(v->bdt), kiln_dtype_name(cdt), v->alpha,
@@ -111,7 +137,8 @@ static void check_one_c(const shape *s, const variant *v, kiln_dtype cdt) {
             ck_assert(!memcmp((char *)hc_fast.ptr + at * es, (char *)hc_ref.ptr + at * es, es) || v->beta == 0.0f);
         }
     }
-    free(ha.ptr), free(hb.ptr), free(hbias.ptr), free(hc_fast.ptr), free(hc_ref.ptr);
+    free(hc_ref.ptr);
+    case_free(&t);
 }
 
 /* Every kernel over the shapes and variants given, C of dtype cdt. */
@@ -229,6 +256,58 @@ START_TEST(f16_output_wide) {
 }
 END_TEST
 
+/* A few rows of C (at most CPU_GEMV_MAX_ROWS, as in decoding) take the GEMV path, which reads
+ * B in place: tails of 8 in N and K, several K blocks, B of either layout wider than one
+ * strip, enough work for threads, batches with a shared B. */
+static const shape few_rows_shapes[] = {{.m = 1, .n = 13, .k = 5, .batch = 1},    {.m = 2, .n = 40, .k = 257, .batch = 1},
+                                        {.m = 3, .n = 2100, .k = 19, .batch = 1}, {.m = 4, .n = 67, .k = 600, .batch = 3},
+                                        {.m = 1, .n = 1500, .k = 771, .batch = 1}, {.m = 4, .n = 2049, .k = 300, .batch = 1}};
+static const variant few_rows_vars[] = {
+    {.adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.0f, .bias = 1},
+    {.tb = 1, .adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.0f, .bias = 1},
+    {.adt = F32, .bdt = F16, .alpha = 1.0f, .beta = 0.0f, .bias = 1, .pad = 3},
+    {.tb = 1, .adt = F32, .bdt = F16, .alpha = -0.5f, .beta = 0.75f, .pad = 1},
+    {.ta = 1, .tb = 1, .adt = F16, .bdt = F32, .alpha = 2.0f, .beta = 1.0f, .bias = 1, .shared_b = 1},
+    {.ta = 1, .adt = F16, .bdt = F16, .alpha = 1.0f, .beta = 0.5f, .pad = 2, .shared_b = 1},
+};
+#define N_FEW_SHAPES (int)(sizeof few_rows_shapes / sizeof few_rows_shapes[0])
+#define N_FEW_VARS (int)(sizeof few_rows_vars / sizeof few_rows_vars[0])
+
+START_TEST(few_rows_against_reference) {
+    check_all_kernels_c(few_rows_shapes, N_FEW_SHAPES, few_rows_vars, N_FEW_VARS, F32);
+    check_all_kernels_c(few_rows_shapes, N_FEW_SHAPES, few_rows_vars, N_FEW_VARS, F16);
+}
+END_TEST
+
+/* The GEMV path gives the blocked GEMM's bits, so that a row decoded alone (with the KV
+ * cache) equals the same row computed among many (without it). */
+START_TEST(few_rows_same_bits_as_blocked) {
+    const cpu_gemm_kernel *list[CPU_GEMM_MAX_KERNELS];
+    int nk = cpu_gemm_kernels(list, CPU_GEMM_MAX_KERNELS);
+    for (int q = 0; q < nk; q++) {
+        ck_assert(cpu_gemm_use_kernel(list[q]->name));
+        for (int i = 0; i < N_FEW_SHAPES; i++)
+            for (int v = 0; v < N_FEW_VARS; v++) {
+                gemm_case t;
+                case_new(&t, &few_rows_shapes[i], &few_rows_vars[v], F32);
+                kiln_gemm_args blocked = t.g;
+                kiln_buf hc_blocked;
+                blocked.c = case_c_copy(&t, &hc_blocked);
+                ck_assert(cpu_gemv_applies(&t.g, list[q]));
+                ck_assert(cpu_gemm(NULL, &t.g) == KILN_OK);
+                cpu_gemm_set_gemv(0);
+                ck_assert(cpu_gemm(NULL, &blocked) == KILN_OK);
+                cpu_gemm_set_gemv(1);
+                ck_assert_msg(!memcmp(t.hc.ptr, hc_blocked.ptr, t.hc.size), "%s: shape %d variant %d: other bits",
+                              list[q]->name, i, v);
+                free(hc_blocked.ptr);
+                case_free(&t);
+            }
+    }
+    cpu_gemm_use_kernel(list[0]->name);
+}
+END_TEST
+
 START_TEST(reference_by_hand) {
     /* the oracle itself: [1 2 3; 4 5 6] [7 8; 9 10; 11 12] = [58 64; 139 154], times
      * alpha 2, plus beta 0.5 times C = 10, plus bias (1, -1) */
@@ -262,6 +341,8 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, batches);
     tcase_add_test(tc, f16_output);
     tcase_add_test(tc, f16_output_wide);
+    tcase_add_test(tc, few_rows_against_reference);
+    tcase_add_test(tc, few_rows_same_bits_as_blocked);
     tcase_add_test(tc, rejects_other_dtypes);
 }
 

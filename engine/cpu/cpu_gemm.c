@@ -34,9 +34,8 @@
 
 #include "cpu/cpu_gemm.h"
 
-/* Block sizes, in floats. A KC x NR slice of a B panel (32 KiB for NR = 32) stays in L1
- * while an MC x KC block of A (about 144 KiB) stays in L2. */
-#define GEMM_KC 256
+/* Block sizes, in floats: with CPU_GEMM_KC (cpu_gemm.h), an MC x KC block of A (about
+ * 144 KiB) stays in L2. */
 #define GEMM_MC 144
 /* The most floats one operand's pack may hold (16 MiB): beyond, C is done in chunks. */
 #define GEMM_PACK_MAX ((int64_t)1 << 22)
@@ -544,6 +543,7 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
     if (a->c_dtype == KILN_F16) return gemm_f16_output(dev, a);
     const cpu_gemm_kernel *kn = cpu_gemm_active_kernel();
+    if (cpu_gemv_applies(a, kn)) return cpu_gemv(a, kn); /* a few rows: B read in place */
     const int64_t m = a->m, n = a->n, k = a->k;
 
     gemm_plan base_plan = {
@@ -563,7 +563,7 @@ kiln_status cpu_gemm(void *dev, const kiln_gemm_args *a) {
     /* even row blocks of about GEMM_MC rows, whole MR panels */
     const int64_t n_ic = (m + GEMM_MC - 1) / GEMM_MC;
     base_plan.mc = kiln_round_up((m + n_ic - 1) / n_ic, kn->mr);
-    base_plan.kc = GEMM_KC;
+    base_plan.kc = CPU_GEMM_KC;
     /* chunks: as much of C as packs of at most GEMM_PACK_MAX floats cover */
     const int64_t kk = k > 0 ? k : 1; /* the packs hold all of K */
     const int64_t pack_rows = GEMM_PACK_MAX / kk / base_plan.mc * base_plan.mc;

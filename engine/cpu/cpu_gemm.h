@@ -37,6 +37,7 @@ typedef void (*cpu_gemm_pack_fn)(float *dst, const float *src, int64_t ld, int64
 typedef struct cpu_gemm_kernel {
     const char *name; /* "avx512", "avx2", "generic" */
     int mr, nr;
+    int fused; /* 1: a multiply-add is rounded once (FMA); 0: the product, then the sum */
     cpu_gemm_micro_fn run;
     cpu_gemm_pack_fn pack_a, pack_at, pack_b, pack_bt; /* each may be NULL */
 } cpu_gemm_kernel;
@@ -59,6 +60,22 @@ int cpu_gemm_use_kernel(const char *name);
 int cpu_threads_contended(void);
 /* Tests turn the backoff off (0) so that the threaded paths always run. */
 void cpu_gemm_set_backoff(int enabled);
+
+/* K is summed in blocks of CPU_GEMM_KC terms: each block's sum starts from zero and is folded
+ * into C by cpu_gemm_store_tile (the first block applies beta and the bias). A KC x NR slice
+ * of a B panel (32 KiB for NR = 32) stays in L1. */
+#define CPU_GEMM_KC 256
+
+/* The path for a few rows of C (decoding a token), cpu_gemv.c: B is read where it lies
+ * instead of packed. The same arithmetic as cpu_gemm's, term for term, so a row of C has the
+ * same bits whichever path computed it. */
+#define CPU_GEMV_MAX_ROWS 4
+/* 1 when cpu_gemv takes these arguments (an f32 C of at most CPU_GEMV_MAX_ROWS rows, K > 0,
+ * and a B the kernel can read in place), for the kernel kn. */
+int cpu_gemv_applies(const kiln_gemm_args *a, const cpu_gemm_kernel *kn);
+kiln_status cpu_gemv(const kiln_gemm_args *a, const cpu_gemm_kernel *kn);
+/* Tests turn the GEMV path off (0) to compare it with the blocked GEMM. */
+void cpu_gemm_set_gemv(int enabled);
 
 /* The plain triple loop with double accumulation: the oracle of the fast path. */
 kiln_status cpu_gemm_reference(void *dev, const kiln_gemm_args *a);

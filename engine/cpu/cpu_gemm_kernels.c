@@ -17,7 +17,7 @@
 #include "cpu/cpu_gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "cpu/cpu_transpose8.h"
 #define CPU_GEMM_X86 1
 #endif
 
@@ -54,6 +54,7 @@ static const cpu_gemm_kernel k_generic = {
     .mr = GENERIC_MR,
     .nr = GENERIC_NR,
     .run = micro_generic,
+    .fused = 0,
     .pack_a = NULL,
     .pack_at = NULL,
     .pack_b = NULL,
@@ -92,25 +93,6 @@ micro_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, in
     cpu_gemm_store_tile(tile, AVX2_NR, c, ldc, mv, nv, e);
 }
 
-/* 8 x 8 transpose in registers: r[i] lane j becomes r[j] lane i. */
-__attribute__((target("avx2,fma"))) static inline void transpose8(__m256 r[8]) {
-    __m256 t[8], s[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int h = 0; h < 2; h++) {
-        s[4 * h + 0] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], 0x44);
-        s[4 * h + 1] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], 0xEE);
-        s[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
-        s[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(s[i], s[i + 4], 0x31);
-    }
-}
-
 /* rows rows of src (rows <= 8), 8 columns at a time, transposed into dst with row stride
  * dst_ld: dst[p * dst_ld + i] = src[i * ld + p] for p < kc. */
 __attribute__((target("avx2,fma"))) static void
@@ -121,7 +103,7 @@ transpose_rows_avx2(float *dst, int64_t dst_ld, const float *src, int rows, int6
     for (; p0 + 8 <= kc; p0 += 8) {
         __m256 r[8];
         for (int i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(src + i * ld + p0) : _mm256_setzero_ps();
-        transpose8(r);
+        cpu_transpose8(r);
         for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + (p0 + q) * dst_ld, keep, r[q]);
     }
     for (; p0 < kc; p0++)
@@ -155,6 +137,7 @@ static const cpu_gemm_kernel k_avx2 = {
     .mr = AVX2_MR,
     .nr = AVX2_NR,
     .run = micro_avx2,
+    .fused = 1,
     .pack_a = pack_a_avx2,
     .pack_at = pack_at_avx2,
     .pack_b = pack_b_avx2,
@@ -278,6 +261,7 @@ static const cpu_gemm_kernel k_avx512 = {
     .mr = AVX512_MR,
     .nr = AVX512_NR,
     .run = micro_avx512,
+    .fused = 1,
     .pack_a = pack_a_avx512,
     .pack_at = pack_at_avx512,
     .pack_b = pack_b_avx512,
