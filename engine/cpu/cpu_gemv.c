@@ -356,6 +356,8 @@ kiln_status cpu_gemv(const kiln_gemm_args *a, const cpu_gemm_kernel *kn) {
     gemv_task_fn task = a->trans_b ? nk_task_generic : kn_task_generic;
 #ifdef CPU_GEMV_X86
     if (kn->fused) task = a->trans_b ? nk_task_avx2 : kn_task_avx2;
+#else
+    (void)kn; /* only the generic kernel elsewhere */
 #endif
     const size_t a_size = kiln_dtype_size(a->a_dtype), b_size = kiln_dtype_size(a->b_dtype);
     for (int64_t b = 0; b < a->batch; b++) {
