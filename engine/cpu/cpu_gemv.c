@@ -265,6 +265,7 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void prefe
  * are two independent chains of multiply-adds (one chain waits on every add; with four, the
  * 32 rows read at once were more streams than the prefetchers follow: 0.9x as fast). */
 #define NK_GROUPS 2
+_Static_assert(NK_GROUPS == 2, "nk_task_avx2's common case names its two sums");
 __attribute__((target("avx2,fma,f16c"))) static void nk_task_avx2(const gemv *g, int64_t task) {
     const int m = g->m;
     const int64_t k = g->k, end = min64(g->n, (task + 1) * GEMV_GROUP);
