@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GGUF and quantized inference end to end (model/gpt_gguf.h, docs/quantization.md):
-#   - a trained GPT exported as GGUF at f32, f16, q8_0 and q4_0 (kiln export, kiln quantize)
+#   - a trained GPT exported as GGUF at f32, f16, q8_0, q4_0 and q4_1 (kiln export, kiln quantize)
 #     reads back: the f32 file evaluates to the checkpoint's loss exactly, f16 within 1e-3,
-#     q8_0 within 0.01, q4_0 within 0.1 (each figure printed), and greedy decoding from the
+#     q8_0 within 0.01, q4_0 and q4_1 within 0.1 (each figure printed), and greedy decoding from the
 #     f32 and q8_0 files gives the checkpoint's bytes;
 #   - the files are the expected sizes (q4_0 about a quarter of f16 for the matrices);
 #   - refused in one line: a model llama.cpp's gpt2 cannot hold (Post-LN), a width that is not
@@ -19,17 +19,19 @@ tail -n 40 text.txt >held.txt
 common=(--backend "$backend" --trust-device)
 "$kiln" train --data text.txt --out run --layers 2 --heads 2 --dim 32 --block 32 --batch 8 --steps 60 --lr 3e-3 \
   --eval-every 0 --eval-windows 8 --backend cpu >/dev/null 2>train.err || { cat train.err; exit 1; }
-for t in f32 f16 q8_0 q4_0; do
+for t in f32 f16 q8_0 q4_0 q4_1; do
   "$kiln" export --ckpt run/model.safetensors --format gguf --type "$t" --out "run/$t.gguf" 2>export.err ||
     fail "export --type $t: $(cat export.err)"
 done
 "$kiln" quantize --ckpt run/model.safetensors --format q4_0 --out run/quantized.gguf 2>/dev/null || fail "kiln quantize"
 cmp -s run/quantized.gguf run/q4_0.gguf || fail "kiln quantize --format q4_0 differs from kiln export --type q4_0"
+"$kiln" quantize --ckpt run/model.safetensors --format q4_1 --out run/quantized.gguf 2>/dev/null || fail "kiln quantize q4_1"
+cmp -s run/quantized.gguf run/q4_1.gguf || fail "kiln quantize --format q4_1 differs from kiln export --type q4_1"
 
 loss_of() { "$kiln" eval --ckpt "$1" --data held.txt "${common[@]}" 2>/dev/null | sed -n 's/^loss //p'; }
 base=$(loss_of run/model.safetensors)
 [ -n "$base" ] || { echo "FAIL the checkpoint does not evaluate"; exit 1; }
-for t in f32:0 f16:1e-3 q8_0:0.01 q4_0:0.1; do
+for t in f32:0 f16:1e-3 q8_0:0.01 q4_0:0.1 q4_1:0.1; do
   name=${t%%:*} tol=${t#*:}
   got=$(loss_of "run/$name.gguf")
   if [ -n "$got" ] && "$py" -c "import sys; sys.exit(0 if abs($got - $base) <= $tol else 1)"; then

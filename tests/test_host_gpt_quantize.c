@@ -1,8 +1,8 @@
 /* A GPT quantized in memory (model/gpt_quantize.h) is the model that `kiln export --format
- * gguf --type q8_0|q4_0` and loading that file give: the same logits, bit for bit (the same
+ * gguf --type q8_0|q4_0|q4_1` and loading that file give: the same logits, bit for bit (the same
  * blocks through the same kernels). Loading a quantized GGUF never allocates the f32 tensors
  * of the weights it keeps in blocks. The weight bytes a token reads shrink as the formats
- * say (Q8_0 34 and Q4_0 18 bytes per 32 weights for every matrix). */
+ * say (Q8_0 34, Q4_0 18 and Q4_1 20 bytes per 32 weights for every matrix). */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,10 +35,11 @@ static void logits_of(gpt_model *m, float *out, int64_t n) {
     kiln_tensor_free(t);
 }
 
-/* Loop index: Q8_0, Q4_0. */
+/* Loop index: Q8_0, Q4_0, Q4_1. */
 START_TEST(quantized_in_memory_equals_the_gguf_round_trip) {
-    const kiln_qformat format = _i ? KILN_Q4_0 : KILN_Q8_0;
-    const int type = _i ? GGML_TYPE_Q4_0 : GGML_TYPE_Q8_0;
+    static const int types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1};
+    const int type = types[_i];
+    const kiln_qformat format = (kiln_qformat)gpt_gguf_qformat(type);
     char path[] = "/tmp/kiln_test_quantize_XXXXXX", err[256];
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
@@ -60,8 +61,9 @@ START_TEST(quantized_in_memory_equals_the_gguf_round_trip) {
     logits_of(source, a, n);
     logits_of(loaded, b, n);
     for (int64_t i = 0; i < n; i++) ck_assert_msg(a[i] == b[i], "logit %lld: %g in memory, %g from the file", (long long)i, a[i], b[i]);
-    /* the matrices dominate: their bytes scale by 34/128 or 18/128 of f32's */
-    const double ratio = gpt_weight_bytes_per_token(source) / f32_bytes, want = (_i ? 18.0 : 34.0) / 128.0;
+    /* the matrices dominate: their bytes scale by 34/128, 18/128 or 20/128 of f32's */
+    const double ratio = gpt_weight_bytes_per_token(source) / f32_bytes,
+                 want = (double)kiln_qformat_block_bytes(format) / (4.0 * KILN_QBLOCK);
     ck_assert_msg(ratio > want && ratio < want * 1.1, "bytes per token %.4f of f32's, expected just above %.4f", ratio,
                   want);
     ck_assert_double_eq(gpt_weight_bytes_per_token(source), gpt_weight_bytes_per_token(loaded));
@@ -76,7 +78,7 @@ END_TEST
 
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
-    tcase_add_loop_test(tc, quantized_in_memory_equals_the_gguf_round_trip, 0, 2);
+    tcase_add_loop_test(tc, quantized_in_memory_equals_the_gguf_round_trip, 0, 3);
 }
 
 int main(int argc, char **argv) { return kt_main(argc, argv, "host_gpt_quantize", add_tests, NULL, 0); }

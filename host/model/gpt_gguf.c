@@ -147,7 +147,7 @@ static void *convert(const float *x, int64_t rows, int64_t cols, int type, uint6
                 uint16_t h = kiln_f32_to_f16(src[c]);
                 dst[2 * c] = (unsigned char)(h & 0xff), dst[2 * c + 1] = (unsigned char)(h >> 8);
             }
-        } else if (kiln_quantize_row(type == GGML_TYPE_Q8_0 ? KILN_Q8_0 : KILN_Q4_0, src, cols, dst)) {
+        } else if (kiln_quantize_row((kiln_qformat)gpt_gguf_qformat(type), src, cols, dst)) {
             free(out);
             return NULL;
         }
@@ -187,6 +187,15 @@ static int add_weight(gguf_writer *w, keep *k, const kiln_tensor *t, const char 
     return 0;
 }
 
+int gpt_gguf_qformat(int type) {
+    switch (type) {
+    case GGML_TYPE_Q8_0: return KILN_Q8_0;
+    case GGML_TYPE_Q4_0: return KILN_Q4_0;
+    case GGML_TYPE_Q4_1: return KILN_Q4_1;
+    default: return -1;
+    }
+}
+
 int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err, size_t errlen) {
     const gpt_config *c = &m->cfg;
     char option[64];
@@ -195,9 +204,9 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
                  "architecture is GPT-2's own block only", option);
         return -1;
     }
-    int quantized = type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0;
+    int quantized = gpt_gguf_qformat(type) >= 0;
     if (type != GGML_TYPE_F32 && type != GGML_TYPE_F16 && !quantized) {
-        snprintf(err, errlen, "GGUF export writes f32, f16, q8_0 or q4_0");
+        snprintf(err, errlen, "GGUF export writes f32, f16, q8_0, q4_0 or q4_1");
         return -1;
     }
     if (quantized && c->n_embd % KILN_QBLOCK) {
@@ -213,7 +222,7 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
     keep k = {0};
     int rc = w ? 0 : -1;
     static const int file_types[] = {[GGML_TYPE_F32] = 0, [GGML_TYPE_F16] = 1, [GGML_TYPE_Q4_0] = 2,
-                                     [GGML_TYPE_Q8_0] = 7}; /* llama_ftype */
+                                     [GGML_TYPE_Q4_1] = 3, [GGML_TYPE_Q8_0] = 7}; /* llama_ftype */
     if (rc == 0) {
         gguf_writer_str(w, "general.architecture", "gpt2");
         gguf_writer_str(w, "general.name", "kiln GPT");

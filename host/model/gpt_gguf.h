@@ -1,12 +1,13 @@
 /* A GPT as a GGUF file of llama.cpp's gpt2 architecture (the layout of llama.cpp's own
  * convert_hf_to_gguf.py for Hugging Face GPT-2), so that llama.cpp and the tools built on it
- * load kiln's models, at f32, f16 or quantized to Q8_0 or Q4_0 (kiln/quant.h: ggml's bytes).
+ * load kiln's models, at f32, f16 or quantized to Q8_0, Q4_0 or Q4_1 (kiln/quant.h: ggml's
+ * bytes).
  *
  * Tensors: token_embd, position_embd, output_norm (ln_f) and output (the tied head: a copy of
  * token_embd, as the converter writes it), and per block blk.N.attn_norm, attn_qkv,
  * attn_output, ffn_norm, ffn_up, ffn_down (weights and biases). The Conv1D weights are
  * transposed to ggml's [out][in] rows. Which tensors a type changes: f16 turns every matrix
- * to f16; q8_0 and q4_0 quantize the four matrices of each block, token_embd and output
+ * to f16; q8_0, q4_0 and q4_1 quantize the four matrices of each block, token_embd and output
  * (what decoding reads per token), keep position_embd in f16 (a table of n_positions rows,
  * read one row per token) and every LayerNorm weight and bias in f32 (1-D tensors: ggml
  * keeps them f32 in every type, and their error would scale whole layers).
@@ -27,7 +28,7 @@
 #include "text/tokenizer.h"
 
 /* Writes m (its f32 weights, read from the device) with tokenizer tok as GGUF at path,
- * atomically; type is a ggml type number: GGML_TYPE_F32, _F16, _Q8_0 or _Q4_0
+ * atomically; type is a ggml type number: GGML_TYPE_F32, _F16, _Q8_0, _Q4_0 or _Q4_1
  * (formats/gguf.h). Returns 0, or -1 with one line in err. */
 int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err, size_t errlen);
 
@@ -40,6 +41,10 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
  * their small f32 tables. Any other ggml type is refused by name (formats/gguf.h). Returns 0,
  * or -1 with one line in err. */
 int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err, size_t errlen);
+
+/* The kiln block format (kiln/quant.h) of a quantized ggml type, Q8_0, Q4_0 or Q4_1; -1 for
+ * any other type. */
+int gpt_gguf_qformat(int type);
 
 /* GGUF's name of kiln's weight `hf` ("h.3.mlp.c_fc.weight" -> "blk.3.ffn_up.weight") and
  * whether ggml stores it transposed (GPT-2's Conv1D weights). Returns 0, or -1 for a weight

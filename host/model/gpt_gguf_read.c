@@ -10,11 +10,9 @@
 #include "text/gpt2_bytes.h"
 #include "text/unicode_class.h"
 
-static kiln_qformat qformat_of(int type) {
-    return type == GGML_TYPE_Q8_0 ? KILN_Q8_0 : type == GGML_TYPE_Q4_0 ? KILN_Q4_0 : KILN_Q4_1;
-}
+static kiln_qformat qformat_of(int type) { return (kiln_qformat)gpt_gguf_qformat(type); }
 
-static int is_quantized(int type) { return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q4_1; }
+static int is_quantized(int type) { return gpt_gguf_qformat(type) >= 0; }
 
 /* A tensor's values as f32 rows (malloc'd): f32 copied, f16 widened, blocks dequantized. */
 static float *values_of(const gguf_tensor *t) {
