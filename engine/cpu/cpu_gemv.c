@@ -142,15 +142,18 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256i lanes_below(int n
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), index);
 }
 
+/* Eight f16 values from at, of which the first len (1..8) exist (the others 0). */
+__attribute__((target("avx2,fma,f16c"))) static inline __m128i load_halves(const void *at, int len) {
+    if (len == 8) return _mm_loadu_si128(at);
+    uint16_t h[8] = {0};
+    memcpy(h, at, (size_t)len * sizeof h[0]);
+    return _mm_loadu_si128((const void *)h);
+}
+
 /* Eight elements of B from (row, col), of which the first len (1..8) exist (the others 0). */
 __attribute__((target("avx2,fma,f16c"))) static inline __m256 load8(const gemv *g, int64_t row, int64_t col, int len) {
     const void *at = b_at(g, row, col);
-    if (g->b_f16) {
-        if (len == 8) return _mm256_cvtph_ps(_mm_loadu_si128(at));
-        uint16_t h[8] = {0};
-        memcpy(h, at, (size_t)len * sizeof h[0]);
-        return _mm256_cvtph_ps(_mm_loadu_si128((const void *)h));
-    }
+    if (g->b_f16) return _mm256_cvtph_ps(load_halves(at, len));
     if (len == 8) return _mm256_loadu_ps(at);
     return _mm256_maskload_ps(at, lanes_below(len));
 }
@@ -205,17 +208,7 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
 load_columns_f16(const gemv *g, __m256 col[8], int64_t j, int rows, int64_t p, int len) {
     __m128i r[8];
 #pragma GCC unroll 8
-    for (int l = 0; l < 8; l++) {
-        if (l >= rows) {
-            r[l] = _mm_setzero_si128();
-        } else if (len == 8) {
-            r[l] = _mm_loadu_si128(b_at(g, j + l, p));
-        } else {
-            uint16_t h[8] = {0};
-            memcpy(h, b_at(g, j + l, p), (size_t)len * sizeof h[0]);
-            r[l] = _mm_loadu_si128((const void *)h);
-        }
-    }
+    for (int l = 0; l < 8; l++) r[l] = l < rows ? load_halves(b_at(g, j + l, p), len) : _mm_setzero_si128();
     __m128i t[8], u[8];
     for (int i = 0; i < 4; i++) { /* pairs of rows interleaved */
         t[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
