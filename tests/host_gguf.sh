@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GGUF and quantized inference end to end (model/gpt_gguf.h, docs/quantization.md):
+# GGUF and quantized inference end to end (model/gpt/gpt_gguf.h, docs/quantization.md):
 #   - a trained GPT exported as GGUF at f32, f16, q8_0, q4_0 and q4_1 (kiln export, kiln quantize)
 #     reads back: the f32 file evaluates to the checkpoint's loss exactly, f16 within 1e-3,
 #     q8_0 within 0.01, q4_0 and q4_1 within 0.1 (each figure printed), and greedy decoding from the

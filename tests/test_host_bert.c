@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "formats/safetensors.h"
-#include "model/bert.h"
-#include "model/bert_checkpoint.h"
-#include "model/bert_data.h"
-#include "model/gpt_checkpoint.h"
+#include "model/bert/bert.h"
+#include "model/bert/bert_checkpoint.h"
+#include "model/bert/bert_data.h"
+#include "model/gpt/gpt_checkpoint.h"
 #include "testutil.h"
 
 enum { V = 17, CLS = 13, SEP = 14, MASK = 15, PAD = 16, MAXLEN = 10 };

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "model/block.h"
-#include "model/gpt.h"
-#include "model/gpt_checkpoint.h"
+#include "model/gpt/gpt.h"
+#include "model/gpt/gpt_checkpoint.h"
 #include "testutil.h"
 
 /* ---- the table ---- */

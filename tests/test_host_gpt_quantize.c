@@ -1,4 +1,4 @@
-/* A GPT quantized in memory (model/gpt_quantize.h) is the model that `kiln export --format
+/* A GPT quantized in memory (model/gpt/gpt_quantize.h) is the model that `kiln export --format
  * gguf --type q8_0|q4_0|q4_1` and loading that file give: the same logits, bit for bit (the same
  * blocks through the same kernels). Loading a quantized GGUF never allocates the f32 tensors
  * of the weights it keeps in blocks. The weight bytes a token reads shrink as the formats
@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "formats/gguf.h"
-#include "model/gpt_gguf.h"
-#include "model/gpt_quantize.h"
+#include "model/gpt/gpt_gguf.h"
+#include "model/gpt/gpt_quantize.h"
 #include "testutil.h"
 
 static const gpt_config small = {.n_layer = 2, .n_head = 2, .n_embd = 64, .n_positions = 16,

@@ -4,7 +4,7 @@
  * checked against PyTorch by gpt_parity.py. */
 #include <math.h>
 
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 #include "model/sample.h"
 #include "model/trainer.h"
 #include "testutil.h"

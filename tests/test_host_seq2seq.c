@@ -1,4 +1,4 @@
-/* The encoder-decoder (host/model/seq2seq.h) on every backend:
+/* The encoder-decoder (host/model/seq2seq/seq2seq.h) on every backend:
  *   - padding cannot leak: changing the ids at padded source and target positions changes
  *     neither the loss nor any gradient, while changing one real token does;
  *   - a padded row gives the logits it gives alone, unpadded;
@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/gpt_checkpoint.h"
-#include "model/seq2seq.h"
-#include "model/seq2seq_checkpoint.h"
+#include "model/gpt/gpt_checkpoint.h"
+#include "model/seq2seq/seq2seq.h"
+#include "model/seq2seq/seq2seq_checkpoint.h"
 #include "testutil.h"
 
 enum { V = 13, BOS = 10, EOS = 11, PAD = 12, MAXLEN = 12 };

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 #include "model/trainer.h"
 #include "testutil.h"
 

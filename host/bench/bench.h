@@ -21,7 +21,7 @@
 
 #include "kiln/kiln.h"
 #include "kiln/probe.h"
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 
 /* ---- the commands (each returns the process exit code) ---- */
 

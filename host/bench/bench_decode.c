@@ -28,7 +28,7 @@
 
 #include "bench/bench.h"
 #include "cli/gpt_load.h"
-#include "model/gpt_quantize.h"
+#include "model/gpt/gpt_quantize.h"
 
 static const char *const format_names[4] = {"f32", "f16", "q8_0", "q4_0"};
 enum { FMT_F32, FMT_F16, FMT_Q8_0, FMT_Q4_0 };

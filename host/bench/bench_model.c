@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 #include "model/trainer.h"
 
 typedef struct model_size {

@@ -17,7 +17,7 @@
 #include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
 #include "cli/progress.h"
-#include "model/gpt_checkpoint.h"
+#include "model/gpt/gpt_checkpoint.h"
 #include "model/sample.h"
 
 typedef struct decoder {

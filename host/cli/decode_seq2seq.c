@@ -2,7 +2,7 @@
  * of --input-file FILE, writing one output line per input line, in order. Greedy by
  * default, --batch lines at a time as one batch; --beam K searches K hypotheses ranked with GNMT's length penalty
  * (--length-penalty alpha). The encoder runs once per input and every decoder layer's
- * cross-attention keys and values are computed once (model/seq2seq_search.c). */
+ * cross-attention keys and values are computed once (model/seq2seq/seq2seq_search.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

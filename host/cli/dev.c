@@ -18,7 +18,7 @@
 #include "cli/dev_dump.h"
 #include "cli/device.h"
 #include "formats/safetensors.h"
-#include "model/gpt_checkpoint.h"
+#include "model/gpt/gpt_checkpoint.h"
 #include "model/trainer.h"
 
 typedef struct batches {

@@ -3,7 +3,7 @@
  *   kiln dev bert-parity --ckpt W.safetensors --batch B.safetensors --out R.safetensors
  *                        [--steps N --lr X]
  *
- * W is a checkpoint in Hugging Face's layout (model/bert_checkpoint.h). B holds one padded
+ * W is a checkpoint in Hugging Face's layout (model/bert/bert_checkpoint.h). B holds one padded
  * batch as integers: "ids" [B, T], "lengths" [B] and "targets" [B, T] (-1 where nothing is
  * predicted). R receives, at the initial weights, "logits" [B, T, V] (every position),
  * "loss" [1] (the MLM loss, computed on the gathered target rows as training does) and
@@ -20,7 +20,7 @@
 #include "cli/dev_dump.h"
 #include "cli/device.h"
 #include "formats/safetensors.h"
-#include "model/bert_checkpoint.h"
+#include "model/bert/bert_checkpoint.h"
 #include "model/trainer.h"
 
 /* Reads integer tensor `name` of rank ndim into a new i32 array, checking [lo, hi). */

@@ -18,7 +18,7 @@
 #include "cli/dev_dump.h"
 #include "cli/device.h"
 #include "formats/safetensors.h"
-#include "model/seq2seq_checkpoint.h"
+#include "model/seq2seq/seq2seq_checkpoint.h"
 #include "model/trainer.h"
 
 /* Reads integer tensor `name` of rank ndim into a new i32 array, checking [lo, hi). */

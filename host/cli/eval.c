@@ -9,8 +9,8 @@
 #include "cli/gpt_load.h"
 #include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
-#include "model/eval_loss.h"
-#include "model/gpt_checkpoint.h"
+#include "model/gpt/eval_loss.h"
+#include "model/gpt/gpt_checkpoint.h"
 
 int cmd_eval(int argc, char **argv) {
     if (host_ckpt_is_seq2seq(argc, argv)) return cmd_eval_seq2seq(argc, argv);

@@ -3,7 +3,7 @@
  *   accuracy Y   the fraction of chosen positions whose most likely token is the original
  * The text is tokenized with the checkpoint's tokenizer and cut into consecutive windows of
  * max_len - 2 tokens (the last one may be shorter), each framed [CLS] ... [SEP] and masked
- * as in training from a fixed seed (model/bert_data.h), so two evaluations agree. --split
+ * as in training from a fixed seed (model/bert/bert_data.h), so two evaluations agree. --split
  * held-out evaluates the last 10% of the tokens only: the windows `kiln train` evaluates. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 #include "cli/device.h"
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
-#include "model/bert_checkpoint.h"
-#include "model/bert_data.h"
+#include "model/bert/bert_checkpoint.h"
+#include "model/bert/bert_data.h"
 #include "model/checkpoint_tokenizer.h"
 
 /* The file's tokens. */

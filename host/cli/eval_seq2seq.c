@@ -15,7 +15,7 @@
 #include "cli/device_check.h"
 #include "cli/seq2seq_session.h"
 #include "formats/pairs.h"
-#include "model/seq2seq_data.h"
+#include "model/seq2seq/seq2seq_data.h"
 #include "text/bleu.h"
 
 int cmd_eval_seq2seq(int argc, char **argv) {

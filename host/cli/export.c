@@ -1,5 +1,5 @@
 /* `kiln export --format gguf` and `kiln quantize`: a GPT checkpoint as a GGUF file of
- * llama.cpp's gpt2 architecture (model/gpt_gguf.h), at f32 or f16, or quantized to Q8_0,
+ * llama.cpp's gpt2 architecture (model/gpt/gpt_gguf.h), at f32 or f16, or quantized to Q8_0,
  * Q4_0 or Q4_1 in ggml's blocks. The conversion runs on the host (the CPU backend holds the
  * weights while they are read): no device is needed. */
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include "cli/device.h"
 #include "cli/gpt_tokenizer.h"
 #include "formats/gguf.h"
-#include "model/gpt_checkpoint.h"
-#include "model/gpt_gguf.h"
+#include "model/gpt/gpt_checkpoint.h"
+#include "model/gpt/gpt_gguf.h"
 
 /* The ggml type named by the user: f32, f16, q8_0, q4_0, q4_1 (-1 otherwise). */
 static int type_of(const char *name) {

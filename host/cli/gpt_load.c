@@ -6,8 +6,8 @@
 
 #include "cli/cli.h"
 #include "cli/gpt_tokenizer.h"
-#include "model/gpt_checkpoint.h"
-#include "model/gpt_gguf.h"
+#include "model/gpt/gpt_checkpoint.h"
+#include "model/gpt/gpt_gguf.h"
 
 int host_is_gguf(const char *path) {
     FILE *f = fopen(path, "rb");

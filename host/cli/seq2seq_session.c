@@ -11,7 +11,7 @@
 #include "cli/precision_option.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/model_checkpoint.h"
-#include "model/seq2seq_checkpoint.h"
+#include "model/seq2seq/seq2seq_checkpoint.h"
 
 int host_ckpt_has_model_type(int argc, char **argv, const char *model_type) {
     const char *ckpt = NULL;

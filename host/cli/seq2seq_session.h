@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "model/seq2seq.h"
+#include "model/seq2seq/seq2seq.h"
 #include "text/tokenizer.h"
 
 /* 1 when the --ckpt in argv is an encoder-decoder checkpoint (model_type kiln-seq2seq), 0

@@ -1,10 +1,10 @@
-/* `kiln train --model bert`: trains BERT's masked language model (model/bert.h) on a text
+/* `kiln train --model bert`: trains BERT's masked language model (model/bert/bert.h) on a text
  * file.
  *
  * The text is tokenized with --tokenizer (which must have [CLS], [SEP] and [MASK]) or as
  * bytes with the six specials; the last 10% of the tokens are held out, as the GPT's. Each
  * micro-batch holds --batch sequences of --block positions: [CLS], --block - 2 consecutive
- * tokens drawn for (seed, draw), [SEP], masked as BERT does (model/bert_data.h), so
+ * tokens drawn for (seed, draw), [SEP], masked as BERT does (model/bert/bert_data.h), so
  * --resume continues exactly. Evaluations give the held-out MLM loss and accuracy (the
  * masking drawn from a fixed seed); the checkpoint is in Hugging Face BertForMaskedLM's
  * layout, with config.json beside it. Post-LN by default, as BERT; every --norm/--residual
@@ -25,8 +25,8 @@
 #include "cli/progress.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
-#include "model/bert_checkpoint.h"
-#include "model/bert_data.h"
+#include "model/bert/bert_checkpoint.h"
+#include "model/bert/bert_data.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/metrics.h"
 #include "model/precision.h"

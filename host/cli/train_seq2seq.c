@@ -1,4 +1,4 @@
-/* `kiln train --model seq2seq`: trains the encoder-decoder Transformer (model/seq2seq.h) on
+/* `kiln train --model seq2seq`: trains the encoder-decoder Transformer (model/seq2seq/seq2seq.h) on
  * source<TAB>target pairs.
  *
  * The defaults are the paper's (Vaswani et al. 2017): Post-LN, the Noam schedule, Adam with
@@ -28,8 +28,8 @@
 #include "model/checkpoint_tokenizer.h"
 #include "model/metrics.h"
 #include "model/precision.h"
-#include "model/seq2seq_checkpoint.h"
-#include "model/seq2seq_data.h"
+#include "model/seq2seq/seq2seq_checkpoint.h"
+#include "model/seq2seq/seq2seq_data.h"
 
 typedef struct s2s_run {
     train_options o;

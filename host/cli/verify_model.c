@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 #include "model/trainer.h"
 
 /* Big enough to run every kind of kernel a GPT uses, with ragged sizes (dim 48 over 3 heads

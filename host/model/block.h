@@ -167,7 +167,7 @@ int block_param_specs(const block_config *c, const char *prefix, int layer, int 
 typedef struct block_weights {
     kiln_tensor *w[BLOCK_SLOT_COUNT];
     /* a linear's weight quantized (kiln/quant.h: [out][in] blocks), used instead of its
-       w[] (then NULL) by a model read from a quantized GGUF (model/gpt_gguf.h); its bias stays
+       w[] (then NULL) by a model read from a quantized GGUF (model/gpt/gpt_gguf.h); its bias stays
        in w[]. NULL: the f32/f16 weight. */
     kiln_qmatrix *q[BLOCK_SLOT_COUNT];
 } block_weights;

@@ -4,7 +4,7 @@
  * val_loss appears only on the steps that evaluated. Mixed-precision (fp16) runs add
  * "loss_scale" (S after the step's update) and "skipped_steps" (overflowing steps skipped
  * so far, cumulative); a skipped step's grad_norm is null. Steps that evaluated add the
- * monitoring of model/gpt.h: "attn_entropy" (one value per layer: the mean over heads and
+ * monitoring of model/gpt/gpt.h: "attn_entropy" (one value per layer: the mean over heads and
  * queries of -sum p log p on a validation batch; null for a layer without softmax
  * attention), "attn_entropy_min" (the lowest head's) and "grad_norm_layers" (the gradient
  * norm of each block's parameters at that step). A BERT's evaluations add "mlm_accuracy": the

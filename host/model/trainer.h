@@ -11,7 +11,7 @@
 
 #include "formats/data.h"
 #include "kiln/loss_scale.h"
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 
 /* The learning-rate schedules (train_lr_at) and optimizers, by the names users type. */
 typedef enum train_schedule {

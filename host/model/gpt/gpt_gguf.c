@@ -1,5 +1,5 @@
 /* GPT to GGUF (gpt_gguf.h). */
-#include "model/gpt_gguf.h"
+#include "model/gpt/gpt_gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

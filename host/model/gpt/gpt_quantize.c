@@ -1,11 +1,11 @@
 /* In-memory quantization of a GPT (gpt_quantize.h). */
-#include "model/gpt_quantize.h"
+#include "model/gpt/gpt_quantize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gpt_gguf.h"
+#include "model/gpt/gpt_gguf.h"
 
 int gpt_keeps_quantized(const gpt_param_spec *s) {
     char name[96];

@@ -1,5 +1,5 @@
 /* The GPT's weights: config checks, allocation with checkpoint names, initialisation. */
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 
 #include <math.h>
 #include <stdio.h>

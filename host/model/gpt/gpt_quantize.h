@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "kiln/quant.h"
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 
 /* 1 when weight s is kept in blocks by a quantized model: the blocks' four matrices (GPT-2's
  * Conv1D weights) and the token embedding, which is also the tied output head. The position

@@ -1,5 +1,5 @@
 /* BERT's weights: config checks, parameter table, allocation, init and precision (bert.h). */
-#include "model/bert.h"
+#include "model/bert/bert.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
  *
  * Internally the model keeps the block's layout and names (block_param_specs with prefix
  * "bert.encoder.layer.": Conv1D [in, out] weights, q, k and v fused); its own tensors carry
- * Hugging Face's names and layouts. model/bert_checkpoint.h converts the blocks to Hugging
+ * Hugging Face's names and layouts. model/bert/bert_checkpoint.h converts the blocks to Hugging
  * Face's layout at save and back at load. Nothing here prints: failures return NULL or a
  * status with the engine's last error set. */
 #ifndef KILN_HOST_MODEL_BERT_H

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "model/gpt.h"
-#include "model/gpt_internal.h"
+#include "model/gpt/gpt.h"
+#include "model/gpt/gpt_internal.h"
 
 /* A quantized token embedding's rows for ids [B, T], dequantized on the host from the
  * model's blocks: one row per token, never the table. The ids are read from the device only

@@ -1,5 +1,5 @@
 /* BERT's sequences and masking (bert_data.h). */
-#include "model/bert_data.h"
+#include "model/bert/bert_data.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "model/gpt.h"
-#include "model/gpt_internal.h"
+#include "model/gpt/gpt.h"
+#include "model/gpt/gpt_internal.h"
 
 /* Runs f with grad and training off (an evaluation-mode pass), restoring both after. */
 typedef struct eval_mode {

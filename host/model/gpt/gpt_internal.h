@@ -3,7 +3,7 @@
 #ifndef KILN_HOST_MODEL_GPT_INTERNAL_H
 #define KILN_HOST_MODEL_GPT_INTERNAL_H
 
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 
 /* The residual stream after the last block, [B, T, C], for token ids at positions
  * [pass->pos0, pass->pos0 + T); attention over cache when it is not NULL. host_ids: the same

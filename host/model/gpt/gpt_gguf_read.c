@@ -5,8 +5,8 @@
 
 #include "formats/gguf.h"
 #include "kiln/quant.h"
-#include "model/gpt_gguf.h"
-#include "model/gpt_quantize.h"
+#include "model/gpt/gpt_gguf.h"
+#include "model/gpt/gpt_quantize.h"
 #include "text/gpt2_bytes.h"
 #include "text/unicode_class.h"
 

@@ -24,7 +24,7 @@
 
 #include <stddef.h>
 
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 #include "text/tokenizer.h"
 
 /* Writes m (its f32 weights, read from the device) with tokenizer tok as GGUF at path,

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "model/eval_loss.h"
+#include "model/gpt/eval_loss.h"
 
 int eval_loss_share(gpt_model *m, const data_set *ds, int split, int block, int batch, int64_t max_windows,
                     int share, int shares, double *loss_sum, int64_t *windows, char *err, size_t errlen) {

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/seq2seq.h"
+#include "model/seq2seq/seq2seq.h"
 
 /* One hypothesis' decoder self-attention cache: per layer, keys and values [max_len, w]. */
 typedef struct hyp_cache {

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 #include "model/model_checkpoint.h"
 
 /* A metadata entry a caller adds to a saved checkpoint. */

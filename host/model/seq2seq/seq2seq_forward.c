@@ -2,7 +2,7 @@
  * sequences at once, padding masked through the lengths. */
 #include <math.h>
 
-#include "model/seq2seq.h"
+#include "model/seq2seq/seq2seq.h"
 
 static kiln_status check_ids(const seq2seq_model *m, const kiln_tensor *ids, const char *what) {
     if (!ids) return kiln_error_status() ? kiln_error_status() : KILN_ERR_ARGUMENT;

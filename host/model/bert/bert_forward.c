@@ -2,7 +2,7 @@
  * padding masked through the lengths; the loss runs the head on the masked rows only. */
 #include <stdlib.h>
 
-#include "model/bert.h"
+#include "model/bert/bert.h"
 
 static kiln_status check_ids(const bert_model *m, const kiln_tensor *ids) {
     if (!ids) return kiln_error_status() ? kiln_error_status() : KILN_ERR_ARGUMENT;

@@ -56,7 +56,7 @@ int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out);
 /* One parameter: its spec, its tensor and its f16 copy (model/model_params.h). */
 typedef model_param gpt_param;
 
-/* What a model read from a quantized GGUF (model/gpt_gguf.h) keeps quantized: the blocks'
+/* What a model read from a quantized GGUF (model/gpt/gpt_gguf.h) keeps quantized: the blocks'
  * matrices (block_weights.q, owned here), the output head (logits = ln_f(x) head^T) and the
  * token embedding, whose blocks stay on the host: a step's lookup dequantizes the rows of its
  * tokens only (gpt_forward.c). */

@@ -1,5 +1,5 @@
 /* Encoder-decoder checkpoints (seq2seq_checkpoint.h). */
-#include "model/seq2seq_checkpoint.h"
+#include "model/seq2seq/seq2seq_checkpoint.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* GPT checkpoints: Hugging Face GPT-2's safetensors layout (see gpt_checkpoint.h). Every
  * check happens before the model is allocated, so a lying file (a config asking for a
  * billion layers, shapes that disagree with the config) costs nothing but a message. */
-#include "model/gpt_checkpoint.h"
+#include "model/gpt/gpt_checkpoint.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include "formats/json.h"
 #include "formats/safetensors.h"
 #include "formats/text_number.h"
-#include "model/seq2seq.h"
+#include "model/seq2seq/seq2seq.h"
 
 #define CONFIG_JSON_MAX (1 << 20)
 

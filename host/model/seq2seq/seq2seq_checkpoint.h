@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "model/model_checkpoint.h"
-#include "model/seq2seq.h"
+#include "model/seq2seq/seq2seq.h"
 
 /* Reads and checks a checkpoint completely before allocating, then builds the model.
  * Returns 0 and *out, or -1 with a one-line message (a GPT's checkpoint is named as one). */

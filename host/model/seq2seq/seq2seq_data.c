@@ -1,5 +1,5 @@
 /* Parallel text for the encoder-decoder (seq2seq_data.h). */
-#include "model/seq2seq_data.h"
+#include "model/seq2seq/seq2seq_data.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "formats/data.h"
-#include "model/bert.h"
+#include "model/bert/bert.h"
 #include "text/tokenizer.h"
 
 #define BERT_MASK_SALT UINT64_C(0x6b696c6e6d61736b) /* "kilnmask" */

@@ -26,7 +26,7 @@
 
 #include <stddef.h>
 
-#include "model/bert.h"
+#include "model/bert/bert.h"
 #include "model/model_checkpoint.h"
 
 /* How one Hugging Face tensor comes from one of the model's tensors. */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "formats/pairs.h"
-#include "model/seq2seq.h"
+#include "model/seq2seq/seq2seq.h"
 #include "text/tokenizer.h"
 
 /* The batch RNG key is seed ^ this, apart from init and dropout draws. */

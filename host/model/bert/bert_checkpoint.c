@@ -1,6 +1,6 @@
 /* BERT checkpoints in Hugging Face's layout (bert_checkpoint.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "model/bert_checkpoint.h"
+#include "model/bert/bert_checkpoint.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* The encoder-decoder's weights: config checks, checkpoint names, allocation, init and
  * precision (seq2seq.h). */
-#include "model/seq2seq.h"
+#include "model/seq2seq/seq2seq.h"
 
 #include <math.h>
 #include <stdio.h>

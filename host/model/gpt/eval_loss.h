@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "formats/data.h"
-#include "model/gpt.h"
+#include "model/gpt/gpt.h"
 
 /* Windows of `block` inputs, `batch` windows per forward pass. max_windows > 0 evaluates
  * that many windows spread evenly over the split (a quick estimate during training);
