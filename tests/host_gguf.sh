@@ -68,7 +68,7 @@ expect_refused() { # WHAT PATTERN COMMAND...
 }
 "$kiln" train --data text.txt --out post --layers 1 --heads 2 --dim 32 --block 16 --batch 4 --steps 2 --norm post \
   --eval-every 0 --eval-windows 2 --backend cpu >/dev/null 2>&1
-expect_refused "a Post-LN model" "trained with --norm" "$kiln" export --ckpt post/model.safetensors --format gguf \
+expect_refused "a Post-LN model" "trained with norm" "$kiln" export --ckpt post/model.safetensors --format gguf \
   --out post.gguf
 "$kiln" train --data text.txt --out narrow --layers 1 --heads 2 --dim 24 --block 16 --batch 4 --steps 2 \
   --eval-every 0 --eval-windows 2 --backend cpu >/dev/null 2>&1

@@ -29,8 +29,8 @@ refuse() {
   grep -q -- "$expect" err.txt || fail "for $* expected '$expect', got: $(cat err.txt)"
   [ ! -e refused ] || fail "refused run $* created its directory"
 }
-refuse "needs --norm post" --residual admin
-refuse "needs --norm post" --residual deepnorm --norm none
+refuse "needs norm post" --residual admin
+refuse "needs norm post" --residual deepnorm --norm none
 refuse "same heads" --residual-attention --layer-type gau
 refuse "is not one of pre, post, none" --norm sideways
 refuse "is not one of plain, rezero, admin, deepnorm" --residual skip
@@ -103,7 +103,7 @@ PY
 "$kiln" train "${base[@]}" --out opt_a --steps 3 >/dev/null 2>&1 || fail "adamw run"
 "$kiln" train "${base[@]}" --out opt_a --steps 6 --resume --optimizer radam >out.txt 2>err.txt &&
   fail "resume with another --optimizer accepted"
-grep -q "cannot resume: --optimizer is radam here but adamw" err.txt || fail "optimizer switch: $(cat err.txt)"
+grep -q "cannot resume: the optimizer is radam here but adamw" err.txt || fail "optimizer switch: $(cat err.txt)"
 mkdir -p radam && cd radam && cp ../text.txt . &&
   { expect_exact_resume "${common[@]}" --optimizer radam --lr-schedule noam --noam-factor 0.5 --label-smoothing 0.1 ||
     status=1; }

@@ -422,7 +422,7 @@ START_TEST(bad_configs_and_tokenizers_are_refused) {
     c = tiny_config(with_norm(BLOCK_NORM_PRE));
     c.block.layer = BLOCK_LAYER_GAU;
     ck_assert_int_eq(bert_config_check(&c, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "--gau-attn softmax") != NULL, "got: %s", err);
+    ck_assert_msg(strstr(err, "gau-attn softmax") != NULL, "got: %s", err);
     c = tiny_config(with_norm(BLOCK_NORM_PRE));
     c.block.residual = BLOCK_RESIDUAL_DEEPNORM; /* DeepNorm is Post-LN only */
     ck_assert_int_eq(bert_config_check(&c, err, sizeof err), -1);

@@ -658,11 +658,11 @@ START_TEST(nonsense_combinations_are_refused) {
     char err[256];
     const struct { block_options o; const char *says; } refused[] = {
         {.o = {.norm = BLOCK_NORM_PRE, .residual = BLOCK_RESIDUAL_ADMIN, .attn_temperature = 1, .gau_s = 8},
-         .says = "--residual admin needs --norm post"},
+         .says = "residual admin needs norm post"},
         {.o = {.norm = BLOCK_NORM_NONE, .residual = BLOCK_RESIDUAL_DEEPNORM, .attn_temperature = 1, .gau_s = 8},
-         .says = "--residual deepnorm needs --norm post"},
+         .says = "residual deepnorm needs norm post"},
         {.o = {.layer = BLOCK_LAYER_GAU, .residual_attention = 1, .attn_temperature = 1, .gau_s = 8},
-         .says = "--residual-attention needs every layer to have the same heads"},
+         .says = "residual-attention needs every layer to have the same heads"},
         {.o = {.attn_temperature = 0, .gau_s = 8}, .says = "attention temperature 0 must be a positive number"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {

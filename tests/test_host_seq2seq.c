@@ -302,7 +302,7 @@ START_TEST(bad_configs_are_refused) {
     c = tiny_config(BLOCK_NORM_POST);
     c.block.layer = BLOCK_LAYER_GAU;
     ck_assert_int_eq(seq2seq_config_check(&c, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "--gau-attn softmax") != NULL, "got: %s", err);
+    ck_assert_msg(strstr(err, "gau-attn softmax") != NULL, "got: %s", err);
     c = tiny_config(BLOCK_NORM_POST);
     c.n_head = 3;
     ck_assert_int_eq(seq2seq_config_check(&c, err, sizeof err), -1);

@@ -1,4 +1,4 @@
-/* What the `kiln dev` parity dumps share (cli/dev.c, cli/dev_seq2seq.c, cli/dev_bert.c). */
+/* What the `kiln dev` parity dumps share (cli/<kind>/<kind>_parity.c, dispatched by cli/dev.c). */
 #ifndef KILN_HOST_CLI_DEV_DUMP_H
 #define KILN_HOST_CLI_DEV_DUMP_H
 
@@ -14,5 +14,11 @@ int dev_add_tensor(st_writer *w, const char *name, const kiln_tensor *t);
  * their losses to the writer as "losses" and saves it to `out`. Returns 0, or 1 with the
  * error printed. */
 int dev_train_and_save(trainer *t, int steps, st_writer *w, const char *out);
+
+/* Reads the integer tensor `name` of rank ndim from f (the file at path) into a new i32
+ * array (the caller frees it) and its shape, checking every value is in [lo, hi). Returns
+ * NULL with a message naming the file and the tensor. */
+int32_t *dev_read_ints(const st_file *f, const char *path, const char *name, int ndim, int64_t lo, int64_t hi,
+                       int64_t *shape, char *err, size_t errlen);
 
 #endif

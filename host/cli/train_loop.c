@@ -114,9 +114,10 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
         double t0 = progress_now();
         int64_t next = t->step + 1;
         if (lm->before_step) lm->before_step(lm->self, next, is_evaluation_step(o, next, next == hp->steps));
-        train_step_stats st;
+        train_step_stats st = {0};
         if (trainer_step(t, &st, err, sizeof err)) {
-            rc = host_error("%s", err);
+            /* a diverging run: what usually brings it back */
+            rc = host_error("%s%s", err, isfinite(st.loss) ? "" : " (try a lower --lr, or --clip)");
             break;
         }
         double tokens = lm->step_tokens ? lm->step_tokens(lm->self) : tokens_per_step;

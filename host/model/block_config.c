@@ -33,14 +33,14 @@ int block_options_check(const block_options *o, char *err, size_t errlen) {
         o->norm != BLOCK_NORM_POST) {
         /* both rescale the skip path of x <- LN(s(x) + F(x)); with Pre-LN or no LN the skip
          * path is never normalized and the scaling only inflates the stream */
-        snprintf(err, errlen, "--residual %s needs --norm post (it rescales the skip connection "
-                 "that Post-LN normalizes), not --norm %s", block_residual_names[o->residual],
+        snprintf(err, errlen, "residual %s needs norm post (it rescales the skip connection "
+                 "that Post-LN normalizes), not norm %s", block_residual_names[o->residual],
                  block_norm_names[o->norm]);
         return -1;
     }
     if (o->residual_attention && o->layer == BLOCK_LAYER_GAU) {
-        snprintf(err, errlen, "--residual-attention needs every layer to have the same heads, and "
-                 "a GAU layer has one head of width --gau-s: use --layer-type transformer");
+        snprintf(err, errlen, "residual-attention needs every layer to have the same heads, and "
+                 "a GAU layer has one head of width gau-s: use layer-type transformer");
         return -1;
     }
     if (!(o->attn_temperature > 0.0f) || !isfinite(o->attn_temperature)) {
@@ -48,7 +48,7 @@ int block_options_check(const block_options *o, char *err, size_t errlen) {
         return -1;
     }
     if (o->gau_s < 1 || o->gau_s > 65536) {
-        snprintf(err, errlen, "--gau-s %d is out of range (1 to 65536)", o->gau_s);
+        snprintf(err, errlen, "gau-s %d is out of range (1 to 65536)", o->gau_s);
         return -1;
     }
     return 0;

@@ -123,10 +123,10 @@ static int differs(const char *option, uint64_t here, uint64_t saved, const char
  * fewer devices goes on with another global batch (trainer.h: resumed_micro_batches). */
 static int check_same_run(const state_keys *saved, const state_keys *now, const char *path,
                           char *err, size_t errlen) {
-    if (differs("--seed", now->seed, saved->seed, path, err, errlen) ||
-        differs("--batch", now->batch, saved->batch, path, err, errlen) ||
-        differs("--block", now->block, saved->block, path, err, errlen) ||
-        differs("the --data file's size in tokens", now->data_tokens, saved->data_tokens, path,
+    if (differs("the seed", now->seed, saved->seed, path, err, errlen) ||
+        differs("the batch", now->batch, saved->batch, path, err, errlen) ||
+        differs("the block", now->block, saved->block, path, err, errlen) ||
+        differs("the data's size in tokens", now->data_tokens, saved->data_tokens, path,
                 err, errlen))
         return -1;
     return 0;
@@ -139,7 +139,7 @@ static int check_optimizer(const trainer *t, const st_file *f, const char *path,
     const char *saved = st_meta(f, "optimizer"), *now = train_optimizer_names[t->hp.optimizer];
     if (!saved) saved = "adamw";
     if (strcmp(saved, now)) {
-        snprintf(err, errlen, "cannot resume: --optimizer is %s here but %s in %s", now, saved, path);
+        snprintf(err, errlen, "cannot resume: the optimizer is %s here but %s in %s", now, saved, path);
         return -1;
     }
     return 0;
@@ -152,7 +152,7 @@ static int load_precision(trainer *t, const st_file *f, const char *path, char *
     const char *now = precision_name(t->hp.precision);
     if (!saved) saved = "fp32";
     if (strcmp(saved, now)) {
-        snprintf(err, errlen, "cannot resume: --precision is %s here but %s in %s", now, saved, path);
+        snprintf(err, errlen, "cannot resume: the precision is %s here but %s in %s", now, saved, path);
         return -1;
     }
     if (!t->scaler) return 0;

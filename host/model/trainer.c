@@ -271,7 +271,7 @@ static int step(trainer *t, train_step_stats *stats, char *err, size_t errlen) {
     stats->loss = total / (double)micros;
     stats->lr = train_lr_at(hp, t->step);
     if (!isfinite(stats->loss)) {
-        snprintf(err, errlen, "the loss is %g at step %lld (try a lower --lr, or --clip)",
+        snprintf(err, errlen, "the loss is %g at step %lld",
                  stats->loss, (long long)t->step + 1);
         return -1;
     }

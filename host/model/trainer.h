@@ -165,7 +165,8 @@ typedef struct train_step_stats {
  * running numbers r * grad_accum to (r + 1) * grad_accum - 1 of them, each with the draw
  * and the dropout RNG streams that micro-batch has in a single process with --grad-accum
  * grad_accum x R; the gradients are summed over the ranks, so every rank applies the
- * update that single process would (up to the order of the sums). */
+ * update that single process would (up to the order of the sums). A loss that is not
+ * finite (a diverging run) fails the step before the update, with stats->loss holding it. */
 int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
 
 /* ---- the optimizer state file (DIR/optimizer.safetensors) ----

@@ -37,7 +37,7 @@ int bert_config_check(bert_config *c, char *err, size_t errlen) {
         return -1;
     }
     if (c->block.layer == BLOCK_LAYER_GAU && c->block.gau_attn == BLOCK_GAU_RELU2) {
-        snprintf(err, errlen, "BERT's GAU layers need --gau-attn softmax (relu2's averaging table is causal)");
+        snprintf(err, errlen, "BERT's GAU layers need gau-attn softmax (relu2's averaging table is causal)");
         return -1;
     }
     return block_options_check(&c->block, err, errlen);

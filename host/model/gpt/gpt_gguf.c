@@ -43,15 +43,15 @@ int gpt_gguf_name(const char *hf, char *out, size_t size, int *conv1d) {
 }
 
 /* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other. The first option
- * that differs, as the user typed it, into buf; NULL when none does. */
+ * that differs, by its name and value (model/block.h), into buf; NULL when none does. */
 static const char *unexportable(const block_options *o, char *buf, size_t size) {
     block_options d = block_options_default();
-    if (o->norm != d.norm) snprintf(buf, size, "--norm %s", block_norm_names[o->norm]);
-    else if (o->residual != d.residual) snprintf(buf, size, "--residual %s", block_residual_names[o->residual]);
-    else if (o->layer != d.layer) snprintf(buf, size, "--layer-type %s", block_layer_names[o->layer]);
-    else if (o->sigma_reparam) snprintf(buf, size, "--sigma-reparam");
-    else if (o->residual_attention) snprintf(buf, size, "--residual-attention");
-    else if (o->attn_temperature != 1.0f) snprintf(buf, size, "--attn-temperature %g", (double)o->attn_temperature);
+    if (o->norm != d.norm) snprintf(buf, size, "norm %s", block_norm_names[o->norm]);
+    else if (o->residual != d.residual) snprintf(buf, size, "residual %s", block_residual_names[o->residual]);
+    else if (o->layer != d.layer) snprintf(buf, size, "layer-type %s", block_layer_names[o->layer]);
+    else if (o->sigma_reparam) snprintf(buf, size, "sigma-reparam");
+    else if (o->residual_attention) snprintf(buf, size, "residual-attention");
+    else if (o->attn_temperature != 1.0f) snprintf(buf, size, "attn-temperature %g", (double)o->attn_temperature);
     else return NULL;
     return buf;
 }

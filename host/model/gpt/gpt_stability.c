@@ -26,7 +26,7 @@ static void eval_mode_leave(kiln_ctx *ctx, eval_mode e) {
 
 kiln_status gpt_admin_profile(gpt_model *m, kiln_tensor *ids, float *omegas) {
     if (m->block.o.residual != BLOCK_RESIDUAL_ADMIN)
-        return kiln_set_error(KILN_ERR_ARGUMENT, "admin profiling: the model does not use --residual admin");
+        return kiln_set_error(KILN_ERR_ARGUMENT, "admin profiling: the model's residual is not admin");
     if (m->dtype != KILN_F32)
         return kiln_set_error(KILN_ERR_ARGUMENT, "admin profiling: run it on the f32 model, before mixed precision");
     if (!ids || gpt_check_token_ids(m, ids, 0)) return kiln_error_status();
@@ -42,7 +42,7 @@ kiln_status gpt_admin_profile(gpt_model *m, kiln_tensor *ids, float *omegas) {
 
 kiln_status gpt_admin_closed_form(gpt_model *m) {
     if (m->block.o.residual != BLOCK_RESIDUAL_ADMIN)
-        return kiln_set_error(KILN_ERR_ARGUMENT, "admin init: the model does not use --residual admin");
+        return kiln_set_error(KILN_ERR_ARGUMENT, "admin init: the model's residual is not admin");
     float omega = block_admin_closed_omega(m->cfg.n_layer * block_sublayers(&m->block.o));
     for (int l = 0; l < m->cfg.n_layer; l++) {
         for (int slot = BLOCK_ADMIN_OMEGA_1; slot <= BLOCK_ADMIN_OMEGA_2; slot++) {

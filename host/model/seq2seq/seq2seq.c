@@ -43,7 +43,7 @@ int seq2seq_config_check(seq2seq_config *c, char *err, size_t errlen) {
         return -1;
     }
     if (c->block.layer == BLOCK_LAYER_GAU && c->block.gau_attn == BLOCK_GAU_RELU2) {
-        snprintf(err, errlen, "the encoder's GAU layers need --gau-attn softmax (relu2's averaging table is causal)");
+        snprintf(err, errlen, "the encoder's GAU layers need gau-attn softmax (relu2's averaging table is causal)");
         return -1;
     }
     return block_options_check(&c->block, err, errlen);

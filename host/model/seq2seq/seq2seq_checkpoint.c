@@ -24,7 +24,7 @@ static int read_config(const st_file *f, const char *path, seq2seq_config *c, ch
     const char *type = st_meta(f, "model_type");
     if (!type || strcmp(type, SEQ2SEQ_MODEL_TYPE)) {
         snprintf(err, errlen, "%s: not an encoder-decoder checkpoint (model_type \"%s\"%s)", path, type ? type : "",
-                 type && !strcmp(type, "gpt2") ? ": a GPT; decode it with --prompt" : "");
+                 type && !strcmp(type, "gpt2") ? ": a GPT" : "");
         return -1;
     }
     for (int i = 0; i < N_INTS; i++) {

@@ -86,10 +86,10 @@ int seq2seq_data_build(const text_pairs *p, int64_t first, int64_t count, const 
         d->target_tokens += t + 1;
     }
     if (d->count == 0) {
-        snprintf(err, errlen, "every one of the %lld pairs is longer than the model's %d positions (--max-len)",
+        snprintf(err, errlen, "every one of the %lld pairs is longer than the model's %d positions",
                  (long long)count, max_len);
         seq2seq_data_free(d);
-        return -1;
+        return SEQ2SEQ_DATA_TOO_LONG;
     }
     char why[256] = "";
     int64_t r = pairs_make_batches(d->src_len, d->tgt_len, d->count, batch_tokens, &d->starts, &d->order,

@@ -30,8 +30,10 @@ typedef struct seq2seq_data {
 
 /* Tokenizes pairs [first, first + count) of p, source with src_tok and target with tgt_tok
  * (which must have BOS and EOS), keeps those whose source + EOS and BOS + target fit in
- * max_len positions, and cuts batches of at most batch_tokens padded tokens. An empty
- * result (every pair too long) is an error. Returns 0, or -1 with one line in err. */
+ * max_len positions, and cuts batches of at most batch_tokens padded tokens. Returns 0,
+ * SEQ2SEQ_DATA_TOO_LONG when every pair is too long (an empty result; the command says
+ * which option sets the positions), or -1, each error with one line in err. */
+enum { SEQ2SEQ_DATA_TOO_LONG = -2 };
 int seq2seq_data_build(const text_pairs *p, int64_t first, int64_t count, const tokenizer *src_tok,
                        const tokenizer *tgt_tok, int max_len, int64_t batch_tokens, seq2seq_data **out, char *err,
                        size_t errlen);

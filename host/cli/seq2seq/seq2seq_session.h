@@ -1,5 +1,5 @@
 /* What `kiln decode` and `kiln eval` do with an encoder-decoder checkpoint: open it with its
- * tokenizers on a device, and translate text (host/cli/decode_seq2seq.c, eval_seq2seq.c). */
+ * tokenizers on a device, and translate text (cli/seq2seq/seq2seq_decode.c, seq2seq_eval.c). */
 #ifndef KILN_HOST_CLI_SEQ2SEQ_SESSION_H
 #define KILN_HOST_CLI_SEQ2SEQ_SESSION_H
 
@@ -7,12 +7,6 @@
 
 #include "model/seq2seq/seq2seq.h"
 #include "text/tokenizer.h"
-
-/* 1 when the --ckpt in argv is an encoder-decoder checkpoint (model_type kiln-seq2seq), 0
- * otherwise (no --ckpt, unreadable: the GPT path reports it). */
-int host_ckpt_is_seq2seq(int argc, char **argv);
-/* 1 when the --ckpt in argv has this model_type in its metadata ("bert"), else 0. */
-int host_ckpt_has_model_type(int argc, char **argv, const char *model_type);
 
 typedef struct s2s_session {
     kiln_ctx *ctx;

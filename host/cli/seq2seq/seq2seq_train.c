@@ -1,4 +1,5 @@
-/* `kiln train --model seq2seq`: trains the encoder-decoder Transformer (model/seq2seq/seq2seq.h) on
+/* `kiln train --model seq2seq`, the encoder-decoder kind's phases of the train command
+ * (cli/train.c, cli/model_kind.h): trains the encoder-decoder Transformer (model/seq2seq/seq2seq.h) on
  * source<TAB>target pairs.
  *
  * The defaults are the paper's (Vaswani et al. 2017): Post-LN, the Noam schedule, Adam with
@@ -17,7 +18,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "cli/seq2seq/seq2seq_kind.h"
 #include "cli/device.h"
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
@@ -32,7 +33,7 @@
 #include "model/seq2seq/seq2seq_data.h"
 
 typedef struct s2s_run {
-    train_options o;
+    train_options *o;
     const char *valid, *src_tok_path, *tgt_tok_path;
     tokenizer *src_tok, *tgt_tok; /* the same object when shared */
     seq2seq_model *m;
@@ -63,7 +64,7 @@ static kiln_status sigma_hook(void *m) { return seq2seq_sigma_step(m); }
 /* The tokenizers: a resumed run's own, else the options', else bytes with the specials. */
 static int load_tokenizers(s2s_run *r) {
     char err[1024];
-    if (r->o.resume) {
+    if (r->o->resume) {
         int shared = checkpoint_tokenizer_load(r->paths.model, CKPT_TOKENIZER_KEY, &r->src_tok, err, sizeof err);
         if (shared < 0) return host_error("%s", err);
         if (shared) {
@@ -75,7 +76,7 @@ static int load_tokenizers(s2s_run *r) {
             return host_error("%s", *err ? err : "the checkpoint to resume holds no tokenizer");
         return 0;
     }
-    if (r->o.tokenizer && (r->src_tok_path || r->tgt_tok_path))
+    if (r->o->tokenizer && (r->src_tok_path || r->tgt_tok_path))
         return host_error("--tokenizer serves both sides: give it, or --src-tokenizer and --tgt-tokenizer");
     if (!r->src_tok_path != !r->tgt_tok_path) return host_error("--src-tokenizer and --tgt-tokenizer go together");
     if (r->src_tok_path) {
@@ -84,8 +85,8 @@ static int load_tokenizers(s2s_run *r) {
             return host_error("%s", err);
         return 0;
     }
-    if (r->o.tokenizer) {
-        if (tokenizer_load(r->o.tokenizer, &r->src_tok, err, sizeof err)) return host_error("%s", err);
+    if (r->o->tokenizer) {
+        if (tokenizer_load(r->o->tokenizer, &r->src_tok, err, sizeof err)) return host_error("%s", err);
     } else if (!(r->src_tok = tokenizer_bytes(1))) {
         return host_error("out of host memory");
     }
@@ -97,25 +98,27 @@ static int load_tokenizers(s2s_run *r) {
 static int load_data(s2s_run *r) {
     char err[1024];
     text_pairs *p = NULL, *v = NULL;
-    if (pairs_load(r->o.data, &p, err, sizeof err) || (r->valid && pairs_load(r->valid, &v, err, sizeof err))) {
+    if (pairs_load(r->o->data, &p, err, sizeof err) || (r->valid && pairs_load(r->valid, &v, err, sizeof err))) {
         pairs_free(p);
         return host_error("%s", err);
     }
     int64_t held = v ? 0 : p->count / 10, train_count = p->count - held;
-    int rc = 0;
+    int rc = 0, built = 0;
     if (!v && held == 0)
-        rc = host_error("%s: %lld pairs leave none to hold out (give --valid FILE)", r->o.data, (long long)p->count);
-    else if (seq2seq_data_build(p, 0, train_count, r->src_tok, r->tgt_tok, r->o.max_len, r->o.batch_tokens,
-                                &r->train, err, sizeof err) ||
-             seq2seq_data_build(v ? v : p, v ? 0 : train_count, v ? v->count : held, r->src_tok, r->tgt_tok,
-                                r->o.max_len, r->o.batch_tokens, &r->val, err, sizeof err))
-        rc = host_error("%s: %s", v && r->train ? r->valid : r->o.data, err);
+        rc = host_error("%s: %lld pairs leave none to hold out (give --valid FILE)", r->o->data, (long long)p->count);
+    else if ((built = seq2seq_data_build(p, 0, train_count, r->src_tok, r->tgt_tok, r->o->max_len,
+                                         r->o->batch_tokens, &r->train, err, sizeof err)) == 0)
+        built = seq2seq_data_build(v ? v : p, v ? 0 : train_count, v ? v->count : held, r->src_tok, r->tgt_tok,
+                                   r->o->max_len, r->o->batch_tokens, &r->val, err, sizeof err);
+    if (built) /* --max-len sets the positions */
+        rc = host_error("%s: %s%s", v && r->train ? r->valid : r->o->data, err,
+                        built == SEQ2SEQ_DATA_TOO_LONG ? " (--max-len)" : "");
     if (rc == 0 && (r->train->dropped || r->val->dropped))
         fprintf(stderr, "kiln train: %lld training and %lld held-out pairs are longer than --max-len %d and left out\n",
-                (long long)r->train->dropped, (long long)r->val->dropped, r->o.max_len);
+                (long long)r->train->dropped, (long long)r->val->dropped, r->o->max_len);
     if (rc == 0 && r->train->oversized)
         fprintf(stderr, "kiln train: %lld pairs exceed --batch-tokens %d alone; each is a batch of its own\n",
-                (long long)r->train->oversized, r->o.batch_tokens);
+                (long long)r->train->oversized, r->o->batch_tokens);
     pairs_free(p);
     pairs_free(v);
     return rc;
@@ -124,23 +127,23 @@ static int load_data(s2s_run *r) {
 /* A fresh model from the options, or the run to resume. */
 static int build_model(s2s_run *r, kiln_ctx *ctx) {
     char err[1024];
-    if (r->o.resume) {
+    if (r->o->resume) {
         if (!train_file_exists(r->paths.model))
-            return host_error("nothing to resume in %s: it has no model.safetensors", r->o.out);
+            return host_error("nothing to resume in %s: it has no model.safetensors", r->o->out);
         if (seq2seq_checkpoint_load(ctx, r->paths.model, &r->m, err, sizeof err)) return host_error("%s", err);
-        r->o.max_len = r->m->cfg.max_len;
+        r->o->max_len = r->m->cfg.max_len;
         return 0;
     }
     int shared = r->src_tok == r->tgt_tok;
-    seq2seq_config cfg = {.enc_layers = r->o.enc_layers ? r->o.enc_layers : r->o.layers,
-                          .dec_layers = r->o.dec_layers ? r->o.dec_layers : r->o.layers,
-                          .n_head = r->o.heads, .n_embd = r->o.dim, .max_len = r->o.max_len,
+    seq2seq_config cfg = {.enc_layers = r->o->enc_layers ? r->o->enc_layers : r->o->layers,
+                          .dec_layers = r->o->dec_layers ? r->o->dec_layers : r->o->layers,
+                          .n_head = r->o->heads, .n_embd = r->o->dim, .max_len = r->o->max_len,
                           .src_vocab = tokenizer_vocab_size(r->src_tok), .tgt_vocab = tokenizer_vocab_size(r->tgt_tok),
-                          .shared_vocab = shared, .ln_eps = 1e-5f, .block = r->o.st.block};
+                          .shared_vocab = shared, .ln_eps = 1e-5f, .block = r->o->st.block};
     if (seq2seq_config_check(&cfg, err, sizeof err)) return host_error("%s", err);
-    if (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && strcmp(r->o.st.admin_init, "closed"))
+    if (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && strcmp(r->o->st.admin_init, "closed"))
         return host_error("--residual admin for seq2seq needs --admin-init closed");
-    if (!(r->m = seq2seq_new(ctx, &cfg)) || seq2seq_init(r->m, r->o.hp.seed) ||
+    if (!(r->m = seq2seq_new(ctx, &cfg)) || seq2seq_init(r->m, r->o->hp.seed) ||
         (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && seq2seq_admin_closed_form(r->m)))
         return host_engine_error("cannot create the model");
     return 0;
@@ -204,12 +207,13 @@ static void paper_defaults(train_options *o) {
     o->batch_tokens = 4096;
 }
 
-int cmd_train_seq2seq(int argc, char **argv) {
-    s2s_run r = {.o = train_default_options()};
-    train_options *o = &r.o;
+static void *create(train_options *o, cli_opt *own, int *n_own) {
+    s2s_run *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->o = o;
     paper_defaults(o);
-    const cli_opt own[] = {
-        {.name = "--valid", .kind = CLI_STRING, .target = &r.valid, .meta = "FILE",
+    const cli_opt s2s_only[] = {
+        {.name = "--valid", .kind = CLI_STRING, .target = &r->valid, .meta = "FILE",
          .help = "held-out pairs for the validation loss (default: the last 10% of --data)"},
         {.name = "--enc-layers", .kind = CLI_INT, .target = &o->enc_layers, .meta = "N",
          .help = "encoder blocks (0: --layers)", .min = 0, .max = 1024},
@@ -221,73 +225,91 @@ int cmd_train_seq2seq(int argc, char **argv) {
          .help = "padded tokens (source + target) per micro-batch", .min = 2, .max = 1 << 26},
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tokenizer, .meta = "FILE",
          .help = "one tokenizer for both sides, one shared embedding (default: bytes)"},
-        {.name = "--src-tokenizer", .kind = CLI_STRING, .target = &r.src_tok_path, .meta = "FILE",
+        {.name = "--src-tokenizer", .kind = CLI_STRING, .target = &r->src_tok_path, .meta = "FILE",
          .help = "the source's tokenizer (with --tgt-tokenizer: two vocabularies, two embeddings)"},
-        {.name = "--tgt-tokenizer", .kind = CLI_STRING, .target = &r.tgt_tok_path, .meta = "FILE",
+        {.name = "--tgt-tokenizer", .kind = CLI_STRING, .target = &r->tgt_tok_path, .meta = "FILE",
          .help = "the target's tokenizer"},
     };
-    cli_opt opts[TRAIN_COMMON_OPTIONS + sizeof own / sizeof own[0]];
-    int n = train_common_options(o, opts);
-    memcpy(opts + n, own, sizeof own);
-    n += (int)(sizeof own / sizeof own[0]);
-    const char *summary =
+    _Static_assert(sizeof s2s_only / sizeof s2s_only[0] <= TRAIN_KIND_OPTIONS, "TRAIN_KIND_OPTIONS is too small");
+    memcpy(own, s2s_only, sizeof s2s_only);
+    *n_own = (int)(sizeof s2s_only / sizeof s2s_only[0]);
+    return r;
+}
+
+static int prepare(void *self, const cli_opt *opts, int n, const run_paths *paths) {
+    s2s_run *r = self;
+    (void)opts;
+    (void)n;
+    r->paths = *paths;
+    return load_tokenizers(r);
+}
+
+static int start(void *self, kiln_ctx *ctx, trainer *t) {
+    s2s_run *r = self;
+    char err[1024];
+    if (build_model(r, ctx) || load_data(r)) return 1;
+    train_model model = {.self = r->m, .ctx = ctx, .params = r->m->params, .n_params = r->m->n_params,
+                         .d_model = r->m->cfg.n_embd, .data_tokens = (uint64_t)r->train->target_tokens,
+                         .set_precision = precision_hook, .sigma_step = sigma_hook, .micro_loss = draw_loss,
+                         .data = r};
+    /* the geometry a resume must share: the token budget and the positions */
+    train_hparams *hp = &r->o->hp;
+    hp->batch = r->o->batch_tokens;
+    hp->block = r->o->max_len;
+    if (trainer_init_model(t, &model, hp, err, sizeof err)) return host_error("%s", err);
+    r->t = t;
+    return 0;
+}
+
+static void describe(void *self, const trainer *t) {
+    s2s_run *r = self;
+    const train_hparams *hp = &r->o->hp;
+    fprintf(stderr, "kiln train: seq2seq, %d encoder and %d decoder layers, %d heads, dim %d, vocab %d/%d: %.2fM "
+        "weights; %lld training pairs in %lld batches, %lld held out; steps %" PRId64 " to %d; %s\n",
+        r->m->cfg.enc_layers, r->m->cfg.dec_layers, r->m->cfg.n_head, r->m->cfg.n_embd, r->m->cfg.src_vocab,
+        r->m->cfg.tgt_vocab, (double)seq2seq_param_count(r->m) / 1e6, (long long)r->train->count,
+        (long long)r->train->n_batches, (long long)r->val->count, t->step + 1, hp->steps,
+        hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
+}
+
+static int last_evaluation(void *self, double *val) {
+    s2s_run *r = self;
+    char err[1024];
+    return seq2seq_data_loss(r->m, r->val, val, err, sizeof err) ? host_error("%s", err) : 0;
+}
+
+static void report(void *self, const trainer *t, double val, double seconds, int64_t first_step) {
+    (void)self;
+    (void)t;
+    (void)seconds;
+    (void)first_step;
+    printf("val loss %.4f\n", val);
+}
+
+static void destroy(void *self) {
+    s2s_run *r = self;
+    seq2seq_batch_free(&r->batch);
+    seq2seq_data_free(r->train);
+    seq2seq_data_free(r->val);
+    seq2seq_free(r->m);
+    if (r->tgt_tok != r->src_tok) tokenizer_free(r->tgt_tok);
+    tokenizer_free(r->src_tok);
+    free(r);
+}
+
+const train_kind seq2seq_train_kind = {
+    .command = "train --model seq2seq",
+    .summary =
         "Trains the encoder-decoder Transformer (Vaswani et al. 2017) on source<TAB>target pairs,\n"
         "one per line. At the end it prints `val loss X` (per target token, without label\n"
         "smoothing). DIR receives model.safetensors (with the tokenizers), optimizer.safetensors\n"
-        "and metrics.jsonl.";
-    if (train_parallel_join()) return 1;
-    int rc = cli_parse("train --model seq2seq", summary, argc, argv, 2, opts, n);
-    if (rc > 0) return train_parallel_end(0, NULL, NULL); /* --help */
-    if (train_parallel_options_done(rc < 0 || train_validate_options(o, opts, n), o, opts, n))
-        return train_parallel_end(1, NULL, NULL);
-    if (run_paths_init(&r.paths, o->out)) return train_parallel_end(1, NULL, NULL);
-    train_hparams *hp = &o->hp;
-    kiln_ctx *ctx = NULL;
-    trainer t = {0};
-    grad_sync *sync = NULL;
-    FILE *metrics = NULL;
-    char err[1024];
-    rc = 1;
-    if (load_tokenizers(&r)) goto done;
-    if (!(ctx = host_open_checked_device("train", o->backend, o->device, o->trust_device))) goto done;
-    if (host_check_precision(ctx, hp->precision) || build_model(&r, ctx) || load_data(&r)) goto done;
-    train_model model = {.self = r.m, .ctx = ctx, .params = r.m->params, .n_params = r.m->n_params,
-                         .d_model = r.m->cfg.n_embd, .data_tokens = (uint64_t)r.train->target_tokens,
-                         .set_precision = precision_hook, .sigma_step = sigma_hook, .micro_loss = draw_loss,
-                         .data = &r};
-    /* the geometry a resume must share: the token budget and the positions */
-    hp->batch = o->batch_tokens;
-    hp->block = o->max_len;
-    if (trainer_init_model(&t, &model, hp, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    if (train_parallel_start(&t, o, &sync) || train_open_run(&t, o, &r.paths, &metrics)) goto done;
-    host_say_device("train", ctx);
-    if (train_parallel_leads())
-        fprintf(stderr, "kiln train: seq2seq, %d encoder and %d decoder layers, %d heads, dim %d, vocab %d/%d: %.2fM "
-            "weights; %lld training pairs in %lld batches, %lld held out; steps %" PRId64 " to %d; %s\n",
-            r.m->cfg.enc_layers, r.m->cfg.dec_layers, r.m->cfg.n_head, r.m->cfg.n_embd, r.m->cfg.src_vocab,
-            r.m->cfg.tgt_vocab, (double)seq2seq_param_count(r.m) / 1e6, (long long)r.train->count,
-            (long long)r.train->n_batches, (long long)r.val->count, t.step + 1, hp->steps,
-            hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
-    r.t = &t;
-    train_loop_model lm = {.self = &r, .before_step = before_step, .step_tokens = step_tokens,
-                           .evaluate = evaluate, .save = save};
-    double val;
-    rc = train_loop(&t, o, metrics, &lm, &val);
-    if (rc == 0 && isnan(val) && seq2seq_data_loss(r.m, r.val, &val, err, sizeof err)) rc = host_error("%s", err);
-    if (rc == 0 && train_parallel_leads()) printf("val loss %.4f\n", val);
-done:
-    rc = train_parallel_end(rc, sync, &t);
-    if (metrics) fclose(metrics);
-    trainer_free(&t);
-    seq2seq_batch_free(&r.batch);
-    seq2seq_data_free(r.train);
-    seq2seq_data_free(r.val);
-    seq2seq_free(r.m);
-    if (r.tgt_tok != r.src_tok) tokenizer_free(r.tgt_tok);
-    tokenizer_free(r.src_tok);
-    kiln_close(ctx);
-    return rc;
-}
+        "and metrics.jsonl.",
+    .create = create,
+    .prepare = prepare,
+    .start = start,
+    .describe = describe,
+    .loop = {.before_step = before_step, .step_tokens = step_tokens, .evaluate = evaluate, .save = save},
+    .last_evaluation = last_evaluation,
+    .report = report,
+    .destroy = destroy,
+};

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "cli/bert/bert_kind.h"
 #include "cli/device.h"
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
@@ -37,7 +37,7 @@ static int read_tokens(const char *path, const tokenizer *tok, int32_t **ids, in
     return rc;
 }
 
-int cmd_eval_bert(int argc, char **argv) {
+int bert_eval_command(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32", *split = "all";
     int device = -1, batch = 8, trust = 0;
     cli_opt opts[] = {

@@ -1,5 +1,5 @@
 /* Encoder-decoder checkpoints at the command line (seq2seq_session.h). */
-#include "cli/seq2seq_session.h"
+#include "cli/seq2seq/seq2seq_session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,21 +10,7 @@
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
 #include "model/checkpoint_tokenizer.h"
-#include "model/model_checkpoint.h"
 #include "model/seq2seq/seq2seq_checkpoint.h"
-
-int host_ckpt_has_model_type(int argc, char **argv, const char *model_type) {
-    const char *ckpt = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--ckpt") && i + 1 < argc) ckpt = argv[i + 1];
-        if (!strncmp(argv[i], "--ckpt=", 7)) ckpt = argv[i] + 7;
-    }
-    char type[64], err[256];
-    return ckpt && model_checkpoint_meta(ckpt, "model_type", type, sizeof type, err, sizeof err) == 1 &&
-           !strcmp(type, model_type);
-}
-
-int host_ckpt_is_seq2seq(int argc, char **argv) { return host_ckpt_has_model_type(argc, argv, SEQ2SEQ_MODEL_TYPE); }
 
 int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const char *tok_path, const char *backend,
                      int device, int trust, const char *precision) {

@@ -10,15 +10,15 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "cli/seq2seq/seq2seq_kind.h"
 #include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/seq2seq_session.h"
+#include "cli/seq2seq/seq2seq_session.h"
 #include "formats/pairs.h"
 #include "model/seq2seq/seq2seq_data.h"
 #include "text/bleu.h"
 
-int cmd_eval_seq2seq(int argc, char **argv) {
+int seq2seq_eval_command(int argc, char **argv) {
     const char *tok_path = NULL;
     const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, beam = 1, max_new = 0, batch_tokens = 4096, trust = 0;

@@ -14,53 +14,23 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "cli/seq2seq/seq2seq_kind.h"
 #include "cli/dev_dump.h"
 #include "cli/device.h"
 #include "formats/safetensors.h"
 #include "model/seq2seq/seq2seq_checkpoint.h"
 #include "model/trainer.h"
 
-/* Reads integer tensor `name` of rank ndim into a new i32 array, checking [lo, hi). */
-static int32_t *read_ints(const st_file *f, const char *path, const char *name, int ndim, int64_t lo, int64_t hi,
-                          int64_t *shape, char *err, size_t errlen) {
-    const st_tensor *t = st_find(f, name);
-    if (!t || t->ndim != ndim) {
-        snprintf(err, errlen, "%s: needs an integer tensor \"%s\" of rank %d", path, name, ndim);
-        return NULL;
-    }
-    int64_t *wide = malloc((size_t)t->numel * sizeof *wide);
-    int32_t *out = malloc((size_t)t->numel * sizeof *out);
-    if (!wide || !out || st_read_i64(t, wide, (size_t)t->numel)) {
-        snprintf(err, errlen, "%s: cannot read \"%s\" as integers", path, name);
-        free(wide);
-        free(out);
-        return NULL;
-    }
-    for (int64_t i = 0; i < t->numel; i++) {
-        if (wide[i] < lo || wide[i] >= hi) {
-            snprintf(err, errlen, "%s: %s holds %lld, outside [%lld, %lld)", path, name, (long long)wide[i],
-                     (long long)lo, (long long)hi);
-            free(wide);
-            free(out);
-            return NULL;
-        }
-        out[i] = (int32_t)wide[i];
-    }
-    for (int d = 0; d < ndim; d++) shape[d] = t->shape[d];
-    free(wide);
-    return out;
-}
 
 static int load_batch(const char *path, const seq2seq_model *m, seq2seq_batch *b, char *err, size_t errlen) {
     st_file *f;
     if (st_open(path, &f, err, errlen)) return -1;
     int64_t ss[2] = {0}, ls[1] = {0}, ts[2] = {0}, os[2] = {0};
     int rc = -1;
-    b->src = read_ints(f, path, "src", 2, 0, m->cfg.src_vocab, ss, err, errlen);
-    if (b->src) b->src_len = read_ints(f, path, "src_len", 1, 1, ss[1] + 1, ls, err, errlen);
-    if (b->src_len) b->tgt_in = read_ints(f, path, "tgt_in", 2, 0, m->cfg.tgt_vocab, ts, err, errlen);
-    if (b->tgt_in) b->tgt_out = read_ints(f, path, "tgt_out", 2, -1, m->cfg.tgt_vocab, os, err, errlen);
+    b->src = dev_read_ints(f, path, "src", 2, 0, m->cfg.src_vocab, ss, err, errlen);
+    if (b->src) b->src_len = dev_read_ints(f, path, "src_len", 1, 1, ss[1] + 1, ls, err, errlen);
+    if (b->src_len) b->tgt_in = dev_read_ints(f, path, "tgt_in", 2, 0, m->cfg.tgt_vocab, ts, err, errlen);
+    if (b->tgt_in) b->tgt_out = dev_read_ints(f, path, "tgt_out", 2, -1, m->cfg.tgt_vocab, os, err, errlen);
     if (b->tgt_out) {
         if (ls[0] != ss[0] || ts[0] != ss[0] || os[0] != ss[0] || os[1] != ts[1])
             snprintf(err, errlen, "%s: the batch's shapes disagree", path);
@@ -117,7 +87,7 @@ static int dump_gradients(parity_run *r, st_writer *w) {
     return 0;
 }
 
-int cmd_dev_seq2seq_parity(int argc, char **argv) {
+int seq2seq_parity_command(int argc, char **argv) {
     const char *ckpt = NULL, *batch = NULL, *out = NULL, *backend = "cpu";
     int device = -1, steps = 6;
     float smoothing = 0.0f;

@@ -1,4 +1,5 @@
-/* `kiln train --model bert`: trains BERT's masked language model (model/bert/bert.h) on a text
+/* `kiln train --model bert`, the BERT kind's phases of the train command (cli/train.c,
+ * cli/model_kind.h): trains BERT's masked language model (model/bert/bert.h) on a text
  * file.
  *
  * The text is tokenized with --tokenizer (which must have [CLS], [SEP] and [MASK]) or as
@@ -17,7 +18,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "cli/bert/bert_kind.h"
 #include "cli/device.h"
 #include "cli/device_check.h"
 #include "cli/precision_option.h"
@@ -32,7 +33,7 @@
 #include "model/precision.h"
 
 typedef struct bert_run {
-    train_options o;
+    train_options *o;
     tokenizer *tok;
     bert_vocab vocab;
     bert_model *m;
@@ -60,7 +61,7 @@ static kiln_status sigma_hook(void *m) { return bert_sigma_step(m); }
 /* The tokenizer: a resumed run's own, else --tokenizer, else bytes with the specials. */
 static int load_tokenizer(bert_run *r) {
     char err[1024];
-    if (r->o.resume) {
+    if (r->o->resume) {
         char type[64];
         int typed = model_checkpoint_meta(r->paths.model, "model_type", type, sizeof type, err, sizeof err);
         if (typed < 0) return host_error("%s", err);
@@ -70,13 +71,13 @@ static int load_tokenizer(bert_run *r) {
         int found = checkpoint_tokenizer_load(r->paths.model, CKPT_TOKENIZER_KEY, &r->tok, err, sizeof err);
         if (found < 0) return host_error("%s", err);
         if (!found) return host_error("%s holds no tokenizer to resume with", r->paths.model);
-    } else if (r->o.tokenizer) {
-        if (tokenizer_load(r->o.tokenizer, &r->tok, err, sizeof err)) return host_error("%s", err);
+    } else if (r->o->tokenizer) {
+        if (tokenizer_load(r->o->tokenizer, &r->tok, err, sizeof err)) return host_error("%s", err);
     } else if (!(r->tok = tokenizer_bytes(1))) {
         return host_error("out of host memory");
     }
     if (bert_vocab_init(&r->vocab, r->tok, err, sizeof err))
-        return host_error("%s: %s", r->o.tokenizer && !r->o.resume ? r->o.tokenizer : "tokenizer", err);
+        return host_error("%s: %s", r->o->tokenizer && !r->o->resume ? r->o->tokenizer : "tokenizer", err);
     return 0;
 }
 
@@ -84,7 +85,7 @@ static int load_tokenizer(bert_run *r) {
 static int load_data(bert_run *r, int T) {
     char err[1024];
     data_set *bytes = NULL;
-    if (data_load_bytes(r->o.data, &bytes, err, sizeof err)) return host_error("%s", err);
+    if (data_load_bytes(r->o->data, &bytes, err, sizeof err)) return host_error("%s", err);
     uint8_t *text = malloc((size_t)bytes->n_tokens);
     int32_t *ids = NULL;
     int64_t n = 0;
@@ -95,12 +96,12 @@ static int load_data(bert_run *r, int T) {
         for (int64_t i = 0; i < bytes->n_tokens; i++) text[i] = (uint8_t)bytes->tokens[i];
         if (tokenizer_encode(r->tok, text, (size_t)bytes->n_tokens, &ids, &n, err, sizeof err) ||
             data_from_tokens(ids, n, tokenizer_vocab_size(r->tok), &r->ds, err, sizeof err))
-            rc = host_error("%s: %s", r->o.data, err);
+            rc = host_error("%s: %s", r->o->data, err);
     }
     if (rc == 0 && data_check_block(r->ds, DATA_TRAIN, T - 2, err, sizeof err))
-        rc = host_error("%s: %s (each sequence holds --block - 2 = %d tokens)", r->o.data, err, T - 2);
+        rc = host_error("%s: %s (each sequence holds --block - 2 = %d tokens)", r->o->data, err, T - 2);
     if (rc == 0 && r->ds->n_tokens == r->ds->n_train)
-        rc = host_error("%s: %lld tokens leave none to hold out", r->o.data, (long long)r->ds->n_tokens);
+        rc = host_error("%s: %lld tokens leave none to hold out", r->o->data, (long long)r->ds->n_tokens);
     free(text);
     free(ids);
     data_free(bytes);
@@ -111,21 +112,21 @@ static int load_data(bert_run *r, int T) {
 static int build_model(bert_run *r, kiln_ctx *ctx) {
     char err[1024];
     int V = tokenizer_vocab_size(r->tok);
-    if (r->o.resume) {
+    if (r->o->resume) {
         if (bert_checkpoint_load(ctx, r->paths.model, &r->m, err, sizeof err)) return host_error("%s", err);
         if (r->m->cfg.vocab_size != V)
             return host_error("%s: its vocabulary (%d) is not its tokenizer's (%d)", r->paths.model,
                               r->m->cfg.vocab_size, V);
-        r->o.hp.block = r->m->cfg.max_len;
-        if (r->temperature_given) bert_set_attn_temperature(r->m, r->o.st.attn_temperature);
+        r->o->hp.block = r->m->cfg.max_len;
+        if (r->temperature_given) bert_set_attn_temperature(r->m, r->o->st.attn_temperature);
         return 0;
     }
-    bert_config cfg = {.n_layer = r->o.layers, .n_head = r->o.heads, .n_embd = r->o.dim, .max_len = r->o.hp.block,
-                       .vocab_size = V, .ln_eps = 1e-12f, .block = r->o.st.block};
+    bert_config cfg = {.n_layer = r->o->layers, .n_head = r->o->heads, .n_embd = r->o->dim, .max_len = r->o->hp.block,
+                       .vocab_size = V, .ln_eps = 1e-12f, .block = r->o->st.block};
     if (bert_config_check(&cfg, err, sizeof err)) return host_error("%s", err);
-    if (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && strcmp(r->o.st.admin_init, "closed"))
+    if (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && strcmp(r->o->st.admin_init, "closed"))
         return host_error("--residual admin for bert needs --admin-init closed");
-    if (!(r->m = bert_new(ctx, &cfg)) || bert_init(r->m, r->o.hp.seed) ||
+    if (!(r->m = bert_new(ctx, &cfg)) || bert_init(r->m, r->o->hp.seed) ||
         (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && bert_admin_closed_form(r->m)))
         return host_engine_error("cannot create the model");
     return 0;
@@ -155,7 +156,7 @@ static int evaluate(bert_run *r, int64_t max_windows, double *loss, double *accu
     const int32_t *val;
     int64_t n;
     data_split(r->ds, DATA_VAL, &val, &n);
-    if (bert_eval(r->m, &r->vocab, val, n, r->o.hp.batch, max_windows, loss, accuracy, err, sizeof err))
+    if (bert_eval(r->m, &r->vocab, val, n, r->o->hp.batch, max_windows, loss, accuracy, err, sizeof err))
         return host_error("%s", err);
     return 0;
 }
@@ -165,9 +166,9 @@ static void before_step(void *self, int64_t step, int evaluates) {
     bert_run *r = self;
     (void)evaluates;
     /* --attn-temperature-at: the last change at or before this step */
-    for (int i = r->o.st.n_changes - 1; i >= 0; i--) {
-        if (r->o.st.change_step[i] <= step) {
-            bert_set_attn_temperature(r->m, r->o.st.change_temp[i]);
+    for (int i = r->o->st.n_changes - 1; i >= 0; i--) {
+        if (r->o->st.change_step[i] <= step) {
+            bert_set_attn_temperature(r->m, r->o->st.change_temp[i]);
             break;
         }
     }
@@ -175,7 +176,7 @@ static void before_step(void *self, int64_t step, int evaluates) {
 
 static int evaluate_hook(void *self, int full, metrics_row *row) {
     bert_run *r = self;
-    if (evaluate(r, full ? 0 : r->o.eval_windows, &row->val_loss, &r->accuracy)) return 1;
+    if (evaluate(r, full ? 0 : r->o->eval_windows, &row->val_loss, &r->accuracy)) return 1;
     row->mlm_accuracy = &r->accuracy;
     return 0;
 }
@@ -185,14 +186,15 @@ static int save_hook(void *self) {
     return save_checkpoint(r->t, r);
 }
 
-int cmd_train_bert(int argc, char **argv) {
-    bert_run r = {.o = train_default_options()};
-    train_options *o = &r.o;
+static void *create(train_options *o, cli_opt *own, int *n_own) {
+    bert_run *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->o = o;
     train_hparams *hp = &o->hp;
     o->model = "bert";
     o->st.norm = "post"; /* BERT's */
     hp->block = 64;
-    const cli_opt own[] = {
+    const cli_opt bert_only[] = {
         {.name = "--block", .kind = CLI_INT, .target = &hp->block, .meta = "T",
          .help = "positions per sequence: [CLS], T - 2 tokens, [SEP]", .min = 3, .max = 1 << 20},
         {.name = "--batch", .kind = CLI_INT, .target = &hp->batch, .meta = "N", .help = "sequences per micro-batch",
@@ -202,69 +204,92 @@ int cmd_train_bert(int argc, char **argv) {
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tokenizer, .meta = "FILE",
          .help = "a tokenizer with [CLS], [SEP] and [MASK] (default: bytes with the specials)"},
     };
-    cli_opt opts[TRAIN_COMMON_OPTIONS + sizeof own / sizeof own[0]];
-    int n = train_common_options(o, opts);
-    memcpy(opts + n, own, sizeof own);
-    n += (int)(sizeof own / sizeof own[0]);
-    const char *summary =
+    _Static_assert(sizeof bert_only / sizeof bert_only[0] <= TRAIN_KIND_OPTIONS, "TRAIN_KIND_OPTIONS is too small");
+    memcpy(own, bert_only, sizeof bert_only);
+    *n_own = (int)(sizeof bert_only / sizeof bert_only[0]);
+    return r;
+}
+
+static int check(void *self, const cli_opt *opts, int n) {
+    bert_run *r = self;
+    if (r->o->init) return host_error("--init applies to --model gpt only");
+    r->temperature_given = cli_find(opts, n, "--attn-temperature")->seen;
+    return 0;
+}
+
+static int prepare(void *self, const cli_opt *opts, int n, const run_paths *paths) {
+    bert_run *r = self;
+    (void)opts;
+    (void)n;
+    r->paths = *paths;
+    snprintf(r->config_json, sizeof r->config_json, "%s/config.json", r->o->out);
+    if (r->o->resume && !train_file_exists(r->paths.model))
+        return host_error("nothing to resume in %s: it has no model.safetensors", r->o->out);
+    return load_tokenizer(r);
+}
+
+static int start(void *self, kiln_ctx *ctx, trainer *t) {
+    bert_run *r = self;
+    char err[1024];
+    if (build_model(r, ctx) || load_data(r, r->o->hp.block)) return 1;
+    train_model model = {.self = r->m, .ctx = ctx, .params = r->m->params, .n_params = r->m->n_params,
+                         .d_model = r->m->cfg.n_embd, .data_tokens = (uint64_t)r->ds->n_train,
+                         .set_precision = precision_hook, .sigma_step = sigma_hook, .micro_loss = draw_loss,
+                         .data = r};
+    if (trainer_init_model(t, &model, &r->o->hp, err, sizeof err)) return host_error("%s", err);
+    r->t = t;
+    return 0;
+}
+
+static void describe(void *self, const trainer *t) {
+    bert_run *r = self;
+    const train_hparams *hp = &r->o->hp;
+    fprintf(stderr, "kiln train: bert, %d layers, %d heads, dim %d, vocab %d, %d positions: %.2fM weights; "
+        "%lld training and %lld held-out tokens; steps %" PRId64 " to %d; %s\n",
+        r->m->cfg.n_layer, r->m->cfg.n_head, r->m->cfg.n_embd, r->m->cfg.vocab_size, r->m->cfg.max_len,
+        (double)bert_param_count(r->m) / 1e6, (long long)r->ds->n_train,
+        (long long)(r->ds->n_tokens - r->ds->n_train), t->step + 1, hp->steps,
+        hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
+}
+
+static int last_evaluation(void *self, double *val) {
+    bert_run *r = self;
+    return evaluate(r, 0, val, &r->accuracy);
+}
+
+static void report(void *self, const trainer *t, double val, double seconds, int64_t first_step) {
+    bert_run *r = self;
+    (void)t;
+    (void)seconds;
+    (void)first_step;
+    printf("val loss %.4f\nval accuracy %.4f\n", val, r->accuracy);
+}
+
+static void destroy(void *self) {
+    bert_run *r = self;
+    bert_batch_free(&r->batch);
+    data_free(r->ds);
+    bert_free(r->m);
+    bert_vocab_free(&r->vocab);
+    tokenizer_free(r->tok);
+    free(r);
+}
+
+const train_kind bert_train_kind = {
+    .command = "train --model bert",
+    .summary =
         "Trains BERT's masked language model on a text file: sequences [CLS] ... [SEP], 15% of\n"
         "the tokens chosen (80% [MASK], 10% a random token, 10% unchanged), the loss on the chosen\n"
         "ones. The last 10% of the tokens are held out; at the end it prints `val loss X` and\n"
         "`val accuracy Y` (MLM). DIR receives model.safetensors (Hugging Face BertForMaskedLM's\n"
-        "layout, with the tokenizer), config.json, optimizer.safetensors and metrics.jsonl.";
-    if (train_parallel_join()) return 1;
-    int rc = cli_parse("train --model bert", summary, argc, argv, 2, opts, n);
-    if (rc > 0) return train_parallel_end(0, NULL, NULL); /* --help */
-    if (train_parallel_options_done(rc < 0 || train_validate_options(o, opts, n), o, opts, n))
-        return train_parallel_end(1, NULL, NULL);
-    if (o->init) return train_parallel_end(host_error("--init applies to --model gpt only"), NULL, NULL);
-    r.temperature_given = cli_find(opts, n, "--attn-temperature")->seen;
-    if (run_paths_init(&r.paths, o->out)) return train_parallel_end(1, NULL, NULL);
-    snprintf(r.config_json, sizeof r.config_json, "%s/config.json", o->out);
-    if (o->resume && !train_file_exists(r.paths.model))
-        return train_parallel_end(host_error("nothing to resume in %s: it has no model.safetensors", o->out), NULL,
-                                  NULL);
-    kiln_ctx *ctx = NULL;
-    trainer t = {0};
-    grad_sync *sync = NULL;
-    FILE *metrics = NULL;
-    char err[1024];
-    rc = 1;
-    if (load_tokenizer(&r)) goto done;
-    if (!(ctx = host_open_checked_device("train", o->backend, o->device, o->trust_device))) goto done;
-    if (host_check_precision(ctx, hp->precision) || build_model(&r, ctx) || load_data(&r, hp->block)) goto done;
-    train_model model = {.self = r.m, .ctx = ctx, .params = r.m->params, .n_params = r.m->n_params,
-                         .d_model = r.m->cfg.n_embd, .data_tokens = (uint64_t)r.ds->n_train,
-                         .set_precision = precision_hook, .sigma_step = sigma_hook, .micro_loss = draw_loss,
-                         .data = &r};
-    if (trainer_init_model(&t, &model, hp, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    if (train_parallel_start(&t, o, &sync) || train_open_run(&t, o, &r.paths, &metrics)) goto done;
-    host_say_device("train", ctx);
-    if (train_parallel_leads())
-        fprintf(stderr, "kiln train: bert, %d layers, %d heads, dim %d, vocab %d, %d positions: %.2fM weights; "
-            "%lld training and %lld held-out tokens; steps %" PRId64 " to %d; %s\n",
-            r.m->cfg.n_layer, r.m->cfg.n_head, r.m->cfg.n_embd, r.m->cfg.vocab_size, r.m->cfg.max_len,
-            (double)bert_param_count(r.m) / 1e6, (long long)r.ds->n_train,
-            (long long)(r.ds->n_tokens - r.ds->n_train), t.step + 1, hp->steps,
-            hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
-    r.t = &t;
-    train_loop_model lm = {.self = &r, .before_step = before_step, .evaluate = evaluate_hook, .save = save_hook};
-    double val;
-    rc = train_loop(&t, o, metrics, &lm, &val);
-    if (rc == 0 && isnan(val)) rc = evaluate(&r, 0, &val, &r.accuracy); /* a finished run resumed */
-    if (rc == 0 && train_parallel_leads()) printf("val loss %.4f\nval accuracy %.4f\n", val, r.accuracy);
-done:
-    rc = train_parallel_end(rc, sync, &t);
-    if (metrics) fclose(metrics);
-    trainer_free(&t);
-    bert_batch_free(&r.batch);
-    data_free(r.ds);
-    bert_free(r.m);
-    bert_vocab_free(&r.vocab);
-    tokenizer_free(r.tok);
-    kiln_close(ctx);
-    return rc;
-}
+        "layout, with the tokenizer), config.json, optimizer.safetensors and metrics.jsonl.",
+    .create = create,
+    .check = check,
+    .prepare = prepare,
+    .start = start,
+    .describe = describe,
+    .loop = {.before_step = before_step, .evaluate = evaluate_hook, .save = save_hook},
+    .last_evaluation = last_evaluation,
+    .report = report,
+    .destroy = destroy,
+};

@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "cli/seq2seq/seq2seq_kind.h"
 #include "cli/device.h"
 #include "cli/device_check.h"
 #include "cli/progress.h"
-#include "cli/seq2seq_session.h"
+#include "cli/seq2seq/seq2seq_session.h"
 #include "formats/file_open.h"
 
 /* Lines translated together (greedy decoding runs them as one batch). */
@@ -42,7 +42,7 @@ static int translate_lines(s2s_session *s, const seq2seq_search_opts *o, const c
     return 0;
 }
 
-int cmd_decode_seq2seq(int argc, char **argv) {
+int seq2seq_decode_command(int argc, char **argv) {
     const char *tok_path = NULL;
     const char *ckpt = NULL, *input = NULL, *input_file = NULL, *prompt = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, beam = 1, max_new = 0, batch = 32, trust = 0;

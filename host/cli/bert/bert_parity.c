@@ -16,52 +16,22 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
+#include "cli/bert/bert_kind.h"
 #include "cli/dev_dump.h"
 #include "cli/device.h"
 #include "formats/safetensors.h"
 #include "model/bert/bert_checkpoint.h"
 #include "model/trainer.h"
 
-/* Reads integer tensor `name` of rank ndim into a new i32 array, checking [lo, hi). */
-static int32_t *read_ints(const st_file *f, const char *path, const char *name, int ndim, int64_t lo, int64_t hi,
-                          int64_t *shape, char *err, size_t errlen) {
-    const st_tensor *t = st_find(f, name);
-    if (!t || t->ndim != ndim) {
-        snprintf(err, errlen, "%s: needs an integer tensor \"%s\" of rank %d", path, name, ndim);
-        return NULL;
-    }
-    int64_t *wide = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof *wide);
-    int32_t *out = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof *out);
-    if (!wide || !out || st_read_i64(t, wide, (size_t)t->numel)) {
-        snprintf(err, errlen, "%s: cannot read \"%s\" as integers", path, name);
-        free(wide);
-        free(out);
-        return NULL;
-    }
-    for (int64_t i = 0; i < t->numel; i++) {
-        if (wide[i] < lo || wide[i] >= hi) {
-            snprintf(err, errlen, "%s: %s holds %lld, outside [%lld, %lld)", path, name, (long long)wide[i],
-                     (long long)lo, (long long)hi);
-            free(wide);
-            free(out);
-            return NULL;
-        }
-        out[i] = (int32_t)wide[i];
-    }
-    for (int d = 0; d < ndim; d++) shape[d] = t->shape[d];
-    free(wide);
-    return out;
-}
 
 static int load_batch(const char *path, const bert_model *m, bert_batch *b, char *err, size_t errlen) {
     st_file *f;
     if (st_open(path, &f, err, errlen)) return -1;
     int64_t is[2] = {0}, ls[1] = {0}, ts[2] = {0};
     int rc = -1;
-    b->ids = read_ints(f, path, "ids", 2, 0, m->cfg.vocab_size, is, err, errlen);
-    if (b->ids) b->lengths = read_ints(f, path, "lengths", 1, 1, is[1] + 1, ls, err, errlen);
-    if (b->lengths) b->targets = read_ints(f, path, "targets", 2, -1, m->cfg.vocab_size, ts, err, errlen);
+    b->ids = dev_read_ints(f, path, "ids", 2, 0, m->cfg.vocab_size, is, err, errlen);
+    if (b->ids) b->lengths = dev_read_ints(f, path, "lengths", 1, 1, is[1] + 1, ls, err, errlen);
+    if (b->lengths) b->targets = dev_read_ints(f, path, "targets", 2, -1, m->cfg.vocab_size, ts, err, errlen);
     if (b->targets) {
         if (ls[0] != is[0] || ts[0] != is[0] || ts[1] != is[1])
             snprintf(err, errlen, "%s: the batch's shapes disagree", path);
@@ -112,7 +82,7 @@ engine:
     return -1;
 }
 
-int cmd_dev_bert_parity(int argc, char **argv) {
+int bert_parity_command(int argc, char **argv) {
     const char *ckpt = NULL, *batch = NULL, *out = NULL, *backend = "cpu";
     int device = -1, steps = 6;
     train_hparams hp = {.grad_accum = 1, .batch = 1, .block = 1, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,

@@ -1,0 +1,79 @@
+/* `kiln eval`: a checkpoint's mean cross-entropy on a text file. */
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "cli/gpt/gpt_kind.h"
+#include "cli/device.h"
+#include "cli/device_check.h"
+#include "cli/precision_option.h"
+#include "cli/gpt_load.h"
+#include "cli/gpt_tokenizer.h"
+#include "model/gpt/eval_loss.h"
+#include "model/gpt/gpt_checkpoint.h"
+
+int gpt_eval_command(int argc, char **argv) {
+    const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
+    int device = -1, batch = 8, trust = 0;
+    cli_opt opts[] = {
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
+         .help = "the model (safetensors, GPT-2 layout)"},
+        {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE",
+         .help = "a text file, tokenized as the model was trained"},
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
+         .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
+        {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N",
+         .help = "windows per forward pass", .min = 1, .max = 65536},
+        host_precision_option(&precision),
+        host_backend_option(&backend),
+        host_device_option(&device),
+        host_trust_device_option(&trust),
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    const char *summary =
+        "Prints `loss X`: the model's mean cross-entropy over the file's tokens, cut into\n"
+        "consecutive non-overlapping windows of n_positions inputs (only full windows).";
+    int rc = cli_parse("eval", summary, argc, argv, 2, opts, n);
+    if (rc) return rc < 0 ? 1 : 0;
+    if (!ckpt) return host_error("kiln eval needs --ckpt FILE");
+    if (!data) return host_error("kiln eval needs --data FILE");
+    kiln_dtype dtype;
+    if (host_parse_precision(precision, &dtype)) return 1;
+
+    char err[1024];
+    data_set *ds = NULL;
+    tokenizer *tok = NULL;
+    kiln_ctx *ctx = host_open_checked_device("eval", backend, device, trust);
+    gpt_model *m = NULL;
+    data_set whole = {0};
+    rc = 1;
+    if (!ctx || host_check_precision(ctx, dtype)) goto done;
+    if (host_load_gpt(ctx, ckpt, tok_path, &m, &tok) || gpt_tokenizer_load_data(tok, data, &ds)) goto done;
+    /* The whole file is evaluated, not a held-out tenth: the same tokens seen as one
+     * training split that covers all of them. */
+    whole = *ds;
+    whole.n_train = whole.n_tokens;
+    /* fp16: the f32 weights are replaced by f16 ones (no masters: nothing trains) */
+    if (gpt_set_precision(m, dtype, 0)) {
+        host_engine_error("--precision fp16");
+        goto done;
+    }
+    if (data_windows(&whole, DATA_TRAIN, m->cfg.n_positions) <= 0) {
+        host_error("%s has %lld tokens; evaluating needs at least n_positions + 1 = %d", data,
+                   (long long)whole.n_tokens, m->cfg.n_positions + 1);
+        goto done;
+    }
+    host_say_device("eval", ctx);
+    double loss;
+    if (eval_loss(m, &whole, DATA_TRAIN, m->cfg.n_positions, batch, 0, &loss, err, sizeof err)) {
+        host_error("%s: %s", data, err);
+        goto done;
+    }
+    printf("loss %.6f\n", loss);
+    rc = 0;
+done:
+    gpt_free(m);
+    kiln_close(ctx);
+    data_free(ds);
+    tokenizer_free(tok);
+    return rc;
+}

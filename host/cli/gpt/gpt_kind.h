@@ -1,0 +1,12 @@
+/* The gpt kind's entries in its table (cli/model_kind.h): the GPT (decoder-only; GPT-2's architecture, and its options) at the command line. */
+#ifndef KILN_HOST_CLI_GPT_KIND_H
+#define KILN_HOST_CLI_GPT_KIND_H
+
+#include "cli/model_kind.h"
+
+extern const train_kind gpt_train_kind; /* gpt_train.c */
+int gpt_eval_command(int argc, char **argv);     /* kiln eval */
+int gpt_decode_command(int argc, char **argv);   /* kiln decode */
+int gpt_parity_command(int argc, char **argv);   /* kiln dev parity */
+
+#endif

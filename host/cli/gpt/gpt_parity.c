@@ -1,0 +1,197 @@
+/* `kiln dev parity`: the GPT's numbers for tests/gpt_parity.py.
+ *
+ *   kiln dev parity --ckpt W.safetensors --tokens T.safetensors --out R.safetensors
+ *                   [--steps N --lr X --weight-decay X --beta1 X --beta2 X --clip X]
+ *
+ * The PyTorch parity test (tests/gpt_parity.py) writes the weights and the token batches
+ * ("tokens": [S, B, T + 1] integers; batch s is inputs [:, :T] and targets [:, 1:]), runs
+ * this, and compares R with PyTorch: "logits" [B, T, V] and "loss" [1] of batch 0 at the
+ * initial weights, "grad.<weight name>" for every weight, and "losses" [N]: the loss of
+ * each of N AdamW steps (step i trains on batch i mod S, constant learning rate).
+ * Exit code 77 (CTest's "skipped") when the backend cannot be opened on this machine. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/gpt/gpt_kind.h"
+#include "cli/dev_dump.h"
+#include "cli/device.h"
+#include "formats/safetensors.h"
+#include "model/gpt/gpt_checkpoint.h"
+#include "model/trainer.h"
+
+typedef struct batches {
+    int32_t *x, *y; /* [S][B * T] */
+    int count, rows, block;
+} batches;
+
+static int load_batches(const char *path, int vocab, batches *b, char *err, size_t errlen) {
+    st_file *f;
+    if (st_open(path, &f, err, errlen)) return -1;
+    const st_tensor *t = st_find(f, "tokens");
+    int64_t *ids = NULL;
+    int rc = -1;
+    if (!t || t->ndim != 3 || t->shape[2] < 2) {
+        snprintf(err, errlen, "%s: needs an integer tensor \"tokens\" of shape [S, B, T + 1]", path);
+        goto done;
+    }
+    ids = malloc((size_t)t->numel * sizeof *ids);
+    if (!ids || st_read_i64(t, ids, (size_t)t->numel)) {
+        snprintf(err, errlen, "%s: cannot read \"tokens\" as integers", path);
+        goto done;
+    }
+    b->count = (int)t->shape[0];
+    b->rows = (int)t->shape[1];
+    b->block = (int)t->shape[2] - 1;
+    size_t cells = (size_t)b->count * b->rows * b->block;
+    b->x = malloc(cells * sizeof *b->x);
+    b->y = malloc(cells * sizeof *b->y);
+    if (!b->x || !b->y) {
+        snprintf(err, errlen, "out of host memory");
+        goto done;
+    }
+    for (int64_t s = 0; s < b->count * (int64_t)b->rows; s++) {
+        const int64_t *seq = ids + s * (b->block + 1);
+        for (int i = 0; i < b->block; i++) {
+            if (seq[i] < 0 || seq[i] >= vocab || seq[i + 1] < 0 || seq[i + 1] >= vocab) {
+                snprintf(err, errlen, "%s: token outside [0, %d)", path, vocab);
+                goto done;
+            }
+            b->x[s * b->block + i] = (int32_t)seq[i];
+            b->y[s * b->block + i] = (int32_t)seq[i + 1];
+        }
+    }
+    rc = 0;
+done:
+    free(ids);
+    st_close(f);
+    return rc;
+}
+
+
+
+/* Logits, loss and gradients of batch 0 at the current weights, into w. */
+static int dump_gradients(trainer *t, const batches *b, st_writer *w) {
+    gpt_model *m = t->m;
+    kiln_ctx *ctx = m->ctx;
+    int64_t shape[2] = {b->rows, b->block};
+    size_t bytes = (size_t)b->rows * b->block * sizeof(int32_t);
+    kiln_tensor *ids = kiln_tensor_temp(ctx, KILN_I32, 2, shape);
+    kiln_tensor *targets = kiln_tensor_temp(ctx, KILN_I32, 2, shape);
+    if (!ids || !targets || kiln_upload(ids, b->x, bytes) || kiln_upload(targets, b->y, bytes))
+        return -1;
+    kiln_tensor *logits;
+    kiln_tensor *loss = gpt_loss(m, ids, targets, 0.0f, &logits);
+    if (!loss || kiln_backward(loss, 1.0f)) return -1;
+    int64_t one = 1;
+    kiln_tensor *loss1 = kiln_reshape(loss, 1, &one);
+    if (!loss1 || dev_add_tensor(w, "logits", logits) || dev_add_tensor(w, "loss", loss1)) return -1;
+    for (int i = 0; i < m->n_params; i++) {
+        char name[80];
+        snprintf(name, sizeof name, "grad.%s", m->params[i].spec.name);
+        if (dev_add_tensor(w, name, kiln_grad(m->params[i].t))) return -1;
+    }
+    kiln_step_reset(ctx);
+    return kiln_zero_grad(t->params, m->n_params) ? -1 : 0;
+}
+
+int gpt_parity_command(int argc, char **argv) {
+    const char *ckpt = NULL, *tokens = NULL, *out = NULL, *backend = "cpu";
+    int device = -1, steps = 10;
+    train_hparams hp = {.grad_accum = 1, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,
+                        .weight_decay = 0.1f, .clip = 1.0f, .seed = 1};
+    cli_opt opts[] = {
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
+         .help = "weights (GPT-2 layout safetensors)"},
+        {.name = "--tokens", .kind = CLI_STRING, .target = &tokens, .meta = "FILE",
+         .help = "safetensors with \"tokens\" [S, B, T + 1]"},
+        {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE",
+         .help = "where the results go (safetensors)"},
+        {.name = "--steps", .kind = CLI_INT, .target = &steps, .meta = "N",
+         .help = "AdamW steps after the gradient dump", .min = 0, .max = 100000},
+        {.name = "--lr", .kind = CLI_FLOAT, .target = &hp.lr, .meta = "X",
+         .help = "constant learning rate", .min = 0, .max = 10},
+        {.name = "--weight-decay", .kind = CLI_FLOAT, .target = &hp.weight_decay, .meta = "X",
+         .help = "AdamW weight decay of 2-D weights", .min = 0, .max = 10},
+        {.name = "--beta1", .kind = CLI_FLOAT, .target = &hp.beta1, .meta = "X",
+         .help = "AdamW beta1", .min = 0, .max = 0.999999},
+        {.name = "--beta2", .kind = CLI_FLOAT, .target = &hp.beta2, .meta = "X",
+         .help = "AdamW beta2", .min = 0, .max = 0.999999},
+        {.name = "--clip", .kind = CLI_FLOAT, .target = &hp.clip, .meta = "X",
+         .help = "gradient clipping norm (0: off)", .min = 0, .max = 1e9},
+        host_backend_option(&backend),
+        host_device_option(&device),
+    };
+    int n = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse("dev parity", "Dumps logits, loss, gradients and AdamW losses for tests/gpt_parity.py.",
+                       argc, argv, 3, opts, n);
+    if (rc) return rc < 0 ? 1 : 0;
+    if (!ckpt || !tokens || !out) return host_error("kiln dev parity needs --ckpt, --tokens and --out");
+
+    char err[1024];
+    batches b = {0};
+    gpt_model *m = NULL;
+    trainer t = {0};
+    st_writer *w = st_writer_new();
+    float *losses = calloc((size_t)steps + 1, sizeof *losses);
+    rc = 1;
+    kiln_ctx *ctx = host_open_device(backend, device);
+    if (!ctx) {
+        rc = 77; /* the backend is not available here: CTest's "skipped" */
+        goto done;
+    }
+    if (!w || !losses) {
+        host_error("out of host memory");
+        goto done;
+    }
+    if (gpt_checkpoint_load(ctx, ckpt, &m, err, sizeof err) ||
+        load_batches(tokens, m->cfg.vocab_size, &b, err, sizeof err)) {
+        host_error("%s", err);
+        goto done;
+    }
+    if (b.block > m->cfg.n_positions) {
+        host_error("%s: T = %d exceeds n_positions = %d", tokens, b.block, m->cfg.n_positions);
+        goto done;
+    }
+    hp.batch = b.rows;
+    hp.block = b.block;
+    hp.steps = steps;
+    hp.min_lr = hp.lr;
+    if (trainer_init(&t, m, NULL, &hp, err, sizeof err)) {
+        host_error("%s", err);
+        goto done;
+    }
+    host_say_device("dev parity", ctx);
+    if (dump_gradients(&t, &b, w)) {
+        host_engine_error("dev parity");
+        goto done;
+    }
+    size_t cells = (size_t)b.rows * b.block;
+    for (int s = 0; s < steps; s++) {
+        double loss, norm;
+        int k = s % b.count;
+        if (trainer_accumulate(&t, b.x + k * cells, b.y + k * cells, b.rows, 1.0f, &loss, err, sizeof err) ||
+            trainer_update(&t, hp.lr, &norm, err, sizeof err)) {
+            host_error("%s", err);
+            goto done;
+        }
+        losses[s] = (float)loss;
+    }
+    int64_t shape = steps;
+    if (steps > 0) st_writer_add(w, "losses", "F32", 1, &shape, losses, (size_t)steps * sizeof *losses);
+    if (st_writer_save(w, out, err, sizeof err)) {
+        host_error("%s", err);
+        goto done;
+    }
+    rc = 0;
+done:
+    st_writer_free(w);
+    free(losses);
+    free(b.x);
+    free(b.y);
+    trainer_free(&t);
+    gpt_free(m);
+    kiln_close(ctx);
+    return rc;
+}

@@ -1,0 +1,12 @@
+/* The seq2seq kind's entries in its table (cli/model_kind.h): the encoder-decoder Transformer at the command line. */
+#ifndef KILN_HOST_CLI_SEQ2SEQ_KIND_H
+#define KILN_HOST_CLI_SEQ2SEQ_KIND_H
+
+#include "cli/model_kind.h"
+
+extern const train_kind seq2seq_train_kind; /* seq2seq_train.c */
+int seq2seq_eval_command(int argc, char **argv);     /* kiln eval */
+int seq2seq_decode_command(int argc, char **argv);   /* kiln decode */
+int seq2seq_parity_command(int argc, char **argv);   /* kiln dev seq2seq-parity */
+
+#endif
