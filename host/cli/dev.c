@@ -10,5 +10,5 @@
 int cmd_dev(int argc, char **argv) {
     const model_kind *kind = argc >= 3 ? model_kind_find_parity(argv[2]) : NULL;
     if (kind) return kind->parity_dump(argc, argv);
-    return host_error("kiln dev: expected a tool name: parity, seq2seq-parity, bert-parity");
+    return host_error("kiln dev: expected a tool name: %s", model_kind_names(1));
 }

@@ -2,6 +2,7 @@
 #include "cli/model_kind.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "model/model_checkpoint.h"
@@ -20,6 +21,16 @@ const model_kind *model_kind_find_parity(const char *name) {
     for (int i = 0; i < N_KINDS; i++)
         if (!strcmp(kinds[i]->parity, name)) return kinds[i];
     return NULL;
+}
+
+const char *model_kind_names(int parity) {
+    static char names[2][256];
+    char *out = names[parity != 0];
+    if (!*out)
+        for (int i = 0, at = 0; i < N_KINDS; i++)
+            at += snprintf(out + at, sizeof names[0] - (size_t)at, "%s%s", i ? ", " : "",
+                           parity ? kinds[i]->parity : kinds[i]->name);
+    return out;
 }
 
 const model_kind *model_kind_of_command(int argc, char **argv) {

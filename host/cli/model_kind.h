@@ -73,6 +73,10 @@ const model_kind *model_kind_find(const char *name);
 /* The kind whose `kiln dev` parity command is NAME, or NULL. */
 const model_kind *model_kind_find_parity(const char *name);
 
+/* The kinds' names (parity: their `kiln dev` commands), as a list "gpt, seq2seq, bert" for
+ * messages. */
+const char *model_kind_names(int parity);
+
 /* The kind that runs the checkpoint of --ckpt in argv (from its model_type), the default
  * kind when there is none or it cannot be read (the kind's command then says why). */
 const model_kind *model_kind_of_command(int argc, char **argv);

@@ -24,7 +24,7 @@
 static const model_kind *chosen_kind(int argc, char **argv) {
     const char *name = train_model_option(argc, argv);
     const model_kind *kind = model_kind_find(name ? name : gpt_kind.name);
-    if (!kind) host_error("--model %s is not one of gpt, seq2seq, bert", name);
+    if (!kind) host_error("--model %s is not one of %s", name, model_kind_names(0));
     return kind;
 }
 

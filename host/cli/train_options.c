@@ -157,8 +157,9 @@ train_options train_default_options(void) {
     return o;
 }
 
-int train_common_options(train_options *o, cli_opt *opts) {
-    const cli_opt common[] = {
+/* The run: data, model size, steps, the optimizer's numbers, resuming. */
+static int run_options(train_options *o, cli_opt *opts) {
+    const cli_opt own[] = {
         {.name = "--data", .kind = CLI_STRING, .target = &o->data, .meta = "FILE",
          .help = "training data: a text file (gpt, bert) or source<TAB>target pairs, one per line (seq2seq)"},
         {.name = "--model", .kind = CLI_STRING, .target = &o->model, .meta = "KIND",
@@ -200,6 +201,15 @@ int train_common_options(train_options *o, cli_opt *opts) {
          .help = "seed of the init, the batches and dropout"},
         {.name = "--resume", .kind = CLI_FLAG, .target = &o->resume,
          .help = "continue the run in --out exactly where it stopped"},
+    };
+    _Static_assert(sizeof own / sizeof own[0] <= 22, "TRAIN_COMMON_OPTIONS's share is too small");
+    memcpy(opts, own, sizeof own);
+    return (int)(sizeof own / sizeof own[0]);
+}
+
+/* The recipe: schedules, optimizers, the loss, and the stability toolkit. */
+static int recipe_options(train_options *o, cli_opt *opts) {
+    const cli_opt own[] = {
         /* schedules, optimizers, the loss */
         {.name = "--lr-schedule", .kind = CLI_STRING, .target = &o->schedule, .meta = "NAME",
          .help = "cosine (to --min-lr), linear (to --min-lr), constant, inverse-sqrt (lr sqrt(warmup/step)) or "
@@ -234,6 +244,15 @@ int train_common_options(train_options *o, cli_opt *opts) {
          .help = "GAU's attention: relu2 (relu(s)^2 / n, as FLASH) or softmax"},
         {.name = "--entropy-alert", .kind = CLI_FLOAT, .target = &o->st.entropy_alert, .meta = "H",
          .help = "show the lowest head's attention entropy (nats) on the progress line below this", .min = 0, .max = 100},
+    };
+    _Static_assert(sizeof own / sizeof own[0] <= 16, "TRAIN_COMMON_OPTIONS's share is too small");
+    memcpy(opts, own, sizeof own);
+    return (int)(sizeof own / sizeof own[0]);
+}
+
+/* Precision, the device, and data parallelism. */
+static int device_options(train_options *o, cli_opt *opts) {
+    const cli_opt own[] = {
         host_precision_option(&o->precision),
         {.name = "--loss-scale-init", .kind = CLI_FLOAT, .target = &o->ls_init, .meta = "S",
          .help = "fp16: the first loss scale", .min = 0x1p-126, .max = 0x1p126},
@@ -255,9 +274,15 @@ int train_common_options(train_options *o, cli_opt *opts) {
                  "as soon as the backward has finished it (0: a quarter of the gradients, within 1 to 25 MiB)",
          .min = 0, .max = 1 << 20},
     };
-    _Static_assert(sizeof common / sizeof common[0] <= TRAIN_COMMON_OPTIONS, "TRAIN_COMMON_OPTIONS is too small");
-    int n = (int)(sizeof common / sizeof common[0]);
-    memcpy(opts, common, sizeof common);
+    _Static_assert(sizeof own / sizeof own[0] <= 10, "TRAIN_COMMON_OPTIONS's share is too small");
+    memcpy(opts, own, sizeof own);
+    return (int)(sizeof own / sizeof own[0]);
+}
+
+int train_common_options(train_options *o, cli_opt *opts) {
+    int n = run_options(o, opts);
+    n += recipe_options(o, opts + n);
+    n += device_options(o, opts + n);
     return n;
 }
 

@@ -37,84 +37,101 @@ static int read_tokens(const char *path, const tokenizer *tok, int32_t **ids, in
     return rc;
 }
 
-int bert_eval_command(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32", *split = "all";
-    int device = -1, batch = 8, trust = 0;
+typedef struct eval_options {
+    const char *ckpt, *data, *tok_path, *backend, *precision, *split;
+    int device, batch, trust, held_out;
+    kiln_dtype dtype;
+} eval_options;
+
+/* Returns 0, 1 after --help, or -1 (printed). */
+static int parse_options(int argc, char **argv, eval_options *o) {
+    *o = (eval_options){.backend = "auto", .precision = "fp32", .split = "all", .device = -1, .batch = 8};
     cli_opt opts[] = {
-        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "a BERT checkpoint"},
-        {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE", .help = "a text file"},
-        {.name = "--split", .kind = CLI_STRING, .target = &split, .meta = "WHICH",
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &o->ckpt, .meta = "FILE", .help = "a BERT checkpoint"},
+        {.name = "--data", .kind = CLI_STRING, .target = &o->data, .meta = "FILE", .help = "a text file"},
+        {.name = "--split", .kind = CLI_STRING, .target = &o->split, .meta = "WHICH",
          .help = "all (the whole file) or held-out (its last 10% of tokens, as training holds out)"},
-        {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N", .help = "windows per forward pass",
+        {.name = "--batch", .kind = CLI_INT, .target = &o->batch, .meta = "N", .help = "windows per forward pass",
          .min = 1, .max = 65536},
-        host_precision_option(&precision),
-        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
+        host_precision_option(&o->precision),
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tok_path, .meta = "FILE",
          .help = "the model's tokenizer (default: the checkpoint's own)"},
-        host_backend_option(&backend),
-        host_device_option(&device),
-        host_trust_device_option(&trust),
+        host_backend_option(&o->backend),
+        host_device_option(&o->device),
+        host_trust_device_option(&o->trust),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary =
         "Prints `loss X` and `accuracy Y`: a BERT checkpoint's masked-LM loss and accuracy on a text\n"
         "file, its windows masked as in training from a fixed seed.";
     int rc = cli_parse("eval", summary, argc, argv, 2, opts, n);
-    if (rc) return rc < 0 ? 1 : 0;
-    if (!ckpt || !data) return host_error("kiln eval needs --ckpt FILE and --data FILE");
-    int held_out = !strcmp(split, "held-out");
-    if (!held_out && strcmp(split, "all")) return host_error("--split %s is not one of all, held-out", split);
-    kiln_dtype dtype;
-    if (host_parse_precision(precision, &dtype)) return 1;
+    if (rc) return rc < 0 ? -1 : 1;
+    if (!o->ckpt || !o->data) return -host_error("kiln eval needs --ckpt FILE and --data FILE");
+    o->held_out = !strcmp(o->split, "held-out");
+    if (!o->held_out && strcmp(o->split, "all")) return -host_error("--split %s is not one of all, held-out", o->split);
+    return host_parse_precision(o->precision, &o->dtype) ? -1 : 0;
+}
+
+/* --tokenizer's, else the checkpoint's own. */
+static int load_tokenizer(const eval_options *o, tokenizer **tok) {
+    char err[1024];
+    if (o->tok_path) return tokenizer_load(o->tok_path, tok, err, sizeof err) ? host_error("%s", err) : 0;
+    int found = checkpoint_tokenizer_load(o->ckpt, CKPT_TOKENIZER_KEY, tok, err, sizeof err);
+    if (found < 0) return host_error("%s", err);
+    if (!found) return host_error("%s holds no tokenizer (kiln.tokenizer): give it with --tokenizer FILE", o->ckpt);
+    return 0;
+}
+
+/* The model on the device, in the precision asked for, agreeing with its tokenizer. */
+static int open_model(const eval_options *o, const tokenizer *tok, kiln_ctx **ctx, bert_model **m) {
+    char err[1024];
+    if (!(*ctx = host_open_checked_device("eval", o->backend, o->device, o->trust)) ||
+        host_check_precision(*ctx, o->dtype))
+        return 1;
+    if (bert_checkpoint_load(*ctx, o->ckpt, m, err, sizeof err)) return host_error("%s", err);
+    if ((*m)->cfg.vocab_size != tokenizer_vocab_size(tok))
+        return host_error("%s: its vocabulary (%d) is not its tokenizer's (%d)", o->ckpt, (*m)->cfg.vocab_size,
+                          tokenizer_vocab_size(tok));
+    return bert_set_precision(*m, o->dtype, 0) ? host_engine_error("--precision fp16") : 0;
+}
+
+/* Evaluates tokens [first, first + count) and prints the figures. */
+static int evaluate(const eval_options *o, bert_model *m, const bert_vocab *vocab, const int32_t *ids,
+                    int64_t count) {
+    char err[1024];
+    double loss, accuracy;
+    if (bert_eval(m, vocab, ids, count, o->batch, 0, &loss, &accuracy, err, sizeof err))
+        return host_error("%s: %s", o->data, err);
+    fprintf(stderr, "kiln eval: %lld tokens in %lld windows of up to %d\n", (long long)count,
+            (long long)bert_eval_windows(count, m->cfg.max_len), m->cfg.max_len - 2);
+    printf("loss %.6f\naccuracy %.4f\n", loss, accuracy);
+    return 0;
+}
+
+int bert_eval_command(int argc, char **argv) {
+    eval_options o;
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
     char err[1024];
     tokenizer *tok = NULL;
-    if (tok_path) {
-        if (tokenizer_load(tok_path, &tok, err, sizeof err)) return host_error("%s", err);
-    } else {
-        int found = checkpoint_tokenizer_load(ckpt, CKPT_TOKENIZER_KEY, &tok, err, sizeof err);
-        if (found < 0) return host_error("%s", err);
-        if (!found) return host_error("%s holds no tokenizer (kiln.tokenizer): give it with --tokenizer FILE", ckpt);
-    }
+    if (load_tokenizer(&o, &tok)) return 1;
     bert_vocab vocab = {0};
     int32_t *ids = NULL;
     int64_t n_ids = 0;
     kiln_ctx *ctx = NULL;
     bert_model *m = NULL;
-    rc = 1;
+    int rc = 1;
     if (bert_vocab_init(&vocab, tok, err, sizeof err)) {
-        host_error("%s: %s", ckpt, err);
-        goto done;
+        host_error("%s: %s", o.ckpt, err);
+    } else if (read_tokens(o.data, tok, &ids, &n_ids) == 0) {
+        int64_t first = o.held_out ? n_ids - n_ids / 10 : 0, count = n_ids - first;
+        if (count < 1)
+            host_error("%s: no tokens to evaluate%s", o.data, o.held_out ? " in its last 10%" : "");
+        else if (open_model(&o, tok, &ctx, &m) == 0) {
+            host_say_device("eval", ctx);
+            rc = evaluate(&o, m, &vocab, ids + first, count);
+        }
     }
-    if (read_tokens(data, tok, &ids, &n_ids)) goto done;
-    int64_t first = held_out ? n_ids - n_ids / 10 : 0, count = n_ids - first;
-    if (count < 1) {
-        host_error("%s: no tokens to evaluate%s", data, held_out ? " in its last 10%" : "");
-        goto done;
-    }
-    if (!(ctx = host_open_checked_device("eval", backend, device, trust)) || host_check_precision(ctx, dtype)) goto done;
-    if (bert_checkpoint_load(ctx, ckpt, &m, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    if (m->cfg.vocab_size != tokenizer_vocab_size(tok)) {
-        host_error("%s: its vocabulary (%d) is not its tokenizer's (%d)", ckpt, m->cfg.vocab_size,
-                   tokenizer_vocab_size(tok));
-        goto done;
-    }
-    if (bert_set_precision(m, dtype, 0)) {
-        host_engine_error("--precision fp16");
-        goto done;
-    }
-    host_say_device("eval", ctx);
-    double loss, accuracy;
-    if (bert_eval(m, &vocab, ids + first, count, batch, 0, &loss, &accuracy, err, sizeof err)) {
-        host_error("%s: %s", data, err);
-        goto done;
-    }
-    fprintf(stderr, "kiln eval: %lld tokens in %lld windows of up to %d\n", (long long)count,
-            (long long)bert_eval_windows(count, m->cfg.max_len), m->cfg.max_len - 2);
-    printf("loss %.6f\naccuracy %.4f\n", loss, accuracy);
-    rc = 0;
-done:
     bert_free(m);
     kiln_close(ctx);
     free(ids);

@@ -82,69 +82,34 @@ engine:
     return -1;
 }
 
+static int load(void *self, kiln_ctx *ctx, const char *ckpt, const char *batch, train_model *model, char *err,
+                size_t errlen) {
+    parity_run *r = self;
+    if (bert_checkpoint_load(ctx, ckpt, &r->m, err, errlen) || load_batch(batch, r->m, &r->b, err, errlen)) return -1;
+    *model = (train_model){.self = r->m, .ctx = ctx, .params = r->m->params, .n_params = r->m->n_params,
+                           .d_model = r->m->cfg.n_embd, .set_precision = precision_hook,
+                           .micro_loss = same_batch_loss, .data = r};
+    return 0;
+}
+
+static int dump(void *self, st_writer *w, char *err, size_t errlen) { return dump_gradients(self, w, err, errlen); }
+
+static void free_run(void *self) {
+    parity_run *r = self;
+    bert_batch_free(&r->b);
+    bert_free(r->m);
+}
+
 int bert_parity_command(int argc, char **argv) {
-    const char *ckpt = NULL, *batch = NULL, *out = NULL, *backend = "cpu";
-    int device = -1, steps = 6;
-    train_hparams hp = {.grad_accum = 1, .batch = 1, .block = 1, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,
-                        .weight_decay = 0.1f, .clip = 0.0f, .seed = 1};
-    cli_opt opts[] = {
-        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "BERT weights"},
-        {.name = "--batch", .kind = CLI_STRING, .target = &batch, .meta = "FILE",
-         .help = "safetensors with ids, lengths, targets"},
-        {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE", .help = "results (safetensors)"},
-        {.name = "--steps", .kind = CLI_INT, .target = &steps, .meta = "N", .help = "AdamW steps", .min = 0,
-         .max = 1000},
-        {.name = "--lr", .kind = CLI_FLOAT, .target = &hp.lr, .meta = "X", .help = "learning rate", .min = 0, .max = 10},
-        host_backend_option(&backend),
-        host_device_option(&device),
+    static const dev_batch_parity k = {
+        .command = "dev bert-parity",
+        .summary = "Dumps BERT's logits, MLM loss, gradients and AdamW losses.",
+        .ckpt_help = "BERT weights",
+        .batch_help = "safetensors with ids, lengths, targets",
+        .load = load,
+        .dump = dump,
+        .free = free_run,
     };
-    int rc = cli_parse("dev bert-parity", "Dumps BERT's logits, MLM loss, gradients and AdamW losses.", argc, argv, 3,
-                       opts, (int)(sizeof opts / sizeof opts[0]));
-    if (rc) return rc < 0 ? 1 : 0;
-    if (!ckpt || !batch || !out) return host_error("kiln dev bert-parity needs --ckpt, --batch and --out");
-    char err[1024];
     parity_run r = {0};
-    trainer t = {0};
-    st_writer *w = st_writer_new();
-    rc = 1;
-    kiln_ctx *ctx = host_open_device(backend, device);
-    if (!ctx) {
-        rc = 77;
-        goto done;
-    }
-    if (!w) {
-        host_error("out of host memory");
-        goto done;
-    }
-    if (bert_checkpoint_load(ctx, ckpt, &r.m, err, sizeof err) || load_batch(batch, r.m, &r.b, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    hp.min_lr = hp.lr;
-    hp.steps = steps;
-    train_model model = {.self = r.m, .ctx = ctx, .params = r.m->params, .n_params = r.m->n_params,
-                         .d_model = r.m->cfg.n_embd, .set_precision = precision_hook,
-                         .micro_loss = same_batch_loss, .data = &r};
-    if (trainer_init_model(&t, &model, &hp, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    host_say_device("dev bert-parity", ctx);
-    if (dump_gradients(&r, w, err, sizeof err)) {
-        host_error("dev bert-parity: %s", err);
-        goto done;
-    }
-    if (kiln_zero_grad(t.leaves, r.m->n_params)) {
-        host_engine_error("dev bert-parity");
-        goto done;
-    }
-    if (dev_train_and_save(&t, steps, w, out)) goto done;
-    rc = 0;
-done:
-    st_writer_free(w);
-    bert_batch_free(&r.b);
-    trainer_free(&t);
-    bert_free(r.m);
-    kiln_close(ctx);
-    return rc;
+    return dev_batch_parity_run(&k, &r, argc, argv);
 }

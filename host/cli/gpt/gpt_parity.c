@@ -96,96 +96,102 @@ static int dump_gradients(trainer *t, const batches *b, st_writer *w) {
     return kiln_zero_grad(t->params, m->n_params) ? -1 : 0;
 }
 
-int gpt_parity_command(int argc, char **argv) {
-    const char *ckpt = NULL, *tokens = NULL, *out = NULL, *backend = "cpu";
-    int device = -1, steps = 10;
-    train_hparams hp = {.grad_accum = 1, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,
-                        .weight_decay = 0.1f, .clip = 1.0f, .seed = 1};
+typedef struct parity_options {
+    const char *ckpt, *tokens, *out, *backend;
+    int device, steps;
+    train_hparams hp;
+} parity_options;
+
+/* Returns 0, 1 after --help, or -1 (printed). */
+static int parse_options(int argc, char **argv, parity_options *o) {
+    *o = (parity_options){.backend = "cpu", .device = -1, .steps = 10,
+                          .hp = {.grad_accum = 1, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,
+                                 .weight_decay = 0.1f, .clip = 1.0f, .seed = 1}};
+    train_hparams *hp = &o->hp;
     cli_opt opts[] = {
-        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &o->ckpt, .meta = "FILE",
          .help = "weights (GPT-2 layout safetensors)"},
-        {.name = "--tokens", .kind = CLI_STRING, .target = &tokens, .meta = "FILE",
+        {.name = "--tokens", .kind = CLI_STRING, .target = &o->tokens, .meta = "FILE",
          .help = "safetensors with \"tokens\" [S, B, T + 1]"},
-        {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE",
+        {.name = "--out", .kind = CLI_STRING, .target = &o->out, .meta = "FILE",
          .help = "where the results go (safetensors)"},
-        {.name = "--steps", .kind = CLI_INT, .target = &steps, .meta = "N",
+        {.name = "--steps", .kind = CLI_INT, .target = &o->steps, .meta = "N",
          .help = "AdamW steps after the gradient dump", .min = 0, .max = 100000},
-        {.name = "--lr", .kind = CLI_FLOAT, .target = &hp.lr, .meta = "X",
+        {.name = "--lr", .kind = CLI_FLOAT, .target = &hp->lr, .meta = "X",
          .help = "constant learning rate", .min = 0, .max = 10},
-        {.name = "--weight-decay", .kind = CLI_FLOAT, .target = &hp.weight_decay, .meta = "X",
+        {.name = "--weight-decay", .kind = CLI_FLOAT, .target = &hp->weight_decay, .meta = "X",
          .help = "AdamW weight decay of 2-D weights", .min = 0, .max = 10},
-        {.name = "--beta1", .kind = CLI_FLOAT, .target = &hp.beta1, .meta = "X",
+        {.name = "--beta1", .kind = CLI_FLOAT, .target = &hp->beta1, .meta = "X",
          .help = "AdamW beta1", .min = 0, .max = 0.999999},
-        {.name = "--beta2", .kind = CLI_FLOAT, .target = &hp.beta2, .meta = "X",
+        {.name = "--beta2", .kind = CLI_FLOAT, .target = &hp->beta2, .meta = "X",
          .help = "AdamW beta2", .min = 0, .max = 0.999999},
-        {.name = "--clip", .kind = CLI_FLOAT, .target = &hp.clip, .meta = "X",
+        {.name = "--clip", .kind = CLI_FLOAT, .target = &hp->clip, .meta = "X",
          .help = "gradient clipping norm (0: off)", .min = 0, .max = 1e9},
-        host_backend_option(&backend),
-        host_device_option(&device),
+        host_backend_option(&o->backend),
+        host_device_option(&o->device),
     };
     int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse("dev parity", "Dumps logits, loss, gradients and AdamW losses for tests/gpt_parity.py.",
                        argc, argv, 3, opts, n);
-    if (rc) return rc < 0 ? 1 : 0;
-    if (!ckpt || !tokens || !out) return host_error("kiln dev parity needs --ckpt, --tokens and --out");
+    if (rc) return rc < 0 ? -1 : 1;
+    if (!o->ckpt || !o->tokens || !o->out) return -host_error("kiln dev parity needs --ckpt, --tokens and --out");
+    return 0;
+}
 
+/* The model, its batches, and a trainer over them at a constant learning rate. */
+static int start(kiln_ctx *ctx, parity_options *o, gpt_model **m, batches *b, trainer *t) {
     char err[1024];
+    if (gpt_checkpoint_load(ctx, o->ckpt, m, err, sizeof err) ||
+        load_batches(o->tokens, (*m)->cfg.vocab_size, b, err, sizeof err))
+        return host_error("%s", err);
+    if (b->block > (*m)->cfg.n_positions)
+        return host_error("%s: T = %d exceeds n_positions = %d", o->tokens, b->block, (*m)->cfg.n_positions);
+    o->hp.batch = b->rows;
+    o->hp.block = b->block;
+    o->hp.steps = o->steps;
+    o->hp.min_lr = o->hp.lr;
+    return trainer_init(t, *m, NULL, &o->hp, err, sizeof err) ? host_error("%s", err) : 0;
+}
+
+/* The AdamW steps (step s on batch s mod S), their losses added to w, and w saved. */
+static int train_and_save(trainer *t, const batches *b, const parity_options *o, st_writer *w, float *losses) {
+    char err[1024];
+    size_t cells = (size_t)b->rows * b->block;
+    for (int s = 0; s < o->steps; s++) {
+        double loss, norm;
+        int k = s % b->count;
+        if (trainer_accumulate(t, b->x + k * cells, b->y + k * cells, b->rows, 1.0f, &loss, err, sizeof err) ||
+            trainer_update(t, o->hp.lr, &norm, err, sizeof err))
+            return host_error("%s", err);
+        losses[s] = (float)loss;
+    }
+    int64_t shape = o->steps;
+    if (o->steps > 0) st_writer_add(w, "losses", "F32", 1, &shape, losses, (size_t)o->steps * sizeof *losses);
+    return st_writer_save(w, o->out, err, sizeof err) ? host_error("%s", err) : 0;
+}
+
+int gpt_parity_command(int argc, char **argv) {
+    parity_options o;
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed) return parsed < 0 ? 1 : 0;
     batches b = {0};
     gpt_model *m = NULL;
     trainer t = {0};
     st_writer *w = st_writer_new();
-    float *losses = calloc((size_t)steps + 1, sizeof *losses);
-    rc = 1;
-    kiln_ctx *ctx = host_open_device(backend, device);
-    if (!ctx) {
+    float *losses = calloc((size_t)o.steps + 1, sizeof *losses);
+    int rc = 1;
+    kiln_ctx *ctx = host_open_device(o.backend, o.device);
+    if (!ctx)
         rc = 77; /* the backend is not available here: CTest's "skipped" */
-        goto done;
-    }
-    if (!w || !losses) {
+    else if (!w || !losses)
         host_error("out of host memory");
-        goto done;
+    else if (start(ctx, &o, &m, &b, &t) == 0) {
+        host_say_device("dev parity", ctx);
+        if (dump_gradients(&t, &b, w))
+            host_engine_error("dev parity");
+        else
+            rc = train_and_save(&t, &b, &o, w, losses);
     }
-    if (gpt_checkpoint_load(ctx, ckpt, &m, err, sizeof err) ||
-        load_batches(tokens, m->cfg.vocab_size, &b, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    if (b.block > m->cfg.n_positions) {
-        host_error("%s: T = %d exceeds n_positions = %d", tokens, b.block, m->cfg.n_positions);
-        goto done;
-    }
-    hp.batch = b.rows;
-    hp.block = b.block;
-    hp.steps = steps;
-    hp.min_lr = hp.lr;
-    if (trainer_init(&t, m, NULL, &hp, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    host_say_device("dev parity", ctx);
-    if (dump_gradients(&t, &b, w)) {
-        host_engine_error("dev parity");
-        goto done;
-    }
-    size_t cells = (size_t)b.rows * b.block;
-    for (int s = 0; s < steps; s++) {
-        double loss, norm;
-        int k = s % b.count;
-        if (trainer_accumulate(&t, b.x + k * cells, b.y + k * cells, b.rows, 1.0f, &loss, err, sizeof err) ||
-            trainer_update(&t, hp.lr, &norm, err, sizeof err)) {
-            host_error("%s", err);
-            goto done;
-        }
-        losses[s] = (float)loss;
-    }
-    int64_t shape = steps;
-    if (steps > 0) st_writer_add(w, "losses", "F32", 1, &shape, losses, (size_t)steps * sizeof *losses);
-    if (st_writer_save(w, out, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    rc = 0;
-done:
     st_writer_free(w);
     free(losses);
     free(b.x);

@@ -87,71 +87,45 @@ static int dump_gradients(parity_run *r, st_writer *w) {
     return 0;
 }
 
+static int load(void *self, kiln_ctx *ctx, const char *ckpt, const char *batch, train_model *model, char *err,
+                size_t errlen) {
+    parity_run *r = self;
+    if (seq2seq_checkpoint_load(ctx, ckpt, &r->m, err, errlen) || load_batch(batch, r->m, &r->b, err, errlen))
+        return -1;
+    *model = (train_model){.self = r->m, .ctx = ctx, .params = r->m->params, .n_params = r->m->n_params,
+                           .d_model = r->m->cfg.n_embd, .set_precision = precision_hook,
+                           .micro_loss = same_batch_loss, .data = r};
+    return 0;
+}
+
+static int dump(void *self, st_writer *w, char *err, size_t errlen) {
+    if (dump_gradients(self, w) == 0) return 0;
+    const char *msg = kiln_error_message(); /* as host_engine_error says it */
+    snprintf(err, errlen, "%s", msg && *msg ? msg : "unknown engine error");
+    return -1;
+}
+
+static void free_run(void *self) {
+    parity_run *r = self;
+    free(r->b.src);
+    free(r->b.src_len);
+    free(r->b.tgt_in);
+    free(r->b.tgt_out);
+    seq2seq_free(r->m);
+}
+
 int seq2seq_parity_command(int argc, char **argv) {
-    const char *ckpt = NULL, *batch = NULL, *out = NULL, *backend = "cpu";
-    int device = -1, steps = 6;
-    float smoothing = 0.0f;
-    train_hparams hp = {.grad_accum = 1, .batch = 1, .block = 1, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.99f,
-                        .weight_decay = 0.1f, .clip = 0.0f, .seed = 1};
-    cli_opt opts[] = {
-        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "seq2seq weights"},
-        {.name = "--batch", .kind = CLI_STRING, .target = &batch, .meta = "FILE",
-         .help = "safetensors with src, src_len, tgt_in, tgt_out"},
-        {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE", .help = "results (safetensors)"},
-        {.name = "--steps", .kind = CLI_INT, .target = &steps, .meta = "N", .help = "AdamW steps", .min = 0,
-         .max = 1000},
-        {.name = "--lr", .kind = CLI_FLOAT, .target = &hp.lr, .meta = "X", .help = "learning rate", .min = 0, .max = 10},
-        {.name = "--label-smoothing", .kind = CLI_FLOAT, .target = &smoothing, .meta = "X",
-         .help = "label smoothing of the loss", .min = 0, .max = 0.999},
-        host_backend_option(&backend),
-        host_device_option(&device),
+    parity_run r = {0};
+    const dev_batch_parity k = {
+        .command = "dev seq2seq-parity",
+        .summary = "Dumps the encoder-decoder's logits, loss, gradients and AdamW losses.",
+        .ckpt_help = "seq2seq weights",
+        .batch_help = "safetensors with src, src_len, tgt_in, tgt_out",
+        .extra = {.name = "--label-smoothing", .kind = CLI_FLOAT, .target = &r.smoothing, .meta = "X",
+                  .help = "label smoothing of the loss", .min = 0, .max = 0.999},
+        .load = load,
+        .dump = dump,
+        .free = free_run,
     };
-    int rc = cli_parse("dev seq2seq-parity", "Dumps the encoder-decoder's logits, loss, gradients and AdamW losses.",
-                       argc, argv, 3, opts, (int)(sizeof opts / sizeof opts[0]));
-    if (rc) return rc < 0 ? 1 : 0;
-    if (!ckpt || !batch || !out) return host_error("kiln dev seq2seq-parity needs --ckpt, --batch and --out");
-    char err[1024];
-    parity_run r = {.smoothing = smoothing};
-    trainer t = {0};
-    st_writer *w = st_writer_new();
-    rc = 1;
-    kiln_ctx *ctx = host_open_device(backend, device);
-    if (!ctx) {
-        rc = 77;
-        goto done;
-    }
-    if (!w) {
-        host_error("out of host memory");
-        goto done;
-    }
-    if (seq2seq_checkpoint_load(ctx, ckpt, &r.m, err, sizeof err) || load_batch(batch, r.m, &r.b, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    hp.min_lr = hp.lr;
-    hp.steps = steps;
-    train_model model = {.self = r.m, .ctx = ctx, .params = r.m->params, .n_params = r.m->n_params,
-                         .d_model = r.m->cfg.n_embd, .set_precision = precision_hook,
-                         .micro_loss = same_batch_loss, .data = &r};
-    if (trainer_init_model(&t, &model, &hp, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    host_say_device("dev seq2seq-parity", ctx);
-    if (dump_gradients(&r, w) || kiln_zero_grad(t.leaves, r.m->n_params)) {
-        host_engine_error("dev seq2seq-parity");
-        goto done;
-    }
-    if (dev_train_and_save(&t, steps, w, out)) goto done;
-    rc = 0;
-done:
-    st_writer_free(w);
-    free(r.b.src);
-    free(r.b.src_len);
-    free(r.b.tgt_in);
-    free(r.b.tgt_out);
-    trainer_free(&t);
-    seq2seq_free(r.m);
-    kiln_close(ctx);
-    return rc;
+    return dev_batch_parity_run(&k, &r, argc, argv);
 }

@@ -268,6 +268,102 @@ static const char *canonical(const char *name) {
     return name;
 }
 
+/* The checkpoint's tensors as Hugging Face lays them out: the pieces each parameter is cut
+ * into, and their specs for matching. */
+typedef struct hf_layout {
+    param_spec *specs, *piece_specs;
+    bert_piece *pieces;
+    int n, count;
+} hf_layout;
+
+static void hf_layout_free(hf_layout *l) {
+    free(l->specs);
+    free(l->piece_specs);
+    free(l->pieces);
+}
+
+static int hf_layout_init(const bert_config *cfg, const char *path, hf_layout *l, char *err, size_t errlen) {
+    l->n = bert_param_specs(cfg, NULL);
+    if (!(l->specs = calloc((size_t)l->n, sizeof *l->specs))) goto oom;
+    bert_param_specs(cfg, l->specs);
+    l->count = bert_hf_pieces(cfg, l->specs, l->n, NULL);
+    l->pieces = calloc((size_t)l->count, sizeof *l->pieces);
+    l->piece_specs = calloc((size_t)l->count, sizeof *l->piece_specs);
+    if (!l->pieces || !l->piece_specs) goto oom;
+    bert_hf_pieces(cfg, l->specs, l->n, l->pieces);
+    for (int k = 0; k < l->count; k++) {
+        const bert_piece *p = &l->pieces[k];
+        l->piece_specs[k] = (param_spec){.ndim = p->ndim, .shape = {p->shape[0], p->shape[1]}};
+        size_t len = strlen(p->name);
+        if (len >= sizeof l->piece_specs[k].name) {
+            snprintf(err, errlen, "%s: tensor name %s is too long", path, p->name);
+            return -1;
+        }
+        memcpy(l->piece_specs[k].name, p->name, len + 1);
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "out of host memory");
+    return -1;
+}
+
+/* Parameter `param` from its matched pieces k.. (advancing *k past them), converted to the
+ * block's layout in tensor and uploaded; piece is scratch. */
+static int read_param(bert_model *m, const hf_layout *l, const st_tensor **match, int *k, float *tensor,
+                      float **piece, const char *path, char *err, size_t errlen) {
+    int param = l->pieces[*k].param;
+    for (; *k < l->count && l->pieces[*k].param == param; (*k)++) {
+        const st_tensor *t = match[*k];
+        float *grown = realloc(*piece, (size_t)(t->numel > 0 ? t->numel : 1) * sizeof *grown);
+        if (!grown) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+        *piece = grown;
+        if (st_read_f32(t, *piece, (size_t)t->numel)) {
+            snprintf(err, errlen, "%s: cannot read %s", path, t->name);
+            return -1;
+        }
+        bert_piece_import(&l->pieces[*k], &l->specs[param], *piece, tensor);
+    }
+    if (kiln_upload_f32(m->params[param].t, tensor, kiln_numel(m->params[param].t))) {
+        snprintf(err, errlen, "%s: cannot load %s: %s", path, l->specs[param].name, kiln_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+/* Every parameter from the matched pieces. */
+static int read_params(bert_model *m, const hf_layout *l, const st_tensor **match, const char *path, char *err,
+                       size_t errlen) {
+    float *tensor = NULL, *piece = NULL;
+    int rc = 0;
+    for (int k = 0; k < l->count && rc == 0;) {
+        float *grown = realloc(tensor, (size_t)kiln_numel(m->params[l->pieces[k].param].t) * sizeof *grown);
+        if (!grown) {
+            snprintf(err, errlen, "out of host memory");
+            rc = -1;
+            break;
+        }
+        tensor = grown;
+        rc = read_param(m, l, match, &k, tensor, &piece, path, err, errlen);
+    }
+    free(tensor);
+    free(piece);
+    return rc;
+}
+
+/* kiln ties the decoder to the word embeddings: a checkpoint's own must have their shape. */
+static int check_tied(const st_file *f, const bert_config *cfg, const char *path, char *err, size_t errlen) {
+    const st_tensor *tied = st_find(f, "cls.predictions.decoder.weight");
+    if (tied && (tied->ndim != 2 || tied->shape[0] != cfg->vocab_size || tied->shape[1] != cfg->n_embd)) {
+        snprintf(err, errlen, "%s: cls.predictions.decoder.weight is not [%d, %d]: kiln ties it to the word embeddings",
+                 path, cfg->vocab_size, cfg->n_embd);
+        return -1;
+    }
+    return 0;
+}
+
 int bert_checkpoint_load(kiln_ctx *ctx, const char *path, bert_model **out, char *err, size_t errlen) {
     *out = NULL;
     st_file *f;
@@ -275,80 +371,30 @@ int bert_checkpoint_load(kiln_ctx *ctx, const char *path, bert_model **out, char
     int rc = -1;
     bert_config cfg;
     bert_model *m = NULL;
-    param_spec *specs = NULL, *piece_specs = NULL;
-    bert_piece *pieces = NULL;
+    hf_layout l = {0};
     const st_tensor **match = NULL;
-    float *tensor = NULL, *piece = NULL;
-    if (read_config(f, path, &cfg, err, errlen)) goto done;
-    int n = bert_param_specs(&cfg, NULL);
-    specs = calloc((size_t)n, sizeof *specs);
-    if (!specs) goto oom;
-    bert_param_specs(&cfg, specs);
-    int count = bert_hf_pieces(&cfg, specs, n, NULL);
-    pieces = calloc((size_t)count, sizeof *pieces);
-    piece_specs = calloc((size_t)count, sizeof *piece_specs);
-    match = calloc((size_t)count, sizeof *match);
-    if (!pieces || !piece_specs || !match) goto oom;
-    bert_hf_pieces(&cfg, specs, n, pieces);
-    for (int k = 0; k < count; k++) {
-        piece_specs[k] = (param_spec){.ndim = pieces[k].ndim, .shape = {pieces[k].shape[0], pieces[k].shape[1]}};
-        size_t len = strlen(pieces[k].name);
-        if (len >= sizeof piece_specs[k].name) {
-            snprintf(err, errlen, "%s: tensor name %s is too long", path, pieces[k].name);
-            goto done;
-        }
-        memcpy(piece_specs[k].name, pieces[k].name, len + 1);
-    }
-    const st_tensor *tied = st_find(f, "cls.predictions.decoder.weight");
-    if (tied && (tied->ndim != 2 || tied->shape[0] != cfg.vocab_size || tied->shape[1] != cfg.n_embd)) {
-        snprintf(err, errlen, "%s: cls.predictions.decoder.weight is not [%d, %d]: kiln ties it to the word embeddings",
-                 path, cfg.vocab_size, cfg.n_embd);
+    if (read_config(f, path, &cfg, err, errlen) || hf_layout_init(&cfg, path, &l, err, errlen)) goto done;
+    if (!(match = calloc((size_t)l.count, sizeof *match))) {
+        snprintf(err, errlen, "out of host memory");
         goto done;
     }
+    if (check_tied(f, &cfg, path, err, errlen)) goto done;
     char config[160];
     snprintf(config, sizeof config, "num_hidden_layers %d, hidden_size %d, max_position_embeddings %d, vocab_size %d",
              cfg.n_layer, cfg.n_embd, cfg.max_len, cfg.vocab_size);
-    if (model_checkpoint_match(f, path, canonical, piece_specs, count, config, match, err, errlen)) goto done;
+    if (model_checkpoint_match(f, path, canonical, l.piece_specs, l.count, config, match, err, errlen)) goto done;
     if (!(m = bert_new(ctx, &cfg))) {
         snprintf(err, errlen, "%s: cannot allocate the model: %s", path, kiln_error_message());
         goto done;
     }
-    for (int k = 0; k < count;) {
-        int param = pieces[k].param;
-        int64_t numel = kiln_numel(m->params[param].t);
-        float *grown = realloc(tensor, (size_t)numel * sizeof *grown);
-        if (!grown) goto oom;
-        tensor = grown;
-        for (; k < count && pieces[k].param == param; k++) {
-            const st_tensor *t = match[k];
-            grown = realloc(piece, (size_t)(t->numel > 0 ? t->numel : 1) * sizeof *grown);
-            if (!grown) goto oom;
-            piece = grown;
-            if (st_read_f32(t, piece, (size_t)t->numel)) {
-                snprintf(err, errlen, "%s: cannot read %s", path, t->name);
-                goto done;
-            }
-            bert_piece_import(&pieces[k], &specs[param], piece, tensor);
-        }
-        if (kiln_upload_f32(m->params[param].t, tensor, numel)) {
-            snprintf(err, errlen, "%s: cannot load %s: %s", path, specs[param].name, kiln_error_message());
-            goto done;
-        }
-    }
+    if (read_params(m, &l, match, path, err, errlen)) goto done;
     *out = m;
     m = NULL;
     rc = 0;
-    goto done;
-oom:
-    snprintf(err, errlen, "out of host memory");
 done:
     bert_free(m);
     free(match);
-    free(specs);
-    free(piece_specs);
-    free(pieces);
-    free(tensor);
-    free(piece);
+    hf_layout_free(&l);
     st_close(f);
     return rc;
 }
