@@ -126,6 +126,30 @@ done:
     return rc;
 }
 
+static void meta_put(void *w, const char *key, const char *value) { st_writer_meta(w, key, value); }
+
+st_writer *model_checkpoint_writer(const model_checkpoint_config *c, const model_meta *extra, int n_extra,
+                                   const char *path, char *err, size_t errlen) {
+    st_writer *w = st_writer_new();
+    if (!w) {
+        snprintf(err, errlen, "%s: out of host memory", path);
+        return NULL;
+    }
+    char value[32];
+    st_writer_meta(w, "format", "pt");
+    st_writer_meta(w, "model_type", c->model_type);
+    for (int i = 0; i < c->n_ints; i++) {
+        snprintf(value, sizeof value, "%lld", (long long)c->ints[i]);
+        st_writer_meta(w, c->int_names[i], value);
+    }
+    snprintf(value, sizeof value, "%.9g", (double)c->ln_eps);
+    st_writer_meta(w, c->eps_key, value);
+    for (int i = 0; i < c->n_fixed; i++) st_writer_meta(w, c->fixed[i].key, c->fixed[i].value);
+    block_options_to_meta(c->block, meta_put, w);
+    for (int i = 0; i < n_extra; i++) st_writer_meta(w, extra[i].key, extra[i].value);
+    return w;
+}
+
 int model_checkpoint_write(const model_param *params, int n, st_writer *w, const char *path, char *err,
                            size_t errlen) {
     float **host = calloc((size_t)(n > 0 ? n : 1), sizeof *host);

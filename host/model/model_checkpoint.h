@@ -1,13 +1,15 @@
 /* What every model's safetensors checkpoint shares: matching a file's tensors to the model's
  * parameter table (names, shapes, dtypes, nothing missing, nothing unknown) before anything
  * is allocated, loading them, and saving the table atomically with metadata. The models'
- * own files (gpt_checkpoint.c, seq2seq_checkpoint.c) add their configs and names. */
+ * own files (gpt/gpt_checkpoint.c, seq2seq/seq2seq_checkpoint.c, bert/bert_checkpoint.c) add
+ * their configs and names. */
 #ifndef KILN_HOST_MODEL_MODEL_CHECKPOINT_H
 #define KILN_HOST_MODEL_MODEL_CHECKPOINT_H
 
 #include <stddef.h>
 
 #include "formats/safetensors.h"
+#include "model/block.h"
 #include "model/model_params.h"
 
 /* A metadata entry a caller adds to a saved checkpoint. */
@@ -46,6 +48,26 @@ typedef struct model_loader {
  * into it. Returns 0 and *out, or -1 with one line in err (nothing left allocated). */
 int model_checkpoint_build(const st_file *f, const char *path, kiln_ctx *ctx, const model_loader *l, void **out,
                            char *err, size_t errlen);
+
+/* The metadata every kind's checkpoint starts with, in this order: "format" "pt" (what Hugging
+ * Face's loaders expect of a PyTorch-layout file), "model_type", the config's integers, the
+ * LayerNorm epsilon, the kind's fixed keys, and the block's options (model/block.h). */
+typedef struct model_checkpoint_config {
+    const char *model_type;
+    const char *const *int_names;
+    const int64_t *ints;
+    int n_ints;
+    const char *eps_key; /* "layer_norm_epsilon", or Hugging Face BERT's "layer_norm_eps" */
+    float ln_eps;
+    const model_meta *fixed; /* n_fixed entries, or NULL */
+    int n_fixed;
+    const block_options *block;
+} model_checkpoint_config;
+
+/* A new writer holding that metadata, then the caller's n_extra entries. NULL: out of host
+ * memory, said in err naming path. */
+st_writer *model_checkpoint_writer(const model_checkpoint_config *c, const model_meta *extra, int n_extra,
+                                   const char *path, char *err, size_t errlen);
 
 /* Adds the n tensors of the table (f32, as the masters are) to w, which holds the
  * caller's metadata, and saves it atomically: an existing file is replaced only by a

@@ -202,7 +202,6 @@ static void config_ints(const bert_config *c, int64_t v[N_INTS]) {
 #define BERT_HIDDEN_ACT "gelu_new"
 
 static const char *meta_get(void *f, const char *key) { return st_meta(f, key); }
-static void meta_put(void *w, const char *key, const char *value) { st_writer_meta(w, key, value); }
 
 static int read_config(const st_file *f, const char *path, bert_config *c, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
@@ -401,25 +400,14 @@ done:
 
 int bert_checkpoint_save(const bert_model *m, const char *path, const model_meta *extra, int n_extra, char *err,
                          size_t errlen) {
-    st_writer *w = st_writer_new();
-    if (!w) {
-        snprintf(err, errlen, "%s: out of host memory", path);
-        return -1;
-    }
-    char value[32];
-    int64_t v[N_INTS];
-    config_ints(&m->cfg, v);
-    st_writer_meta(w, "format", "pt");
-    st_writer_meta(w, "model_type", BERT_MODEL_TYPE);
-    for (int i = 0; i < N_INTS; i++) {
-        snprintf(value, sizeof value, "%lld", (long long)v[i]);
-        st_writer_meta(w, int_names[i], value);
-    }
-    snprintf(value, sizeof value, "%.9g", (double)m->cfg.ln_eps);
-    st_writer_meta(w, "layer_norm_eps", value);
-    st_writer_meta(w, "hidden_act", BERT_HIDDEN_ACT);
-    block_options_to_meta(&m->cfg.block, meta_put, w);
-    for (int i = 0; i < n_extra; i++) st_writer_meta(w, extra[i].key, extra[i].value);
+    int64_t ints[N_INTS];
+    config_ints(&m->cfg, ints);
+    const model_meta act = {.key = "hidden_act", .value = BERT_HIDDEN_ACT};
+    model_checkpoint_config c = {.model_type = BERT_MODEL_TYPE, .int_names = int_names, .ints = ints,
+                                 .n_ints = N_INTS, .eps_key = "layer_norm_eps", .ln_eps = m->cfg.ln_eps,
+                                 .fixed = &act, .n_fixed = 1, .block = &m->cfg.block};
+    st_writer *w = model_checkpoint_writer(&c, extra, n_extra, path, err, errlen);
+    if (!w) return -1;
     char why[512];
     int rc = bert_hf_add(m, 0, "", w, why, sizeof why);
     if (rc)

@@ -167,7 +167,6 @@ done:
 
 static const char *meta_get(void *f, const char *key) { return st_meta(f, key); }
 
-static void meta_put(void *w, const char *key, const char *value) { st_writer_meta(w, key, value); }
 
 static int read_config(const st_file *f, const char *path, gpt_config *cfg, char *err,
                        size_t errlen) {
@@ -246,24 +245,14 @@ int gpt_checkpoint_meta(const char *path, const char *key, char *value, size_t s
 
 int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *extra,
                         int n_extra, char *err, size_t errlen) {
-    st_writer *w = st_writer_new();
-    if (!w) {
-        snprintf(err, errlen, "%s: out of host memory", path);
-        return -1;
-    }
-    char value[32], eps[32];
     gpt_config cfg = m->cfg;
-    /* "format": "pt" is what Hugging Face's loaders expect of a PyTorch-layout file. */
-    st_writer_meta(w, "format", "pt");
-    st_writer_meta(w, "model_type", "gpt2");
-    for (int i = 0; i < N_CONFIG_INTS; i++) {
-        snprintf(value, sizeof value, "%d", *config_int_slot(&cfg, i));
-        st_writer_meta(w, config_int_names[i], value);
-    }
-    snprintf(eps, sizeof eps, "%.9g", (double)cfg.ln_eps);
-    st_writer_meta(w, "layer_norm_epsilon", eps);
-    block_options_to_meta(&cfg.block, meta_put, w);
-    for (int i = 0; i < n_extra; i++) st_writer_meta(w, extra[i].key, extra[i].value);
+    int64_t ints[N_CONFIG_INTS];
+    for (int i = 0; i < N_CONFIG_INTS; i++) ints[i] = *config_int_slot(&cfg, i);
+    model_checkpoint_config c = {.model_type = "gpt2", .int_names = config_int_names, .ints = ints,
+                                 .n_ints = N_CONFIG_INTS, .eps_key = "layer_norm_epsilon", .ln_eps = cfg.ln_eps,
+                                 .block = &cfg.block};
+    st_writer *w = model_checkpoint_writer(&c, extra, n_extra, path, err, errlen);
+    if (!w) return -1;
     int rc = model_checkpoint_write(m->params, m->n_params + m->n_buffers, w, path, err, errlen);
     st_writer_free(w);
     return rc;

@@ -17,7 +17,6 @@ static int *int_slot(seq2seq_config *c, int i) {
 }
 
 static const char *meta_get(void *f, const char *key) { return st_meta(f, key); }
-static void meta_put(void *w, const char *key, const char *value) { st_writer_meta(w, key, value); }
 
 static int read_config(const st_file *f, const char *path, seq2seq_config *c, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
@@ -81,23 +80,14 @@ int seq2seq_checkpoint_load(kiln_ctx *ctx, const char *path, seq2seq_model **out
 
 int seq2seq_checkpoint_save(const seq2seq_model *m, const char *path, const model_meta *extra, int n_extra,
                             char *err, size_t errlen) {
-    st_writer *w = st_writer_new();
-    if (!w) {
-        snprintf(err, errlen, "%s: out of host memory", path);
-        return -1;
-    }
-    seq2seq_config c = m->cfg;
-    char value[32];
-    st_writer_meta(w, "format", "pt");
-    st_writer_meta(w, "model_type", SEQ2SEQ_MODEL_TYPE);
-    for (int i = 0; i < N_INTS; i++) {
-        snprintf(value, sizeof value, "%d", *int_slot(&c, i));
-        st_writer_meta(w, int_names[i], value);
-    }
-    snprintf(value, sizeof value, "%.9g", (double)c.ln_eps);
-    st_writer_meta(w, "layer_norm_epsilon", value);
-    block_options_to_meta(&c.block, meta_put, w);
-    for (int i = 0; i < n_extra; i++) st_writer_meta(w, extra[i].key, extra[i].value);
+    seq2seq_config cfg = m->cfg;
+    int64_t ints[N_INTS];
+    for (int i = 0; i < N_INTS; i++) ints[i] = *int_slot(&cfg, i);
+    model_checkpoint_config c = {.model_type = SEQ2SEQ_MODEL_TYPE, .int_names = int_names, .ints = ints,
+                                 .n_ints = N_INTS, .eps_key = "layer_norm_epsilon", .ln_eps = cfg.ln_eps,
+                                 .block = &cfg.block};
+    st_writer *w = model_checkpoint_writer(&c, extra, n_extra, path, err, errlen);
+    if (!w) return -1;
     int rc = model_checkpoint_write(m->params, m->n_params + m->n_buffers, w, path, err, errlen);
     st_writer_free(w);
     return rc;
