@@ -5,8 +5,8 @@
 #ifndef KILN_HOST_CLI_DEVICE_CHECK_H
 #define KILN_HOST_CLI_DEVICE_CHECK_H
 
-#include "cli/cli.h"
 #include "kiln/kiln.h"
+#include "run/cli.h"
 
 /* --trust-device, for a command's option table. */
 cli_opt host_trust_device_option(int *trust);

@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
 #include "cli/verify_suite.h"
 #include "formats/json.h"
 #include "kiln/probe.h"
+#include "run/cli.h"
+#include "run/device.h"
 
 static const char *verdict_name(kiln_verify_verdict v) {
     return v == KILN_VERIFY_PASS ? "pass" : v == KILN_VERIFY_FAIL ? "FAIL" : "skip";
