@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/verify_suite.h"
+#include "model/verify_suite.h"
 #include "kiln/probe.h"
 #include "run/device.h"
 
