@@ -27,8 +27,8 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "cli/gpt_load.h"
 #include "model/gpt_quantize.h"
+#include "run/gpt_load.h"
 
 static const char *const format_names[4] = {"f32", "f16", "q8_0", "q4_0"};
 enum { FMT_F32, FMT_F16, FMT_Q8_0, FMT_Q4_0 };

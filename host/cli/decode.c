@@ -8,17 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
-#include "cli/gpt_load.h"
-#include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
-#include "cli/progress.h"
 #include "model/gpt_checkpoint.h"
 #include "model/sample.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/gpt_load.h"
+#include "run/gpt_tokenizer.h"
+#include "run/precision_option.h"
+#include "run/progress.h"
 
 typedef struct decoder {
     gpt_model *m;

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/progress.h"
 #include "cli/seq2seq_session.h"
 #include "formats/file_open.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/progress.h"
 
 /* Lines translated together (greedy decoding runs them as one batch). */
 enum { DECODE_BATCH_MAX = 256 };

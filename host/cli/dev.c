@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/dev_dump.h"
-#include "cli/device.h"
 #include "formats/safetensors.h"
 #include "model/gpt_checkpoint.h"
 #include "model/trainer.h"
+#include "run/cli.h"
+#include "run/device.h"
 
 typedef struct batches {
     int32_t *x, *y; /* [S][B * T] */

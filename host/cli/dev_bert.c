@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/dev_dump.h"
-#include "cli/device.h"
 #include "formats/safetensors.h"
 #include "model/bert_checkpoint.h"
 #include "model/trainer.h"
+#include "run/cli.h"
+#include "run/device.h"
 
 /* Reads integer tensor `name` of rank ndim into a new i32 array, checking [lo, hi). */
 static int32_t *read_ints(const st_file *f, const char *path, const char *name, int ndim, int64_t lo, int64_t hi,

@@ -1,16 +1,16 @@
 /* `kiln eval`: a checkpoint's mean cross-entropy on a text file. */
 #include <stdio.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
-#include "cli/gpt_load.h"
-#include "cli/gpt_tokenizer.h"
 #include "cli/seq2seq_session.h"
 #include "model/eval_loss.h"
 #include "model/gpt_checkpoint.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/gpt_load.h"
+#include "run/gpt_tokenizer.h"
+#include "run/precision_option.h"
 
 int cmd_eval(int argc, char **argv) {
     if (host_ckpt_is_seq2seq(argc, argv)) return cmd_eval_seq2seq(argc, argv);

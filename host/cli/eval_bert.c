@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
 #include "model/bert_checkpoint.h"
 #include "model/bert_data.h"
 #include "model/checkpoint_tokenizer.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/precision_option.h"
 
 /* The file's tokens. */
 static int read_tokens(const char *path, const tokenizer *tok, int32_t **ids, int64_t *n) {

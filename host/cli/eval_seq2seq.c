@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
 #include "cli/device_check.h"
 #include "cli/seq2seq_session.h"
 #include "formats/pairs.h"
 #include "model/seq2seq_data.h"
+#include "run/cli.h"
+#include "run/device.h"
 #include "text/bleu.h"
 
 int cmd_eval_seq2seq(int argc, char **argv) {

@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
-#include "cli/gpt_tokenizer.h"
 #include "formats/gguf.h"
 #include "model/gpt_checkpoint.h"
 #include "model/gpt_gguf.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/gpt_tokenizer.h"
 
 /* The ggml type named by the user: f32, f16, q8_0, q4_0, q4_1 (-1 otherwise). */
 static int type_of(const char *name) {

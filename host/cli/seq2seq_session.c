@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/model_checkpoint.h"
 #include "model/seq2seq_checkpoint.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/precision_option.h"
 
 int host_ckpt_has_model_type(int argc, char **argv, const char *model_type) {
     const char *ckpt = NULL;

@@ -19,24 +19,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
-#include "cli/progress.h"
-#include "cli/gpt_tokenizer.h"
 #include "cli/train_loop.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
 #include "formats/text_number.h"
-#include "model/checkpoint_tokenizer.h"
 #include "model/block.h"
+#include "model/checkpoint_tokenizer.h"
 #include "model/eval_loss.h"
 #include "model/gpt_checkpoint.h"
 #include "model/metrics.h"
 #include "model/precision.h"
 #include "model/trainer.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/gpt_tokenizer.h"
+#include "run/precision_option.h"
+#include "run/progress.h"
 
 /* The architecture options given on the command line must agree with a loaded model. */
 static int check_arch(const gpt_config *c, const cli_opt *opts, int n, const train_options *o,

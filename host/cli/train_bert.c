@@ -16,13 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
 #include "cli/train_loop.h"
-#include "cli/progress.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
 #include "model/bert_checkpoint.h"
@@ -30,6 +26,10 @@
 #include "model/checkpoint_tokenizer.h"
 #include "model/metrics.h"
 #include "model/precision.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/precision_option.h"
+#include "run/progress.h"
 
 typedef struct bert_run {
     train_options o;

@@ -1,13 +1,13 @@
 /* Loading a GPT from either file format (gpt_load.h). */
-#include "cli/gpt_load.h"
+#include "run/gpt_load.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/gpt_tokenizer.h"
 #include "model/gpt_checkpoint.h"
 #include "model/gpt_gguf.h"
+#include "run/cli.h"
+#include "run/gpt_tokenizer.h"
 
 int host_is_gguf(const char *path) {
     FILE *f = fopen(path, "rb");
