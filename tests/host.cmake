@@ -126,6 +126,11 @@ foreach(backend ${_kiln_host_backends})
   set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
 endforeach()
 
+# host/'s rooms include and link only the rooms above them in host/README.md's table (the
+# cli <-> bench circle of issue 37 stays open): a wrong-way #include or link fails here.
+add_test(NAME host_rooms COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/check_rooms.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(host_rooms PROPERTIES LABELS cpu TIMEOUT 60)
+
 # kiln plot renders a real picture (rsvg-convert) and refuses bad metrics files: not a device
 # matter, cpu only.
 add_test(NAME host_plot COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_plot.sh $<TARGET_FILE:kiln_host>

@@ -21,7 +21,7 @@
 #endif
 
 #include "bench/bench.h"
-#include "cli/progress.h"
+#include "run/progress.h"
 
 /* 32 only for f16: AVX512-FP16 CPUs have 32-lane f16 vectors, and nothing has 32-lane f32 */
 /* Every percentage of the run divides by a ceiling's best run, so ceilings get at least 5

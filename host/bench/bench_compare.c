@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "cli/cli.h"
 #include "formats/json.h"
+#include "run/cli.h"
 
 /* Result files are a few hundred KiB; anything far larger is not one. */
 #define COMPARE_MAX_BYTES ((size_t)64 << 20)

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "cli/gpt_load.h"
+#include "run/gpt_load.h"
 #include "model/gpt/gpt_quantize.h"
 
 static const char *const format_names[4] = {"f32", "f16", "q8_0", "q4_0"};

@@ -29,11 +29,11 @@
 #endif
 
 #include "bench/bench.h"
-#include "cli/cli.h"
-#include "cli/device.h"
-#include "cli/progress.h"
 #include "formats/text_number.h"
 #include "kiln/kiln.h"
+#include "run/cli.h"
+#include "run/device.h"
+#include "run/progress.h"
 
 #define BENCH_MAX_SIZES 32
 #define BENCH_WARMUP 2 /* untimed runs before each library's first turn */

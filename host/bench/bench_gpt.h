@@ -4,8 +4,8 @@
 #ifndef KILN_HOST_BENCH_BENCH_GPT_H
 #define KILN_HOST_BENCH_BENCH_GPT_H
 
-#include "cli/cli.h"
 #include "model/trainer.h"
+#include "run/cli.h"
 
 typedef struct bench_gpt {
     int layers, heads, dim;

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "cli/cli.h"
 #include "formats/json.h"
+#include "run/cli.h"
 
 
 static void put_number(FILE *f, const char *key, double v) {

@@ -18,9 +18,9 @@
 
 #include "bench/bench.h"
 #include "bench/bench_gpt.h"
-#include "cli/device.h"
-#include "cli/precision_option.h"
-#include "cli/progress.h"
+#include "run/device.h"
+#include "run/precision_option.h"
+#include "run/progress.h"
 
 typedef struct side {
     kiln_dtype dtype;

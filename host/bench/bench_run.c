@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "cli/cli.h"
-#include "cli/progress.h"
+#include "run/cli.h"
+#include "run/progress.h"
 
 /* ---- figures ---- */
 

@@ -12,8 +12,8 @@
 
 #include "bench/bench.h"
 #include "bench/bench_gpt.h"
-#include "cli/device.h"
-#include "cli/progress.h"
+#include "run/device.h"
+#include "run/progress.h"
 
 #ifndef KILN_SOURCE_DIR
 #define KILN_SOURCE_DIR "."

@@ -3,7 +3,7 @@
  * compare it with PyTorch). */
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/commands.h"
 #include "cli/model_kind.h"
 

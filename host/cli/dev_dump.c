@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/device.h"
+#include "run/cli.h"
+#include "run/device.h"
 
 int32_t *dev_read_ints(const st_file *f, const char *path, const char *name, int ndim, int64_t lo, int64_t hi,
                        int64_t *shape, char *err, size_t errlen) {

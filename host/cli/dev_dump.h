@@ -2,7 +2,7 @@
 #ifndef KILN_HOST_CLI_DEV_DUMP_H
 #define KILN_HOST_CLI_DEV_DUMP_H
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "formats/safetensors.h"
 #include "kiln/kiln.h"
 #include "model/trainer.h"

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/device.h"
-#include "cli/verify_suite.h"
+#include "model/verify_suite.h"
 #include "kiln/probe.h"
+#include "run/device.h"
 
 #ifndef KILN_GIT_COMMIT
 #define KILN_GIT_COMMIT "unknown"

@@ -1,12 +1,12 @@
 /* The check a device gets the first time train, eval or decode meet it: `kiln verify
- * --quick` (cli/verify_suite.h), remembered per device, driver and kiln build in the cache
+ * --quick` (model/verify_suite.h), remembered per device, driver and kiln build in the cache
  * directory beside the pipeline caches ($XDG_CACHE_HOME/kiln, else ~/.cache/kiln; or
  * $KILN_DEVICE_CHECK_DIR), so a known device costs nothing. The CPU backend, the reference, is not checked. */
 #ifndef KILN_HOST_CLI_DEVICE_CHECK_H
 #define KILN_HOST_CLI_DEVICE_CHECK_H
 
-#include "cli/cli.h"
 #include "kiln/kiln.h"
+#include "run/cli.h"
 
 /* --trust-device, for a command's option table. */
 cli_opt host_trust_device_option(int *trust);

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
-#include "cli/gpt_tokenizer.h"
+#include "run/device.h"
+#include "run/gpt_tokenizer.h"
 #include "formats/gguf.h"
 #include "model/gpt/gpt_checkpoint.h"
 #include "model/gpt/gpt_gguf.h"

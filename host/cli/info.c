@@ -1,10 +1,10 @@
 /* `kiln info`: the backends compiled into this kiln and the devices each one sees. */
 #include <stdio.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "kiln/kiln.h"
 #include "parallel/world.h"
+#include "run/cli.h"
 
 int cmd_info(int argc, char **argv) {
     const char *summary =

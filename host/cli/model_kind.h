@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/train_loop.h"
 #include "cli/train_options.h"
 #include "kiln/kiln.h"

@@ -26,10 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "formats/mo_catalog.h"
 #include "formats/mo_pairs.h"
+#include "run/cli.h"
 
 enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST, N_SPLITS };
 static const char *split_names[N_SPLITS] = {"train", "valid", "test"};

@@ -11,11 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "formats/json.h"
 #include "formats/svg_chart.h"
 #include "formats/text_line.h"
+#include "run/cli.h"
 
 enum { MAX_METRICS = 8 };
 

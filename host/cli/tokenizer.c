@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/progress.h"
+#include "run/cli.h"
+#include "run/progress.h"
 #include "text/tokenizer.h"
 
 /* The whole of a file ("-" or NULL: stdin), malloc'd; NULL after an error line. */

@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "cli/device_check.h"
 #include "cli/model_kind.h"
-#include "cli/precision_option.h"
-#include "cli/progress.h"
+#include "run/precision_option.h"
+#include "run/progress.h"
 #include "cli/train_parallel.h"
 
 /* The kind --model names (the default one without it). NULL: an unknown name, printed. */

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "formats/text_number.h"
 #include "model/model_checkpoint.h"
+#include "run/cli.h"
 
 int run_paths_init(run_paths *p, const char *out) {
     const char *names[] = {"model.safetensors", "optimizer.safetensors", "optimizer.prev.safetensors"};

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/progress.h"
 #include "cli/train_parallel.h"
+#include "run/cli.h"
+#include "run/progress.h"
 
 /* Ctrl-C (SIGINT) and SIGTERM, which batch schedulers, `timeout` and container runtimes
  * send, end the run after the current step, with a checkpoint to resume from. */

@@ -11,11 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
 #include "formats/text_number.h"
 #include "model/model_checkpoint.h"
+#include "run/device.h"
+#include "run/precision_option.h"
 
 /* One choice-valued option: its index among names, or a one-line error listing them. */
 int train_parse_choice(const char *option, const char *text, const char *const *names, int count, int *out) {

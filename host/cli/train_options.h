@@ -7,10 +7,10 @@
 
 #include <stdint.h>
 
-#include "cli/cli.h"
 #include "cli/train_checkpoint.h"
 #include "model/block.h"
 #include "model/trainer.h"
+#include "run/cli.h"
 
 /* The block options as typed (model/block.h), and the monitoring's. */
 typedef struct stability_options {

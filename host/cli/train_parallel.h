@@ -9,10 +9,10 @@
 #ifndef KILN_HOST_CLI_TRAIN_PARALLEL_H
 #define KILN_HOST_CLI_TRAIN_PARALLEL_H
 
-#include "cli/cli.h"
 #include "cli/train_options.h"
 #include "parallel/grad_sync.h"
 #include "parallel/world.h"
+#include "run/cli.h"
 
 /* At the start of a train command, before its options are parsed: joins the launcher's
  * world; on ranks but 0, errors are muted until train_parallel_options_done (rank 0

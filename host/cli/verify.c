@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/device.h"
-#include "cli/verify_suite.h"
+#include "model/verify_suite.h"
 #include "formats/json.h"
 #include "kiln/probe.h"
+#include "run/cli.h"
+#include "run/device.h"
 
 static const char *verdict_name(kiln_verify_verdict v) {
     return v == KILN_VERIFY_PASS ? "pass" : v == KILN_VERIFY_FAIL ? "FAIL" : "skip";
@@ -75,18 +75,23 @@ static void print_listed(const char *group, const char *name, const char *shapes
     printf("%-44s %s%s%s\n", full, f16 ? "f32 f16  " : "f32      ", quick ? "quick  " : "       ", shapes);
 }
 
-int cmd_verify(int argc, char **argv) {
-    const char *backend = "auto", *json_path = NULL, *only = NULL;
-    int device = -1, quick = 0, list = 0;
+typedef struct verify_args {
+    const char *backend, *json_path, *only;
+    int device, quick, list;
+} verify_args;
+
+/* Parses the options into *a: 0 to go on, else the exit code (--help: 0 after the usage). */
+static int parse_options(int argc, char **argv, verify_args *a, int *exit_code) {
+    *a = (verify_args){.backend = "auto", .device = -1};
     cli_opt opts[] = {
-        host_backend_option(&backend),
-        host_device_option(&device),
-        {.name = "--quick", .kind = CLI_FLAG, .target = &quick,
+        host_backend_option(&a->backend),
+        host_device_option(&a->device),
+        {.name = "--quick", .kind = CLI_FLAG, .target = &a->quick,
          .help = "only the quick subset (a few cases per op; what train/eval/decode run on a device's first use)"},
-        {.name = "--only", .kind = CLI_STRING, .target = &only, .meta = "GROUP[/CASE]",
+        {.name = "--only", .kind = CLI_STRING, .target = &a->only, .meta = "GROUP[/CASE]",
          .help = "only one group of ops (e.g. norm) or one case (norm/layernorm_wb); see --list"},
-        {.name = "--list", .kind = CLI_FLAG, .target = &list, .help = "list the groups and cases, run nothing"},
-        {.name = "--json", .kind = CLI_STRING, .target = &json_path, .meta = "FILE",
+        {.name = "--list", .kind = CLI_FLAG, .target = &a->list, .help = "list the groups and cases, run nothing"},
+        {.name = "--json", .kind = CLI_STRING, .target = &a->json_path, .meta = "FILE",
          .help = "also write every run as JSON (schema kiln-verify/1)"},
     };
     const char *summary =
@@ -99,61 +104,85 @@ int cmd_verify(int argc, char **argv) {
         "run fails. On the CPU backend the gradients are checked against finite differences.\n"
         "Run it first on a new device or driver.";
     int rc = cli_parse("verify", summary, argc, argv, 2, opts, (int)(sizeof opts / sizeof opts[0]));
-    if (rc) return rc < 0 ? 1 : 0;
-    if (only && !verify_filter_known(only))
-        return host_error("--only %s: no such group or case (kiln verify --list shows them)", only);
-    if (list) {
-        verify_selection sel = {.quick = quick, .filter = only};
-        verify_suite_list(&sel, print_listed, NULL);
-        return 0;
-    }
-    kiln_ctx *dev = host_open_device(backend, device);
-    if (!dev) return 1;
-    kiln_ctx *cpu = dev;
-    if (strcmp(kiln_backend_name(dev), "cpu") && kiln_open("cpu", &cpu) != KILN_OK) {
-        kiln_close(dev);
+    *exit_code = rc < 0 ? 1 : 0;
+    return rc != 0;
+}
+
+static void close_devices(kiln_ctx *dev, kiln_ctx *cpu) {
+    if (cpu != dev) kiln_close(cpu);
+    kiln_close(dev);
+}
+
+/* The device under test and the CPU reference (the same context when the device is the
+ * CPU), and the --json file; 0, or the exit code after one line printed. */
+static int open_run(const verify_args *a, kiln_ctx **dev, kiln_ctx **cpu, verify_output *out) {
+    if (!(*dev = host_open_device(a->backend, a->device))) return 1;
+    *cpu = *dev;
+    if (strcmp(kiln_backend_name(*dev), "cpu") && kiln_open("cpu", cpu) != KILN_OK) {
+        kiln_close(*dev);
         return host_engine_error("the CPU reference");
     }
-    verify_output out = {0};
-    if (json_path && !(out.json = fopen(json_path, "w"))) {
-        if (cpu != dev) kiln_close(cpu);
-        kiln_close(dev);
-        return host_error("--json %s: cannot write it", json_path);
+    if (a->json_path && !(out->json = fopen(a->json_path, "w"))) {
+        close_devices(*dev, *cpu);
+        return host_error("--json %s: cannot write it", a->json_path);
     }
+    return 0;
+}
+
+/* The first line (and the JSON's head): which device, against what. */
+static void print_header(kiln_ctx *dev, kiln_ctx *cpu, int quick, verify_output *out) {
     host_say_device("verify", dev);
     const char *driver = kiln_device_driver(dev);
     printf("kiln verify %s: %s device %s%s%s, against %s\n", KILN_VERSION_STRING, kiln_backend_name(dev),
            kiln_device_name(dev), driver[0] ? ", driver " : "", driver,
            cpu == dev ? "finite differences (the CPU is the reference)" : "the cpu backend");
-    if (out.json) {
-        fputs("{\"schema\": \"kiln-verify/1\", \"kiln_version\": \"" KILN_VERSION_STRING "\", \"backend\": ", out.json);
-        json_write_string(out.json, kiln_backend_name(dev));
-        fputs(", \"device\": ", out.json);
-        json_write_string(out.json, kiln_device_name(dev));
-        fputs(", \"driver\": ", out.json);
-        json_write_string(out.json, driver);
-        fprintf(out.json, ", \"quick\": %s,\n  \"runs\": [", quick ? "true" : "false");
+    if (!out->json) return;
+    fputs("{\"schema\": \"kiln-verify/1\", \"kiln_version\": \"" KILN_VERSION_STRING "\", \"backend\": ", out->json);
+    json_write_string(out->json, kiln_backend_name(dev));
+    fputs(", \"device\": ", out->json);
+    json_write_string(out->json, kiln_device_name(dev));
+    fputs(", \"driver\": ", out->json);
+    json_write_string(out->json, driver);
+    fprintf(out->json, ", \"quick\": %s,\n  \"runs\": [", quick ? "true" : "false");
+}
+
+/* The summary line (and the JSON's tail, closing the file); 1 when writing the JSON failed. */
+static int print_summary(kiln_ctx *dev, const verify_totals *t, kiln_status st, const char *stopped,
+                         verify_output *out) {
+    printf("kiln verify: %s %s: %d runs, %d passed, %d failed, %d skipped, %.1f s%s\n", kiln_backend_name(dev),
+           kiln_device_name(dev), t->passed + t->failed + t->skipped, t->passed, t->failed, t->skipped, t->seconds,
+           st != KILN_OK ? " (stopped early)" : "");
+    if (!out->json) return 0;
+    fprintf(out->json, "\n  ],\n  \"passed\": %d, \"failed\": %d, \"skipped\": %d, \"seconds\": %.3f, \"stopped\": ",
+            t->passed, t->failed, t->skipped, t->seconds);
+    json_write_string(out->json, stopped);
+    fputs("}\n", out->json);
+    return ferror(out->json) | (fclose(out->json) != 0);
+}
+
+int cmd_verify(int argc, char **argv) {
+    verify_args a;
+    int rc;
+    if (parse_options(argc, argv, &a, &rc)) return rc;
+    if (a.only && !verify_filter_known(a.only))
+        return host_error("--only %s: no such group or case (kiln verify --list shows them)", a.only);
+    verify_selection sel = {.quick = a.quick, .filter = a.only};
+    if (a.list) {
+        verify_suite_list(&sel, print_listed, NULL);
+        return 0;
     }
-    verify_selection sel = {.quick = quick, .filter = only};
+    kiln_ctx *dev, *cpu;
+    verify_output out = {0};
+    if ((rc = open_run(&a, &dev, &cpu, &out))) return rc;
+    print_header(dev, cpu, a.quick, &out);
     verify_totals t;
     kiln_status st = verify_suite_run(dev, cpu, &sel, print_run, &out, &t);
     char stopped[400] = "";
     if (st != KILN_OK) snprintf(stopped, sizeof stopped, "%s", kiln_error_message());
-    printf("kiln verify: %s %s: %d runs, %d passed, %d failed, %d skipped, %.1f s%s\n", kiln_backend_name(dev),
-           kiln_device_name(dev), t.passed + t.failed + t.skipped, t.passed, t.failed, t.skipped, t.seconds,
-           st != KILN_OK ? " (stopped early)" : "");
-    int write_failed = 0;
-    if (out.json) {
-        fprintf(out.json, "\n  ],\n  \"passed\": %d, \"failed\": %d, \"skipped\": %d, \"seconds\": %.3f, \"stopped\": ",
-                t.passed, t.failed, t.skipped, t.seconds);
-        json_write_string(out.json, stopped);
-        fputs("}\n", out.json);
-        write_failed = ferror(out.json) | (fclose(out.json) != 0);
-    }
-    if (cpu != dev) kiln_close(cpu);
-    kiln_close(dev);
+    int write_failed = print_summary(dev, &t, st, stopped, &out);
+    close_devices(dev, cpu);
     if (st != KILN_OK) return host_error("verify: %s", stopped);
-    if (write_failed) return host_error("--json %s: the write failed", json_path);
+    if (write_failed) return host_error("--json %s: the write failed", a.json_path);
     if (t.failed)
         return host_error("verify: %d of %d runs failed; first: %s", t.failed, t.passed + t.failed + t.skipped,
                           t.first_failure);

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/bert/bert_kind.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
+#include "run/precision_option.h"
 #include "model/bert/bert_checkpoint.h"
 #include "model/bert/bert_data.h"
 #include "model/checkpoint_tokenizer.h"

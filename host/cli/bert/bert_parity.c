@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/bert/bert_kind.h"
 #include "cli/dev_dump.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "formats/safetensors.h"
 #include "model/bert/bert_checkpoint.h"
 #include "model/trainer.h"

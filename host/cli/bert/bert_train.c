@@ -17,13 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/bert/bert_kind.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
+#include "run/precision_option.h"
 #include "cli/train_loop.h"
-#include "cli/progress.h"
+#include "run/progress.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
 #include "model/bert/bert_checkpoint.h"

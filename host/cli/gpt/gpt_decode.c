@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/gpt/gpt_kind.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
-#include "cli/gpt_load.h"
-#include "cli/gpt_tokenizer.h"
-#include "cli/progress.h"
+#include "run/precision_option.h"
+#include "run/gpt_load.h"
+#include "run/gpt_tokenizer.h"
+#include "run/progress.h"
 #include "model/gpt/gpt_checkpoint.h"
 #include "model/sample.h"
 

@@ -1,13 +1,13 @@
 /* `kiln eval`: a checkpoint's mean cross-entropy on a text file. */
 #include <stdio.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/gpt/gpt_kind.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
-#include "cli/gpt_load.h"
-#include "cli/gpt_tokenizer.h"
+#include "run/precision_option.h"
+#include "run/gpt_load.h"
+#include "run/gpt_tokenizer.h"
 #include "model/gpt/eval_loss.h"
 #include "model/gpt/gpt_checkpoint.h"
 

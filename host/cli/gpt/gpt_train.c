@@ -21,13 +21,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/model_kind.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
-#include "cli/progress.h"
-#include "cli/gpt_tokenizer.h"
+#include "run/precision_option.h"
+#include "run/progress.h"
+#include "run/gpt_tokenizer.h"
 #include "cli/train_loop.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"

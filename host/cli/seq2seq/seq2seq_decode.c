@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/seq2seq/seq2seq_kind.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "cli/device_check.h"
-#include "cli/progress.h"
+#include "run/progress.h"
 #include "cli/seq2seq/seq2seq_session.h"
 #include "formats/file_open.h"
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/seq2seq/seq2seq_kind.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "cli/device_check.h"
 #include "cli/seq2seq/seq2seq_session.h"
 #include "formats/pairs.h"

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "run/cli.h"
 #include "cli/seq2seq/seq2seq_kind.h"
 #include "cli/dev_dump.h"
-#include "cli/device.h"
+#include "run/device.h"
 #include "formats/safetensors.h"
 #include "model/seq2seq/seq2seq_checkpoint.h"
 #include "model/trainer.h"

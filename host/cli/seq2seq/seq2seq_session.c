@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/device.h"
+#include "run/cli.h"
+#include "run/device.h"
 #include "cli/device_check.h"
-#include "cli/precision_option.h"
+#include "run/precision_option.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/seq2seq/seq2seq_checkpoint.h"
 

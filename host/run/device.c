@@ -1,10 +1,10 @@
 /* Opening the device a command runs on (see device.h). */
-#include "cli/device.h"
+#include "run/device.h"
 
 #include <stdio.h>
 
-#include "cli/cli.h"
 #include "parallel/world.h"
+#include "run/cli.h"
 
 cli_opt host_backend_option(const char **backend) {
     return (cli_opt){.name = "--backend", .kind = CLI_STRING, .target = backend, .meta = "NAME",

@@ -1,6 +1,6 @@
 /* Training progress display (see progress.h). */
 #define _POSIX_C_SOURCE 200809L
-#include "cli/progress.h"
+#include "run/progress.h"
 #include "kiln/probe.h"
 
 #include <math.h>

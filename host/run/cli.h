@@ -2,8 +2,8 @@
  * parsing (a number is a whole number or it is an error: "--lr abc", "--steps 10x" and
  * "--steps -1" are refused with a message naming the option), generated --help text, and
  * the one-line error format every command uses. Numbers are read by formats/text_number.h. */
-#ifndef KILN_HOST_CLI_CLI_H
-#define KILN_HOST_CLI_CLI_H
+#ifndef KILN_HOST_RUN_CLI_H
+#define KILN_HOST_RUN_CLI_H
 
 typedef enum cli_kind {
     CLI_INT,    /* int, within [min, max] */

@@ -1,8 +1,8 @@
 /* Which tokenizer a GPT command uses, and text through it (train, eval and decode of a GPT):
  * --tokenizer FILE when given, else the one inside the checkpoint's metadata
  * ("kiln.tokenizer", written by kiln train --tokenizer), else bytes for a 256-token model. */
-#ifndef KILN_HOST_CLI_GPT_TOKENIZER_H
-#define KILN_HOST_CLI_GPT_TOKENIZER_H
+#ifndef KILN_HOST_RUN_GPT_TOKENIZER_H
+#define KILN_HOST_RUN_GPT_TOKENIZER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,9 +1,9 @@
 /* Opening the device a command runs on, from --backend and --device. */
-#ifndef KILN_HOST_CLI_DEVICE_H
-#define KILN_HOST_CLI_DEVICE_H
+#ifndef KILN_HOST_RUN_DEVICE_H
+#define KILN_HOST_RUN_DEVICE_H
 
-#include "cli/cli.h"
 #include "kiln/kiln.h"
+#include "run/cli.h"
 
 /* The --backend and --device options every command shares, as entries of its option table
  * (--device N within [-1, 1000]; a command with another range uses HOST_DEVICE_HELP). */

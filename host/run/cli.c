@@ -1,5 +1,5 @@
 /* Option parsing for the kiln subcommands (see cli.h). */
-#include "cli/cli.h"
+#include "run/cli.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * Q4_1 tensors; the quantized matrices stay quantized), told apart by the file's first
  * bytes, with its tokenizer: --tokenizer FILE when given, else the file's own (the
  * checkpoint's metadata, GGUF's tokenizer.ggml.*), else bytes for a 256-token model. */
-#ifndef KILN_HOST_CLI_GPT_LOAD_H
-#define KILN_HOST_CLI_GPT_LOAD_H
+#ifndef KILN_HOST_RUN_GPT_LOAD_H
+#define KILN_HOST_RUN_GPT_LOAD_H
 
 #include "model/gpt/gpt.h"
 #include "text/tokenizer.h"

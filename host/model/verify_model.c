@@ -1,7 +1,7 @@
-/* The whole-model checks of `kiln verify` (cli/verify_model.h): a small GPT built on the
+/* The whole-model checks of `kiln verify` (model/verify_model.h): a small GPT built on the
  * device and on the CPU from the same seed, then one training step and one greedy decode
  * compared. */
-#include "cli/verify_model.h"
+#include "model/verify_model.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* --precision parsing and the device check (see precision_option.h). */
-#include "cli/precision_option.h"
+#include "run/precision_option.h"
 
-#include "cli/cli.h"
 #include "model/precision.h"
+#include "run/cli.h"
 
 cli_opt host_precision_option(const char **precision) {
     return (cli_opt){.name = "--precision", .kind = CLI_STRING, .target = precision, .meta = "P",

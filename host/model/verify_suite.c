@@ -1,10 +1,10 @@
-/* The verification suite over the library's case table (cli/verify_suite.h). */
+/* The verification suite over the library's case table (model/verify_suite.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/verify_suite.h"
-#include "cli/verify_model.h"
+#include "model/verify_suite.h"
+#include "model/verify_model.h"
 
 const char *verify_precision_name(kiln_verify_precision p) { return p == KILN_VERIFY_F16 ? "f16" : "f32"; }
 

@@ -5,8 +5,8 @@
  *                                (mixed precision with loss scaling);
  *   gpt/greedy_decode_kv_cache   32 greedily decoded tokens with the KV cache: every step's
  *                                logits and the chosen tokens. */
-#ifndef KILN_HOST_CLI_VERIFY_MODEL_H
-#define KILN_HOST_CLI_VERIFY_MODEL_H
+#ifndef KILN_HOST_MODEL_VERIFY_MODEL_H
+#define KILN_HOST_MODEL_VERIFY_MODEL_H
 
 #include "kiln/kiln.h"
 

@@ -1,11 +1,11 @@
 /* Tokenizers for the GPT commands (gpt_tokenizer.h). */
-#include "cli/gpt_tokenizer.h"
+#include "run/gpt_tokenizer.h"
 
 #include <stdlib.h>
 
-#include "cli/cli.h"
 #include "formats/file_open.h"
 #include "model/checkpoint_tokenizer.h"
+#include "run/cli.h"
 
 int gpt_tokenizer_is_bytes(const tokenizer *t) {
     return tokenizer_vocab_size(t) == 256 && tokenizer_merge_count(t) == 0;

@@ -1,10 +1,10 @@
 /* Running the library's verification cases (kiln/verify.h) and the whole-model checks
- * (cli/verify_model.h) on a device: every group, case and precision, or the --quick
- * subset, or the cases one filter names. `kiln verify` prints
+ * (model/verify_model.h) on a device: every group, case and precision, or the --quick
+ * subset, or the cases one filter names. `kiln verify` (cli/verify.c) prints
  * what it finds; train, eval and decode run the quick subset on a device's first use
  * (cli/device_check.h). */
-#ifndef KILN_HOST_CLI_VERIFY_SUITE_H
-#define KILN_HOST_CLI_VERIFY_SUITE_H
+#ifndef KILN_HOST_MODEL_VERIFY_SUITE_H
+#define KILN_HOST_MODEL_VERIFY_SUITE_H
 
 #include "kiln/kiln.h"
 

@@ -1,7 +1,7 @@
 /* kiln: train, evaluate and decode GPT models on Vulkan, OpenCL or the CPU.
  *
  * main dispatches to one file per subcommand (the bench suite's are in bench/); each parses
- * its own options (cli/cli.h) and prints errors as one line "kiln: error: ..." with a
+ * its own options (run/cli.h) and prints errors as one line "kiln: error: ..." with a
  * non-zero exit code. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "bench/bench.h"
-#include "cli/cli.h"
 #include "cli/commands.h"
+#include "run/cli.h"
 
 static void usage(FILE *out) {
     fprintf(out,

@@ -1,11 +1,11 @@
 /* Loading a GPT from either file format (gpt_load.h). */
-#include "cli/gpt_load.h"
+#include "run/gpt_load.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/gpt_tokenizer.h"
+#include "run/cli.h"
+#include "run/gpt_tokenizer.h"
 #include "model/gpt/gpt_checkpoint.h"
 #include "model/gpt/gpt_gguf.h"
 

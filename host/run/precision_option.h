@@ -1,9 +1,9 @@
 /* --precision fp32|fp16 of train, eval and decode (the precisions: model/precision.h). */
-#ifndef KILN_HOST_CLI_PRECISION_OPTION_H
-#define KILN_HOST_CLI_PRECISION_OPTION_H
+#ifndef KILN_HOST_RUN_PRECISION_OPTION_H
+#define KILN_HOST_RUN_PRECISION_OPTION_H
 
-#include "cli/cli.h"
 #include "kiln/kiln.h"
+#include "run/cli.h"
 
 /* The --precision entry of an option table. */
 cli_opt host_precision_option(const char **precision);

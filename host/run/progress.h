@@ -1,8 +1,8 @@
 /* Training progress on stderr: on a terminal, one bar redrawn in place (step, loss, lr,
  * the loss scale S in fp16, tokens/s, ETA) with evaluation results printed above it; elsewhere (a log file, CI) plain
  * lines every `log_every` steps and at every evaluation. */
-#ifndef KILN_HOST_CLI_PROGRESS_H
-#define KILN_HOST_CLI_PROGRESS_H
+#ifndef KILN_HOST_RUN_PROGRESS_H
+#define KILN_HOST_RUN_PROGRESS_H
 
 #include <stdint.h>
 #include <stdio.h>
