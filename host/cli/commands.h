@@ -1,5 +1,5 @@
 /* The kiln subcommands, one file each in cli/ (the `kiln bench` commands: bench/bench.h).
- * train, eval, decode and dev run any model kind through its table (cli/model_kind.h).
+ * train, eval, decode and dev run any model kind through its table (cli/kind_commands.h).
  * Each takes main's argc/argv (its options start at argv[2]) and returns the process exit
  * code; errors are printed as one line "kiln: error: ...". */
 #ifndef KILN_HOST_CLI_COMMANDS_H

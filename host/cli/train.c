@@ -1,4 +1,4 @@
-/* `kiln train [--model KIND]`: trains a model of any kind (cli/model_kind.h) on a file.
+/* `kiln train [--model KIND]`: trains a model of any kind (cli/kind_commands.h) on a file.
  *
  * The phases are the same for every kind: the options (the common ones, cli/train_options.h,
  * and the kind's own), joining the ranks under mpirun, the tokenizers and data, the device,
@@ -15,16 +15,16 @@
 #include "cli/commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
-#include "cli/model_kind.h"
+#include "cli/kind_commands.h"
 #include "run/precision_option.h"
 #include "run/progress.h"
 #include "cli/train_parallel.h"
 
 /* The kind --model names (the default one without it). NULL: an unknown name, printed. */
-static const model_kind *chosen_kind(int argc, char **argv) {
+static const kind_commands *chosen_kind(int argc, char **argv) {
     const char *name = train_model_option(argc, argv);
-    const model_kind *kind = model_kind_find(name ? name : gpt_kind.name);
-    if (!kind) host_error("--model %s is not one of %s", name, model_kind_names(0));
+    const kind_commands *kind = name ? kind_commands_find(name) : kind_commands_default();
+    if (!kind) host_error("--model %s is not one of %s", name, model_kind_names());
     return kind;
 }
 
@@ -66,7 +66,7 @@ static int train_to_end(const train_kind *k, void *run, trainer *t, const train_
 }
 
 int cmd_train(int argc, char **argv) {
-    const model_kind *kind = chosen_kind(argc, argv);
+    const kind_commands *kind = chosen_kind(argc, argv);
     if (!kind) return 1;
     const train_kind *k = kind->train;
     train_options o = train_default_options();

@@ -1,7 +1,7 @@
 /* What every `kiln train --model ...` shares: the options (hyperparameters, schedules,
  * optimizers, the stability toolkit, precision, device), their checks, the run directory,
  * and resuming a run's optimizer state. cli/train.c runs every kind; a kind's own options and
- * phases are in its table (cli/model_kind.h). */
+ * phases are in its table (cli/kind_commands.h). */
 #ifndef KILN_HOST_CLI_TRAIN_OPTIONS_H
 #define KILN_HOST_CLI_TRAIN_OPTIONS_H
 

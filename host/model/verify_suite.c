@@ -4,12 +4,10 @@
 #include <string.h>
 
 #include "model/verify_suite.h"
+#include "model/model_kind.h"
 #include "model/verify_model.h"
 
 const char *verify_precision_name(kiln_verify_precision p) { return p == KILN_VERIFY_F16 ? "f16" : "f32"; }
-
-/* The whole-model checks' group. */
-#define MODEL_GROUP "gpt"
 
 /* Whether case `name` of `group` is selected by a filter "group" or "group/case". */
 static int filter_matches(const char *filter, const char *group, const char *name) {
@@ -37,12 +35,17 @@ void verify_suite_list(const verify_selection *sel,
             if (selected(sel, groups[i]->name, c->name, c->quick))
                 fn(groups[i]->name, c->name, shapes, kiln_verify_has_f16_form(c), c->quick, user);
         }
-    const verify_model_check *checks = verify_model_checks(&n);
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && !strcmp(checks[i].name, checks[i - 1].name)) continue; /* its f16 run */
-        int f16 = i + 1 < n && !strcmp(checks[i + 1].name, checks[i].name);
-        if (selected(sel, MODEL_GROUP, checks[i].name, checks[i].quick))
-            fn(MODEL_GROUP, checks[i].name, checks[i].shapes, f16, checks[i].quick, user);
+    /* each model kind's whole-model checks, in the group named after the kind */
+    int n_kinds;
+    const model_kind *const *kinds = model_kinds(&n_kinds);
+    for (int k = 0; k < n_kinds; k++) {
+        const verify_model_check *checks = kinds[k]->verify_checks ? kinds[k]->verify_checks(&n) : NULL;
+        for (int i = 0; checks && i < n; i++) {
+            if (i > 0 && !strcmp(checks[i].name, checks[i - 1].name)) continue; /* its f16 run */
+            int f16 = i + 1 < n && !strcmp(checks[i + 1].name, checks[i].name);
+            if (selected(sel, kinds[k]->name, checks[i].name, checks[i].quick))
+                fn(kinds[k]->name, checks[i].name, checks[i].shapes, f16, checks[i].quick, user);
+        }
     }
 }
 
@@ -116,12 +119,16 @@ kiln_status verify_suite_run(kiln_ctx *dev, kiln_ctx *cpu, const verify_selectio
             }
         }
     }
-    const verify_model_check *checks = verify_model_checks(&n);
-    for (int i = 0; i < n && st == KILN_OK; i++) {
-        if (!selected(sel, MODEL_GROUP, checks[i].name, checks[i].quick)) continue;
-        verify_run_info run = {.group = MODEL_GROUP, .name = checks[i].name, .precision = checks[i].precision};
-        snprintf(run.shapes, sizeof run.shapes, "%s", checks[i].shapes);
-        st = run_one(dev, cpu, NULL, &checks[i], &run, report, user, totals);
+    int n_kinds;
+    const model_kind *const *kinds = model_kinds(&n_kinds);
+    for (int k = 0; k < n_kinds && st == KILN_OK; k++) {
+        const verify_model_check *checks = kinds[k]->verify_checks ? kinds[k]->verify_checks(&n) : NULL;
+        for (int i = 0; checks && i < n && st == KILN_OK; i++) {
+            if (!selected(sel, kinds[k]->name, checks[i].name, checks[i].quick)) continue;
+            verify_run_info run = {.group = kinds[k]->name, .name = checks[i].name, .precision = checks[i].precision};
+            snprintf(run.shapes, sizeof run.shapes, "%s", checks[i].shapes);
+            st = run_one(dev, cpu, NULL, &checks[i], &run, report, user, totals);
+        }
     }
     totals->seconds = kiln_clock_wall() - start;
     return st;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/bert/bert_kind.h"
+#include "cli/bert/bert_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
 #include "run/precision_option.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/bert/bert_kind.h"
+#include "cli/bert/bert_commands.h"
 #include "cli/dev_dump.h"
 #include "run/device.h"
 #include "formats/safetensors.h"

@@ -1,5 +1,5 @@
 /* `kiln train --model bert`, the BERT kind's phases of the train command (cli/train.c,
- * cli/model_kind.h): trains BERT's masked language model (model/bert/bert.h) on a text
+ * cli/kind_commands.h): trains BERT's masked language model (model/bert/bert.h) on a text
  * file.
  *
  * The text is tokenized with --tokenizer (which must have [CLS], [SEP] and [MASK]) or as
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/bert/bert_kind.h"
+#include "cli/bert/bert_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
 #include "run/precision_option.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/gpt/gpt_kind.h"
+#include "cli/gpt/gpt_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
 #include "run/precision_option.h"

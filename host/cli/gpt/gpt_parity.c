@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/gpt/gpt_kind.h"
+#include "cli/gpt/gpt_commands.h"
 #include "cli/dev_dump.h"
 #include "run/device.h"
 #include "formats/safetensors.h"

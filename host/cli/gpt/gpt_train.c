@@ -1,5 +1,5 @@
 /* `kiln train` (--model gpt, the default kind): the GPT's phases of the train command
- * (cli/train.c, cli/model_kind.h): trains a GPT on a text file, its bytes or --tokenizer's
+ * (cli/train.c, cli/kind_commands.h): trains a GPT on a text file, its bytes or --tokenizer's
  * tokens.
  *
  * The last 10% of the file is held out; every --eval-every steps and at the last step the
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 
 #include "run/cli.h"
-#include "cli/model_kind.h"
+#include "cli/kind_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
 #include "run/precision_option.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/seq2seq/seq2seq_kind.h"
+#include "cli/seq2seq/seq2seq_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
 #include "run/progress.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/seq2seq/seq2seq_kind.h"
+#include "cli/seq2seq/seq2seq_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
 #include "cli/seq2seq/seq2seq_session.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/seq2seq/seq2seq_kind.h"
+#include "cli/seq2seq/seq2seq_commands.h"
 #include "cli/dev_dump.h"
 #include "run/device.h"
 #include "formats/safetensors.h"

@@ -1,5 +1,5 @@
 /* `kiln train --model seq2seq`, the encoder-decoder kind's phases of the train command
- * (cli/train.c, cli/model_kind.h): trains the encoder-decoder Transformer (model/seq2seq/seq2seq.h) on
+ * (cli/train.c, cli/kind_commands.h): trains the encoder-decoder Transformer (model/seq2seq/seq2seq.h) on
  * source<TAB>target pairs.
  *
  * The defaults are the paper's (Vaswani et al. 2017): Post-LN, the Noam schedule, Adam with
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "run/cli.h"
-#include "cli/seq2seq/seq2seq_kind.h"
+#include "cli/seq2seq/seq2seq_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
 #include "run/precision_option.h"

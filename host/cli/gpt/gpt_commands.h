@@ -1,8 +1,8 @@
-/* The gpt kind's entries in its table (cli/model_kind.h): the GPT (decoder-only; GPT-2's architecture, and its options) at the command line. */
-#ifndef KILN_HOST_CLI_GPT_KIND_H
-#define KILN_HOST_CLI_GPT_KIND_H
+/* The gpt kind's entries in its commands' table (cli/kind_commands.h): the GPT (decoder-only; GPT-2's architecture, and its options) at the command line. */
+#ifndef KILN_HOST_CLI_GPT_COMMANDS_H
+#define KILN_HOST_CLI_GPT_COMMANDS_H
 
-#include "cli/model_kind.h"
+#include "cli/kind_commands.h"
 
 extern const train_kind gpt_train_kind; /* gpt_train.c */
 int gpt_eval_command(int argc, char **argv);     /* kiln eval */

@@ -1,16 +1,17 @@
-/* The model kinds (gpt, seq2seq, bert) as the commands see them: one table per kind, and
- * the commands (cli/train.c, eval.c, decode.c, dev.c) go through it instead of asking which
- * model they run. A kind's weights, forward passes and checkpoints live in its model room
- * (model/<kind>/, built from the shared block); its table and the phases it plugs into the
- * commands live in cli/<kind>/ (cli/<kind>/<kind>_kind.c holds the table). Adding a kind:
- * docs/design.md, "How to add a model kind".
+/* The commands' side of each model kind (model/model_kind.h): what `kiln train`, `eval`,
+ * `decode` and `dev` run for it. The commands (cli/train.c, eval.c, decode.c, dev.c) go
+ * through these tables instead of asking which model they run. A kind's weights, forward
+ * passes and checkpoints live in its model room (model/<kind>/, built from the shared
+ * block); its commands' table and the phases it plugs into them live in cli/<kind>/
+ * (cli/<kind>/<kind>_commands.c holds the table). Adding a kind: docs/design.md, "How to add
+ * a model kind".
  *
- * The table holds what differs between kinds; everything else (the option parsing, the
+ * The tables hold what differs between kinds; everything else (the option parsing, the
  * device, the data-parallel set-up, the training loop, checkpoints of the optimizer state,
  * the one-line errors) is the commands' and is the same for every kind. The entries that run
  * a phase print their errors as the commands do ("kiln: error: ...") and return 1. */
-#ifndef KILN_HOST_CLI_MODEL_KIND_H
-#define KILN_HOST_CLI_MODEL_KIND_H
+#ifndef KILN_HOST_CLI_KIND_COMMANDS_H
+#define KILN_HOST_CLI_KIND_COMMANDS_H
 
 #include <stdint.h>
 
@@ -18,6 +19,7 @@
 #include "cli/train_loop.h"
 #include "cli/train_options.h"
 #include "kiln/kiln.h"
+#include "model/model_kind.h"
 #include "model/trainer.h"
 
 /* The most options of its own a kind adds to `kiln train`'s common ones. */
@@ -53,32 +55,31 @@ typedef struct train_kind {
     void (*destroy)(void *self); /* frees the run and what it holds but the context */
 } train_kind;
 
-typedef struct model_kind {
-    const char *name;       /* `kiln train --model NAME` */
-    /* The `model_type` in a checkpoint's metadata that makes eval and decode run this kind;
-     * NULL: the default kind, for the files that carry none (GPT-2's layout). */
-    const char *model_type;
+typedef struct kind_commands {
+    const model_kind *kind;  /* the model room's table: its name (--model NAME), its model_type */
     const train_kind *train;
     int (*eval)(int argc, char **argv);   /* `kiln eval` of its checkpoints */
     int (*decode)(int argc, char **argv); /* `kiln decode`; NULL: the default kind's (which refuses it) */
     const char *parity;                   /* `kiln dev NAME`: the PyTorch parity dump */
     int (*parity_dump)(int argc, char **argv);
-} model_kind;
+} kind_commands;
 
-extern const model_kind gpt_kind, seq2seq_kind, bert_kind;
+extern const kind_commands gpt_commands, seq2seq_commands, bert_commands;
 
-/* The kind named NAME, or NULL. */
-const model_kind *model_kind_find(const char *name);
+/* The default kind's commands (the first of model_kinds()). */
+const kind_commands *kind_commands_default(void);
+
+/* The commands of the kind named NAME (model_kind_find), or NULL. */
+const kind_commands *kind_commands_find(const char *name);
 
 /* The kind whose `kiln dev` parity command is NAME, or NULL. */
-const model_kind *model_kind_find_parity(const char *name);
+const kind_commands *kind_commands_find_parity(const char *name);
 
-/* The kinds' names (parity: their `kiln dev` commands), as a list "gpt, seq2seq, bert" for
- * messages. */
-const char *model_kind_names(int parity);
+/* The parity commands' names as a list for messages: "parity, seq2seq-parity, bert-parity". */
+const char *kind_commands_parity_names(void);
 
-/* The kind that runs the checkpoint of --ckpt in argv (from its model_type), the default
- * kind when there is none or it cannot be read (the kind's command then says why). */
-const model_kind *model_kind_of_command(int argc, char **argv);
+/* The kind that runs the checkpoint of --ckpt in argv (model_kind_of_checkpoint), the
+ * default kind without one. */
+const kind_commands *kind_commands_of_command(int argc, char **argv);
 
 #endif

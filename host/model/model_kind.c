@@ -1,0 +1,38 @@
+/* The list of model kinds (model/model_kind.h). */
+#include "model/model_kind.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model_checkpoint.h"
+
+/* The default kind (no --model, a checkpoint without model_type) first. */
+static const model_kind *const kinds[] = {&gpt_model_kind, &seq2seq_model_kind, &bert_model_kind};
+enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
+
+const model_kind *const *model_kinds(int *count) {
+    *count = N_KINDS;
+    return kinds;
+}
+
+const model_kind *model_kind_find(const char *name) {
+    for (int i = 0; i < N_KINDS; i++)
+        if (!strcmp(kinds[i]->name, name)) return kinds[i];
+    return NULL;
+}
+
+const model_kind *model_kind_of_checkpoint(const char *path) {
+    char type[64], err[256];
+    if (model_checkpoint_meta(path, "model_type", type, sizeof type, err, sizeof err) == 1)
+        for (int i = 0; i < N_KINDS; i++)
+            if (kinds[i]->model_type && !strcmp(kinds[i]->model_type, type)) return kinds[i];
+    return kinds[0];
+}
+
+const char *model_kind_names(void) {
+    static char names[256];
+    if (!*names)
+        for (int i = 0, at = 0; i < N_KINDS; i++)
+            at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", i ? ", " : "", kinds[i]->name);
+    return names;
+}
