@@ -76,17 +76,7 @@ expect_exact_resume "${small[@]}" --data tiny.txt --eval-every 5 --block 16 || f
 
 if [ "$backend" = cpu ]; then
   # refused in one line with a non-zero exit
-  expect_refused() { # WHAT EXPECTED-TEXT ARGS...
-    local what=$1 want=$2
-    shift 2
-    if "$kiln" "$@" >/dev/null 2>err.txt; then
-      echo "FAIL: $what was accepted"; fail=1
-    elif [ "$(wc -l <err.txt)" -ne 1 ] || ! grep -q -- "$want" err.txt; then
-      echo "FAIL: $what: expected one line with '$want', got:"; cat err.txt; fail=1
-    else
-      echo "ok: $what: $(cat err.txt)"
-    fi
-  }
+  expect_refused() { expect_kiln_refused "$@"; }
   { echo "kiln-tokenizer 1"; echo "vocab 258"; echo "pretokenizer none"; echo "bytes $(seq -s ' ' 0 255)"
     echo "special 256 [CLS] cls"; echo "special 257 [SEP] sep"; } >nomask.tok
   expect_refused "a tokenizer without [MASK]" "no \[MASK\] token" train --model bert --data cycle.txt --out bad \

@@ -36,6 +36,21 @@ numbered_lines() {
 py=python3
 command -v "$py" >/dev/null || py=/usr/bin/python3
 
+# expect_kiln_refused WHAT EXPECTED-TEXT KILN-ARGS...: `$kiln KILN-ARGS` must fail with one
+# line holding EXPECTED-TEXT; prints ok or FAIL, and sets the script's `fail=1` on a failure
+# (host_bert.sh, host_seq2seq.sh).
+expect_kiln_refused() {
+  local what=$1 want=$2
+  shift 2
+  if "$kiln" "$@" >/dev/null 2>err.txt; then
+    echo "FAIL: $what was accepted"; fail=1
+  elif [ "$(wc -l <err.txt)" -ne 1 ] || ! grep -q -- "$want" err.txt; then
+    echo "FAIL: $what: expected one line with '$want', got:"; cat err.txt; fail=1
+  else
+    echo "ok: $what: $(cat err.txt)"
+  fi
+}
+
 # expect_exact_resume TRAIN-ARGS...: `kiln train` for 20 steps at once (into whole/) and for
 # 10 steps plus a resumed 10 (into split/) must end with the same last metrics row (but for
 # tokens_per_s, a timing, and the memory figures), validation loss, weights and optimizer state. Prints both runs'

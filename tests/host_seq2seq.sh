@@ -75,17 +75,7 @@ expect_exact_resume "${small[@]}" --data tiny.tsv --eval-every 5 || fail=1
 
 if [ "$backend" = cpu ]; then
   # refused in one line with a non-zero exit
-  expect_refused() { # WHAT EXPECTED-TEXT ARGS...
-    local what=$1 want=$2
-    shift 2
-    if "$kiln" "$@" >/dev/null 2>err.txt; then
-      echo "FAIL: $what was accepted"; fail=1
-    elif [ "$(wc -l <err.txt)" -ne 1 ] || ! grep -q -- "$want" err.txt; then
-      echo "FAIL: $what: expected one line with '$want', got:"; cat err.txt; fail=1
-    else
-      echo "ok: $what: $(cat err.txt)"
-    fi
-  }
+  expect_refused() { expect_kiln_refused "$@"; }
   printf 'abc\tcba\nno tab here\n' >no_tab.tsv
   printf 'abc\tcba\nabc\t\n' >empty_side.tsv
   expect_refused "a line without a tab" "no_tab.tsv:2" train --model seq2seq --data no_tab.tsv --out bad

@@ -71,42 +71,23 @@ static void make_batch(seq2seq_batch *b, int32_t *store, int32_t pad_src, int32_
 }
 
 /* The loss and every gradient of one batch, on the host. */
-static float *loss_and_grads(seq2seq_model *m, const seq2seq_batch *b, int64_t *n_out) {
-    kiln_ctx *ctx = m->ctx;
-    kiln_tensor **leaves = malloc((size_t)m->n_params * sizeof *leaves);
-    int64_t n = 1;
-    for (int i = 0; i < m->n_params; i++) {
-        leaves[i] = m->params[i].t;
-        n += kiln_numel(m->params[i].t);
-    }
-    ck_assert_int_eq(kiln_zero_grad(leaves, m->n_params), KILN_OK);
-    kiln_set_grad_enabled(ctx, 1);
-    kiln_tensor *loss = seq2seq_batch_loss(m, b, 0.0f, 0.1f);
-    ck_assert_msg(loss != NULL, "%s", kiln_error_message());
-    ck_assert_int_eq(kiln_backward(loss, 1.0f), KILN_OK);
-    float *out = malloc((size_t)n * sizeof *out);
-    ck_assert_int_eq(kiln_read_scalar(loss, &out[0]), KILN_OK);
-    int64_t at = 1;
-    for (int i = 0; i < m->n_params; i++) {
-        int64_t k = kiln_numel(m->params[i].t);
-        ck_assert_int_eq(kiln_download_f32(kiln_grad(m->params[i].t), out + at, k), KILN_OK);
-        at += k;
-    }
-    kiln_step_reset(ctx);
-    free(leaves);
-    *n_out = n;
-    return out;
+typedef struct one_batch {
+    seq2seq_model *m;
+    const seq2seq_batch *b;
+} one_batch;
+
+static kiln_tensor *batch_loss(void *user) {
+    one_batch *r = user;
+    return seq2seq_batch_loss(r->m, r->b, 0.0f, 0.1f);
 }
 
-static double max_abs_diff(const float *a, const float *b, int64_t n) {
-    double d = 0;
-    /* as fmax (a NaN is never taken), written out: gcc 12's vectorizer crashes on this fmax
-     * reduction on aarch64 (-O3) */
-    for (int64_t i = 0; i < n; i++) {
-        double e = fabs((double)a[i] - b[i]);
-        if (e > d) d = e;
-    }
-    return d;
+static float *loss_and_grads(seq2seq_model *m, const seq2seq_batch *b, int64_t *n_out) {
+    kiln_tensor **weights = malloc((size_t)m->n_params * sizeof *weights);
+    for (int i = 0; i < m->n_params; i++) weights[i] = m->params[i].t;
+    one_batch r = {.m = m, .b = b};
+    float *out = kt_loss_and_grads(m->ctx, weights, m->n_params, batch_loss, &r, n_out);
+    free(weights);
+    return out;
 }
 
 START_TEST(padding_cannot_leak) {
@@ -120,7 +101,7 @@ START_TEST(padding_cannot_leak) {
         make_batch(&c, sc, PAD, PAD, 5); /* one real source token changed */
         int64_t n;
         float *ga = loss_and_grads(m, &a, &n), *gb = loss_and_grads(m, &b, &n), *gc = loss_and_grads(m, &c, &n);
-        double leak = max_abs_diff(ga, gb, n), change = max_abs_diff(ga, gc, n);
+        double leak = kt_max_abs_diff(ga, gb, n), change = kt_max_abs_diff(ga, gc, n);
         ck_assert_msg(leak <= 1e-6, "%s: padded ids changed the loss or a gradient by %g", block_norm_names[norm], leak);
         ck_assert_msg(change > 1e-4, "%s: a real token changed nothing (%g): the check cannot fail",
                       block_norm_names[norm], change);
@@ -161,7 +142,7 @@ START_TEST(a_padded_row_gives_its_unpadded_logits) {
     kiln_step_reset(ctx);
     /* the second row: 4 source ids (3 and EOS), 3 decoder inputs */
     logits_alone(m, b.src + b.src_width, 4, b.tgt_in + b.tgt_width, 3, alone);
-    double d = max_abs_diff(batched + b.tgt_width * V, alone, 3 * V);
+    double d = kt_max_abs_diff(batched + b.tgt_width * V, alone, 3 * V);
     ck_assert_msg(d < 1e-4, "the padded row's logits differ from the row alone by %g", d);
     kiln_tensor_free(src);
     kiln_tensor_free(len);
@@ -254,7 +235,7 @@ START_TEST(checkpoint_round_trip_gives_the_same_logits) {
         seq2seq_model *back;
         ck_assert_msg(seq2seq_checkpoint_load(ctx, path, &back, err, sizeof err) == 0, "%s", err);
         logits_alone(back, src, 4, tgt, 3, b);
-        ck_assert_msg(max_abs_diff(a, b, 3 * V) == 0.0, "variant %zu: logits differ after the round trip", k);
+        ck_assert_msg(kt_max_abs_diff(a, b, 3 * V) == 0.0, "variant %zu: logits differ after the round trip", k);
         char step[16];
         ck_assert_int_eq(model_checkpoint_meta(path, "step", step, sizeof step, err, sizeof err), 1);
         ck_assert_str_eq(step, "12");

@@ -257,3 +257,36 @@ int kt_run_tests_on(const char *backend, kiln_ctx **ctx, const char *suite_name,
     *ctx = NULL;
     return failed;
 }
+
+double kt_max_abs_diff(const float *a, const float *b, int64_t n) {
+    double d = 0;
+    /* as fmax (a NaN is never taken), written out: gcc 12's vectorizer crashes on this fmax
+     * reduction on aarch64 (-O3) */
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        if (e > d) d = e;
+    }
+    return d;
+}
+
+float *kt_loss_and_grads(kiln_ctx *ctx, kiln_tensor *const *weights, int n, kiln_tensor *(*loss_fn)(void *user),
+                         void *user, int64_t *n_out) {
+    int64_t total = 1;
+    for (int i = 0; i < n; i++) total += kiln_numel(weights[i]);
+    ck_assert_int_eq(kiln_zero_grad(weights, n), KILN_OK);
+    kiln_set_grad_enabled(ctx, 1);
+    kiln_tensor *loss = loss_fn(user);
+    ck_assert_msg(loss != NULL, "%s", kiln_error_message());
+    ck_assert_int_eq(kiln_backward(loss, 1.0f), KILN_OK);
+    float *out = malloc((size_t)total * sizeof *out);
+    ck_assert_int_eq(kiln_read_scalar(loss, &out[0]), KILN_OK);
+    int64_t at = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t k = kiln_numel(weights[i]);
+        ck_assert_int_eq(kiln_download_f32(kiln_grad(weights[i]), out + at, k), KILN_OK);
+        at += k;
+    }
+    kiln_step_reset(ctx);
+    *n_out = total;
+    return out;
+}

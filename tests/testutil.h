@@ -43,6 +43,16 @@ void kt_expect_values(const kiln_tensor *t, const float *expected, int64_t n, do
 /* Sum (a-b)^2 / sum a^2 (with a small floor on the denominator); inf when NaN appears. */
 double kt_normalized_error(const float *a, const float *b, int64_t n);
 
+/* The largest |a[i] - b[i]| (a NaN is never taken). */
+double kt_max_abs_diff(const float *a, const float *b, int64_t n);
+
+/* A model's loss and every weight's gradient on the host, for comparing two batches: the n
+ * weights' gradients are zeroed, loss(user) is built with grad on and run backward; out[0]
+ * is the loss, then each weight's gradient in order (*n_out values in all; the caller frees
+ * out). The step's activations are freed after. */
+float *kt_loss_and_grads(kiln_ctx *ctx, kiln_tensor *const *weights, int n, kiln_tensor *(*loss)(void *user),
+                         void *user, int64_t *n_out);
+
 /* The NAME of --backend NAME in argv ("cpu" without one), which kt_backend() returns from
  * then on. kt_main calls it; a program that looks at the backend before kt_main may too. */
 const char *kt_parse_backend(int argc, char **argv);
