@@ -43,11 +43,11 @@ static int translate_lines(s2s_session *s, const seq2seq_search_opts *o, const c
 }
 
 int seq2seq_decode_command(int argc, char **argv) {
-    const char *tok_path = NULL;
-    const char *ckpt = NULL, *input = NULL, *input_file = NULL, *prompt = NULL, *backend = "auto", *precision = "fp32";
-    int device = -1, beam = 1, max_new = 0, batch = 32, trust = 0;
+    s2s_open_options so = s2s_open_defaults();
+    const char *ckpt = NULL, *input = NULL, *input_file = NULL, *prompt = NULL;
+    int beam = 1, max_new = 0, batch = 32;
     float length_penalty = 0.6f;
-    cli_opt opts[] = {
+    const cli_opt own[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
          .help = "an encoder-decoder checkpoint (kiln train --model seq2seq)"},
         {.name = "--input", .kind = CLI_STRING, .target = &input, .meta = "TEXT", .help = "the text to translate"},
@@ -63,14 +63,11 @@ int seq2seq_decode_command(int argc, char **argv) {
          .help = "lines of --input-file decoded together (greedy)", .min = 1, .max = DECODE_BATCH_MAX},
         {.name = "--max-new", .kind = CLI_INT, .target = &max_new, .meta = "N",
          .help = "output tokens at most (0: the model's positions)", .min = 0, .max = 1 << 20},
-        {.name = "--precision", .kind = CLI_STRING, .target = &precision, .meta = "P", .help = "fp32 or fp16"},
-        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
-         .help = "both sides' tokenizer (default: the checkpoint's own)"},
-        host_backend_option(&backend),
-        host_device_option(&device),
-        host_trust_device_option(&trust),
     };
-    int n = (int)(sizeof opts / sizeof opts[0]);
+    cli_opt opts[sizeof own / sizeof own[0] + S2S_OPEN_OPTIONS];
+    memcpy(opts, own, sizeof own);
+    int n = (int)(sizeof own / sizeof own[0]);
+    n += s2s_open_cli_options(&so, opts + n);
     int rc = cli_parse("decode", "Translates text with an encoder-decoder checkpoint, one output line per input line.",
                        argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
@@ -84,7 +81,7 @@ int seq2seq_decode_command(int argc, char **argv) {
     char err[1024];
     if (input_file && file_read_all(input_file, "--input-file", &text, &text_len, err, sizeof err)) return host_error("%s", err);
     s2s_session s;
-    rc = s2s_session_open(&s, "decode", ckpt, tok_path, backend, device, trust, precision);
+    rc = s2s_session_open(&s, "decode", ckpt, &so);
     if (rc == 0) {
         host_say_device("decode", s.ctx);
         seq2seq_search_opts o = s2s_search_opts(&s, beam, length_penalty, max_new);

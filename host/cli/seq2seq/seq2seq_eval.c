@@ -19,11 +19,11 @@
 #include "text/bleu.h"
 
 int seq2seq_eval_command(int argc, char **argv) {
-    const char *tok_path = NULL;
-    const char *ckpt = NULL, *data = NULL, *backend = "auto", *precision = "fp32";
-    int device = -1, beam = 1, max_new = 0, batch_tokens = 4096, trust = 0;
+    s2s_open_options so = s2s_open_defaults();
+    const char *ckpt = NULL, *data = NULL;
+    int beam = 1, max_new = 0, batch_tokens = 4096;
     float length_penalty = 0.6f;
-    cli_opt opts[] = {
+    const cli_opt own[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "an encoder-decoder checkpoint"},
         {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE",
          .help = "held-out source<TAB>target pairs"},
@@ -35,14 +35,11 @@ int seq2seq_eval_command(int argc, char **argv) {
          .help = "output tokens at most (0: the model's positions)", .min = 0, .max = 1 << 20},
         {.name = "--batch-tokens", .kind = CLI_INT, .target = &batch_tokens, .meta = "N",
          .help = "padded tokens per batch of the loss", .min = 2, .max = 1 << 26},
-        {.name = "--precision", .kind = CLI_STRING, .target = &precision, .meta = "P", .help = "fp32 or fp16"},
-        {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
-         .help = "both sides' tokenizer (default: the checkpoint's own)"},
-        host_backend_option(&backend),
-        host_device_option(&device),
-        host_trust_device_option(&trust),
     };
-    int n = (int)(sizeof opts / sizeof opts[0]);
+    cli_opt opts[sizeof own / sizeof own[0] + S2S_OPEN_OPTIONS];
+    memcpy(opts, own, sizeof own);
+    int n = (int)(sizeof own / sizeof own[0]);
+    n += s2s_open_cli_options(&so, opts + n);
     int rc = cli_parse("eval", "Loss, BLEU and exact matches of an encoder-decoder checkpoint on held-out pairs.",
                        argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
@@ -52,7 +49,7 @@ int seq2seq_eval_command(int argc, char **argv) {
     if (pairs_load(data, &p, err, sizeof err)) return host_error("%s", err);
     s2s_session s;
     seq2seq_data *d = NULL;
-    rc = s2s_session_open(&s, "eval", ckpt, tok_path, backend, device, trust, precision);
+    rc = s2s_session_open(&s, "eval", ckpt, &so);
     double loss = 0;
     if (rc == 0 && (seq2seq_data_build(p, 0, p->count, s.src, s.tgt, s.m->cfg.max_len, batch_tokens, &d, err,
                                        sizeof err) ||

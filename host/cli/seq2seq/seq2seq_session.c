@@ -12,19 +12,36 @@
 #include "model/checkpoint_tokenizer.h"
 #include "model/seq2seq/seq2seq_checkpoint.h"
 
-int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const char *tok_path, const char *backend,
-                     int device, int trust, const char *precision) {
+s2s_open_options s2s_open_defaults(void) {
+    return (s2s_open_options){.backend = "auto", .precision = "fp32", .device = -1};
+}
+
+int s2s_open_cli_options(s2s_open_options *o, cli_opt *opts) {
+    const cli_opt own[S2S_OPEN_OPTIONS] = {
+        {.name = "--precision", .kind = CLI_STRING, .target = &o->precision, .meta = "P", .help = "fp32 or fp16"},
+        {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tok_path, .meta = "FILE",
+         .help = "both sides' tokenizer (default: the checkpoint's own)"},
+        host_backend_option(&o->backend),
+        host_device_option(&o->device),
+        host_trust_device_option(&o->trust),
+    };
+    memcpy(opts, own, sizeof own);
+    return S2S_OPEN_OPTIONS;
+}
+
+int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const s2s_open_options *o) {
     memset(s, 0, sizeof *s);
+    const char *tok_path = o->tok_path;
     char err[1024];
     kiln_dtype dtype;
-    if (host_parse_precision(precision, &dtype)) return 1;
+    if (host_parse_precision(o->precision, &dtype)) return 1;
     if (tok_path) {
         if (tokenizer_load(tok_path, &s->src, err, sizeof err)) return host_error("%s", err);
         s->tgt = s->src;
     } else if (checkpoint_tokenizer_pair(ckpt, &s->src, &s->tgt, err, sizeof err)) {
         return host_error("%s", err);
     }
-    if (!(s->ctx = host_open_checked_device(command, backend, device, trust)) || host_check_precision(s->ctx, dtype)) return 1;
+    if (!(s->ctx = host_open_checked_device(command, o->backend, o->device, o->trust)) || host_check_precision(s->ctx, dtype)) return 1;
     if (seq2seq_checkpoint_load(s->ctx, ckpt, &s->m, err, sizeof err)) return host_error("%s", err);
     if (tokenizer_vocab_size(s->src) != s->m->cfg.src_vocab || tokenizer_vocab_size(s->tgt) != s->m->cfg.tgt_vocab)
         return host_error("%s: its tokenizers' vocabularies (%d, %d) disagree with the model's (%d, %d)", ckpt,

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "model/seq2seq/seq2seq.h"
+#include "run/cli.h"
 #include "text/tokenizer.h"
 
 typedef struct s2s_session {
@@ -19,8 +20,21 @@ typedef struct s2s_session {
  * names the command in errors), the model (in `precision`) and its tokenizers: the
  * checkpoint's, or tok_path (when not NULL) for both sides. Returns 0, or 1 with the error
  * printed. */
-int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const char *tok_path, const char *backend,
-                     int device, int trust, const char *precision);
+/* How eval and decode open the checkpoint: the options they share. */
+typedef struct s2s_open_options {
+    const char *tok_path, *backend, *precision;
+    int device, trust;
+} s2s_open_options;
+
+/* The defaults: the checkpoint's tokenizers, --backend auto, fp32. */
+s2s_open_options s2s_open_defaults(void);
+
+/* Writes those options (--precision, --tokenizer, --backend, --device, --trust-device) to
+ * opts, which has room for S2S_OPEN_OPTIONS; returns their number. */
+enum { S2S_OPEN_OPTIONS = 5 };
+int s2s_open_cli_options(s2s_open_options *o, cli_opt *opts);
+
+int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const s2s_open_options *o);
 void s2s_session_close(s2s_session *s);
 
 /* Translates text[0..n): *out (malloc'd, *out_len bytes) is the target text, with line
