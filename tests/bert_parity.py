@@ -16,7 +16,6 @@ explicit key padding mask; GELU (tanh form: Hugging Face's "gelu_new"); the head
 GELU -> LayerNorm -> tied decoder + bias; cross-entropy with ignore_index -1.
 Exit 0: pass, 1: fail, 77: skipped (no torch here, or the backend is not available).
 """
-import argparse
 import math
 import os
 import subprocess
@@ -32,7 +31,7 @@ except ImportError as e:  # CTest reads 77 as "skipped"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
-from parity_checks import check, failures, rel_err  # noqa: E402
+from parity_checks import adam_losses, check, rel_err, run_configs  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 
 L, H, C, P, V, EPS, STEPS, LR = 2, 2, 16, 12, 23, 1e-12, 6, 3e-3
@@ -223,32 +222,13 @@ def run_config(args, name, o, seed):
         if e > worst:
             worst, worst_name = e, n
     check(f"{name}: gradients of all {len(model.p)} weights", worst < 1e-4, f"worst {worst:.2e} ({worst_name})")
-    opt = model.optimizer()
-    losses = []
-    for _ in range(STEPS):
-        _, loss = model(ids, lengths, targets)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = adam_losses(model, STEPS, lambda _: model(ids, lengths, targets)[1])
     e = rel_err(got["losses"], losses)
     check(f"{name}: losses of {STEPS} AdamW steps", e < 1e-4, f"relative error {e:.2e}")
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kiln", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--backend", default="cpu")
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    torch.set_num_threads(1)
-    for i, (name, o) in enumerate(CONFIGS):
-        run_config(args, name, o, 40 + i)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("BERT matches PyTorch")
+    run_configs(run_config, CONFIGS, 40, "BERT matches PyTorch")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ tensors, with the option in the safetensors metadata as kiln writes it) go to
 and the losses of 6 AdamW steps. Exit 0: pass, 1: fail, 77: skipped (no torch here, or the
 backend is not available on this machine).
 """
-import argparse
 import math
 import os
 import subprocess
@@ -26,7 +25,7 @@ except ImportError as e:  # CTest reads 77 as "skipped"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
-from parity_checks import check, check_gradients, check_losses, failures, rel_err  # noqa: E402
+from parity_checks import adam_losses, check, check_gradients, check_losses, rel_err, run_configs  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 
 L, H, C, T_POS, V, EPS = 3, 2, 16, 24, 64, 1e-5
@@ -209,32 +208,12 @@ def run_config(args, name, o, seed):
     e = rel_err(got["logits"], logits.detach().numpy())
     check(f"{name}: logits", e < 1e-5, f"relative error {e:.2e}")
     check_gradients(f"{name}: ", got, model.p)
-    opt = model.optimizer()
-    losses = []
-    for step in range(STEPS):
-        x, y = tokens[step % 2, :, :-1], tokens[step % 2, :, 1:]
-        _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = adam_losses(model, STEPS, lambda step: model(tokens[step % 2, :, :-1], tokens[step % 2, :, 1:])[1])
     check_losses(f"{name}: ", got, losses)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kiln", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--backend", default="cpu")
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    torch.set_num_threads(1)
-    for i, (name, o) in enumerate(CONFIGS):
-        run_config(args, name, o, 10 + i)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("all block options match PyTorch")
+    run_configs(run_config, CONFIGS, 10, "all block options match PyTorch")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,11 @@
-"""What the PyTorch parity scripts (gpt_parity.py, block_parity.py) share: one line per
-check, the failures kept for the exit code, and the relative error they compare with."""
+"""What the PyTorch parity scripts (gpt_parity.py, block_parity.py, seq2seq_parity.py,
+bert_parity.py) share: one line per check, the failures kept for the exit code, the relative
+error they compare with, the AdamW steps of a reference model, and the command line of the
+scripts that run one kiln dump per configuration."""
+import argparse
+import os
+import sys
+
 import numpy as np
 
 failures = []
@@ -33,3 +39,38 @@ def check_losses(what, got, losses, tol=1e-4):
     """got["losses"]: the loss of each AdamW step, against PyTorch's."""
     e = rel_err(got["losses"], losses)
     check(f"{what}losses of {len(losses)} AdamW steps", e < tol, f"relative error {e:.2e}")
+
+
+def adam_losses(model, steps, loss_at):
+    """The loss of each of `steps` steps of model.optimizer(); loss_at(step) computes the
+    step's loss."""
+    opt = model.optimizer()
+    losses = []
+    for step in range(steps):
+        loss = loss_at(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def run_configs(run_config, configs, first_seed, passed):
+    """The scripts' main: --kiln, --workdir and --backend; run_config(args, name, options,
+    seed) for each (name, options) of configs, seeds from first_seed; exit 1 on a failure,
+    else print `passed`."""
+    import torch
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--backend", default="cpu")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    torch.set_num_threads(1)
+    for i, (name, o) in enumerate(configs):
+        run_config(args, name, o, first_seed + i)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print(passed)

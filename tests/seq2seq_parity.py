@@ -12,7 +12,6 @@ The reference is written from the paper, not from kiln: nn-free tensors, an expl
 padding mask, a causal mask, cross-attention, ReLU, tied output. Exit 0: pass, 1: fail,
 77: skipped (no torch here, or the backend is not available on this machine).
 """
-import argparse
 import math
 import os
 import subprocess
@@ -28,7 +27,7 @@ except ImportError as e:  # CTest reads 77 as "skipped"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
-from parity_checks import check, check_gradients, check_losses, failures, rel_err  # noqa: E402
+from parity_checks import adam_losses, check, check_gradients, check_losses, rel_err, run_configs  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 
 N_ENC, N_DEC, H, C, MAX_LEN, EPS = 2, 3, 2, 16, 12, 1e-5
@@ -253,31 +252,12 @@ def run_config(args, name, o, seed):
     e = rel_err(got["loss"], [loss.item()])
     check(f"{name}: loss", e < 1e-6, f"relative error {e:.2e}")
     check_gradients(f"{name}: ", got, model.p)
-    opt = model.optimizer()
-    losses = []
-    for _ in range(STEPS):
-        _, loss = model(src, src_len, tgt_in, tgt_out)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = adam_losses(model, STEPS, lambda _: model(src, src_len, tgt_in, tgt_out)[1])
     check_losses(f"{name}: ", got, losses)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kiln", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--backend", default="cpu")
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    torch.set_num_threads(1)
-    for i, (name, o) in enumerate(CONFIGS):
-        run_config(args, name, o, 20 + i)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("the encoder-decoder matches PyTorch")
+    run_configs(run_config, CONFIGS, 20, "the encoder-decoder matches PyTorch")
 
 
 if __name__ == "__main__":
