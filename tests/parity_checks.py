@@ -55,10 +55,9 @@ def adam_losses(model, steps, loss_at):
     return losses
 
 
-def run_configs(run_config, configs, first_seed, passed):
-    """The scripts' main: --kiln, --workdir and --backend; run_config(args, name, options,
-    seed) for each (name, options) of configs, seeds from first_seed; exit 1 on a failure,
-    else print `passed`."""
+def parity_args():
+    """The scripts' command line: --kiln, --workdir (made) and --backend; torch on one
+    thread."""
     import torch
 
     ap = argparse.ArgumentParser()
@@ -68,6 +67,14 @@ def run_configs(run_config, configs, first_seed, passed):
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     torch.set_num_threads(1)
+    return args
+
+
+def run_configs(run_config, configs, first_seed, passed):
+    """The main of a script with one kiln dump per configuration: run_config(args, name,
+    options, seed) for each (name, options) of configs, seeds from first_seed; exit 1 on a
+    failure, else print `passed`."""
+    args = parity_args()
     for i, (name, o) in enumerate(configs):
         run_config(args, name, o, first_seed + i)
     if failures:

@@ -150,6 +150,15 @@ st_writer *model_checkpoint_writer(const model_checkpoint_config *c, const model
     return w;
 }
 
+int model_checkpoint_save(const model_param *params, int n, const model_checkpoint_config *c, const model_meta *extra,
+                          int n_extra, const char *path, char *err, size_t errlen) {
+    st_writer *w = model_checkpoint_writer(c, extra, n_extra, path, err, errlen);
+    if (!w) return -1;
+    int rc = model_checkpoint_write(params, n, w, path, err, errlen);
+    st_writer_free(w);
+    return rc;
+}
+
 int model_checkpoint_write(const model_param *params, int n, st_writer *w, const char *path, char *err,
                            size_t errlen) {
     float **host = calloc((size_t)(n > 0 ? n : 1), sizeof *host);

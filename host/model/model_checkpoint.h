@@ -69,6 +69,11 @@ typedef struct model_checkpoint_config {
 st_writer *model_checkpoint_writer(const model_checkpoint_config *c, const model_meta *extra, int n_extra,
                                    const char *path, char *err, size_t errlen);
 
+/* The table saved with that metadata and the caller's: model_checkpoint_writer, then
+ * model_checkpoint_write. */
+int model_checkpoint_save(const model_param *params, int n, const model_checkpoint_config *c, const model_meta *extra,
+                          int n_extra, const char *path, char *err, size_t errlen);
+
 /* Adds the n tensors of the table (f32, as the masters are) to w, which holds the
  * caller's metadata, and saves it atomically: an existing file is replaced only by a
  * complete new one. The caller frees w. */

@@ -251,9 +251,5 @@ int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *ex
     model_checkpoint_config c = {.model_type = "gpt2", .int_names = config_int_names, .ints = ints,
                                  .n_ints = N_CONFIG_INTS, .eps_key = "layer_norm_epsilon", .ln_eps = cfg.ln_eps,
                                  .block = &cfg.block};
-    st_writer *w = model_checkpoint_writer(&c, extra, n_extra, path, err, errlen);
-    if (!w) return -1;
-    int rc = model_checkpoint_write(m->params, m->n_params + m->n_buffers, w, path, err, errlen);
-    st_writer_free(w);
-    return rc;
+    return model_checkpoint_save(m->params, m->n_params + m->n_buffers, &c, extra, n_extra, path, err, errlen);
 }

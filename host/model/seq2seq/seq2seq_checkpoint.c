@@ -86,9 +86,5 @@ int seq2seq_checkpoint_save(const seq2seq_model *m, const char *path, const mode
     model_checkpoint_config c = {.model_type = SEQ2SEQ_MODEL_TYPE, .int_names = int_names, .ints = ints,
                                  .n_ints = N_INTS, .eps_key = "layer_norm_epsilon", .ln_eps = cfg.ln_eps,
                                  .block = &cfg.block};
-    st_writer *w = model_checkpoint_writer(&c, extra, n_extra, path, err, errlen);
-    if (!w) return -1;
-    int rc = model_checkpoint_write(m->params, m->n_params + m->n_buffers, w, path, err, errlen);
-    st_writer_free(w);
-    return rc;
+    return model_checkpoint_save(m->params, m->n_params + m->n_buffers, &c, extra, n_extra, path, err, errlen);
 }
