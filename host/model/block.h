@@ -193,6 +193,9 @@ kiln_status block_sigma_init(const block_config *c, block_weights *masters, uint
                              uint64_t stream, int iterations);
 /* One power-iteration step per linear: u <- W v / |W v|, v <- W^T u / |W^T u|. Not recorded. */
 kiln_status block_sigma_iterate(const block_config *c, block_weights *masters);
+/* A model's sigma-reparam step: block_sigma_iterate in each of its n_layers blocks, when
+ * they use sigma-reparam (else nothing). */
+kiln_status block_sigma_step(const block_config *c, block_weights *masters, int n_layers);
 /* sigma = u^T W v of one linear, a [1] f32 tensor (for tests and monitoring). */
 kiln_tensor *block_sigma(const block_weights *w, block_linear l);
 

@@ -106,6 +106,15 @@ static kiln_status iterate_one(block_weights *m, int l) {
     return KILN_OK;
 }
 
+kiln_status block_sigma_step(const block_config *c, block_weights *masters, int n_layers) {
+    if (!c->o.sigma_reparam) return KILN_OK;
+    for (int l = 0; l < n_layers; l++) {
+        kiln_status s = block_sigma_iterate(c, &masters[l]);
+        if (s) return s;
+    }
+    return KILN_OK;
+}
+
 kiln_status block_sigma_iterate(const block_config *c, block_weights *m) {
     (void)c;
     kiln_ctx *ctx = sigma_ctx(m);

@@ -188,14 +188,7 @@ kiln_status bert_set_precision(bert_model *m, kiln_dtype dtype, int keep_masters
     return KILN_OK;
 }
 
-kiln_status bert_sigma_step(bert_model *m) {
-    if (!m->cfg.block.sigma_reparam) return KILN_OK;
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        kiln_status s = block_sigma_iterate(&m->block, &m->masters[l]);
-        if (s) return s;
-    }
-    return KILN_OK;
-}
+kiln_status bert_sigma_step(bert_model *m) { return block_sigma_step(&m->block, m->masters, m->cfg.n_layer); }
 
 int64_t bert_param_count(const bert_model *m) { return model_params_count(m->params, m->n_params); }
 

@@ -55,14 +55,7 @@ kiln_status gpt_admin_closed_form(gpt_model *m) {
     return KILN_OK;
 }
 
-kiln_status gpt_sigma_step(gpt_model *m) {
-    if (!m->block.o.sigma_reparam) return KILN_OK;
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        kiln_status s = block_sigma_iterate(&m->block, &m->masters[l]);
-        if (s) return s;
-    }
-    return KILN_OK;
-}
+kiln_status gpt_sigma_step(gpt_model *m) { return block_sigma_step(&m->block, m->masters, m->cfg.n_layer); }
 
 void gpt_set_attn_temperature(gpt_model *m, float temperature) {
     m->cfg.block.attn_temperature = temperature;

@@ -232,16 +232,8 @@ kiln_status seq2seq_set_precision(seq2seq_model *m, kiln_dtype dtype, int keep_m
 }
 
 kiln_status seq2seq_sigma_step(seq2seq_model *m) {
-    if (!m->cfg.block.sigma_reparam) return KILN_OK;
-    for (int l = 0; l < m->cfg.enc_layers; l++) {
-        kiln_status s = block_sigma_iterate(&m->enc_block, &m->enc_masters[l]);
-        if (s) return s;
-    }
-    for (int l = 0; l < m->cfg.dec_layers; l++) {
-        kiln_status s = block_sigma_iterate(&m->dec_block, &m->dec_masters[l]);
-        if (s) return s;
-    }
-    return KILN_OK;
+    kiln_status s = block_sigma_step(&m->enc_block, m->enc_masters, m->cfg.enc_layers);
+    return s ? s : block_sigma_step(&m->dec_block, m->dec_masters, m->cfg.dec_layers);
 }
 
 int64_t seq2seq_param_count(const seq2seq_model *m) { return model_params_count(m->params, m->n_params); }
