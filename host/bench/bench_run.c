@@ -445,8 +445,9 @@ static int parse_options(int argc, char **argv, int decode_only, bench_args *a, 
     const int n = (int)(sizeof opts / sizeof opts[0]);
     int rc = cli_parse(decode_only ? "bench decode" : "bench", decode_only ? DECODE_SUMMARY : BENCH_SUMMARY, argc,
                        argv, decode_only ? 3 : 2, opts, n);
-    *exit_code = rc < 0 || (rc == 0 && parse_lists(a, o)) ? 1 : 0;
-    if (rc || *exit_code) return 1;
+    *exit_code = rc < 0 ? 1 : 0;
+    if (rc) return 1;
+    if (parse_lists(a, o)) return *exit_code = 1;
     if (o->quick && !cli_find(opts, n, "--models")->seen) o->gpt2_small = 0;
     if (o->quick && !cli_find(opts, n, "--repeat")->seen) o->repeat = 2;
     if (o->quick && !cli_find(opts, n, "--tokens")->seen) o->tokens = 8;
