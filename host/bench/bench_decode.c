@@ -171,10 +171,97 @@ static void format_failed(bench_device *d, const char *model, const char *format
     }
 }
 
+/* The model in format `format` on ctx, and what a stream needs (the prompt, the logits' host
+ * copy, the KV cache), in *w; 0, or -1 with the format's rows failed (w->m NULL when the
+ * model could not be built). */
+static int stream_setup(const bench_options *o, bench_device *d, const decode_model *dm, int format, kiln_ctx *ctx,
+                        stream_work *w) {
+    const char *fmt = format_names[format];
+    char why[512] = "";
+    if (!(w->m = build_model(ctx, dm, format, why, sizeof why))) {
+        /* out of memory is what the device lacks; anything else is a failure */
+        format_failed(d, dm->name, fmt, why, kiln_error_status() != KILN_ERR_MEMORY);
+        kiln_clear_error();
+        return -1;
+    }
+    const gpt_config *c = &w->m->cfg;
+    w->prompt = o->prompt < c->n_positions / 2 ? o->prompt : c->n_positions / 2;
+    w->tokens = o->tokens < c->n_positions - w->prompt ? o->tokens : c->n_positions - w->prompt;
+    w->ids = malloc((size_t)(w->prompt + w->tokens) * sizeof *w->ids);
+    w->logits = malloc((size_t)c->vocab_size * sizeof *w->logits);
+    if (!w->ids || !w->logits || !(w->cache = gpt_kv_new(w->m))) {
+        format_failed(d, dm->name, fmt, w->ids && w->logits ? kiln_error_message() : "out of host memory", 1);
+        return -1;
+    }
+    for (int i = 0; i < w->prompt; i++)
+        w->ids[i] = (int32_t)(kiln_rng_u32(17, 3, (uint64_t)i) % (uint32_t)c->vocab_size);
+    return 0;
+}
+
+/* The decode row (single-stream tokens/s after the prompt's prefill) and the weights-read
+ * row (the bytes every decoded token reads, at that rate); -1 when the prefill failed. */
+static int decode_rows(const bench_options *o, bench_device *d, const decode_model *dm, const char *fmt,
+                       kiln_ctx *ctx, stream_work *w, format_result *res) {
+    char shape[64];
+    const double bytes = gpt_weight_bytes_per_token(w->m);
+    res->bytes_per_token = bytes;
+    snprintf(shape, sizeof shape, "%d after %d", w->tokens, w->prompt);
+    bench_figure *f = add_figure(d, dm->name, fmt, "decode.tokens", "decode", BENCH_TOKENS_PER_S, shape);
+    if (!f) return -1;
+    /* the prompt's cache first: decoding starts where a prefill leaves it */
+    if (prefill_prepare(w) || prefill_run(w) || kiln_sync(ctx)) {
+        format_failed(d, dm->name, fmt, kiln_error_message(), 1);
+        return -1;
+    }
+    kiln_step_reset(ctx);
+    int ok = time_decoding(w, o->quick ? 1 : 3, f) == 0;
+    bench_print_figure(stdout, f);
+    if (ok) res->tokens_per_s = f->median;
+
+    snprintf(shape, sizeof shape, "%.3g MB/token", bytes * 1e-6);
+    if ((f = add_figure(d, dm->name, fmt, "decode.weights", "weights read", BENCH_GBPS, shape))) {
+        if (ok) { /* the bytes of every decoded token, at the median rate */
+            f->median = bytes * res->tokens_per_s * 1e-9;
+            f->repeats = 1;
+            bench_relate(d, f, "copy");
+        } else {
+            bench_not_measured(f, 0, "decoding failed");
+        }
+        bench_print_figure(stdout, f);
+    }
+    return 0;
+}
+
+/* The prefill row (the prompt's tokens/s) and the memory row: what the context holds (the
+ * weights, the KV cache, the largest step's working memory) and the embedding's blocks on
+ * the host. */
+static void prefill_memory_rows(const bench_options *o, bench_device *d, const decode_model *dm, const char *fmt,
+                                kiln_ctx *ctx, stream_work *w) {
+    char shape[64];
+    bench_figure *f;
+    snprintf(shape, sizeof shape, "prompt %d", w->prompt);
+    if ((f = add_figure(d, dm->name, fmt, "prefill.tokens", "prefill", BENCH_TOKENS_PER_S, shape))) {
+        bench_work bw = {.prepare = prefill_prepare, .run = prefill_run, .check = prefill_check, .arg = w,
+                         .amount = w->prompt};
+        bench_time(ctx, &bw, 1, o->quick ? 1 : 3, f);
+        bench_print_figure(stdout, f);
+    }
+    const gpt_model *m = w->m;
+    double mib = (double)(kiln_memory_persistent(ctx) + kiln_memory_arena_peak(ctx));
+    if (m->quant && m->quant->embd) mib += (double)m->quant->embd_row_bytes * m->cfg.vocab_size;
+    snprintf(shape, sizeof shape, "context %d", m->cfg.n_positions);
+    if ((f = add_figure(d, dm->name, fmt, "memory", "memory", BENCH_MIB, shape))) {
+        f->median = f->min = f->max = mib / (1 << 20);
+        f->repeats = 1;
+        bench_print_figure(stdout, f);
+    }
+}
+
+/* One weight format of model dm on device d, in a context of its own: its rows, and in
+ * *res what compare_formats needs. */
 static void run_format(const bench_options *o, bench_device *d, const decode_model *dm, int format,
                        format_result *res) {
     const char *fmt = format_names[format];
-    char why[512] = "";
     res->tokens_per_s = res->bytes_per_token = NAN;
     kiln_ctx *ctx = NULL;
     if (kiln_open(d->id, &ctx)) { /* the same device, in a context of its own */
@@ -191,76 +278,11 @@ static void run_format(const bench_options *o, bench_device *d, const decode_mod
     kiln_set_grad_enabled(ctx, 0);
     kiln_set_training(ctx, 0);
     stream_work w = {0};
-    gpt_model *m = build_model(ctx, dm, format, why, sizeof why);
-    if (!m) {
-        /* out of memory is what the device lacks; anything else is a failure */
-        format_failed(d, dm->name, fmt, why, kiln_error_status() != KILN_ERR_MEMORY);
-        kiln_clear_error();
-        kiln_close(ctx);
-        return;
-    }
-    const gpt_config *c = &m->cfg;
-    w.m = m;
-    w.prompt = o->prompt < c->n_positions / 2 ? o->prompt : c->n_positions / 2;
-    w.tokens = o->tokens < c->n_positions - w.prompt ? o->tokens : c->n_positions - w.prompt;
-    w.ids = malloc((size_t)(w.prompt + w.tokens) * sizeof *w.ids);
-    w.logits = malloc((size_t)c->vocab_size * sizeof *w.logits);
-    if (!w.ids || !w.logits || !(w.cache = gpt_kv_new(m))) {
-        format_failed(d, dm->name, fmt, w.ids && w.logits ? kiln_error_message() : "out of host memory", 1);
-        goto done;
-    }
-    for (int i = 0; i < w.prompt; i++) w.ids[i] = (int32_t)(kiln_rng_u32(17, 3, (uint64_t)i) % (uint32_t)c->vocab_size);
-
-    char shape[64];
-    const double bytes = gpt_weight_bytes_per_token(m);
-    res->bytes_per_token = bytes;
-    snprintf(shape, sizeof shape, "%d after %d", w.tokens, w.prompt);
-    bench_figure *f = add_figure(d, dm->name, fmt, "decode.tokens", "decode", BENCH_TOKENS_PER_S, shape);
-    if (!f) goto done;
-    /* the prompt's cache first: decoding starts where a prefill leaves it */
-    if (prefill_prepare(&w) || prefill_run(&w) || kiln_sync(ctx)) {
-        format_failed(d, dm->name, fmt, kiln_error_message(), 1);
-        goto done;
-    }
-    kiln_step_reset(ctx);
-    int ok = time_decoding(&w, o->quick ? 1 : 3, f) == 0;
-    bench_print_figure(stdout, f);
-    if (ok) res->tokens_per_s = f->median;
-
-    snprintf(shape, sizeof shape, "%.3g MB/token", bytes * 1e-6);
-    if ((f = add_figure(d, dm->name, fmt, "decode.weights", "weights read", BENCH_GBPS, shape))) {
-        if (ok) { /* the bytes of every decoded token, at the median rate */
-            f->median = bytes * res->tokens_per_s * 1e-9;
-            f->repeats = 1;
-            bench_relate(d, f, "copy");
-        } else {
-            bench_not_measured(f, 0, "decoding failed");
-        }
-        bench_print_figure(stdout, f);
-    }
-
-    snprintf(shape, sizeof shape, "prompt %d", w.prompt);
-    if ((f = add_figure(d, dm->name, fmt, "prefill.tokens", "prefill", BENCH_TOKENS_PER_S, shape))) {
-        bench_work bw = {.prepare = prefill_prepare, .run = prefill_run, .check = prefill_check, .arg = &w,
-                         .amount = w.prompt};
-        bench_time(ctx, &bw, 1, o->quick ? 1 : 3, f);
-        bench_print_figure(stdout, f);
-    }
-
-    /* what the context holds (the weights, the KV cache, the largest step's working memory)
-     * and the embedding's blocks on the host */
-    double mib = (double)(kiln_memory_persistent(ctx) + kiln_memory_arena_peak(ctx));
-    if (m->quant && m->quant->embd) mib += (double)m->quant->embd_row_bytes * c->vocab_size;
-    snprintf(shape, sizeof shape, "context %d", c->n_positions);
-    if ((f = add_figure(d, dm->name, fmt, "memory", "memory", BENCH_MIB, shape))) {
-        f->median = f->min = f->max = mib / (1 << 20);
-        f->repeats = 1;
-        bench_print_figure(stdout, f);
-    }
-done:
-    kiln_step_reset(ctx);
+    if (stream_setup(o, d, dm, format, ctx, &w) == 0 && decode_rows(o, d, dm, fmt, ctx, &w, res) == 0)
+        prefill_memory_rows(o, d, dm, fmt, ctx, &w);
+    if (w.m) kiln_step_reset(ctx);
     gpt_kv_free(w.cache);
-    gpt_free(m);
+    gpt_free(w.m);
     free(w.ids), free(w.logits);
     kiln_close(ctx);
 }

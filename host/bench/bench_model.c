@@ -223,26 +223,20 @@ static bench_figure engine_reason(const char *what) {
     return why;
 }
 
-/* Training and decoding of model m in precision dt. */
-static void bench_precision(const model_run *r, const model_size *s, gpt_model *m, kiln_dtype dt, int batch,
-                            int context, double n) {
-    kiln_ctx *ctx = r->ctx;
-    const gpt_config *c = &s->cfg;
-    const int tokens = batch * context;
-    /* the prompt fills the training context, leaving room for one decoded token */
-    const int prompt = context < c->n_positions ? context : c->n_positions - 1;
-    char shape[64], pshape[64], lshape[64], err[512];
-    snprintf(shape, sizeof shape, "batch %d x context %d", batch, context);
-    snprintf(pshape, sizeof pshape, "prompt %d", prompt);
-    snprintf(lshape, sizeof lshape, "at position %d", prompt);
-    if (!kiln_supports_dtype(ctx, dt)) {
-        bench_figure why = scratch_figure();
-        bench_not_measured(&why, 0, "the device cannot store f16");
-        rows_failed(r, ROW_STEP, shape, why);
-        return;
-    }
-    fprintf(stderr, "kiln bench: %s: model %s %s (%s)\n", r->d->id, s->name, r->precision, shape);
+/* The prompt and the decoded token of a model of c: a fresh draw, as long as needed; NULL
+ * out of host memory. */
+static int32_t *draw_prompt(const gpt_config *c, int prompt) {
+    int32_t *ids = malloc((size_t)(prompt + 1) * sizeof *ids);
+    for (int i = 0; ids && i <= prompt; i++) ids[i] = (int32_t)(kiln_rng_u32(17, 3, (uint64_t)i) % (uint32_t)c->vocab_size);
+    return ids;
+}
 
+/* Sets up tw's trainer for m in precision dt on a random batch and times its steps: the
+ * rows ROW_STEP to ROW_FLOPS. -1 (those rows and the rest failed) when training cannot be
+ * set up. */
+static int time_train_rows(const model_run *r, const gpt_config *c, gpt_model *m, kiln_dtype dt, int batch,
+                         int context, double n, train_work *tw, const char *shape) {
+    const int tokens = batch * context;
     train_hparams hp = {.batch = batch, .block = context, .grad_accum = 1, .steps = 1000, .warmup = 0,
                         .lr = 1e-4f, .min_lr = 1e-5f, .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f,
                         .clip = 1.0f, .dropout = 0.0f, .seed = 1337, .precision = dt};
@@ -250,74 +244,98 @@ static void bench_precision(const model_run *r, const model_size *s, gpt_model *
      * which makes it cheaper, and the few timed steps should all be whole ones. */
     hp.loss_scale = kiln_loss_scale_defaults();
     hp.loss_scale.init = 1024;
+    char err[512];
+    if (trainer_init(&tw->t, m, NULL, &hp, err, sizeof err)) {
+        rows_failed(r, ROW_STEP, shape, engine_reason("setting up training"));
+        return -1;
+    }
+    for (int i = 0; i < tokens; i++) {
+        tw->t.x[i] = (int32_t)(kiln_rng_u32(17, 1, (uint64_t)i) % (uint32_t)c->vocab_size);
+        tw->t.y[i] = (int32_t)(kiln_rng_u32(17, 2, (uint64_t)i) % (uint32_t)c->vocab_size);
+    }
+    bench_figure t = scratch_figure();
+    bench_work w = {.run = train_run, .check = train_check, .arg = tw, .amount = 1};
+    /* whole steps are long: 3 timed (1 in a --quick run) after one warm-up */
+    const int steps = r->o->quick ? 1 : 3;
+    if (bench_time(r->ctx, &w, 1, steps, &t) == 0 && tw->skipped)
+        snprintf(t.note, sizeof t.note, "the loss scaler skipped %d of the steps (overflow)", tw->skipped);
+    add_row(r, ROW_STEP, shape, &t, 0, NULL);
+    add_row(r, ROW_TOKENS, shape, &t, tokens * 1e3, NULL);
+    add_row(r, ROW_FLOPS, shape, &t, train_flops_per_token(c, n, context) * tokens * 1e3 * 1e-9,
+            bench_matmul_ceiling(r->d, dt));
+    return 0;
+}
+
+/* Decoding with the KV cache, on the weights the forward pass reads in this precision: the
+ * prompt's prefill, then one token at its end (rows ROW_PREFILL_TOKENS to ROW_WEIGHTS).
+ * Leaves grad and training off and dw->cache for the caller to free. */
+static void time_decode_rows(const model_run *r, const gpt_config *c, decode_work *dw, int prompt, double n,
+                          const char *ceiling) {
+    char pshape[64], lshape[64];
+    snprintf(pshape, sizeof pshape, "prompt %d", prompt);
+    snprintf(lshape, sizeof lshape, "at position %d", prompt);
+    kiln_set_grad_enabled(r->ctx, 0);
+    kiln_set_training(r->ctx, 0);
+    if (!(dw->cache = gpt_kv_new(dw->m))) {
+        rows_failed(r, ROW_PREFILL_TOKENS, pshape, engine_reason("the KV cache"));
+        return;
+    }
+    dw->start = 0;
+    dw->count = prompt;
+    bench_figure t = scratch_figure();
+    bench_work pw = {.prepare = decode_prepare, .run = decode_run, .check = decode_check, .arg = dw,
+                      .amount = 1};
+    bench_time(r->ctx, &pw, 1, r->o->quick ? 1 : 3, &t);
+    add_row(r, ROW_PREFILL_TOKENS, pshape, &t, prompt * 1e3, NULL);
+    add_row(r, ROW_PREFILL_FLOPS, pshape, &t, train_flops_per_token(c, n, prompt) / 3 * prompt * 1e3 * 1e-9, ceiling);
+
+    /* One token at the prompt's end: the cache holds the prompt (from the last prefill
+     * run), and each run decodes position `prompt` again. */
+    dw->start = prompt;
+    dw->count = 1;
+    t = scratch_figure();
+    bench_work lw = {.prepare = decode_prepare, .run = decode_run, .check = decode_check, .arg = dw,
+                      .amount = 1};
+    bench_time(r->ctx, &lw, r->o->quick ? 1 : 2, r->o->quick ? 3 : 10, &t);
+    add_row(r, ROW_LATENCY, lshape, &t, 0, NULL);
+    add_row(r, ROW_WEIGHTS, lshape, &t, (double)kiln_dtype_size(dw->m->dtype) * n * 1e3 * 1e-9, "copy");
+}
+
+/* Training and decoding of model m in precision dt. */
+static void bench_precision(const model_run *r, const model_size *s, gpt_model *m, kiln_dtype dt, int batch,
+                            int context, double n) {
+    kiln_ctx *ctx = r->ctx;
+    const gpt_config *c = &s->cfg;
+    /* the prompt fills the training context, leaving room for one decoded token */
+    const int prompt = context < c->n_positions ? context : c->n_positions - 1;
+    char shape[64];
+    snprintf(shape, sizeof shape, "batch %d x context %d", batch, context);
+    if (!kiln_supports_dtype(ctx, dt)) {
+        bench_figure why = scratch_figure();
+        bench_not_measured(&why, 0, "the device cannot store f16");
+        rows_failed(r, ROW_STEP, shape, why);
+        return;
+    }
+    fprintf(stderr, "kiln bench: %s: model %s %s (%s)\n", r->d->id, s->name, r->precision, shape);
     train_work tw = {0};
-    decode_work dw = {0};
-    /* the prompt and the decoded token: a fresh draw, as long as needed */
-    int32_t *ids = malloc((size_t)(prompt + 1) * sizeof *ids);
-    for (int i = 0; ids && i <= prompt; i++) ids[i] = (int32_t)(kiln_rng_u32(17, 3, (uint64_t)i) % (uint32_t)c->vocab_size);
+    decode_work dw = {.m = m};
+    int32_t *ids = draw_prompt(c, prompt);
     if (!ids) {
         bench_figure why = scratch_figure();
         bench_not_measured(&why, 1, "out of host memory");
         rows_failed(r, ROW_STEP, shape, why);
         return;
     }
-    if (trainer_init(&tw.t, m, NULL, &hp, err, sizeof err)) {
-        free(ids);
-        rows_failed(r, ROW_STEP, shape, engine_reason("setting up training"));
-        return;
-    }
-    for (int i = 0; i < tokens; i++) {
-        tw.t.x[i] = (int32_t)(kiln_rng_u32(17, 1, (uint64_t)i) % (uint32_t)c->vocab_size);
-        tw.t.y[i] = (int32_t)(kiln_rng_u32(17, 2, (uint64_t)i) % (uint32_t)c->vocab_size);
-    }
-
-    bench_figure t = scratch_figure();
-    bench_work w = {.run = train_run, .check = train_check, .arg = &tw, .amount = 1};
-    /* whole steps are long: 3 timed (1 in a --quick run) after one warm-up */
-    const int steps = r->o->quick ? 1 : 3;
-    if (bench_time(ctx, &w, 1, steps, &t) == 0 && tw.skipped)
-        snprintf(t.note, sizeof t.note, "the loss scaler skipped %d of the steps (overflow)", tw.skipped);
-    const char *ceiling = bench_matmul_ceiling(r->d, dt);
-    add_row(r, ROW_STEP, shape, &t, 0, NULL);
-    add_row(r, ROW_TOKENS, shape, &t, tokens * 1e3, NULL);
-    add_row(r, ROW_FLOPS, shape, &t, train_flops_per_token(c, n, context) * tokens * 1e3 * 1e-9, ceiling);
-
-    /* decoding with the KV cache, on the weights the forward pass reads in this precision */
-    kiln_set_grad_enabled(ctx, 0);
-    kiln_set_training(ctx, 0);
-    dw.m = m;
     dw.ids = ids;
-    if (!(dw.cache = gpt_kv_new(m))) {
-        rows_failed(r, ROW_PREFILL_TOKENS, pshape, engine_reason("the KV cache"));
-        goto done;
+    if (time_train_rows(r, c, m, dt, batch, context, n, &tw, shape) == 0) {
+        time_decode_rows(r, c, &dw, prompt, n, bench_matmul_ceiling(r->d, dt));
+        kiln_step_reset(ctx);
+        gpt_kv_free(dw.cache);
+        trainer_free(&tw.t);
+        kiln_set_grad_enabled(ctx, 1);
+        kiln_set_training(ctx, 1);
     }
-    dw.start = 0;
-    dw.count = prompt;
-    t = scratch_figure();
-    bench_work pw = {.prepare = decode_prepare, .run = decode_run, .check = decode_check, .arg = &dw,
-                      .amount = 1};
-    bench_time(ctx, &pw, 1, steps, &t);
-    add_row(r, ROW_PREFILL_TOKENS, pshape, &t, prompt * 1e3, NULL);
-    add_row(r, ROW_PREFILL_FLOPS, pshape, &t, train_flops_per_token(c, n, prompt) / 3 * prompt * 1e3 * 1e-9, ceiling);
-
-    /* One token at the prompt's end: the cache holds the prompt (from the last prefill
-     * run), and each run decodes position `prompt` again. */
-    dw.start = prompt;
-    dw.count = 1;
-    t = scratch_figure();
-    bench_work lw = {.prepare = decode_prepare, .run = decode_run, .check = decode_check, .arg = &dw,
-                      .amount = 1};
-    bench_time(ctx, &lw, r->o->quick ? 1 : 2, r->o->quick ? 3 : 10, &t);
-    add_row(r, ROW_LATENCY, lshape, &t, 0, NULL);
-    add_row(r, ROW_WEIGHTS, lshape, &t, (double)kiln_dtype_size(m->dtype) * n * 1e3 * 1e-9, "copy");
-
-done:
-    kiln_step_reset(ctx);
-    gpt_kv_free(dw.cache);
-    trainer_free(&tw.t);
     free(ids);
-    kiln_set_grad_enabled(ctx, 1);
-    kiln_set_training(ctx, 1);
 }
 
 static void bench_model(kiln_ctx *ctx, const bench_options *o, bench_device *d, const model_size *s) {

@@ -367,112 +367,150 @@ static void describe_run(bench_run *run, int argc, char **argv) {
     run->cpus = cpus > 0 ? (int)cpus : 0;
 }
 
-int kiln_bench_main(int argc, char **argv) {
-    /* `kiln bench decode [options]` is `kiln bench --only decode [options]` */
-    const int decode_only = argc >= 3 && !strcmp(argv[2], "decode");
-    const char *backend = NULL, *json = NULL, *only = decode_only ? "decode" : "ceilings,kernels,models,decode",
-               *models = "tiny,gpt2-small", *precisions = "fp32,fp16", *formats = "f32,f16,q8_0,q4_0";
-    int device = -1;
-    bench_options o = {.repeat = 5, .prompt = 64, .tokens = 32};
+/* `kiln bench --help` and `kiln bench decode --help`. */
+static const char BENCH_SUMMARY[] =
+    "Measures each device (cpu, every vulkan:N and opencl:N, or the one named): its ceilings\n"
+    "(FMA f32/f16 at several vector widths, copy bandwidth, host<->device transfers, dispatch\n"
+    "latency), the kernel classes of a transformer at GPT-2 sizes as a percentage of those\n"
+    "ceilings, and a training step and decoding of the `tiny` and `gpt2-small` models.\n"
+    "Device time (timestamps, profiling events) is shown beside wall time.\n"
+    "\n"
+    "Decode: single-stream tokens/s at each weight format (f32, f16, Q8_0, Q4_0), the weight\n"
+    "bytes per token against copy bandwidth, prefill tokens/s and memory (kiln bench decode:\n"
+    "that section alone).\n"
+    "\n"
+    "Other bench commands: kiln bench compare A.json B.json ... (runs side by side),\n"
+    "kiln bench gemm (f32 GEMM vs OpenBLAS/CLBlast), kiln bench train (vs PyTorch).";
+static const char DECODE_SUMMARY[] =
+    "Single-stream decoding on each device (cpu, every vulkan:N and opencl:N, or the one named)\n"
+    "at each weight format (f32, f16, Q8_0, Q4_0), for the tiny and gpt2-small shapes from a\n"
+    "random init or for --ckpt: tokens/s (greedy, each token's logits read back), the weight\n"
+    "bytes a token reads against the copy bandwidth the run measures, prefill tokens/s and the\n"
+    "memory each format needs. The decode section of `kiln bench`, alone.";
+
+/* What the command line asks for besides bench_options: where, and the lists as given. */
+typedef struct bench_args {
+    const char *backend, *json, *only, *models, *precisions, *formats;
+    int device;
+} bench_args;
+
+/* --only, --formats, --models and --precision into o's flags; 0, or 1 with one line printed. */
+static int parse_lists(const bench_args *a, bench_options *o) {
+    const char *section_names[] = {"ceilings", "kernels", "models", "decode"};
+    int *section_flags[] = {&o->ceilings, &o->kernels, &o->models, &o->decode};
+    const char *format_names[] = {"f32", "f16", "q8_0", "q4_0"};
+    int *format_flags[] = {&o->formats[0], &o->formats[1], &o->formats[2], &o->formats[3]};
+    const char *model_names[] = {"tiny", "gpt2-small"};
+    int *model_flags[] = {&o->tiny, &o->gpt2_small};
+    const char *precision_names[] = {"fp32", "fp16"};
+    int *precision_flags[] = {&o->fp32, &o->fp16};
+    return parse_list("--only", a->only, section_names, section_flags, 4) ||
+           parse_list("--formats", a->formats, format_names, format_flags, 4) ||
+           parse_list("--models", a->models, model_names, model_flags, 2) ||
+           parse_list("--precision", a->precisions, precision_names, precision_flags, 2);
+}
+
+/* Parses the options into *a and *o, --quick lowering what was not given; 0 to go on, else
+ * 1 with the exit code in *exit_code (--help: 0). */
+static int parse_options(int argc, char **argv, int decode_only, bench_args *a, bench_options *o, int *exit_code) {
+    *a = (bench_args){.only = decode_only ? "decode" : "ceilings,kernels,models,decode", .models = "tiny,gpt2-small",
+                      .precisions = "fp32,fp16", .formats = "f32,f16,q8_0,q4_0", .device = -1};
+    *o = (bench_options){.repeat = 5, .prompt = 64, .tokens = 32};
     cli_opt opts[] = {
-        {.name = "--backend", .kind = CLI_STRING, .target = &backend, .meta = "NAME",
+        {.name = "--backend", .kind = CLI_STRING, .target = &a->backend, .meta = "NAME",
          .help = "cpu, vulkan or opencl: only that backend's devices (default: all)"},
-        {.name = "--device", .kind = CLI_INT, .target = &device, .meta = "N",
+        {.name = "--device", .kind = CLI_INT, .target = &a->device, .meta = "N",
          .help = "only device N of --backend, as listed by kiln info (-1: all)", .min = -1, .max = 1024},
-        {.name = "--json", .kind = CLI_STRING, .target = &json, .meta = "FILE",
+        {.name = "--json", .kind = CLI_STRING, .target = &a->json, .meta = "FILE",
          .help = "also write every figure, the devices and the build to FILE"},
-        {.name = "--only", .kind = CLI_STRING, .target = &only, .meta = "LIST",
+        {.name = "--only", .kind = CLI_STRING, .target = &a->only, .meta = "LIST",
          .help = "sections to run: ceilings, kernels, models, decode"},
-        {.name = "--models", .kind = CLI_STRING, .target = &models, .meta = "LIST",
+        {.name = "--models", .kind = CLI_STRING, .target = &a->models, .meta = "LIST",
          .help = "model sizes: tiny, gpt2-small"},
-        {.name = "--precision", .kind = CLI_STRING, .target = &precisions, .meta = "LIST",
+        {.name = "--precision", .kind = CLI_STRING, .target = &a->precisions, .meta = "LIST",
          .help = "model precisions: fp32, fp16 (mixed precision)"},
-        {.name = "--formats", .kind = CLI_STRING, .target = &formats, .meta = "LIST",
+        {.name = "--formats", .kind = CLI_STRING, .target = &a->formats, .meta = "LIST",
          .help = "decode: weight formats: f32, f16, q8_0, q4_0"},
-        {.name = "--ckpt", .kind = CLI_STRING, .target = &o.ckpt, .meta = "FILE",
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &o->ckpt, .meta = "FILE",
          .help = "decode: an f32 GPT checkpoint (safetensors or GGUF) instead of --models"},
-        {.name = "--prompt", .kind = CLI_INT, .target = &o.prompt, .meta = "N",
+        {.name = "--prompt", .kind = CLI_INT, .target = &o->prompt, .meta = "N",
          .help = "decode: prompt tokens (at most half the model's context)", .min = 1, .max = 1 << 20},
-        {.name = "--tokens", .kind = CLI_INT, .target = &o.tokens, .meta = "N",
+        {.name = "--tokens", .kind = CLI_INT, .target = &o->tokens, .meta = "N",
          .help = "decode: tokens decoded per timed run (within the model's context)", .min = 1, .max = 1 << 20},
-        {.name = "--repeat", .kind = CLI_INT, .target = &o.repeat, .meta = "N",
+        {.name = "--repeat", .kind = CLI_INT, .target = &o->repeat, .meta = "N",
          .help = "timed runs per ceiling and kernel (the median is reported)", .min = 1, .max = 1000},
-        {.name = "--quick", .kind = CLI_FLAG, .target = &o.quick,
+        {.name = "--quick", .kind = CLI_FLAG, .target = &o->quick,
          .help = "a smoke run: small sizes, few repeats, one sequence of the tiny model (not representative)"},
     };
     const int n = (int)(sizeof opts / sizeof opts[0]);
-    const char *summary =
-        "Measures each device (cpu, every vulkan:N and opencl:N, or the one named): its ceilings\n"
-        "(FMA f32/f16 at several vector widths, copy bandwidth, host<->device transfers, dispatch\n"
-        "latency), the kernel classes of a transformer at GPT-2 sizes as a percentage of those\n"
-        "ceilings, and a training step and decoding of the `tiny` and `gpt2-small` models.\n"
-        "Device time (timestamps, profiling events) is shown beside wall time.\n"
-        "\n"
-        "Decode: single-stream tokens/s at each weight format (f32, f16, Q8_0, Q4_0), the weight\n"
-        "bytes per token against copy bandwidth, prefill tokens/s and memory (kiln bench decode:\n"
-        "that section alone).\n"
-        "\n"
-        "Other bench commands: kiln bench compare A.json B.json ... (runs side by side),\n"
-        "kiln bench gemm (f32 GEMM vs OpenBLAS/CLBlast), kiln bench train (vs PyTorch).";
-    const char *decode_summary =
-        "Single-stream decoding on each device (cpu, every vulkan:N and opencl:N, or the one named)\n"
-        "at each weight format (f32, f16, Q8_0, Q4_0), for the tiny and gpt2-small shapes from a\n"
-        "random init or for --ckpt: tokens/s (greedy, each token's logits read back), the weight\n"
-        "bytes a token reads against the copy bandwidth the run measures, prefill tokens/s and the\n"
-        "memory each format needs. The decode section of `kiln bench`, alone.";
-    int rc = cli_parse(decode_only ? "bench decode" : "bench", decode_only ? decode_summary : summary, argc, argv,
-                       decode_only ? 3 : 2, opts, n);
-    if (rc) return rc < 0 ? 1 : 0;
-    const char *section_names[] = {"ceilings", "kernels", "models", "decode"};
-    int *section_flags[] = {&o.ceilings, &o.kernels, &o.models, &o.decode};
-    const char *format_names[] = {"f32", "f16", "q8_0", "q4_0"};
-    int *format_flags[] = {&o.formats[0], &o.formats[1], &o.formats[2], &o.formats[3]};
-    const char *model_names[] = {"tiny", "gpt2-small"};
-    int *model_flags[] = {&o.tiny, &o.gpt2_small};
-    const char *precision_names[] = {"fp32", "fp16"};
-    int *precision_flags[] = {&o.fp32, &o.fp16};
-    if (parse_list("--only", only, section_names, section_flags, 4) ||
-        parse_list("--formats", formats, format_names, format_flags, 4) ||
-        parse_list("--models", models, model_names, model_flags, 2) ||
-        parse_list("--precision", precisions, precision_names, precision_flags, 2))
-        return 1;
-    if (o.quick && !cli_find(opts, n, "--models")->seen) o.gpt2_small = 0;
-    if (o.quick && !cli_find(opts, n, "--repeat")->seen) o.repeat = 2;
-    if (o.quick && !cli_find(opts, n, "--tokens")->seen) o.tokens = 8;
-    if (o.quick && !cli_find(opts, n, "--prompt")->seen) o.prompt = 16;
-    if (device >= 0 && !backend) return host_error("--device needs --backend (cpu, vulkan or opencl)");
-    const char *const *compiled = kiln_backends_compiled();
-    if (backend) {
-        int found = 0;
-        for (int i = 0; compiled[i]; i++) found |= !strcmp(compiled[i], backend);
-        if (!found) return host_error("--backend %s: not a backend of this build (see kiln info)", backend);
-    }
+    int rc = cli_parse(decode_only ? "bench decode" : "bench", decode_only ? DECODE_SUMMARY : BENCH_SUMMARY, argc,
+                       argv, decode_only ? 3 : 2, opts, n);
+    *exit_code = rc < 0 ? 1 : 0;
+    if (rc) return 1;
+    if (parse_lists(a, o)) return *exit_code = 1;
+    if (o->quick && !cli_find(opts, n, "--models")->seen) o->gpt2_small = 0;
+    if (o->quick && !cli_find(opts, n, "--repeat")->seen) o->repeat = 2;
+    if (o->quick && !cli_find(opts, n, "--tokens")->seen) o->tokens = 8;
+    if (o->quick && !cli_find(opts, n, "--prompt")->seen) o->prompt = 16;
+    return 0;
+}
 
-    /* a result file that cannot be written is found out now, not after minutes of work */
-    if (json && bench_check_json_path(json)) return 1;
-    bench_run run = {0};
-    describe_run(&run, argc, argv);
+/* --device needs --backend, and --backend names one this build has; 0, or 1 with one line
+ * printed. */
+static int check_backend(const bench_args *a) {
+    if (a->device >= 0 && !a->backend) return host_error("--device needs --backend (cpu, vulkan or opencl)");
+    if (!a->backend) return 0;
+    const char *const *compiled = kiln_backends_compiled();
+    int found = 0;
+    for (int i = 0; compiled[i]; i++) found |= !strcmp(compiled[i], a->backend);
+    return found ? 0 : host_error("--backend %s: not a backend of this build (see kiln info)", a->backend);
+}
+
+/* The run's first lines: the build, the host, and how to read the figures. */
+static void print_run_header(const bench_run *run) {
     printf("kiln bench: kiln %s, commit %.12s, host %s, %d CPUs, load average %.1f\n"
            "median and spread (min-max) over the timed runs; device and wall: median time of one run;\n"
            "of ceiling: the median over the ceiling's best run (FMA of the same precision for GEMMs\n"
            "and model FLOP/s, copy bandwidth for the memory-bound kernels and decoding)\n\n",
-           KILN_VERSION_STRING, KILN_GIT_COMMIT, run.host, run.cpus, load_average());
+           KILN_VERSION_STRING, KILN_GIT_COMMIT, run->host, run->cpus, load_average());
 #ifndef __OPTIMIZE__
     printf("note: this kiln is built without optimization: the cpu backend's kernels and models\n"
            "measure unoptimized code\n\n");
 #endif
     fflush(stdout);
-    rc = 0;
-    for (int i = 0; rc == 0 && compiled[i]; i++)
-        if (!backend || !strcmp(backend, compiled[i])) rc = run_backend(&run, compiled[i], device, backend != NULL, &o);
+}
 
+/* After the devices ran (rc: 0, or 1 when one asked for could not open): the JSON, and the
+ * exit code, non-zero when no device ran or a figure failed. Frees the run. */
+static int finish_run(bench_run *run, int rc, const char *json) {
     int errors = 0;
-    for (int i = 0; i < run.n_devices; i++)
-        for (int k = 0; k < run.devices[i].n_figs; k++) errors += run.devices[i].figs[k].error;
-    if (rc == 0 && json && run.n_devices) rc = bench_write_json(&run, json);
-    if (rc == 0 && run.n_devices == 0) rc = host_error("kiln bench: no device could be opened (see kiln info)");
+    for (int i = 0; i < run->n_devices; i++)
+        for (int k = 0; k < run->devices[i].n_figs; k++) errors += run->devices[i].figs[k].error;
+    if (rc == 0 && json && run->n_devices) rc = bench_write_json(run, json);
+    if (rc == 0 && run->n_devices == 0) rc = host_error("kiln bench: no device could be opened (see kiln info)");
     if (rc == 0 && errors) rc = host_error("kiln bench: %d figure%s failed or are impossible (marked error above)",
                                            errors, errors == 1 ? "" : "s");
-    run_free(&run);
+    run_free(run);
     return rc;
+}
+
+int kiln_bench_main(int argc, char **argv) {
+    /* `kiln bench decode [options]` is `kiln bench --only decode [options]` */
+    const int decode_only = argc >= 3 && !strcmp(argv[2], "decode");
+    bench_args a;
+    bench_options o;
+    int rc;
+    if (parse_options(argc, argv, decode_only, &a, &o, &rc)) return rc;
+    if (check_backend(&a)) return 1;
+    /* a result file that cannot be written is found out now, not after minutes of work */
+    if (a.json && bench_check_json_path(a.json)) return 1;
+    bench_run run = {0};
+    describe_run(&run, argc, argv);
+    print_run_header(&run);
+    const char *const *compiled = kiln_backends_compiled();
+    rc = 0;
+    for (int i = 0; rc == 0 && compiled[i]; i++)
+        if (!a.backend || !strcmp(a.backend, compiled[i]))
+            rc = run_backend(&run, compiled[i], a.device, a.backend != NULL, &o);
+    return finish_run(&run, rc, a.json);
 }

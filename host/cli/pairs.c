@@ -134,6 +134,94 @@ static int write_split(const pair_set *p, const int *split, int which, const cha
     return 0;
 }
 
+/* What reading the catalogs found: the counts printed at the end. */
+typedef struct mo_counts {
+    int64_t entries, dropped[MO_PAIR_N_VERDICTS], other_charset, duplicates, sysdep;
+} mo_counts;
+
+/* The entries of catalog c into p (the first pair with a given source wins), counted in *n;
+ * 0, or 1 with one line printed (out of memory). */
+static int add_catalog(const mo_catalog *c, pair_set *p, mo_counts *n) {
+    n->entries += c->count;
+    n->sysdep += c->sysdep_count;
+    mo_encoding enc = mo_catalog_encoding(c);
+    for (int64_t i = 0; i < c->count; i++) {
+        if (enc == MO_UNSUPPORTED) {
+            n->other_charset++;
+            continue;
+        }
+        char *src, *tgt;
+        size_t sn, tn;
+        int verdict = mo_entry_pair(&c->entries[i], enc, &src, &sn, &tgt, &tn);
+        if (verdict < 0 || (verdict == MO_PAIR_KEPT && pair_set_reserve(p) != 0)) {
+            free(src);
+            free(tgt);
+            return host_error("out of memory after %zu pairs", p->count);
+        }
+        if (verdict != MO_PAIR_KEPT) {
+            n->dropped[verdict]++;
+            continue;
+        }
+        size_t slot = find_slot(p, src, sn);
+        if (p->slots[slot]) {
+            n->duplicates++;
+            free(src);
+            free(tgt);
+            continue;
+        }
+        p->src[p->count] = src, p->src_len[p->count] = sn, p->tgt[p->count] = tgt, p->tgt_len[p->count] = tn;
+        p->slots[slot] = ++p->count;
+    }
+    return 0;
+}
+
+/* The catalogs, in the order of their paths (byte order), into p; 0, or 1 with one line
+ * printed. */
+static int read_catalogs(const cli_list *files, pair_set *p, mo_counts *n) {
+    const char *sorted[CLI_LIST_MAX];
+    memcpy(sorted, files->items, (size_t)files->count * sizeof *sorted);
+    qsort(sorted, (size_t)files->count, sizeof *sorted, by_path);
+    char err[512];
+    int rc = 0;
+    for (int f = 0; f < files->count && !rc; f++) {
+        mo_catalog *c;
+        if (mo_load(sorted[f], &c, err, sizeof err) != 0) return host_error("%s", err);
+        rc = add_catalog(c, p, n);
+        mo_free(c);
+    }
+    if (!rc && p->count == 0)
+        rc = host_error("no pairs: every entry of the %d catalog%s was dropped", files->count,
+                        files->count > 1 ? "s" : "");
+    return rc;
+}
+
+/* --out DIR, created when missing; 0, or 1 with one line printed. */
+static int make_out_dir(const char *out) {
+    struct stat st;
+    if (stat(out, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) return host_error("--out %s exists and is not a directory", out);
+    } else if (mkdir(out, 0777) != 0) {
+        return host_error("--out %s: cannot create the directory: %s", out, strerror(errno));
+    }
+    return 0;
+}
+
+/* The counts, one "name value" per line, and each split's size and path. */
+static void print_counts(int catalogs, const mo_counts *n, size_t kept, const int64_t *per_split,
+                         char paths[N_SPLITS][4096]) {
+    printf("catalogs %d\nentries %lld\n", catalogs, (long long)n->entries);
+    for (int v = MO_PAIR_KEPT + 1; v < MO_PAIR_N_VERDICTS; v++)
+        printf("dropped %s %lld\n", mo_pair_verdict_name((mo_pair_verdict)v), (long long)n->dropped[v]);
+    printf("dropped other charset %lld\ndropped duplicate source %lld\n", (long long)n->other_charset,
+           (long long)n->duplicates);
+    printf("not read: system-dependent strings %lld\nkept %zu\n", (long long)n->sysdep, kept);
+    for (int s = 0; s < N_SPLITS; s++) {
+        printf("%s %lld %s\n", split_names[s], (long long)per_split[s], paths[s]);
+        if (!per_split[s])
+            fprintf(stderr, "kiln pairs: warning: %s is empty (too few pairs for a 90/5/5 split)\n", paths[s]);
+    }
+}
+
 static int from_mo(int argc, char **argv) {
     cli_list files = {0};
     const char *out = NULL;
@@ -150,80 +238,17 @@ static int from_mo(int argc, char **argv) {
     if (rc) return rc < 0 ? 1 : 0;
     if (!out) return host_error("kiln pairs from-mo needs --out DIR");
     if (!files.count) return host_error("kiln pairs from-mo needs at least one .mo file");
-    struct stat st;
-    if (stat(out, &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) return host_error("--out %s exists and is not a directory", out);
-    } else if (mkdir(out, 0777) != 0) {
-        return host_error("--out %s: cannot create the directory: %s", out, strerror(errno));
-    }
-
-    const char *sorted[CLI_LIST_MAX];
-    memcpy(sorted, files.items, (size_t)files.count * sizeof *sorted);
-    qsort(sorted, (size_t)files.count, sizeof *sorted, by_path);
-    int64_t entries = 0, dropped[MO_PAIR_N_VERDICTS] = {0}, other_charset = 0, duplicates = 0, sysdep = 0;
+    if (make_out_dir(out)) return 1;
+    mo_counts n = {0};
     pair_set p = {0};
-    char err[512];
-    rc = 0;
-    for (int f = 0; f < files.count && !rc; f++) {
-        mo_catalog *c;
-        if (mo_load(sorted[f], &c, err, sizeof err) != 0) {
-            rc = host_error("%s", err);
-            break;
-        }
-        entries += c->count;
-        sysdep += c->sysdep_count;
-        mo_encoding enc = mo_catalog_encoding(c);
-        for (int64_t i = 0; i < c->count && !rc; i++) {
-            if (enc == MO_UNSUPPORTED) {
-                other_charset++;
-                continue;
-            }
-            char *src, *tgt;
-            size_t sn, tn;
-            int verdict = mo_entry_pair(&c->entries[i], enc, &src, &sn, &tgt, &tn);
-            if (verdict < 0 || (verdict == MO_PAIR_KEPT && pair_set_reserve(&p) != 0)) {
-                free(src);
-                free(tgt);
-                rc = host_error("out of memory after %zu pairs", p.count);
-                break;
-            }
-            if (verdict != MO_PAIR_KEPT) {
-                dropped[verdict]++;
-                continue;
-            }
-            size_t slot = find_slot(&p, src, sn);
-            if (p.slots[slot]) {
-                duplicates++;
-                free(src);
-                free(tgt);
-                continue;
-            }
-            p.src[p.count] = src, p.src_len[p.count] = sn, p.tgt[p.count] = tgt, p.tgt_len[p.count] = tn;
-            p.slots[slot] = ++p.count;
-        }
-        mo_free(c);
-    }
-    if (!rc && p.count == 0) rc = host_error("no pairs: every entry of the %d catalog%s was dropped", files.count,
-                                             files.count > 1 ? "s" : "");
+    rc = read_catalogs(&files, &p, &n);
     int *split = rc ? NULL : malloc(p.count * sizeof *split);
     if (!rc && !split) rc = host_error("out of memory");
     int64_t per_split[N_SPLITS] = {0};
     for (size_t i = 0; !rc && i < p.count; i++) per_split[split[i] = split_of(p.src[i], p.src_len[i])]++;
     char paths[N_SPLITS][4096];
     for (int s = 0; s < N_SPLITS && !rc; s++) rc = write_split(&p, split, s, out, paths[s], sizeof paths[s]);
-    if (!rc) {
-        printf("catalogs %d\nentries %lld\n", files.count, (long long)entries);
-        for (int v = MO_PAIR_KEPT + 1; v < MO_PAIR_N_VERDICTS; v++)
-            printf("dropped %s %lld\n", mo_pair_verdict_name((mo_pair_verdict)v), (long long)dropped[v]);
-        printf("dropped other charset %lld\ndropped duplicate source %lld\n", (long long)other_charset,
-               (long long)duplicates);
-        printf("not read: system-dependent strings %lld\nkept %zu\n", (long long)sysdep, p.count);
-        for (int s = 0; s < N_SPLITS; s++) {
-            printf("%s %lld %s\n", split_names[s], (long long)per_split[s], paths[s]);
-            if (!per_split[s])
-                fprintf(stderr, "kiln pairs: warning: %s is empty (too few pairs for a 90/5/5 split)\n", paths[s]);
-        }
-    }
+    if (!rc) print_counts(files.count, &n, p.count, per_split, paths);
     free(split);
     pair_set_free(&p);
     return rc;
