@@ -3,7 +3,6 @@
 #include "cli/kind_commands.h"
 
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 /* Each kind's commands, in the order of model_kinds(). */
@@ -29,12 +28,14 @@ const kind_commands *kind_commands_find_parity(const char *name) {
     return NULL;
 }
 
+static const char *parity_name(const model_kind *kind) {
+    const kind_commands *c = of_kind(kind);
+    return c ? c->parity : "";
+}
+
 const char *kind_commands_parity_names(void) {
     static char names[256];
-    if (!*names)
-        for (int i = 0, at = 0; i < N_KINDS; i++)
-            at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", i ? ", " : "", all[i]->parity);
-    return names;
+    return *names ? names : model_kind_list(parity_name, names, sizeof names);
 }
 
 const kind_commands *kind_commands_of_command(int argc, char **argv) {

@@ -29,10 +29,16 @@ const model_kind *model_kind_of_checkpoint(const char *path) {
     return kinds[0];
 }
 
+const char *model_kind_list(const char *(*name_of)(const model_kind *kind), char *buf, size_t size) {
+    *buf = 0;
+    for (int i = 0, at = 0; i < N_KINDS && (size_t)at < size; i++)
+        at += snprintf(buf + at, size - (size_t)at, "%s%s", i ? ", " : "", name_of(kinds[i]));
+    return buf;
+}
+
+static const char *kind_name(const model_kind *kind) { return kind->name; }
+
 const char *model_kind_names(void) {
     static char names[256];
-    if (!*names)
-        for (int i = 0, at = 0; i < N_KINDS; i++)
-            at += snprintf(names + at, sizeof names - (size_t)at, "%s%s", i ? ", " : "", kinds[i]->name);
-    return names;
+    return *names ? names : model_kind_list(kind_name, names, sizeof names);
 }

@@ -11,7 +11,7 @@
 #include "model/verify_model.h"
 
 typedef struct model_kind {
-    const char *name; /* "gpt": `kiln train --model NAME`, and the `kiln verify` group of its checks */
+    const char *name; /* "gpt": the name training chooses the kind by, and the `kiln verify` group of its checks */
     /* The `model_type` a checkpoint of this kind carries in its metadata; NULL: the default
      * kind, which also reads the files that carry none (GPT-2's layout). */
     const char *model_type;
@@ -35,5 +35,8 @@ const model_kind *model_kind_of_checkpoint(const char *path);
 
 /* The kinds' names as a list for messages: "gpt, seq2seq, bert". */
 const char *model_kind_names(void);
+
+/* What name_of says of each kind, as such a list, in buf. Returns buf. */
+const char *model_kind_list(const char *(*name_of)(const model_kind *kind), char *buf, size_t size);
 
 #endif

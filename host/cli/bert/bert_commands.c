@@ -4,8 +4,6 @@
 const kind_commands bert_commands = {
     .kind = &bert_model_kind,
     .train = &bert_train_kind,
-    .eval = bert_eval_command,
-    .decode = NULL,
-    .parity = "bert-parity",
-    .parity_dump = bert_parity_command,
+    .eval = bert_eval_command, .decode = NULL,
+    .parity = "bert-parity", .parity_dump = bert_parity_command,
 };

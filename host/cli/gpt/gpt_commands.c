@@ -4,8 +4,6 @@
 const kind_commands gpt_commands = {
     .kind = &gpt_model_kind,
     .train = &gpt_train_kind,
-    .eval = gpt_eval_command,
-    .decode = gpt_decode_command,
-    .parity = "parity",
-    .parity_dump = gpt_parity_command,
+    .eval = gpt_eval_command, .decode = gpt_decode_command,
+    .parity = "parity", .parity_dump = gpt_parity_command,
 };

@@ -118,7 +118,7 @@ typedef struct gpt_run {
     data_set *ds;
     gpt_model *m;
     trainer *t;
-    double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring */
+    double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring (one allocation) */
 } gpt_run;
 
 /* The model to train: fresh from --seed, from --init, or the run in --out for --resume. */
@@ -299,9 +299,9 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     if (trainer_init(t, r->m, r->ds, hp, err, sizeof err)) return host_error("%s", err);
     r->t = t;
     int L = r->m->cfg.n_layer;
-    r->entropy = calloc((size_t)L, sizeof(double));
-    r->grad_norms = calloc((size_t)L, sizeof(double));
-    return r->entropy && r->grad_norms ? 0 : host_error("out of host memory");
+    if (!(r->entropy = calloc(2 * (size_t)L, sizeof(double)))) return host_error("out of host memory");
+    r->grad_norms = r->entropy + L;
+    return 0;
 }
 
 static void opened(void *self, const trainer *t) {
@@ -346,8 +346,7 @@ static void report(void *self, const trainer *t, double val, double secs, int64_
 static void destroy(void *self) {
     gpt_run *r = self;
     if (r->t) r->t->layer_grad_norms = NULL;
-    free(r->entropy);
-    free(r->grad_norms);
+    free(r->entropy); /* and grad_norms */
     gpt_free(r->m);
     data_free(r->ds);
     tokenizer_free(r->tok);

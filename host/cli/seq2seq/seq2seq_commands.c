@@ -4,8 +4,6 @@
 const kind_commands seq2seq_commands = {
     .kind = &seq2seq_model_kind,
     .train = &seq2seq_train_kind,
-    .eval = seq2seq_eval_command,
-    .decode = seq2seq_decode_command,
-    .parity = "seq2seq-parity",
-    .parity_dump = seq2seq_parity_command,
+    .eval = seq2seq_eval_command, .decode = seq2seq_decode_command,
+    .parity = "seq2seq-parity", .parity_dump = seq2seq_parity_command,
 };
