@@ -12,6 +12,7 @@
 #include "cli/device.h"
 #include "cli/verify_suite.h"
 #include "formats/json.h"
+#include "kiln/file.h"
 #include "kiln/probe.h"
 
 static const char *verdict_name(kiln_verify_verdict v) {
@@ -115,11 +116,14 @@ int cmd_verify(int argc, char **argv) {
         return host_engine_error("the CPU reference");
     }
     verify_output out = {0};
-    if (json_path && !(out.json = fopen(json_path, "w"))) {
+    kiln_file *json_file = NULL; /* written whole (kiln/file.h) */
+    char err[4400];
+    if (json_path && !(json_file = kiln_file_begin(json_path, err, sizeof err))) {
         if (cpu != dev) kiln_close(cpu);
         kiln_close(dev);
-        return host_error("--json %s: cannot write it", json_path);
+        return host_error("--json %s", err);
     }
+    out.json = json_file ? kiln_file_stream(json_file) : NULL;
     host_say_device("verify", dev);
     const char *driver = kiln_device_driver(dev);
     printf("kiln verify %s: %s device %s%s%s, against %s\n", KILN_VERSION_STRING, kiln_backend_name(dev),
@@ -148,12 +152,12 @@ int cmd_verify(int argc, char **argv) {
                 t.passed, t.failed, t.skipped, t.seconds);
         json_write_string(out.json, stopped);
         fputs("}\n", out.json);
-        write_failed = ferror(out.json) | (fclose(out.json) != 0);
+        write_failed = kiln_file_commit(json_file, err, sizeof err) != KILN_OK;
     }
     if (cpu != dev) kiln_close(cpu);
     kiln_close(dev);
     if (st != KILN_OK) return host_error("verify: %s", stopped);
-    if (write_failed) return host_error("--json %s: the write failed", json_path);
+    if (write_failed) return host_error("--json %s", err);
     if (t.failed)
         return host_error("verify: %d of %d runs failed; first: %s", t.failed, t.passed + t.failed + t.skipped,
                           t.first_failure);
