@@ -3,7 +3,7 @@
  * by a file-size limit) leaves the previous file byte-identical, removes the temporary file
  * and says which file in one line; the keep-previous mode keeps the replaced file, and a
  * failure in it touches neither file. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, strdup */
+#define _POSIX_C_SOURCE 200809L /* access */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -38,16 +38,8 @@ static void expect_no_temporaries(const char *name) {
     ck_assert_int_eq(kt_count_files(g_dir, prefix), 0);
 }
 
-static void setup(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/kiln_file_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(g_dir));
-}
-
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void setup(void) { kt_make_temp_dir(g_dir, sizeof g_dir, "file"); }
+static void teardown(void) { kt_remove_dir(g_dir); }
 
 START_TEST(success_replaces) {
     const char *path = at(0, "a.txt");

@@ -3,12 +3,10 @@
  * (the same safetensors writer saves every model kind and the optimizer state) and a BERT's
  * config.json. The model is made in the child process that writes it, so no context or
  * thread pool crosses the fork. */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "model/bert.h"
 #include "model/bert_checkpoint.h"
@@ -19,15 +17,17 @@
 
 static char g_dir[64];
 
-static void setup(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/kiln_ckpt_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(g_dir));
-}
+static void setup(void) { kt_make_temp_dir(g_dir, sizeof g_dir, "ckpt"); }
+static void teardown(void) { kt_remove_dir(g_dir); }
 
-static void teardown(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    ck_assert_int_eq(system(cmd), 0);
+/* Writes `old` to g_dir/name, then runs fails(path) under a file-size limit of `limit`
+ * bytes: path must still hold `old`. */
+static void expect_kept(const char *name, const char *old, long limit, int (*fails)(void *path)) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    kt_write_file(path, old, strlen(old));
+    const char *kept = path;
+    kt_expect_failing_write(limit, fails, path, &kept, 1);
 }
 
 /* 1 when err is one line that names path and a failed write. */
@@ -50,11 +50,7 @@ static int gpt_save_fails(void *path) {
 }
 
 START_TEST(gpt_checkpoint_stopped_midway) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/model.safetensors", g_dir);
-    kt_write_file(path, "the previous checkpoint", 23);
-    const char *kept = path;
-    kt_expect_failing_write(4096, gpt_save_fails, path, &kept, 1);
+    expect_kept("model.safetensors", "the previous checkpoint", 4096, gpt_save_fails);
 }
 END_TEST
 
@@ -68,11 +64,7 @@ static int bert_config_fails(void *path) {
 }
 
 START_TEST(bert_config_stopped_midway) {
-    char path[128];
-    snprintf(path, sizeof path, "%s/config.json", g_dir);
-    kt_write_file(path, "{\"previous\": true}\n", 19);
-    const char *kept = path;
-    kt_expect_failing_write(100, bert_config_fails, path, &kept, 1);
+    expect_kept("config.json", "{\"previous\": true}\n", 100, bert_config_fails);
 }
 END_TEST
 

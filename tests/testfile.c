@@ -43,6 +43,17 @@ int kt_count_files(const char *dir, const char *prefix) {
     return n;
 }
 
+void kt_make_temp_dir(char *dir, size_t cap, const char *name) {
+    snprintf(dir, cap, "/tmp/kiln_%s_XXXXXX", name);
+    ck_assert_msg(mkdtemp(dir) != NULL, "cannot make %s", dir);
+}
+
+void kt_remove_dir(const char *dir) {
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
 /* "<name>.tmp" of path, and its folder, for kt_count_files. */
 static void temporary_prefix(const char *path, char *dir, char *prefix, size_t cap) {
     const char *slash = strrchr(path, '/');

@@ -16,6 +16,10 @@ unsigned char *kt_read_file(const char *path, size_t *n);
 void kt_write_file(const char *path, const void *data, size_t n);
 /* Entries of folder `dir` whose name starts with prefix. */
 int kt_count_files(const char *dir, const char *prefix);
+/* A new folder "/tmp/kiln_<name>_XXXXXX" into dir (cap bytes), and its removal with all it
+ * holds: a test's fixture. */
+void kt_make_temp_dir(char *dir, size_t cap, const char *name);
+void kt_remove_dir(const char *dir);
 
 /* Runs fails(arg) in a child process whose files may grow to `limit` bytes only; fails()
  * runs a writer and returns 1 when it failed as expected (its message checked), else 0.
