@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/internal.h" /* KILN_PRINTF */
+
 struct kiln_file {
     char *path, *tmp;
     char *previous, *previous_tmp; /* the keep-previous mode; NULL otherwise */
@@ -20,11 +22,8 @@ struct kiln_file {
     int saved_errno;
 };
 
-static void say(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+/* printf into the caller's err, when there is one */
+static void say(char *err, size_t errlen, const char *fmt, ...) KILN_PRINTF(3, 4);
 
 static void say(char *err, size_t errlen, const char *fmt, ...) {
     if (!err || errlen == 0) return;

@@ -125,8 +125,8 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
                            .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
                            .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
                            .attn_entropy_min = NAN, .host_rss_bytes = -1, .device_bytes = -1};
-        int saved = is_evaluation_step(o, t->step, t->step == hp->steps || interrupted);
-        if (saved) {
+        int checkpoint_step = is_evaluation_step(o, t->step, t->step == hp->steps || interrupted);
+        if (checkpoint_step) {
             if ((rc = lm->evaluate(lm->self, t->step == hp->steps, &row))) break;
             if (lead && (rc = lm->save(lm->self))) break;
             row.host_rss_bytes = metrics_process_rss();
@@ -136,7 +136,7 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
         bar.loss_scale = half ? st.loss_scale : 0;
         if (lead) progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, row.val_loss);
         /* the log is fsync'd right after each checkpoint, with the checkpoint's row */
-        if (metrics && (metrics_write(metrics, &row) || (saved && metrics_sync(metrics)))) {
+        if (metrics && (metrics_write(metrics, &row) || (checkpoint_step && metrics_sync(metrics)))) {
             rc = host_error("cannot write %s/metrics.jsonl", o->out);
             break;
         }
