@@ -34,12 +34,13 @@ typedef struct kiln_file kiln_file;
 
 /* Starts replacing `path`; NULL with the error in err. */
 kiln_file *kiln_file_begin(const char *path, char *err, size_t errlen);
-/* The keep-previous mode: as kiln_file_begin, and the commit first keeps the file it
- * replaces (if any) as `previous`, a path in the same folder: a hard link to it under a
- * temporary name, renamed over `previous`. So both names always hold a whole file, and a
- * crash between two commits leaves the file before the last one at hand (the optimizer
- * state of a training run, matched to the weights on resume). A failure before the commit
- * leaves both files untouched. */
+/* The keep-previous mode: as kiln_file_begin, and the commit, before its rename, keeps the
+ * file being replaced (if any) as `previous`, a path in the same folder: a hard link to it
+ * under a temporary name, renamed over `previous`. Both names always hold a whole file, and
+ * after each commit `previous` holds the one it replaced (a training run's optimizer state
+ * of the checkpoint before, which a resume takes when the last checkpoint's weights were
+ * never written). A write that fails leaves both files untouched; only a failure of the
+ * very last rename leaves `previous` already holding the unchanged target's content. */
 kiln_file *kiln_file_begin_keeping(const char *path, const char *previous, char *err, size_t errlen);
 
 /* Appends n bytes; the first failure is kept and reported by the commit. */
