@@ -7,6 +7,8 @@
 #     step and says where the checkpoint is;
 #   - a file-size limit hit while a checkpoint is written (ulimit -f: SIGXFSZ is ignored, the
 #     write fails with EFBIG): the previous checkpoint survives, no partial file is left;
+#   - SIGKILL between the two files of a checkpoint: the previous optimizer state resumes,
+#     and the next checkpoint keeps it, not the state that was ahead;
 #   - SIGKILL at random moments of a run that checkpoints every step, many times over: every
 #     checkpoint on disk loads and resumes, and the run ends as an uninterrupted one;
 #   - a device lost mid-step, and a device allocation that fails (KILN_FAULT, core/fault.h);
@@ -122,6 +124,16 @@ signal_and_disk_faults() {
   grep -q "resuming from between/optimizer.prev.safetensors" err.txt ||
     fail "killed between the checkpoint's files: the previous optimizer state was not used"
   expect_same between ref20 "killed between the checkpoint's files, then --resume"
+  # The run that resumed so must not keep the optimizer state that was ahead as the previous
+  # one at its first checkpoint: a second kill between that checkpoint's files would leave no
+  # optimizer state of the weights' step.
+  cp -r ref10 between2
+  cp ref10/optimizer.safetensors between2/optimizer.prev.safetensors
+  cp ref20/optimizer.safetensors between2/optimizer.safetensors
+  "$kiln" train "${run[@]}" --eval-every 1 --seed 11 --out between2 --steps 11 --resume >/dev/null 2>err.txt ||
+    fail "killed between the checkpoint's files: --resume to step 11: $(tail -n 1 err.txt)"
+  [ "$(step_of between2/optimizer.prev.safetensors)" = 10 ] ||
+    fail "killed between the checkpoint's files: the next checkpoint kept step $(step_of between2/optimizer.prev.safetensors) as the previous optimizer state, not 10"
 
   # ---- SIGKILL at random moments of a run that checkpoints every step ----
   steps=400 kills=12

@@ -1,5 +1,6 @@
 /* GGUF (formats/gguf.h): a round trip through the writer and the reader of every value kind
- * and of f32, f16, Q8_0 and Q4_0 tensors (offsets aligned, bytes intact, the atomic save);
+ * and of f32, f16, Q8_0 and Q4_0 tensors (offsets aligned, bytes intact, the atomic save,
+ * which a write stopped midway leaves undone);
  * then bad files, each refused with one line naming the problem, never a crash: a wrong
  * magic or version, counts, lengths and array sizes that lie about the bytes left,
  * duplicate keys and tensors, dimensions out of range, a ggml type kiln does not read
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "formats/gguf.h"
+#include "testfile.h"
 
 /* ---- a hand-made file, for the bad ones ---- */
 
@@ -170,6 +172,39 @@ START_TEST(round_trip) {
     remove(path);
     free(buf);
     gguf_writer_free(w);
+}
+END_TEST
+
+/* A GGUF of 256 KiB saved over the sample, stopped midway by a file-size limit: 1 when the
+ * save fails with a message naming the file and the write. */
+static int big_save_fails(void *path) {
+    enum { N = 1 << 16 };
+    float *big = calloc(N, sizeof *big);
+    int64_t ne[1] = {N};
+    gguf_writer *w = gguf_writer_new();
+    char err[512];
+    int ok = big && gguf_writer_tensor(w, "big", GGML_TYPE_F32, 1, ne, big, N * sizeof *big) == 0 &&
+             gguf_writer_save(w, path, err, sizeof err) == -1 && strstr(err, path) == err && strstr(err, "write of");
+    gguf_writer_free(w);
+    free(big);
+    return ok;
+}
+
+START_TEST(save_stopped_midway_keeps_the_old_file) {
+    char path[] = "/tmp/kiln_gguf_XXXXXX", err[256];
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    gguf_writer *w = sample_writer();
+    ck_assert_msg(gguf_writer_save(w, path, err, sizeof err) == 0, "%s", err);
+    gguf_writer_free(w);
+    const char *kept = path;
+    kt_expect_failing_write(4096, big_save_fails, path, &kept, 1);
+    gguf_file *f;
+    ck_assert_msg(gguf_open(path, &f, err, sizeof err) == 0, "%s", err);
+    check_sample(f);
+    gguf_close(f);
+    remove(path);
 }
 END_TEST
 
@@ -330,6 +365,7 @@ int main(void) {
     TCase *tc = tcase_create("gguf");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, round_trip);
+    tcase_add_test(tc, save_stopped_midway_keeps_the_old_file);
     tcase_add_test(tc, writer_refuses_bad_tensors);
     tcase_add_test(tc, bad_framing);
     tcase_add_test(tc, bad_tensors);

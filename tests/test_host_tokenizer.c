@@ -11,6 +11,7 @@
 
 #include "text/pretokenize.h"
 #include "text/tokenizer.h"
+#include "testfile.h"
 
 #ifndef KILN_TEST_DATA_DIR
 #error "KILN_TEST_DATA_DIR (tests/data) is set by tests/host.cmake"
@@ -344,6 +345,28 @@ START_TEST(file_format_round_trip) {
 }
 END_TEST
 
+/* Saving GPT-2's tokenizer (about 1 MB) over a smaller one, stopped midway by a file-size
+ * limit: 1 when the save fails with a message naming the file and the write. */
+static int gpt2_save_fails(void *path) {
+    char err[512];
+    return tokenizer_save(gpt2(), path, err, sizeof err) == -1 && strstr(err, path) == err &&
+           strstr(err, "write of") && !strchr(err, '\n');
+}
+
+START_TEST(save_stopped_midway_keeps_the_old_file) {
+    char dir[] = "/tmp/kiln_tok_test_XXXXXX", path[256], err[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/t.tok", dir);
+    tokenizer *bytes = tokenizer_bytes(1);
+    ck_assert_msg(tokenizer_save(bytes, path, err, sizeof err) == 0, "%s", err);
+    tokenizer_free(bytes);
+    const char *kept = path;
+    kt_expect_failing_write(64 << 10, gpt2_save_fails, path, &kept, 1);
+    remove(path);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* A valid small file to corrupt: 256 byte ids (identity), the six specials, one merge. */
 static char *small_file(void) {
     tokenizer *t = tokenizer_bytes(1);
@@ -608,6 +631,7 @@ int main(void) {
     tcase_add_test(tc, round_trip_on_arbitrary_bytes);
     tcase_add_test(tc, byte_level_tokenizers);
     tcase_add_test(tc, file_format_round_trip);
+    tcase_add_test(tc, save_stopped_midway_keeps_the_old_file);
     tcase_add_test(tc, parse_errors_name_the_line);
     tcase_add_test(tc, gpt2_import_errors_are_one_line);
     tcase_add_test(tc, training_refuses_a_small_vocab);

@@ -1,7 +1,8 @@
 /* The OpenCL program-binary cache and the build-log path:
  *  - a first run writes binaries under $XDG_CACHE_HOME/kiln/opencl, a second run loads them,
  *    the f16 variant of a program as a file of its own;
- *  - a corrupt cache file is ignored (rebuilt), an unwritable cache is not an error;
+ *  - a corrupt cache file is ignored (rebuilt), an unwritable cache is not an error, a write
+ *    stopped midway (a file-size limit) leaves the cached file as it was;
  *  - a kernel that does not compile is an error that quotes the build log. */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
 #include <dirent.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testfile.h"
 #include "testutil.h"
 
 #ifdef KILN_HAVE_OPENCL
@@ -80,6 +82,34 @@ START_TEST(unwritable_cache_is_not_an_error) {
 }
 END_TEST
 
+/* A binary of 256 KiB cached under the key of an existing entry, stopped midway by a
+ * file-size limit: silent (no count of a write), like every cache failure. */
+static int big_binary_write_fails(void *arg) {
+    (void)arg;
+    enum { N = 256 << 10 };
+    unsigned char *big = calloc(N, 1);
+    int writes = kiln_cl_cache_writes;
+    if (big) cl_cache_write(0x5eedu, "midway", big, N);
+    free(big);
+    return big && kiln_cl_cache_writes == writes;
+}
+
+START_TEST(write_stopped_midway_keeps_the_old_file) {
+    const unsigned char small[] = "a small binary";
+    cl_cache_write(0x5eedu, "midway", small, sizeof small);
+    char cache[300], path[600];
+    snprintf(cache, sizeof cache, "%s/kiln/opencl", g_dir);
+    ck_assert_int_eq(count_files(cache, "midway-", path, sizeof path), 1);
+    const char *kept = path;
+    kt_expect_failing_write(4096, big_binary_write_fails, NULL, &kept, 1);
+    size_t n;
+    unsigned char *back = cl_cache_read(0x5eedu, "midway", &n);
+    ck_assert_msg(back && n == sizeof small && !memcmp(back, small, n), "the cached binary changed");
+    free(back);
+    remove(path);
+}
+END_TEST
+
 START_TEST(build_errors_quote_the_log) {
     kiln_ctx *ctx;
     ck_assert_msg(kiln_open("opencl", &ctx) == KILN_OK, "%s", kiln_error_message());
@@ -112,6 +142,7 @@ int main(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, writes_then_reads_binaries);
     tcase_add_test(tc, unwritable_cache_is_not_an_error);
+    tcase_add_test(tc, write_stopped_midway_keeps_the_old_file);
     tcase_add_test(tc, build_errors_quote_the_log);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -1,6 +1,7 @@
 /* The Vulkan pipeline cache on disk: written under $XDG_CACHE_HOME/kiln when a context that
  * compiled pipelines closes, named by device and driver, read back by the next context, and
- * never an error when it cannot be written (or is turned off with KILN_VK_PIPELINE_CACHE=0). */
+ * never an error when it cannot be written (or is turned off with KILN_VK_PIPELINE_CACHE=0),
+ * and a write stopped midway leaves the previous file as it was. */
 #define _POSIX_C_SOURCE 200809L /* setenv, dup, mkdtemp, strdup */
 #include <dirent.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "testfile.h"
 #include "testutil.h"
 
 #ifdef KILN_HAVE_VULKAN
@@ -107,9 +109,52 @@ START_TEST(unwritable_cache_is_not_an_error) {
 }
 END_TEST
 
+/* use_vulkan without assertions, for a child process: 1 when the kernels ran and the
+ * context closed (the cache write that a file-size limit stops is silent). */
+static int vulkan_runs(void *arg) {
+    (void)arg;
+    kiln_ctx *ctx;
+    if (kiln_open("vulkan", &ctx) != KILN_OK) return 0;
+    int64_t shape[4] = {1, 1, 9, 5};
+    kiln_tensor *x = kiln_tensor_new(ctx, KILN_F32, 4, shape);
+    float v = 0;
+    int ok = x && kiln_fill(x, 1.5f) == KILN_OK && kiln_read_scalar(kiln_softmax(kiln_scale(x, 2.0f), NULL), &v) == KILN_OK &&
+             fabsf(v - 0.2f) < 1e-6f;
+    kiln_step_reset(ctx);
+    kiln_tensor_free(x);
+    kiln_close(ctx);
+    return ok;
+}
+
+/* A cache write stopped midway (a file-size limit of 16 bytes, below any cache's 32-byte
+ * header) leaves the file there as it was. That file is not a cache (too short), so the
+ * run compiles its pipelines and saves. */
+START_TEST(write_stopped_midway_keeps_the_old_file) {
+    char *dir = temp_dir();
+    setenv("XDG_CACHE_HOME", dir, 1);
+    unsetenv("KILN_VK_PIPELINE_CACHE");
+    use_vulkan(); /* to learn the file's name */
+    long size;
+    char path[1300];
+    snprintf(path, sizeof path, "%s", cache_file(dir, &size));
+    ck_assert_msg(path[0], "no cache file under %s/kiln", dir);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fputs("not a cache", f);
+    fclose(f);
+    const char *kept = path;
+    kt_expect_failing_write(16, vulkan_runs, NULL, &kept, 1);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(dir);
+}
+END_TEST
+
 static void add_tests(TCase *tc) {
     tcase_add_test(tc, cache_written_and_reused);
     tcase_add_test(tc, unwritable_cache_is_not_an_error);
+    tcase_add_test(tc, write_stopped_midway_keeps_the_old_file);
 }
 
 int main(void) {

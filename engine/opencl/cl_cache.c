@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "kiln/file.h"
 #include "opencl/cl_internal.h"
 
 uint64_t cl_hash(uint64_t hash, const void *data, size_t n) {
@@ -100,22 +100,16 @@ unsigned char *cl_cache_read(uint64_t key, const char *family, size_t *size) {
 }
 
 void cl_cache_write(uint64_t key, const char *family, const unsigned char *data, size_t size) {
-    char path[1200], tmp[1300];
+    char path[1200];
     if (!cache_enabled() || !size || !binary_cache_path(path, sizeof path, key, family, 1)) return;
-    /* write a private temporary file, then rename: readers never see a partial file, and
-     * two processes, or two threads of one, compiling the same program at once both succeed */
-    static atomic_uint serial;
-    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(),
-             atomic_fetch_add(&serial, 1));
-    FILE *f = fopen(tmp, "wb");
+    /* written whole under a temporary name of its own (kiln/file.h): readers never see a
+     * partial file, and two processes, or two threads of one, compiling the same program
+     * at once both succeed */
+    kiln_file *f = kiln_file_begin(path, NULL, 0);
     if (!f) return;
     cache_header h = {.key = key, .size = size};
     memcpy(h.magic, g_magic, sizeof h.magic);
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(data, 1, size, f) == size;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return;
-    }
-    kiln_cl_cache_writes++;
+    kiln_file_write(f, &h, sizeof h);
+    kiln_file_write(f, data, size);
+    if (kiln_file_commit(f, NULL, 0) == KILN_OK) kiln_cl_cache_writes++;
 }

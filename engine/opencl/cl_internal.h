@@ -34,7 +34,8 @@
  * concurrently, because nothing mutable is shared between them: the embedded sources, the
  * kernel_abi.h text, the GEMM tuning table and the backend table are read-only; the binary
  * cache on disk is written through temporary files unique to a process and a write, then
- * renamed; the cache counters are atomic; error messages are per thread (core/error.c). */
+ * renamed (kiln/file.h); the cache counters are atomic; error messages are per thread
+ * (core/error.c). */
 #ifndef KILN_OPENCL_INTERNAL_H
 #define KILN_OPENCL_INTERNAL_H
 

@@ -43,7 +43,7 @@
  *  - Devices still open at process exit are abandoned, without Vulkan calls, by an atexit
  *    handler: no other thread may be using one by then.
  *  - Two devices of the same kind saving the on-disk pipeline cache at once write their own
- *    temporary files; the last rename wins (vk_pipeline.c). */
+ *    temporary files (kiln/file.h); the last rename wins (vk_pipeline.c). */
 #ifndef KILN_VK_INTERNAL_H
 #define KILN_VK_INTERNAL_H
 

@@ -5,13 +5,12 @@
  * Every pipeline with n storage buffers shares one pipeline layout: set 0 with bindings
  * 0..n-1 and a 128-byte push-constant range (the Vulkan minimum). */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "kiln/file.h"
 #include "vk_internal.h"
 
 /* ---- the on-disk pipeline cache ---- */
@@ -78,27 +77,19 @@ static void *load_cache(vk_dev *d, size_t *size) {
     return data;
 }
 
-/* Writes the cache atomically (temporary file, then rename). Failures are not errors: the
- * next run compiles again. Each save has a temporary file of its own, so two devices of
- * one kind saving at once (threads) cannot interleave their bytes: the last rename wins. */
+/* Writes the cache whole (kiln/file.h). Failures are not errors: the next run compiles
+ * again. Each save has a temporary file of its own, so two devices of one kind saving at
+ * once (threads) cannot interleave their bytes: the last rename wins. */
 void vk_pipeline_cache_save(vk_dev *d) {
-    static atomic_uint saves;
     if (!d->pcache || !d->pcache_dirty || !d->pcache_path[0]) return;
     size_t size = 0;
     if (vkGetPipelineCacheData(d->device, d->pcache, &size, NULL) != VK_SUCCESS || size == 0) return;
     void *data = malloc(size);
     if (!data) return;
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", d->pcache_path, (long)getpid(), atomic_fetch_add(&saves, 1));
     char dir[512];
     snprintf(dir, sizeof dir, "%s", d->pcache_path);
-    FILE *f = NULL;
-    if (vkGetPipelineCacheData(d->device, d->pcache, &size, data) == VK_SUCCESS && mkdirs(dir) == 0 &&
-        (f = fopen(tmp, "wb"))) {
-        int ok = fwrite(data, 1, size, f) == size;
-        ok = (fclose(f) == 0) && ok;
-        if (!ok || rename(tmp, d->pcache_path) != 0) remove(tmp);
-    }
+    if (vkGetPipelineCacheData(d->device, d->pcache, &size, data) == VK_SUCCESS && mkdirs(dir) == 0)
+        (void)kiln_file_write_all(d->pcache_path, data, size, NULL, 0);
     free(data);
     d->pcache_dirty = 0;
 }

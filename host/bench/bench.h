@@ -230,8 +230,8 @@ void bench_print_figure(FILE *out, const bench_figure *f);
 void bench_say(const bench_device *d, const char *what);
 /* A value in about four significant digits ("-" when not a number). */
 void bench_format_value(double v, char *buf, size_t size);
-/* Writes the run as JSON to path (atomically: temporary file, then rename). Returns 0, or 1
- * after printing an error (bench_json.c). */
+/* Writes the run as JSON to path, atomically (kiln/file.h). Returns 0, or 1 after printing
+ * an error (bench_json.c). */
 int bench_write_json(const bench_run *run, const char *path);
 /* Checks that bench_write_json will be able to create its temporary file beside path.
  * Returns 0, or 1 after printing an error. */

@@ -16,14 +16,13 @@
  * A number that was not measured is null. The commit is the one the build was configured
  * at (bench/CMakeLists.txt). */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench/bench.h"
 #include "formats/json.h"
+#include "kiln/file.h"
 #include "run/cli.h"
 
 
@@ -89,31 +88,19 @@ static void put_run(FILE *f, const bench_run *run) {
 }
 
 int bench_check_json_path(const char *path) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return host_error("--json: the path is too long");
-    FILE *f = fopen(tmp, "w");
-    if (!f) return host_error("--json: cannot write %s: %s", tmp, strerror(errno));
-    fclose(f);
-    remove(tmp);
+    char err[4400];
+    kiln_file *f = kiln_file_begin(path, err, sizeof err);
+    if (!f) return host_error("--json: cannot write %s", err);
+    kiln_file_abort(f);
     return 0;
 }
 
 int bench_write_json(const bench_run *run, const char *path) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return host_error("--json: the path is too long");
-    FILE *f = fopen(tmp, "w");
-    if (!f) return host_error("cannot write %s: %s", tmp, strerror(errno));
-    put_run(f, run);
-    int bad = ferror(f) || fflush(f) || fsync(fileno(f));
-    int err = errno;
-    if (fclose(f)) bad = 1, err = errno;
-    if (bad || rename(tmp, path)) {
-        if (!bad) err = errno;
-        remove(tmp);
-        return host_error("cannot write %s: %s", path, strerror(err));
-    }
+    char err[4400];
+    kiln_file *f = kiln_file_begin(path, err, sizeof err);
+    if (!f) return host_error("%s", err);
+    put_run(kiln_file_stream(f), run);
+    if (kiln_file_commit(f, err, sizeof err) != KILN_OK) return host_error("%s", err);
     fprintf(stderr, "kiln bench: wrote %s\n", path);
     return 0;
 }

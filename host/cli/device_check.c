@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "model/verify_suite.h"
+#include "kiln/file.h"
 #include "kiln/probe.h"
+#include "model/verify_suite.h"
 #include "run/device.h"
 
 #ifndef KILN_GIT_COMMIT
@@ -56,10 +56,10 @@ static int cached_pass(const char *path, const char *id) {
     return n == len + 5 && !strncmp(buf, id, len) && !strcmp(buf + len, "pass\n");
 }
 
-/* Records the pass: written to a temporary file and renamed, so a reader never sees half
- * of one. Failure only means the next run checks again. */
+/* Records the pass, written whole (kiln/file.h), so a reader never sees half of one.
+ * Failure only means the next run checks again. */
 static void remember_pass(const char *path, const char *id) {
-    char dir[640], tmp[680];
+    char dir[640];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash) return;
@@ -72,12 +72,10 @@ static void remember_pass(const char *path, const char *id) {
         *parent = '/';
     }
     if (mkdir(dir, 0700) && errno != EEXIST) return;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    kiln_file *f = kiln_file_begin(path, NULL, 0);
     if (!f) return;
-    int bad = fprintf(f, "%spass\n", id) < 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path)) remove(tmp);
+    fprintf(kiln_file_stream(f), "%spass\n", id);
+    (void)kiln_file_commit(f, NULL, 0);
 }
 
 /* The quick check: 0 when the device passed, else 1 after the one-line error. */

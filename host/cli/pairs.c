@@ -12,8 +12,8 @@
  * - The split: FNV-1a 64 of the source's bytes, mod 100: below 90 train, below 95 valid,
  *   else test. It depends on the source only, so a sentence never crosses splits and adding
  *   catalogs never moves a pair from one split to another.
- * - Each file is written to a temporary name in DIR, flushed to disk and renamed over the
- *   target: a reader sees the old file or the new one. DIR is created when missing.
+ * - Each file is written whole (kiln/file.h): a reader sees the old file or the new one.
+ *   DIR is created when missing.
  * The counts (catalogs, entries, each reason to drop one, pairs per split) go to stdout, one
  * "name value" per line. */
 #define _POSIX_C_SOURCE 200809L
@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "formats/mo_catalog.h"
 #include "formats/mo_pairs.h"
+#include "kiln/file.h"
 #include "run/cli.h"
 
 enum { SPLIT_TRAIN, SPLIT_VALID, SPLIT_TEST, N_SPLITS };
@@ -109,29 +109,21 @@ static int pair_set_reserve(pair_set *p) {
 
 static int by_path(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* Writes the pairs of one split to DIR/NAME.tsv through a temporary file and a rename. */
+/* Writes the pairs of one split to DIR/NAME.tsv, whole (kiln/file.h). */
 static int write_split(const pair_set *p, const int *split, int which, const char *dir, char *path, size_t path_cap) {
-    char tmp[4096];
-    snprintf(path, path_cap, "%s/%s.tsv", dir, split_names[which]);
-    int k = snprintf(tmp, sizeof tmp, "%s/.%s.tsv.tmp.%ld", dir, split_names[which], (long)getpid());
-    if (k < 0 || (size_t)k >= sizeof tmp) return host_error("%s: the path is too long", dir);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return host_error("%s: cannot create %s: %s", path, tmp, strerror(errno));
-    int bad = 0;
-    for (size_t i = 0; i < p->count && !bad; i++) {
+    int k = snprintf(path, path_cap, "%s/%s.tsv", dir, split_names[which]);
+    if (k < 0 || (size_t)k >= path_cap) return host_error("%s: the path is too long", dir);
+    char err[4400];
+    kiln_file *f = kiln_file_begin(path, err, sizeof err);
+    if (!f) return host_error("%s", err);
+    for (size_t i = 0; i < p->count; i++) {
         if (split[i] != which) continue;
-        bad = fwrite(p->src[i], 1, p->src_len[i], f) != p->src_len[i] || fputc('\t', f) == EOF ||
-              fwrite(p->tgt[i], 1, p->tgt_len[i], f) != p->tgt_len[i] || fputc('\n', f) == EOF;
+        kiln_file_write(f, p->src[i], p->src_len[i]);
+        kiln_file_write(f, "\t", 1);
+        kiln_file_write(f, p->tgt[i], p->tgt_len[i]);
+        kiln_file_write(f, "\n", 1);
     }
-    bad = bad || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int saved = errno;
-    if (fclose(f) != 0 && !bad) bad = 1, saved = errno;
-    if (!bad && rename(tmp, path) != 0) bad = 1, saved = errno;
-    if (bad) {
-        remove(tmp);
-        return host_error("%s: not written (%s); any previous file is unchanged", path, strerror(saved));
-    }
-    return 0;
+    return kiln_file_commit(f, err, sizeof err) == KILN_OK ? 0 : host_error("%s", err);
 }
 
 /* What reading the catalogs found: the counts printed at the end. */

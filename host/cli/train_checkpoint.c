@@ -4,7 +4,6 @@
 #include "cli/train_parallel.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,20 +41,8 @@ void train_remove_stale_temporaries(const char *out) {
 
 int train_save_optimizer(const trainer *t, const run_paths *p, char *err, size_t errlen) {
     /* optimizer.safetensors -> optimizer.prev.safetensors without a moment when neither
-     * exists: link to a temporary name, then rename over the previous one */
-    if (access(p->optimizer, F_OK) == 0) {
-        char tmp[sizeof p->optimizer_prev + 32];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", p->optimizer_prev, (long)getpid());
-        (void)unlink(tmp);
-        if (link(p->optimizer, tmp) != 0 || rename(tmp, p->optimizer_prev) != 0) {
-            int saved = errno;
-            (void)unlink(tmp);
-            snprintf(err, errlen, "%s: cannot keep the previous optimizer state: %s", p->optimizer_prev,
-                     strerror(saved));
-            return -1;
-        }
-    }
-    return trainer_save_state(t, p->optimizer, err, errlen);
+     * exists: kiln/file.h's keep-previous mode */
+    return trainer_save_state(t, p->optimizer, p->optimizer_prev, err, errlen);
 }
 
 /* The "step" in a checkpoint file's metadata: 1 and *step, 0 when absent or not a
@@ -84,6 +71,9 @@ int train_resume_state(trainer *t, const run_paths *p) {
             use = p->optimizer_prev;
             fprintf(stderr, "kiln train: %s is from a checkpoint that was not finished; resuming from %s (step %" PRIu64
                             ")\n", p->optimizer, p->optimizer_prev, model_step);
+            /* that state is ahead of the weights: the next checkpoint must not keep it as the
+             * previous one, or a kill between its two files would leave no state that matches */
+            if (train_parallel_leads()) (void)remove(p->optimizer);
         } else if (found > 0) {
             return host_error("%s (step %" PRIu64 ") and %s (step %" PRIu64 ") come from different checkpoints",
                               p->model, model_step, p->optimizer, opt_step);

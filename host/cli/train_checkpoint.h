@@ -1,12 +1,14 @@
 /* A training run's checkpoint files in its --out directory, and why a kill at any moment
  * leaves a pair that resumes.
  *
- * A checkpoint is two files, each replaced atomically (a temporary file, fsync, rename):
- * optimizer.safetensors (Adam's moments, the step, the RNG stream, the loss scale), then
- * model.safetensors (the weights). A process killed between the two renames would leave
- * an optimizer state one checkpoint ahead of the weights; so, before the optimizer file is
- * replaced, the current one is kept as optimizer.prev.safetensors (a hard link, itself
- * put in place by a rename), and resuming takes whichever of the two has the weights' step. */
+ * A checkpoint is two files, each replaced atomically (kiln/file.h: a temporary file, fsync,
+ * rename): optimizer.safetensors (Adam's moments, the step, the RNG stream, the loss scale),
+ * then model.safetensors (the weights). A process killed between the two renames would
+ * leave an optimizer state one checkpoint ahead of the weights; so, as the optimizer file is
+ * replaced, the current one is kept as optimizer.prev.safetensors (kiln/file.h's
+ * keep-previous mode: a hard link, itself put in place by a rename), and resuming takes
+ * whichever of the two has the weights' step (and removes an optimizer file that is ahead of
+ * the weights, which the next checkpoint would otherwise keep as the previous one). */
 #ifndef KILN_HOST_CLI_TRAIN_CHECKPOINT_H
 #define KILN_HOST_CLI_TRAIN_CHECKPOINT_H
 

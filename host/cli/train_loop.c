@@ -2,7 +2,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli/train_loop.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/train_parallel.h"
+#include "kiln/file.h"
 #include "run/cli.h"
 #include "run/progress.h"
 
@@ -66,13 +66,10 @@ int train_open_run(trainer *t, const train_options *o, const run_paths *paths, F
     if (train_make_dir(o->out)) return 1;
     train_remove_stale_temporaries(o->out);
     /* a directory that takes no file would fail the first checkpoint, after steps that
-     * would then be lost: find out before any */
-    char probe[sizeof paths->model + 32];
-    snprintf(probe, sizeof probe, "%s/.kiln-write-test.%ld", o->out, (long)getpid());
-    FILE *f = fopen(probe, "wb");
-    int closed = f ? fclose(f) : EOF, saved = errno;
-    if (f) remove(probe);
-    if (closed != 0) return host_error("cannot write in %s: %s", o->out, strerror(saved));
+     * would then be lost: find out before any, by the checkpoint writer's first step */
+    kiln_file *probe = kiln_file_begin(paths->model, err, sizeof err);
+    if (!probe) return host_error("%s", err);
+    kiln_file_abort(probe);
     if (!o->resume && train_file_exists(paths->model))
         fprintf(stderr, "kiln train: %s will be replaced (--resume continues it instead)\n", paths->model);
     *metrics = metrics_open(o->out, o->resume ? t->step : -1, err, sizeof err);
@@ -129,7 +126,8 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
                            .grad_norm = st.grad_norm, .tokens_per_s = tokens_per_s,
                            .loss_scale = half ? st.loss_scale : NAN, .skipped_steps = half ? st.skipped_steps : -1,
                            .attn_entropy_min = NAN, .host_rss_bytes = -1, .device_bytes = -1};
-        if (is_evaluation_step(o, t->step, t->step == hp->steps || interrupted)) {
+        int checkpoint_step = is_evaluation_step(o, t->step, t->step == hp->steps || interrupted);
+        if (checkpoint_step) {
             if ((rc = lm->evaluate(lm->self, t->step == hp->steps, &row))) break;
             if (lead && (rc = lm->save(lm->self))) break;
             row.host_rss_bytes = metrics_process_rss();
@@ -138,7 +136,8 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
         }
         bar.loss_scale = half ? st.loss_scale : 0;
         if (lead) progress_step(&bar, t->step, st.loss, st.lr, tokens_per_s, row.val_loss);
-        if (metrics && metrics_write(metrics, &row)) {
+        /* the log is fsync'd right after each checkpoint, with the checkpoint's row */
+        if (metrics && (metrics_write(metrics, &row) || (checkpoint_step && metrics_sync(metrics)))) {
             rc = host_error("cannot write %s/metrics.jsonl", o->out);
             break;
         }

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "model/verify_suite.h"
 #include "formats/json.h"
+#include "kiln/file.h"
 #include "kiln/probe.h"
 #include "run/cli.h"
 #include "run/device.h"
@@ -19,8 +20,10 @@ static const char *verdict_name(kiln_verify_verdict v) {
 }
 
 typedef struct verify_output {
-    FILE *json; /* NULL without --json */
-    int runs;   /* runs written to json so far */
+    kiln_file *file; /* --json, written whole (kiln/file.h); NULL without it */
+    FILE *json;      /* its stream */
+    int runs;        /* runs written to json so far */
+    char err[4400];  /* why the --json file could not be written */
 } verify_output;
 
 static void print_run(const verify_run_info *run, void *user) {
@@ -122,10 +125,11 @@ static int open_run(const verify_args *a, kiln_ctx **dev, kiln_ctx **cpu, verify
         kiln_close(*dev);
         return host_engine_error("the CPU reference");
     }
-    if (a->json_path && !(out->json = fopen(a->json_path, "w"))) {
+    if (a->json_path && !(out->file = kiln_file_begin(a->json_path, out->err, sizeof out->err))) {
         close_devices(*dev, *cpu);
-        return host_error("--json %s: cannot write it", a->json_path);
+        return host_error("--json %s", out->err);
     }
+    out->json = out->file ? kiln_file_stream(out->file) : NULL;
     return 0;
 }
 
@@ -157,7 +161,7 @@ static int print_summary(kiln_ctx *dev, const verify_totals *t, kiln_status st, 
             t->passed, t->failed, t->skipped, t->seconds);
     json_write_string(out->json, stopped);
     fputs("}\n", out->json);
-    return ferror(out->json) | (fclose(out->json) != 0);
+    return kiln_file_commit(out->file, out->err, sizeof out->err) != KILN_OK;
 }
 
 int cmd_verify(int argc, char **argv) {
@@ -182,7 +186,7 @@ int cmd_verify(int argc, char **argv) {
     int write_failed = print_summary(dev, &t, st, stopped, &out);
     close_devices(dev, cpu);
     if (st != KILN_OK) return host_error("verify: %s", stopped);
-    if (write_failed) return host_error("--json %s: the write failed", a.json_path);
+    if (write_failed) return host_error("--json %s", out.err);
     if (t.failed)
         return host_error("verify: %d of %d runs failed; first: %s", t.failed, t.passed + t.failed + t.skipped,
                           t.first_failure);

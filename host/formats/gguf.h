@@ -127,7 +127,7 @@ int gguf_writer_i32_array(gguf_writer *w, const char *key, const int32_t *values
  * must equal the rows' bytes (gguf_row_bytes(type, ne[0]) x the other dimensions). */
 int gguf_writer_tensor(gguf_writer *w, const char *name, int type, int ndim, const int64_t *ne, const void *data,
                        uint64_t nbytes);
-/* Writes version 3 atomically (formats/file_atomic.h). Returns 0 or -1 with a message. */
+/* Writes version 3 atomically (kiln/file.h). Returns 0 or -1 with a message. */
 int gguf_writer_save(gguf_writer *w, const char *path, char *err, size_t errlen);
 /* The same bytes into a malloc'd buffer. */
 int gguf_writer_serialize(gguf_writer *w, unsigned char **out, size_t *size, char *err, size_t errlen);

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "formats/error_printf.h"
-#include "formats/file_atomic.h"
 #include "formats/gguf.h"
+#include "kiln/file.h"
 
 /* The bytes of the header (magic to the padding before the data), built as the values are
  * added; the tensors' data is referenced. */
@@ -205,20 +205,20 @@ static void emit_all(gguf_writer *w, const unsigned char *header, size_t len, vo
     }
 }
 
-static void to_file(void *sink, const void *data, size_t n) { atomic_file_write(sink, data, n); }
+static void to_file(void *sink, const void *data, size_t n) { kiln_file_write(sink, data, n); }
 
 int gguf_writer_save(gguf_writer *w, const char *path, char *err, size_t errlen) {
     unsigned char *header;
     size_t len;
     if (build_header(w, path, &header, &len, err, errlen)) return -1;
-    atomic_file *f = atomic_file_begin(path, err, errlen);
+    kiln_file *f = kiln_file_begin(path, err, errlen);
     if (!f) {
         free(header);
         return -1;
     }
     emit_all(w, header, len, to_file, f);
     free(header);
-    return atomic_file_commit(f, err, errlen);
+    return kiln_file_commit(f, err, errlen) == KILN_OK ? 0 : -1;
 }
 
 typedef struct membuf {

@@ -121,11 +121,14 @@ int st_writer_add_ref(st_writer *w, const char *name, const char *dtype, int ndi
 int st_writer_meta(st_writer *w, const char *key, const char *value);
 /* The first add/meta error, or NULL. */
 const char *st_writer_error(const st_writer *w);
-/* Writes the file atomically: to "<path>.tmp.<pid>" in the same directory, then fflush,
- * fsync, fclose, rename over path, fsync of the directory. On any failure the temporary
- * file is removed, an existing file at path is left untouched, and -1 is returned with a
- * message naming the path and the failing step. */
+/* Writes the file atomically (kiln/file.h): to a temporary file in the same directory, then
+ * fflush, fsync, fclose, rename over path, fsync of the directory. On any failure the
+ * temporary file is removed, an existing file at path is left untouched, and -1 is returned
+ * with a message naming the path and the failing step. */
 int st_writer_save(st_writer *w, const char *path, char *err, size_t errlen);
+/* The same in kiln/file.h's keep-previous mode: the file it replaces is kept as `previous`
+ * (NULL: as st_writer_save). */
+int st_writer_save_keeping(st_writer *w, const char *path, const char *previous, char *err, size_t errlen);
 /* The same bytes into a new malloc'd buffer (*out, *size; free() it), for tests, fuzzers
  * and callers that send a checkpoint elsewhere. Returns 0 or -1 with a message. */
 int st_writer_serialize(st_writer *w, unsigned char **out, size_t *size, char *err,

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "formats/error_printf.h"
-#include "formats/file_atomic.h"
 #include "formats/json.h"
+#include "kiln/file.h"
 
 /* ---- the writer ---- */
 
@@ -326,22 +326,26 @@ int st_writer_serialize(st_writer *w, unsigned char **out, size_t *size, char *e
 }
 
 int st_writer_save(st_writer *w, const char *path, char *err, size_t errlen) {
+    return st_writer_save_keeping(w, path, NULL, err, errlen);
+}
+
+int st_writer_save_keeping(st_writer *w, const char *path, const char *previous, char *err, size_t errlen) {
     if (!w || !path || !path[0]) {
         error_printf(err, errlen, "st_writer_save: NULL writer or empty path");
         return -1;
     }
     sbuf header = {0};
     if (prepare_header(w, path, &header, err, errlen) != 0) return -1;
-    atomic_file *f = atomic_file_begin(path, err, errlen);
+    kiln_file *f = kiln_file_begin_keeping(path, previous, err, errlen);
     if (!f) {
         free(header.p);
         return -1;
     }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)header.n >> (8 * i));
-    atomic_file_write(f, len8, 8);
-    atomic_file_write(f, header.p, header.n);
-    for (size_t i = 0; i < w->count; i++) atomic_file_write(f, w->entries[i].data, w->entries[i].nbytes);
+    kiln_file_write(f, len8, 8);
+    kiln_file_write(f, header.p, header.n);
+    for (size_t i = 0; i < w->count; i++) kiln_file_write(f, w->entries[i].data, w->entries[i].nbytes);
     free(header.p);
-    return atomic_file_commit(f, err, errlen);
+    return kiln_file_commit(f, err, errlen) == KILN_OK ? 0 : -1;
 }

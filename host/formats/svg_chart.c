@@ -1,14 +1,12 @@
 /* SVG line charts (see svg_chart.h). Plain SVG 1.1 that browsers and rsvg render alike. */
 #include "formats/svg_chart.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "formats/error_printf.h"
+#include "kiln/file.h"
 
 /* Colour-blind-safe palette (Okabe and Ito), then darker repeats. */
 static const char *const palette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
@@ -206,13 +204,9 @@ static void panel(FILE *f, const chart_panel *p, double top) {
 
 int svg_chart_write(const char *path, const char *title, const chart_panel *panels, int n_panels,
                     const char *const *legend, int n_legend, char *err, size_t errlen) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        error_printf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return -1;
-    }
+    kiln_file *file = kiln_file_begin(path, err, errlen);
+    if (!file) return -1;
+    FILE *f = kiln_file_stream(file);
     int legend_h = 30 + 20 * n_legend;
     int height = TOP + n_panels * (PANEL_H + GAP);
     if (height < TOP + legend_h) height = TOP + legend_h;
@@ -230,11 +224,5 @@ int svg_chart_write(const char *path, const char *title, const chart_panel *pane
         text(f, lx + 30, ly + 20 * i + 4, "start", 12, legend[i], "");
     }
     fputs("</svg>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, path)) {
-        error_printf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return kiln_file_commit(file, err, errlen) == KILN_OK ? 0 : -1;
 }

@@ -25,7 +25,7 @@ typedef struct chart_panel {
 /* Whether values span enough decades (all positive, max / min >= 100) for a log scale. */
 int chart_wants_log(const chart_series *series, int n_series);
 
-/* Writes the figure to path atomically (a temporary file renamed over it). legend[i] names
+/* Writes the figure to path atomically (kiln/file.h). legend[i] names
  * colour i. Returns 0, or -1 with a one-line message in err. */
 int svg_chart_write(const char *path, const char *title, const chart_panel *panels, int n_panels,
                     const char *const *legend, int n_legend, char *err, size_t errlen);

@@ -10,9 +10,11 @@
 
 #include "formats/json.h"
 #include "formats/text_line.h"
+#include "kiln/file.h"
 
-/* Rewrites the file with only the rows whose step is <= keep_step. Lines that are not JSON
- * objects with a step (a torn last line after a crash) are dropped too. */
+/* Rewrites the file, whole (kiln/file.h), with only the rows whose step is <= keep_step.
+ * Lines that are not JSON objects with a step (a torn last line after a crash) are dropped
+ * too. */
 static int truncate_rows(const char *path, int64_t keep_step, char *err, size_t errlen) {
     FILE *in = fopen(path, "rb");
     if (!in) {
@@ -20,11 +22,8 @@ static int truncate_rows(const char *path, int64_t keep_step, char *err, size_t 
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *out = fopen(tmp, "wb");
-    if (!out) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+    kiln_file *file = kiln_file_begin(path, err, errlen);
+    if (!file) {
         fclose(in);
         return -1;
     }
@@ -36,21 +35,20 @@ static int truncate_rows(const char *path, int64_t keep_step, char *err, size_t 
         int64_t step;
         if (json_parse(line, len, &row, NULL, 0) == 0) {
             if (json_as_int64(json_get(row, "step"), &step) && step <= keep_step) {
-                fwrite(line, 1, len, out);
-                fputc('\n', out);
+                kiln_file_write(file, line, len);
+                kiln_file_write(file, "\n", 1);
             }
             json_free(row);
         }
     }
-    int ok = got == 0;
     free(line);
     fclose(in);
-    if (fclose(out) || !ok || rename(tmp, path)) {
-        snprintf(err, errlen, "%s: cannot rewrite: %s", path, ok ? strerror(errno) : "out of memory");
-        remove(tmp);
+    if (got != 0) {
+        kiln_file_abort(file);
+        snprintf(err, errlen, "%s: cannot rewrite: out of memory", path);
         return -1;
     }
-    return 0;
+    return kiln_file_commit(file, err, errlen) == KILN_OK ? 0 : -1;
 }
 
 FILE *metrics_open(const char *dir, int64_t resume_step, char *err, size_t errlen) {
@@ -102,6 +100,8 @@ int metrics_write(FILE *f, const metrics_row *r) {
     fputs("}\n", f);
     return fflush(f) || ferror(f) ? -1 : 0;
 }
+
+int metrics_sync(FILE *f) { return fflush(f) || fsync(fileno(f)) ? -1 : 0; }
 
 int64_t metrics_process_rss(void) {
     FILE *f = fopen("/proc/self/statm", "r");

@@ -44,5 +44,8 @@ FILE *metrics_open(const char *dir, int64_t resume_step, char *err, size_t errle
 
 /* Appends one row and flushes (a crash loses nothing logged). Returns 0 or -1. */
 int metrics_write(FILE *f, const metrics_row *row);
+/* Puts what was appended on disk (fsync): after the row of a step that saved a checkpoint,
+ * so that a power cut cannot leave a checkpoint newer than its log. Returns 0 or -1. */
+int metrics_sync(FILE *f);
 
 #endif

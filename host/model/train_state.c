@@ -41,7 +41,7 @@ static state_keys current_keys(const trainer *t) {
     return k;
 }
 
-int trainer_save_state(const trainer *t, const char *path, char *err, size_t errlen) {
+int trainer_save_state(const trainer *t, const char *path, const char *previous, char *err, size_t errlen) {
     const train_model *m = &t->model;
     st_writer *w = st_writer_new();
     float **host = calloc((size_t)(2 * m->n_params), sizeof *host);
@@ -88,7 +88,7 @@ int trainer_save_state(const trainer *t, const char *path, char *err, size_t err
         snprintf(value, sizeof value, "%" PRId64, ls.skipped_steps);
         st_writer_meta(w, "skipped_steps", value);
     }
-    rc = st_writer_save(w, path, err, errlen);
+    rc = st_writer_save_keeping(w, path, previous, err, errlen);
 done:
     if (host)
         for (int i = 0; i < 2 * m->n_params; i++) free(host[i]);

@@ -173,8 +173,9 @@ int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
  * Adam's moments as m.<weight name> and v.<weight name>, and in the metadata the step, the
  * dropout RNG stream, the seed and the batch geometry a resume must share, and the
  * precision with, in fp16, the loss scaler's state (loss_scale, loss_scale_clean_steps,
- * skipped_steps). */
-int trainer_save_state(const trainer *t, const char *path, char *err, size_t errlen);
+ * skipped_steps). The file it replaces is kept as `previous` (kiln/file.h's keep-previous
+ * mode; NULL: not kept). */
+int trainer_save_state(const trainer *t, const char *path, const char *previous, char *err, size_t errlen);
 /* Restores a state saved by a run with the same model, seed and batch geometry (a
  * mismatch is an error naming the option); the micro-batches per step may differ (see
  * resumed_micro_batches). */

@@ -60,7 +60,7 @@ int tokenizer_load(const char *path, tokenizer **out, char *err, size_t errlen);
 int tokenizer_parse(const char *text, size_t n, const char *name, tokenizer **out, char *err, size_t errlen);
 /* The file format as malloc'd text (n bytes, NUL-terminated too); NULL when out of memory. */
 char *tokenizer_serialize(const tokenizer *t, size_t *n);
-/* Writes the file format atomically: a temporary file beside it, then rename. */
+/* Writes the file format atomically (kiln/file.h). */
 int tokenizer_save(const tokenizer *t, const char *path, char *err, size_t errlen);
 void tokenizer_free(tokenizer *t);
 

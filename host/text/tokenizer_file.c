@@ -1,17 +1,16 @@
 /* The tokenizer file format (text/tokenizer.h): parsing with one-line errors that name the
  * line, serialization, and the file's load and atomic save. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "formats/error_printf.h"
 #include "formats/file_open.h"
+#include "kiln/file.h"
 #include "text/tokenizer_internal.h"
 
 /* Files larger than this are refused: GPT-2's is about 1 MB. */
@@ -318,28 +317,11 @@ int tokenizer_load(const char *path, tokenizer **out, char *err, size_t errlen) 
 int tokenizer_save(const tokenizer *t, const char *path, char *err, size_t errlen) {
     size_t n;
     char *text = tokenizer_serialize(t, &n);
-    size_t tmp_len = strlen(path) + 32;
-    char *tmp = malloc(tmp_len);
-    if (!text || !tmp) {
-        free(text);
-        free(tmp);
+    if (!text) {
         error_printf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    snprintf(tmp, tmp_len, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    const char *step = f ? NULL : "create";
-    if (f && fwrite(text, 1, n, f) != n) step = "write";
-    if (f && fclose(f) != 0 && !step) step = "write";
-    if (!step && rename(tmp, path) != 0) step = "rename";
-    int saved = errno;
+    kiln_status st = kiln_file_write_all(path, text, n, err, errlen);
     free(text);
-    if (step) {
-        if (f) remove(tmp);
-        error_printf(err, errlen, "%s: cannot %s the temporary file %s: %s", path, step, tmp, strerror(saved));
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return st == KILN_OK ? 0 : -1;
 }

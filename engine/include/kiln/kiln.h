@@ -16,5 +16,6 @@
 #include "kiln/probe.h"
 #include "kiln/quant.h"
 #include "kiln/verify.h"
+#include "kiln/file.h"
 
 #endif

@@ -2,12 +2,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model/bert/bert_checkpoint.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "formats/text_number.h"
+#include "kiln/file.h"
 
 /* ---- the layout mapping ---- */
 
@@ -424,16 +424,9 @@ static void json_put(void *file, const char *key, const char *value) {
 }
 
 int bert_write_hf_config(const bert_model *m, const char *path, char *err, size_t errlen) {
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", path);
-        return -1;
-    }
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        return -1;
-    }
+    kiln_file *file = kiln_file_begin(path, err, errlen);
+    if (!file) return -1;
+    FILE *f = kiln_file_stream(file);
     int64_t v[N_INTS];
     config_ints(&m->cfg, v);
     fprintf(f, "{\n  \"architectures\": [\"BertForMaskedLM\"],\n  \"model_type\": \"%s\"", BERT_MODEL_TYPE);
@@ -443,11 +436,5 @@ int bert_write_hf_config(const bert_model *m, const char *path, char *err, size_
             (double)m->cfg.ln_eps, BERT_HIDDEN_ACT);
     block_options_to_meta(&m->cfg.block, json_put, f);
     fprintf(f, "\n}\n");
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, path)) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return kiln_file_commit(file, err, errlen) == KILN_OK ? 0 : -1;
 }
