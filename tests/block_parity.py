@@ -25,7 +25,7 @@ except ImportError as e:  # CTest reads 77 as "skipped"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
-from parity_checks import adam_losses, check, check_gradients, check_losses, rel_err, run_configs  # noqa: E402
+from parity_checks import adam_losses, check, check_gradients, check_losses, kiln_adamw, rel_err, run_configs  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 
 L, H, C, T_POS, V, EPS = 3, 2, 16, 24, 64, 1e-5
@@ -164,10 +164,8 @@ class Reference:
 
     def optimizer(self):
         """AdamW with kiln's decay roles: matrices and embeddings decay, scales do not."""
-        decay = [p for n, p in self.p.items() if p.dim() == 2 and not n.endswith(("qk.scale", "qk.offset"))]
-        rest = [p for n, p in self.p.items() if not (p.dim() == 2 and not n.endswith(("qk.scale", "qk.offset")))]
-        return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                                 lr=LR, betas=(0.9, 0.95), eps=1e-8)
+        return kiln_adamw(self.p, LR, (0.9, 0.95),
+                          lambda n, p: p.dim() == 2 and not n.endswith(("qk.scale", "qk.offset")))
 
 
 CONFIGS = [

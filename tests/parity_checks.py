@@ -41,6 +41,17 @@ def check_losses(what, got, losses, tol=1e-4):
     check(f"{what}losses of {len(losses)} AdamW steps", e < tol, f"relative error {e:.2e}")
 
 
+def kiln_adamw(params, lr, betas, decays=lambda name, p: p.dim() == 2):
+    """torch's AdamW with kiln's decay roles (weight decay 0.1 where decays(name, param):
+    matrices and embeddings), eps 1e-8, over params {name: tensor}."""
+    import torch
+
+    decay = [p for n, p in params.items() if decays(n, p)]
+    rest = [p for n, p in params.items() if not decays(n, p)]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                             lr=lr, betas=betas, eps=1e-8)
+
+
 def adam_losses(model, steps, loss_at):
     """The loss of each of `steps` steps of model.optimizer(); loss_at(step) computes the
     step's loss."""

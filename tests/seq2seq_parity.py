@@ -27,7 +27,7 @@ except ImportError as e:  # CTest reads 77 as "skipped"
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
-from parity_checks import adam_losses, check, check_gradients, check_losses, rel_err, run_configs  # noqa: E402
+from parity_checks import adam_losses, check, check_gradients, check_losses, kiln_adamw, rel_err, run_configs  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 
 N_ENC, N_DEC, H, C, MAX_LEN, EPS = 2, 3, 2, 16, 12, 1e-5
@@ -193,10 +193,7 @@ class Reference:
 
     def optimizer(self):
         """AdamW with kiln's decay roles: matrices and embeddings decay, the rest does not."""
-        decay = [p for p in self.p.values() if p.dim() == 2]
-        rest = [p for p in self.p.values() if p.dim() != 2]
-        return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                                 lr=LR, betas=(0.9, 0.99), eps=1e-8)
+        return kiln_adamw(self.p, LR, (0.9, 0.99))
 
 
 CONFIGS = [
