@@ -286,6 +286,12 @@ int train_common_options(train_options *o, cli_opt *opts) {
     return n;
 }
 
+int train_admin_closed_only(const train_options *o, const block_options *block, const char *kind) {
+    if (block->residual == BLOCK_RESIDUAL_ADMIN && strcmp(o->st.admin_init, "closed"))
+        return host_error("--residual admin for %s needs --admin-init closed", kind);
+    return 0;
+}
+
 const char *train_model_option(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--model")) return i + 1 < argc ? argv[i + 1] : NULL;

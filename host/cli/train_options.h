@@ -62,6 +62,10 @@ int train_parse_choice(const char *option, const char *text, const char *const *
  * precision, --data and --out given. Returns 0, or 1 with the error printed. */
 int train_validate_options(train_options *o, const cli_opt *opts, int n);
 
+/* For a kind whose Admin init has the closed form only (no profiling pass): 1 with the
+ * error printed when the block is Admin's and --admin-init is not closed, else 0. */
+int train_admin_closed_only(const train_options *o, const block_options *block, const char *kind);
+
 /* The value of --model in argv (either form), or NULL: the commands dispatch on it before
  * parsing, since each model has options of its own. */
 const char *train_model_option(int argc, char **argv);

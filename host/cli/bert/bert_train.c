@@ -124,8 +124,7 @@ static int build_model(bert_run *r, kiln_ctx *ctx) {
     bert_config cfg = {.n_layer = r->o->layers, .n_head = r->o->heads, .n_embd = r->o->dim, .max_len = r->o->hp.block,
                        .vocab_size = V, .ln_eps = 1e-12f, .block = r->o->st.block};
     if (bert_config_check(&cfg, err, sizeof err)) return host_error("%s", err);
-    if (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && strcmp(r->o->st.admin_init, "closed"))
-        return host_error("--residual admin for bert needs --admin-init closed");
+    if (train_admin_closed_only(r->o, &cfg.block, "bert")) return 1;
     if (!(r->m = bert_new(ctx, &cfg)) || bert_init(r->m, r->o->hp.seed) ||
         (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && bert_admin_closed_form(r->m)))
         return host_engine_error("cannot create the model");

@@ -141,8 +141,7 @@ static int build_model(s2s_run *r, kiln_ctx *ctx) {
                           .src_vocab = tokenizer_vocab_size(r->src_tok), .tgt_vocab = tokenizer_vocab_size(r->tgt_tok),
                           .shared_vocab = shared, .ln_eps = 1e-5f, .block = r->o->st.block};
     if (seq2seq_config_check(&cfg, err, sizeof err)) return host_error("%s", err);
-    if (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && strcmp(r->o->st.admin_init, "closed"))
-        return host_error("--residual admin for seq2seq needs --admin-init closed");
+    if (train_admin_closed_only(r->o, &cfg.block, "seq2seq")) return 1;
     if (!(r->m = seq2seq_new(ctx, &cfg)) || seq2seq_init(r->m, r->o->hp.seed) ||
         (cfg.block.residual == BLOCK_RESIDUAL_ADMIN && seq2seq_admin_closed_form(r->m)))
         return host_engine_error("cannot create the model");
