@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "formats/gguf.h"
+#include "testutil.h"
 
 /* ---- a hand-made file, for the bad ones ---- */
 
@@ -325,20 +326,13 @@ START_TEST(fuzz_seeds_read) {
 }
 END_TEST
 
-int main(void) {
-    Suite *s = suite_create("host_gguf");
-    TCase *tc = tcase_create("gguf");
-    tcase_set_timeout(tc, 120);
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, writer_refuses_bad_tensors);
     tcase_add_test(tc, bad_framing);
     tcase_add_test(tc, bad_tensors);
     tcase_add_test(tc, truncations_and_byte_changes);
     tcase_add_test(tc, fuzz_seeds_read);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
 }
+
+int main(void) { return kt_run_tcase("host_gguf", "gguf", 120, add_tests); }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "testutil.h"
 
 /* Parses exactly len bytes from a heap copy of just that size, so ASan catches any read
  * past the end (the parser must not rely on a terminator). */
@@ -284,9 +285,7 @@ START_TEST(utf8_validation) {
 }
 END_TEST
 
-int main(void) {
-    Suite *s = suite_create("host_json");
-    TCase *tc = tcase_create("json");
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, parses_values);
     tcase_add_test(tc, integers_are_exact);
     tcase_add_test(tc, string_escapes_decode_to_utf8);
@@ -298,10 +297,6 @@ int main(void) {
     tcase_add_test(tc, escaper_round_trips);
     tcase_add_test(tc, many_and_large_strings);
     tcase_add_test(tc, utf8_validation);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
 }
+
+int main(void) { return kt_run_tcase("host_json", "json", 0, add_tests); }
