@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "formats/utf8.h"
 #include "testutil.h"
 
 /* Parses exactly len bytes from a heap copy of just that size, so ASan catches any read
@@ -275,13 +276,13 @@ START_TEST(many_and_large_strings) {
 END_TEST
 
 START_TEST(utf8_validation) {
-    ck_assert(json_utf8_valid("plain", 5));
-    ck_assert(json_utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", 13));
-    ck_assert(!json_utf8_valid("\xc3", 1));
-    ck_assert(!json_utf8_valid("\xe0\x80\x80", 3)); /* overlong */
-    ck_assert(!json_utf8_valid("\xed\xbf\xbf", 3)); /* surrogate */
-    ck_assert(!json_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
-    ck_assert(!json_utf8_valid("\xfe", 1));
+    ck_assert(utf8_valid("plain", 5));
+    ck_assert(utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", 13));
+    ck_assert(!utf8_valid("\xc3", 1));
+    ck_assert(!utf8_valid("\xe0\x80\x80", 3)); /* overlong */
+    ck_assert(!utf8_valid("\xed\xbf\xbf", 3)); /* surrogate */
+    ck_assert(!utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+    ck_assert(!utf8_valid("\xfe", 1));
 }
 END_TEST
 
