@@ -10,23 +10,18 @@ tensors, with the option in the safetensors metadata as kiln writes it) go to
 and the losses of 6 AdamW steps. Exit 0: pass, 1: fail, 77: skipped (no torch here, or the
 backend is not available on this machine).
 """
-import argparse
 import math
 import os
-import subprocess
 import sys
-
-try:
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-except ImportError as e:  # CTest reads 77 as "skipped"
-    print(f"skipped: {e} (needs Debian's python3-torch and python3-numpy)")
-    sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
-from parity_checks import check, check_gradients, check_losses, failures, rel_err  # noqa: E402
+# parity_checks first: it exits 77 (skipped) where torch or numpy is missing
+from parity_checks import (adamw_losses, check, check_gradients, check_losses, kiln_dev, rel_err,  # noqa: E402
+                           run_configs)
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 
 L, H, C, T_POS, V, EPS = 3, 2, 16, 24, 64, 1e-5
@@ -192,15 +187,9 @@ def run_config(args, name, o, seed):
     g = torch.Generator().manual_seed(seed + 100)
     tokens = torch.randint(0, V, (2, BATCH, T + 1), generator=g)
     save_safetensors(tokens_path, {"tokens": tokens.numpy().astype(np.int64)})
-    r = subprocess.run([args.kiln, "dev", "parity", "--ckpt", weights, "--tokens", tokens_path, "--out", result,
-                        "--steps", str(STEPS), "--lr", str(LR), "--beta1", "0.9", "--beta2", "0.95",
-                        "--weight-decay", "0.1", "--clip", "0", "--backend", args.backend],
-                       capture_output=True, text=True)
-    if r.returncode == 77:
-        print(f"skipped: {r.stderr.strip()}")
-        sys.exit(77)
-    if r.returncode:
-        check(f"{name}: kiln dev parity", False, r.stderr.strip())
+    if not kiln_dev(args, name, "parity", "--ckpt", weights, "--tokens", tokens_path, "--out", result,
+                    "--steps", str(STEPS), "--lr", str(LR), "--beta1", "0.9", "--beta2", "0.95",
+                    "--weight-decay", "0.1", "--clip", "0"):
         return
     got, _ = load_safetensors(result)
     x, y = tokens[0, :, :-1], tokens[0, :, 1:]
@@ -209,33 +198,9 @@ def run_config(args, name, o, seed):
     e = rel_err(got["logits"], logits.detach().numpy())
     check(f"{name}: logits", e < 1e-5, f"relative error {e:.2e}")
     check_gradients(f"{name}: ", got, model.p)
-    opt = model.optimizer()
-    losses = []
-    for step in range(STEPS):
-        x, y = tokens[step % 2, :, :-1], tokens[step % 2, :, 1:]
-        _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = adamw_losses(model, STEPS, lambda step: model(tokens[step % 2, :, :-1], tokens[step % 2, :, 1:])[1])
     check_losses(f"{name}: ", got, losses)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kiln", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--backend", default="cpu")
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    torch.set_num_threads(1)
-    for i, (name, o) in enumerate(CONFIGS):
-        run_config(args, name, o, 10 + i)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("all block options match PyTorch")
-
-
 if __name__ == "__main__":
-    main()
+    run_configs(CONFIGS, run_config, 10, "all block options match PyTorch")

@@ -15,21 +15,16 @@
 The reference files are written into DIR at test time. Exit 0: pass, 1: fail, 77: skipped
 (no torch here, or the backend is not available on this machine).
 """
-import argparse
 import os
 import subprocess
 import sys
 
-try:
-    import numpy as np
-    import torch
-except ImportError as e:  # CTest reads 77 as "skipped"
-    print(f"skipped: {e} (needs Debian's python3-torch and python3-numpy)")
-    sys.exit(77)
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
-from parity_checks import check, failures, rel_err  # noqa: E402
+# parity_checks first: it exits 77 (skipped) where torch or numpy is missing
+from parity_checks import check, failures, parity_args, rel_err  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 from nanogpt_torch import GPT, adamw, load_safetensors, save_safetensors, window_loss  # noqa: E402
 
 CFG = {"n_layer": 2, "n_head": 3, "n_embd": 48, "n_positions": 40, "vocab_size": 256,
@@ -164,13 +159,7 @@ def test_torch_checkpoint_in_kiln(args, work, text_path, text):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--kiln", required=True)
-    p.add_argument("--workdir", required=True)
-    p.add_argument("--backend", default="cpu")
-    args = p.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    torch.set_num_threads(1)
+    args = parity_args()
     test_training_parity(args, args.workdir)
     text_path = os.path.join(args.workdir, "text.txt")
     text = sample_text(text_path)
