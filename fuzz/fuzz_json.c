@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "formats/utf8.h"
 #include "fuzz_check.h"
 
 static void check_string_round_trip(const char *s, size_t len) {
@@ -31,13 +32,13 @@ static void walk(const json_value *v, int depth) {
         break;
     case JSON_STRING:
         FUZZ_CHECK(json_as_string(v)[json_string_len(v)] == '\0');
-        FUZZ_CHECK(json_utf8_valid(json_as_string(v), json_string_len(v)));
+        FUZZ_CHECK(utf8_valid(json_as_string(v), json_string_len(v)));
         check_string_round_trip(json_as_string(v), json_string_len(v));
         break;
     case JSON_OBJECT:
         for (size_t k = 0; k < json_count(v); k++) {
             const char *key = json_key_at(v, k);
-            FUZZ_CHECK(key && json_utf8_valid(key, json_key_len_at(v, k)));
+            FUZZ_CHECK(key && utf8_valid(key, json_key_len_at(v, k)));
             /* keys are unique, so a lookup finds this very member (unless a NUL hides
              * the rest of the key from json_get) */
             if (strlen(key) == json_key_len_at(v, k)) FUZZ_CHECK(json_get(v, key) == json_at(v, k));

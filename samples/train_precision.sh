@@ -4,7 +4,7 @@
 # the fp16 run. The "Mixed precision" figures in docs/results.md come from this script.
 #   samples/train_precision.sh [--backend cpu|vulkan|opencl] [--data FILE] [--steps N]
 #                              [--only fp32|fp16] [--out DIR]
-# The model is nanoGPT's CPU config (samples/train_shakespeare.sh); --steps sets the length
+# The model is nanoGPT's CPU config (samples/nanogpt_cpu.sh); --steps sets the length
 # of the whole schedule (warmup 100, cosine decay to --steps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +26,9 @@ while [ $# -gt 0 ]; do
 done
 [ -s "$data" ] || { echo "train_precision: no data at $data (pass --data FILE)" >&2; exit 2; }
 [ -x "$kiln" ] || { echo "train_precision: build kiln first (cmake --build build), or set KILN" >&2; exit 2; }
-config=(--layers 4 --heads 4 --dim 128 --block 64 --batch 12 --steps "$steps" --lr 1e-3
-        --warmup 100 --min-lr 1e-4 --beta2 0.99 --weight-decay 0.1 --clip 1.0 --dropout 0
-        --seed 1337 --eval-every 0)
+. samples/nanogpt_cpu.sh
+nanogpt_cpu_config "$steps"
+config+=(--seed 1337 --eval-every 0)
 
 declare -A val
 for precision in fp32 fp16; do

@@ -21,8 +21,8 @@ while [ $# -gt 0 ]; do
 done
 [ -s "$data" ] || { echo "train_shakespeare: no data at $data (pass --data FILE)" >&2; exit 2; }
 [ -x "$kiln" ] || { echo "train_shakespeare: build kiln first (cmake --build build), or set KILN" >&2; exit 2; }
-config=(--layers 4 --heads 4 --dim 128 --block 64 --batch 12 --steps "$steps" --lr 1e-3
-        --warmup 100 --min-lr 1e-4 --beta2 0.99 --weight-decay 0.1 --clip 1.0 --dropout 0)
+. samples/nanogpt_cpu.sh
+nanogpt_cpu_config "$steps"
 
 seconds() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", b - a }'; }

@@ -1,12 +1,18 @@
 """What the PyTorch parity scripts (gpt_parity.py, block_parity.py, seq2seq_parity.py,
-bert_parity.py) share: one line per check, the failures kept for the exit code, the relative
-error they compare with, the AdamW steps of a reference model, and the command line of the
-scripts that run one kiln dump per configuration."""
+bert_parity.py) share: the skip without torch, their command line, running `kiln dev`, one
+line per check with the failures kept for the exit code, the relative error they compare
+with, and the losses of the AdamW steps they replay."""
 import argparse
 import os
+import subprocess
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+    import torch
+except ImportError as e:  # CTest reads 77 as "skipped"
+    print(f"skipped: {e} (needs Debian's python3-torch and python3-numpy)")
+    sys.exit(77)
 
 failures = []
 
@@ -41,20 +47,45 @@ def check_losses(what, got, losses, tol=1e-4):
     check(f"{what}losses of {len(losses)} AdamW steps", e < tol, f"relative error {e:.2e}")
 
 
+def parity_args():
+    """--kiln PATH/kiln --workdir DIR [--backend cpu|vulkan|opencl]; makes DIR, and keeps
+    torch on one thread."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--backend", default="cpu")
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    torch.set_num_threads(1)
+    return args
+
+
+def kiln_dev(args, name, command, *argv):
+    """Runs `kiln dev COMMAND ARGV... --backend B`. Exits 77 when the backend is not
+    available here; any other failure is a failed check of config NAME and returns False."""
+    r = subprocess.run([args.kiln, "dev", command, *argv, "--backend", args.backend],
+                       capture_output=True, text=True)
+    if r.returncode == 77:
+        print(f"skipped: {r.stderr.strip()}")
+        sys.exit(77)
+    if r.returncode:
+        check(f"{name}: kiln dev {command}", False, r.stderr.strip())
+        return False
+    return True
+
+
 def kiln_adamw(params, lr, betas, decays=lambda name, p: p.dim() == 2):
     """torch's AdamW with kiln's decay roles (weight decay 0.1 where decays(name, param):
     matrices and embeddings), eps 1e-8, over params {name: tensor}."""
-    import torch
-
     decay = [p for n, p in params.items() if decays(n, p)]
     rest = [p for n, p in params.items() if not decays(n, p)]
     return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
                              lr=lr, betas=betas, eps=1e-8)
 
 
-def adam_losses(model, steps, loss_at):
-    """The loss of each of `steps` steps of model.optimizer(); loss_at(step) computes the
-    step's loss."""
+def adamw_losses(model, steps, loss_at):
+    """The loss of each of STEPS steps of model.optimizer(); loss_at(step) runs the forward
+    pass and returns the loss tensor."""
     opt = model.optimizer()
     losses = []
     for step in range(steps):
@@ -66,28 +97,12 @@ def adam_losses(model, steps, loss_at):
     return losses
 
 
-def parity_args():
-    """The scripts' command line: --kiln, --workdir (made) and --backend; torch on one
-    thread."""
-    import torch
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kiln", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--backend", default="cpu")
-    args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
-    torch.set_num_threads(1)
-    return args
-
-
-def run_configs(run_config, configs, first_seed, passed):
-    """The main of a script with one kiln dump per configuration: run_config(args, name,
-    options, seed) for each (name, options) of configs, seeds from first_seed; exit 1 on a
-    failure, else print `passed`."""
+def run_configs(configs, run_config, seed, passed):
+    """main() of a script with a table of (name, options) configurations: each runs with
+    seed + its index; exit 1 when any check failed, else print PASSED."""
     args = parity_args()
     for i, (name, o) in enumerate(configs):
-        run_config(args, name, o, first_seed + i)
+        run_config(args, name, o, seed + i)
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

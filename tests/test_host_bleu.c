@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
 #include "text/bleu.h"
 
 typedef struct bleu_case {
@@ -199,17 +200,11 @@ START_TEST(bytes_and_edges) {
 }
 END_TEST
 
-int main(void) {
-    Suite *s = suite_create("host_bleu");
-    TCase *tc = tcase_create("bleu");
+static void add_tests(TCase *tc) {
     tcase_add_loop_test(tc, matches_sacrebleu, 0, N_CASES);
     tcase_add_loop_test(tc, tokenizer_matches_sacrebleu, 0, N_TOKENIZER);
     tcase_add_test(tc, statistics_are_sums_over_sentences);
     tcase_add_test(tc, bytes_and_edges);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
 }
+
+int main(void) { return kt_run_tcase("host_bleu", "bleu", 0, add_tests); }

@@ -12,6 +12,7 @@
 
 #include "formats/data.h"
 #include "kiln/rng.h"
+#include "testutil_host.h"
 
 static char tmpdir[] = "/tmp/kiln_data_test_XXXXXX";
 
@@ -238,13 +239,7 @@ START_TEST(evaluation_windows) {
 }
 END_TEST
 
-int main(void) {
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    Suite *s = suite_create("host_data");
-    TCase *tc = tcase_create("data");
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, loads_bytes_and_splits);
     tcase_add_test(tc, load_errors);
     tcase_add_test(tc, loads_from_a_pipe);
@@ -253,11 +248,6 @@ int main(void) {
     tcase_add_test(tc, batches_cover_the_split_evenly);
     tcase_add_test(tc, block_too_long_is_a_clear_error);
     tcase_add_test(tc, evaluation_windows);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    rmdir(tmpdir);
-    return failed ? 1 : 0;
 }
+
+int main(void) { return kt_run_tcase_in(tmpdir, "host_data", "data", 0, add_tests); }

@@ -17,6 +17,7 @@
 
 #include "formats/gguf.h"
 #include "testfile.h"
+#include "testutil.h"
 
 /* ---- a hand-made file, for the bad ones ---- */
 
@@ -360,10 +361,7 @@ START_TEST(fuzz_seeds_read) {
 }
 END_TEST
 
-int main(void) {
-    Suite *s = suite_create("host_gguf");
-    TCase *tc = tcase_create("gguf");
-    tcase_set_timeout(tc, 120);
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, save_stopped_midway_keeps_the_old_file);
     tcase_add_test(tc, writer_refuses_bad_tensors);
@@ -371,10 +369,6 @@ int main(void) {
     tcase_add_test(tc, bad_tensors);
     tcase_add_test(tc, truncations_and_byte_changes);
     tcase_add_test(tc, fuzz_seeds_read);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
 }
+
+int main(void) { return kt_run_tcase("host_gguf", "gguf", 120, add_tests); }

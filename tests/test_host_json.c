@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "formats/utf8.h"
+#include "testutil.h"
 
 /* Parses exactly len bytes from a heap copy of just that size, so ASan catches any read
  * past the end (the parser must not rely on a terminator). */
@@ -274,19 +276,17 @@ START_TEST(many_and_large_strings) {
 END_TEST
 
 START_TEST(utf8_validation) {
-    ck_assert(json_utf8_valid("plain", 5));
-    ck_assert(json_utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", 13));
-    ck_assert(!json_utf8_valid("\xc3", 1));
-    ck_assert(!json_utf8_valid("\xe0\x80\x80", 3)); /* overlong */
-    ck_assert(!json_utf8_valid("\xed\xbf\xbf", 3)); /* surrogate */
-    ck_assert(!json_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
-    ck_assert(!json_utf8_valid("\xfe", 1));
+    ck_assert(utf8_valid("plain", 5));
+    ck_assert(utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", 13));
+    ck_assert(!utf8_valid("\xc3", 1));
+    ck_assert(!utf8_valid("\xe0\x80\x80", 3)); /* overlong */
+    ck_assert(!utf8_valid("\xed\xbf\xbf", 3)); /* surrogate */
+    ck_assert(!utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+    ck_assert(!utf8_valid("\xfe", 1));
 }
 END_TEST
 
-int main(void) {
-    Suite *s = suite_create("host_json");
-    TCase *tc = tcase_create("json");
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, parses_values);
     tcase_add_test(tc, integers_are_exact);
     tcase_add_test(tc, string_escapes_decode_to_utf8);
@@ -298,10 +298,6 @@ int main(void) {
     tcase_add_test(tc, escaper_round_trips);
     tcase_add_test(tc, many_and_large_strings);
     tcase_add_test(tc, utf8_validation);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
 }
+
+int main(void) { return kt_run_tcase("host_json", "json", 0, add_tests); }

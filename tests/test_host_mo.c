@@ -9,7 +9,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,8 @@
 
 #include "formats/mo_catalog.h"
 #include "formats/mo_pairs.h"
+#include "testutil.h"
+#include "testutil_host.h"
 
 /* A .mo image under construction. */
 typedef struct mo_image {
@@ -308,57 +309,41 @@ START_TEST(reads_msgfmt_catalogs) {
 }
 END_TEST
 
-/* The fuzz seeds: each parses or fails with one line naming the file; accepted entries lie
+/* One fuzz seed: it parses or fails with one line naming the file; accepted entries lie
  * inside the input. */
-START_TEST(fuzz_seeds_replay) {
-    DIR *d = opendir(KILN_FUZZ_CORPUS "/mo");
-    ck_assert_msg(d != NULL, "no seed directory %s", KILN_FUZZ_CORPUS "/mo");
-    int files = 0, accepted = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.') continue;
-        char path[1024], err[256];
-        snprintf(path, sizeof path, "%s/mo/%s", KILN_FUZZ_CORPUS, de->d_name);
-        files++;
-        mo_catalog *c;
-        if (mo_load(path, &c, err, sizeof err) != 0) {
-            ck_assert(strchr(err, '\n') == NULL && strstr(err, de->d_name));
-            continue;
-        }
-        accepted++;
-        const char *lo = (const char *)c->data, *hi = lo + c->size;
-        for (int64_t i = 0; i < c->count; i++) {
-            const mo_entry *e = &c->entries[i];
-            ck_assert(e->id >= lo && e->id + e->id_len < hi && e->str >= lo && e->str + e->str_len < hi);
-            ck_assert(!e->ctxt || (e->ctxt >= lo && e->ctxt + e->ctxt_len < hi));
-            char *s, *t;
-            size_t sn, tn;
-            int v = mo_entry_pair(e, mo_catalog_encoding(c), &s, &sn, &t, &tn);
-            ck_assert(v >= 0 && v < MO_PAIR_N_VERDICTS);
-            free(s);
-            free(t);
-        }
-        mo_free(c);
+static int replay_seed(const char *path, const char *name) {
+    char err[256];
+    mo_catalog *c;
+    if (mo_load(path, &c, err, sizeof err) != 0) {
+        ck_assert(strchr(err, '\n') == NULL && strstr(err, name));
+        return 0;
     }
-    closedir(d);
-    ck_assert_int_ge(files, 3);
-    ck_assert_int_ge(accepted, 2);
+    const char *lo = (const char *)c->data, *hi = lo + c->size;
+    for (int64_t i = 0; i < c->count; i++) {
+        const mo_entry *e = &c->entries[i];
+        ck_assert(e->id >= lo && e->id + e->id_len < hi && e->str >= lo && e->str + e->str_len < hi);
+        ck_assert(!e->ctxt || (e->ctxt >= lo && e->ctxt + e->ctxt_len < hi));
+        char *s, *t;
+        size_t sn, tn;
+        int v = mo_entry_pair(e, mo_catalog_encoding(c), &s, &sn, &t, &tn);
+        ck_assert(v >= 0 && v < MO_PAIR_N_VERDICTS);
+        free(s);
+        free(t);
+    }
+    mo_free(c);
+    return 1;
 }
+
+START_TEST(fuzz_seeds_replay) { kt_replay_seeds(KILN_FUZZ_CORPUS "/mo", replay_seed, 3, 2); }
 END_TEST
 
-int main(void) {
-    Suite *s = suite_create("host_mo");
-    TCase *tc = tcase_create("mo");
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, reads_both_byte_orders);
     tcase_add_test(tc, refuses_lying_headers);
     tcase_add_test(tc, fuzzy_header_and_charsets);
     tcase_add_test(tc, which_entries_make_pairs);
     tcase_add_test(tc, reads_msgfmt_catalogs);
     tcase_add_test(tc, fuzz_seeds_replay);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
 }
+
+int main(void) { return kt_run_tcase("host_mo", "mo", 0, add_tests); }

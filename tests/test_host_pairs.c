@@ -4,13 +4,13 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "formats/pairs.h"
+#include "testutil_host.h"
 
 static char tmpdir[] = "/tmp/kiln_pairs_test_XXXXXX";
 
@@ -213,63 +213,41 @@ START_TEST(batch_invariants_on_random_lengths) {
 }
 END_TEST
 
-/* The fuzz seeds parse (or fail with one line), and their batches keep the invariants. */
-START_TEST(fuzz_seeds_replay) {
-    DIR *d = opendir(KILN_FUZZ_CORPUS "/pairs");
-    ck_assert_msg(d != NULL, "no seed directory %s", KILN_FUZZ_CORPUS "/pairs");
-    int files = 0, accepted = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.') continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/pairs/%s", KILN_FUZZ_CORPUS, de->d_name);
-        FILE *f = fopen(path, "rb");
-        ck_assert_ptr_nonnull(f);
-        char buf[1 << 16];
-        size_t n = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        files++;
-        if (n < 2) continue;
-        text_pairs *p;
-        char err[256];
-        /* the fuzzer's layout: 2 bytes choose max_tokens, the rest is the file */
-        int64_t max_tokens = 1 + (((unsigned char)buf[0] << 8 | (unsigned char)buf[1]) % 512);
-        if (pairs_parse(buf + 2, n - 2, de->d_name, &p, err, sizeof err) != 0) {
-            ck_assert(strchr(err, '\n') == NULL && strstr(err, de->d_name));
-            continue;
-        }
-        accepted++;
-        int32_t *s = malloc((size_t)p->count * sizeof *s), *t = malloc((size_t)p->count * sizeof *t);
-        for (int64_t i = 0; i < p->count; i++) s[i] = (int32_t)p->src_len[i], t[i] = (int32_t)p->tgt_len[i];
-        check_batches(s, t, p->count, max_tokens);
-        free(s);
-        free(t);
-        pairs_free(p);
+/* One fuzz seed: it parses (or fails with one line), and its batches keep the invariants. */
+static int replay_seed(const char *path, const char *name) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    if (n < 2) return 0;
+    text_pairs *p;
+    char err[256];
+    /* the fuzzer's layout: 2 bytes choose max_tokens, the rest is the file */
+    int64_t max_tokens = 1 + (((unsigned char)buf[0] << 8 | (unsigned char)buf[1]) % 512);
+    if (pairs_parse(buf + 2, n - 2, name, &p, err, sizeof err) != 0) {
+        ck_assert(strchr(err, '\n') == NULL && strstr(err, name));
+        return 0;
     }
-    closedir(d);
-    ck_assert_int_ge(files, 3);
-    ck_assert_int_ge(accepted, 2);
+    int32_t *s = malloc((size_t)p->count * sizeof *s), *t = malloc((size_t)p->count * sizeof *t);
+    for (int64_t i = 0; i < p->count; i++) s[i] = (int32_t)p->src_len[i], t[i] = (int32_t)p->tgt_len[i];
+    check_batches(s, t, p->count, max_tokens);
+    free(s);
+    free(t);
+    pairs_free(p);
+    return 1;
 }
+
+START_TEST(fuzz_seeds_replay) { kt_replay_seeds(KILN_FUZZ_CORPUS "/pairs", replay_seed, 3, 2); }
 END_TEST
 
-int main(void) {
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    Suite *s = suite_create("host_pairs");
-    TCase *tc = tcase_create("pairs");
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, reads_pairs);
     tcase_add_test(tc, refuses_bad_lines_naming_them);
     tcase_add_test(tc, loads_files);
     tcase_add_test(tc, batches_by_hand);
     tcase_add_test(tc, batch_invariants_on_random_lengths);
     tcase_add_test(tc, fuzz_seeds_replay);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    rmdir(tmpdir);
-    return failed ? 1 : 0;
 }
+
+int main(void) { return kt_run_tcase_in(tmpdir, "host_pairs", "pairs", 0, add_tests); }

@@ -21,6 +21,7 @@
 #include "formats/safetensors.h"
 #include "kiln/tensor.h"
 #include "testfile.h"
+#include "testutil_host.h"
 
 static char tmpdir[] = "/tmp/kiln_st_test_XXXXXX";
 
@@ -663,30 +664,7 @@ static int write_for_python(const char *path) {
 }
 
 /* Removes the files the tests left in tmpdir (none on success), then the directory. */
-static void remove_tmpdir(void) {
-    DIR *d = opendir(tmpdir);
-    if (!d) return;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
-        if (remove(path) != 0) rmdir(path);
-    }
-    closedir(d);
-    rmdir(tmpdir);
-}
-
-int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "--reference") == 0) return check_reference(argv[2]);
-    if (argc == 3 && strcmp(argv[1], "--write-for-python") == 0) return write_for_python(argv[2]);
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    Suite *s = suite_create("host_safetensors");
-    TCase *tc = tcase_create("safetensors");
-    tcase_set_timeout(tc, 60);
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, reads_python_layout);
     tcase_add_test(tc, bad_framing);
@@ -697,11 +675,10 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, conversions);
     tcase_add_test(tc, writer_rejects_bad_arguments);
     tcase_add_test(tc, atomic_save);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    remove_tmpdir();
-    return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--reference") == 0) return check_reference(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--write-for-python") == 0) return write_for_python(argv[2]);
+    return kt_run_tcase_in(tmpdir, "host_safetensors", "safetensors", 60, add_tests);
 }

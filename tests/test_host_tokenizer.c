@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "testutil.h"
+#include "testutil_host.h"
 #include "text/pretokenize.h"
 #include "text/tokenizer.h"
 #include "testfile.h"
@@ -599,33 +601,24 @@ START_TEST(pretokenizer_pieces) {
 }
 END_TEST
 
-/* The committed fuzz seeds through the fuzz target's properties. */
-START_TEST(fuzz_seeds_replay) {
-    DIR *d = opendir(KILN_FUZZ_CORPUS_DIR);
-    ck_assert_ptr_nonnull(d);
-    int seeds = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", KILN_FUZZ_CORPUS_DIR, e->d_name);
-        FILE *f = fopen(path, "rb");
-        ck_assert_ptr_nonnull(f);
-        uint8_t *buf = malloc(1 << 20);
-        size_t n = fread(buf, 1, 1 << 20, f);
-        fclose(f);
-        ck_assert_int_eq(LLVMFuzzerTestOneInput(buf, n), 0);
-        free(buf);
-        seeds++;
-    }
-    closedir(d);
-    ck_assert_int_ge(seeds, 4);
+/* One committed fuzz seed through the fuzz target's properties (fuzz_seeds_replay runs them
+ * all). */
+static int replay_seed(const char *path, const char *name) {
+    (void)name;
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    uint8_t *buf = malloc(1 << 20);
+    size_t n = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    ck_assert_int_eq(LLVMFuzzerTestOneInput(buf, n), 0);
+    free(buf);
+    return 1;
 }
+
+START_TEST(fuzz_seeds_replay) { kt_replay_seeds(KILN_FUZZ_CORPUS_DIR, replay_seed, 4, 0); }
 END_TEST
 
-int main(void) {
-    Suite *s = suite_create("tokenizer");
-    TCase *tc = tcase_create("tokenizer");
-    tcase_set_timeout(tc, 300); /* the sanitizer build takes about 40 s in all */
+static void add_tests(TCase *tc) {
     tcase_add_test(tc, gpt2_ids_on_a_mixed_corpus);
     tcase_add_test(tc, gpt2_specials_and_plain_text);
     tcase_add_test(tc, round_trip_on_arbitrary_bytes);
@@ -638,10 +631,7 @@ int main(void) {
     tcase_add_test(tc, training_is_deterministic_and_learns_words);
     tcase_add_test(tc, pretokenizer_pieces);
     tcase_add_test(tc, fuzz_seeds_replay);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
 }
+
+/* 300 s: the sanitizer build takes about 40 s in all */
+int main(void) { return kt_run_tcase("tokenizer", "tokenizer", 300, add_tests); }

@@ -231,10 +231,10 @@ int kt_require_backend(const char *backend) {
     return 0;
 }
 
-int kt_run_tests(const char *suite_name, const char *tcase_name, void (*add_tests)(TCase *tc)) {
+int kt_run_tcase(const char *suite_name, const char *tcase_name, int timeout_s, void (*add_tests)(TCase *tc)) {
     Suite *s = suite_create(suite_name);
     TCase *tc = tcase_create(tcase_name);
-    tcase_set_timeout(tc, 600);
+    if (timeout_s) tcase_set_timeout(tc, timeout_s);
     add_tests(tc);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
@@ -242,6 +242,10 @@ int kt_run_tests(const char *suite_name, const char *tcase_name, void (*add_test
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? 1 : 0;
+}
+
+int kt_run_tests(const char *suite_name, const char *tcase_name, void (*add_tests)(TCase *tc)) {
+    return kt_run_tcase(suite_name, tcase_name, 600, add_tests);
 }
 
 int kt_run_tests_on(const char *backend, kiln_ctx **ctx, const char *suite_name, const char *tcase_name,

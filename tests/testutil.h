@@ -72,8 +72,11 @@ int kt_main_group(int argc, char **argv, const char *group, void (*add_tests)(Su
 /* For backend-specific test programs: 77 (CTest's "skipped") with the reason on stderr when
  * `backend` cannot be opened here, else 0. */
 int kt_require_backend(const char *backend);
-/* Runs the tests that `add_tests` puts into one TCase named `tcase_name`; returns 0 when all
- * pass, 1 otherwise. */
+/* Runs the tests that `add_tests` puts into one TCase named `tcase_name`, with a timeout of
+ * timeout_s seconds a test (0 keeps Check's default: 4 s, or CK_DEFAULT_TIMEOUT); returns 0
+ * when all pass, 1 otherwise. */
+int kt_run_tcase(const char *suite_name, const char *tcase_name, int timeout_s, void (*add_tests)(TCase *tc));
+/* kt_run_tcase with a timeout of 600 s. */
 int kt_run_tests(const char *suite_name, const char *tcase_name, void (*add_tests)(TCase *tc));
 /* kt_run_tests with *ctx opened on `backend` for the tests to share (77 when the backend
  * cannot be opened here, 1 when the open fails after all), closed afterwards. */

@@ -155,8 +155,18 @@ static int has_instance_ext(const char *layer, const char *name) {
     return found;
 }
 
-/* Creates the instance (under g_instance_lock). */
-static kiln_status create_instance(void) {
+/* The layers, extensions and flags the instance is created with. */
+typedef struct instance_request {
+    const char *layers[1];
+    uint32_t n_layers;
+    const char *exts[4];
+    uint32_t n_exts;
+    VkInstanceCreateFlags flags;
+    int sync_validation; /* the validation layer offers synchronization validation */
+} instance_request;
+
+/* volk finds the loader, which must speak Vulkan 1.1 at least; its version in *version. */
+static kiln_status open_loader(uint32_t *version) {
     if (!g_vk.volk_ok) {
         if (volkInitialize() != VK_SUCCESS)
             return kiln_set_error(KILN_ERR_NO_BACKEND,
@@ -164,43 +174,46 @@ static kiln_status create_instance(void) {
                                   "libvulkan1 and a driver (mesa-vulkan-drivers has the CPU driver lavapipe)");
         g_vk.volk_ok = 1;
     }
-    uint32_t loader_version = volkGetInstanceVersion();
-    if (loader_version < VK_API_VERSION_1_1)
+    *version = volkGetInstanceVersion();
+    if (*version < VK_API_VERSION_1_1)
         return kiln_set_error(KILN_ERR_NO_BACKEND, "vulkan: the loader supports Vulkan %u.%u; kiln needs 1.1",
-                              VK_API_VERSION_MAJOR(loader_version), VK_API_VERSION_MINOR(loader_version));
+                              VK_API_VERSION_MAJOR(*version), VK_API_VERSION_MINOR(*version));
+    return KILN_OK;
+}
 
+/* KILN_VK_VALIDATION's layer and extensions, and MoltenVK's opt-in. */
+static kiln_status choose_layers(instance_request *rq) {
     const char *val = getenv("KILN_VK_VALIDATION");
     g_vk.validation = val && *val && strcmp(val, "0") != 0;
     pthread_mutex_lock(&g_message_lock);
     g_vk.fail = g_vk.validation && !strcmp(val, "fail");
     pthread_mutex_unlock(&g_message_lock);
-    const char *layers[1];
-    uint32_t n_layers = 0;
-    const char *exts[4];
-    uint32_t n_exts = 0;
-    int sync_validation = 0;
     if (g_vk.validation) {
         if (!has_layer("VK_LAYER_KHRONOS_validation"))
             return kiln_set_error(KILN_ERR_NO_BACKEND,
                                   "vulkan: KILN_VK_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
                                   "installed (Debian: vulkan-validationlayers)");
-        layers[n_layers++] = "VK_LAYER_KHRONOS_validation";
-        exts[n_exts++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-        sync_validation = has_instance_ext("VK_LAYER_KHRONOS_validation", VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
-        if (sync_validation) exts[n_exts++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
+        rq->layers[rq->n_layers++] = "VK_LAYER_KHRONOS_validation";
+        rq->exts[rq->n_exts++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        rq->sync_validation =
+            has_instance_ext("VK_LAYER_KHRONOS_validation", VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+        if (rq->sync_validation) rq->exts[rq->n_exts++] = VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME;
     }
-    VkInstanceCreateFlags flags = 0;
     /* MoltenVK (Apple) is only enumerated when the application opts in */
     if (has_instance_ext(NULL, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
-        exts[n_exts++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
-        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+        rq->exts[rq->n_exts++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+        rq->flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
     }
+    return KILN_OK;
+}
 
+/* g_vk.instance, and when validating its debug messenger (which also reports the
+ * instance's creation). */
+static kiln_status create_vk_instance(const instance_request *rq, uint32_t loader_version) {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "kiln";
     app.pEngineName = "kiln";
     app.apiVersion = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader_version;
-
     /* Synchronization validation checks that kiln's barrier tracking is right, which a CPU
      * driver that runs dispatches one after another would otherwise never reveal. */
     VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
@@ -212,15 +225,15 @@ static kiln_status create_instance(void) {
     dbg.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
     dbg.pfnUserCallback = debug_callback;
-    if (sync_validation) dbg.pNext = &features;
+    if (rq->sync_validation) dbg.pNext = &features;
 
     VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    ci.flags = flags;
+    ci.flags = rq->flags;
     ci.pApplicationInfo = &app;
-    ci.enabledLayerCount = n_layers;
-    ci.ppEnabledLayerNames = layers;
-    ci.enabledExtensionCount = n_exts;
-    ci.ppEnabledExtensionNames = exts;
+    ci.enabledLayerCount = rq->n_layers;
+    ci.ppEnabledLayerNames = rq->layers;
+    ci.enabledExtensionCount = rq->n_exts;
+    ci.ppEnabledExtensionNames = rq->exts;
     if (g_vk.validation) ci.pNext = &dbg; /* also reports instance creation itself */
     VkResult r = vkCreateInstance(&ci, NULL, &g_vk.instance);
     if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
@@ -238,6 +251,17 @@ static kiln_status create_instance(void) {
             return vk_result(r, "vulkan: vkCreateDebugUtilsMessengerEXT");
         }
     }
+    return KILN_OK;
+}
+
+/* Creates the instance (under g_instance_lock). */
+static kiln_status create_instance(void) {
+    uint32_t loader_version = 0;
+    instance_request rq = {0};
+    kiln_status s = open_loader(&loader_version);
+    if (s == KILN_OK) s = choose_layers(&rq);
+    if (s == KILN_OK) s = create_vk_instance(&rq, loader_version);
+    if (s != KILN_OK) return s;
     /* Registered after each load of the driver (the loader unloads it with the last
      * instance and a forked child loads it anew), so that they run before the exit-time
      * destructors registered while loading it; validation_exit_check runs after
@@ -363,24 +387,26 @@ static int coopmat_has_shape(VkInstance inst, VkPhysicalDevice pd) {
     return found;
 }
 
-/* The limits and features kiln uses, queried from the device. */
-static void query_caps(VkInstance inst, vk_physical *p) {
+/* The properties kiln reads through vkGetPhysicalDeviceProperties2: the device's and
+ * driver's UUIDs and the driver's name, into p; the subgroup and maintenance3 properties,
+ * into *sg and *m3 for query_limits. */
+static void query_properties(vk_physical *p, VkPhysicalDeviceSubgroupProperties *sg,
+                             VkPhysicalDeviceMaintenance3Properties *m3) {
     VkPhysicalDevice pd = p->handle;
-    uint32_t api = p->props.apiVersion;
     vk_caps *c = &p->caps;
-    const VkPhysicalDeviceLimits *l = &p->props.limits;
-
-    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-    VkPhysicalDeviceMaintenance3Properties m3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceIDProperties ids = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceProperties2 props2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    props2.pNext = &sg;
-    sg.pNext = &m3;
-    m3.pNext = &ids;
-    c->driver_props = api >= VK_API_VERSION_1_2 || has_device_ext(pd, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    *sg = (VkPhysicalDeviceSubgroupProperties){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    *m3 = (VkPhysicalDeviceMaintenance3Properties){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    props2.pNext = sg;
+    sg->pNext = m3;
+    m3->pNext = &ids;
+    c->driver_props = p->props.apiVersion >= VK_API_VERSION_1_2 ||
+                      has_device_ext(pd, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     if (c->driver_props) ids.pNext = &drv;
     vkGetPhysicalDeviceProperties2(pd, &props2);
+    sg->pNext = m3->pNext = NULL; /* the chain's other links die here */
     memcpy(p->device_uuid, ids.deviceUUID, VK_UUID_SIZE);
     memcpy(p->driver_uuid, ids.driverUUID, VK_UUID_SIZE);
     if (c->driver_props) {
@@ -390,7 +416,14 @@ static void query_caps(VkInstance inst, vk_physical *p) {
         snprintf(p->driver_name, sizeof p->driver_name, "driver 0x%x", p->props.driverVersion);
         p->driver_info[0] = 0;
     }
+}
 
+/* The optional features kiln uses (16-bit storage, float16, integer dot products, the
+ * cooperative matrix), through vkGetPhysicalDeviceFeatures2 with each one's extension. */
+static void query_features(VkInstance inst, vk_physical *p) {
+    VkPhysicalDevice pd = p->handle;
+    uint32_t api = p->props.apiVersion;
+    vk_caps *c = &p->caps;
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     kiln_coopmat_features cm = {.sType = KILN_VK_STYPE_COOPMAT_FEATURES};
@@ -415,7 +448,20 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     }
     if (has_cm) *tail = &cm;
     vkGetPhysicalDeviceFeatures2(pd, &feats);
+    c->storage16 = s16.storageBuffer16BitAccess;
+    c->float16 = has_f16 && f16.shaderFloat16;
+    /* the shader is SPIR-V 1.6 (Vulkan 1.3) */
+    c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && api >= VK_API_VERSION_1_3 &&
+                 coopmat_has_shape(inst, pd);
+    c->int_dot = has_idot && idot.shaderIntegerDotProduct;
+}
 
+/* The limits: the device's own, the subgroup's operations, and what the environment forces. */
+static void query_limits(vk_physical *p, const VkPhysicalDeviceSubgroupProperties *sg,
+                         const VkPhysicalDeviceMaintenance3Properties *m3) {
+    VkPhysicalDevice pd = p->handle;
+    vk_caps *c = &p->caps;
+    const VkPhysicalDeviceLimits *l = &p->props.limits;
     c->max_wg_invocations = l->maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++) {
         c->max_wg_size[i] = l->maxComputeWorkGroupSize[i];
@@ -425,23 +471,17 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     c->max_push_bytes = l->maxPushConstantsSize;
     c->max_storage_buffers = l->maxPerStageDescriptorStorageBuffers;
     c->max_storage_range = l->maxStorageBufferRange;
-    c->max_alloc_bytes = m3.maxMemoryAllocationSize ? m3.maxMemoryAllocationSize : ((uint64_t)1 << 30);
+    c->max_alloc_bytes = m3->maxMemoryAllocationSize ? m3->maxMemoryAllocationSize : ((uint64_t)1 << 30);
     c->min_ssbo_align = l->minStorageBufferOffsetAlignment;
     c->min_texel_align = l->minTexelBufferOffsetAlignment;
     c->max_texel_elements = l->maxTexelBufferElements;
     c->max_alloc_count = l->maxMemoryAllocationCount;
-    c->subgroup_size = sg.subgroupSize;
-    c->subgroup_arith = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
-                        (sg.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
-    c->subgroup_shuffle = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                          (sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
-    c->storage16 = s16.storageBuffer16BitAccess;
-    c->float16 = has_f16 && f16.shaderFloat16;
-    /* the shader is SPIR-V 1.6 (Vulkan 1.3) */
-    c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && api >= VK_API_VERSION_1_3 &&
-                 coopmat_has_shape(inst, pd);
-    c->int_dot = has_idot && idot.shaderIntegerDotProduct;
+    c->subgroup_size = sg->subgroupSize;
+    c->subgroup_arith = (sg->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                        (sg->supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                        (sg->supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+    c->subgroup_shuffle = (sg->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (sg->supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     const char *lanes = getenv("KILN_VK_QMATMUL_LANES"); /* a power of two up to 64, else ignored */
     long forced = lanes && *lanes ? strtol(lanes, NULL, 10) : 0;
     c->qmatmul_lanes = forced >= 1 && forced <= 64 && (forced & (forced - 1)) == 0 ? (uint32_t)forced : 0;
@@ -450,14 +490,18 @@ static void query_caps(VkInstance inst, vk_physical *p) {
     vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R16G16B16A16_SFLOAT, &half4);
     c->texel_f16 = (half4.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
     c->timestamp_period = l->timestampPeriod;
+}
 
+/* The queue family kiln submits to: any with compute, preferably one with timestamps. */
+static void choose_queue_family(vk_physical *p) {
+    VkPhysicalDevice pd = p->handle;
+    vk_caps *c = &p->caps;
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, NULL);
     VkQueueFamilyProperties *q = calloc(nq ? nq : 1, sizeof *q);
     p->queue_family = UINT32_MAX;
     if (q) {
         vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, q);
-        /* any compute family works; prefer one with timestamps */
         for (uint32_t i = 0; i < nq; i++) {
             if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
             if (p->queue_family == UINT32_MAX || (!c->timestamp_bits && q[i].timestampValidBits)) {
@@ -467,17 +511,25 @@ static void query_caps(VkInstance inst, vk_physical *p) {
         }
     }
     free(q);
+}
 
-    vkGetPhysicalDeviceMemoryProperties(pd, &p->mem);
+/* The limits and features kiln uses, queried from the device, and whether it can run kiln. */
+static void query_caps(VkInstance inst, vk_physical *p) {
+    VkPhysicalDeviceSubgroupProperties sg;
+    VkPhysicalDeviceMaintenance3Properties m3;
+    query_properties(p, &sg, &m3);
+    query_features(inst, p);
+    query_limits(p, &sg, &m3);
+    choose_queue_family(p);
+    vkGetPhysicalDeviceMemoryProperties(p->handle, &p->mem);
     p->device_memory = 0;
     for (uint32_t i = 0; i < p->mem.memoryHeapCount; i++)
         if (p->mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) p->device_memory += p->mem.memoryHeaps[i].size;
-
-    if (api < VK_API_VERSION_1_1)
+    if (p->props.apiVersion < VK_API_VERSION_1_1)
         p->unusable = "needs Vulkan 1.1";
     else if (p->queue_family == UINT32_MAX)
         p->unusable = "has no compute queue";
-    else if (c->max_storage_buffers < VK_MAX_OPERANDS)
+    else if (p->caps.max_storage_buffers < VK_MAX_OPERANDS)
         p->unusable = "allows fewer than 8 storage buffers per shader stage";
     else
         p->unusable = NULL;

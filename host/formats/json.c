@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/utf8.h"
+
 /* Strings and keys live in chunks owned by the document, so a document of many tiny
  * strings costs a few bytes per string rather than a malloc block each. */
 typedef struct chunk {
@@ -232,43 +234,6 @@ static size_t put_utf8(char *dst, unsigned cp) {
     return 4;
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..avail), or 0 if it is not one
- * (Unicode table 3-7: no overlongs, no surrogates, nothing above U+10FFFF). */
-static size_t utf8_seq_len(const unsigned char *s, size_t avail) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf) n = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;
-    } else {
-        return 0;
-    }
-    if (avail < n) return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
-    return n;
-}
-
-int json_utf8_valid(const char *s, size_t len) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        size_t n = utf8_seq_len(u + i, len - i);
-        if (n == 0) return 0;
-        i += n;
-    }
-    return 1;
-}
-
 /* Parses a string starting at the opening quote into space from the document's chunks. */
 static int parse_string_raw(parser *p, char **out, size_t *out_len) {
     p->pos++; /* the opening quote */
@@ -316,7 +281,8 @@ static int parse_string_raw(parser *p, char **out, size_t *out_len) {
         } else if (c < 0x20) {
             return fail(p, "raw control character 0x%02x in a string (escape it)", c);
         } else {
-            size_t k = utf8_seq_len((const unsigned char *)p->text + p->pos, end - p->pos);
+            uint32_t cp;
+            size_t k = (size_t)utf8_decode((const uint8_t *)p->text + p->pos, end - p->pos, &cp);
             if (k == 0) return fail(p, "invalid UTF-8 in a string");
             memcpy(buf + n, p->text + p->pos, k);
             n += k;

@@ -101,9 +101,6 @@ size_t json_string_len(const json_value *v);
 /* A short name for a type: "null", "boolean", "number", "string", "array", "object". */
 const char *json_type_name(json_type type);
 
-/* 1 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
-int json_utf8_valid(const char *s, size_t len);
-
 /* Writes s as a quoted JSON string: '"' and '\' are escaped, control characters become
  * \n, \t, ... or \u00XX; other bytes (UTF-8) pass through. Returns 0, or -1 on a write
  * error. */

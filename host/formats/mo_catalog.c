@@ -75,6 +75,90 @@ static int refuse(mo_catalog *c, char *err, size_t errlen, const char *name, con
     return -1;
 }
 
+/* The header's words: the byte order, the revision and where the tables lie. */
+typedef struct mo_header {
+    int big;
+    uint32_t revision, strings, orig_tab, trans_tab, hash_size, hash_tab;
+    uint32_t sysdep_strings; /* revision x.1 only */
+} mo_header;
+
+/* The magic, the revision, and every table the header names inside the file's n bytes. */
+static int read_mo_header(const unsigned char *in, size_t n, const char *name, mo_header *h, char *err,
+                          size_t errlen) {
+    uint32_t magic_le = word_at(in, 0, 0);
+    int big = h->big = magic_le != MO_MAGIC;
+    if (big && word_at(in, 0, 1) != MO_MAGIC)
+        return refuse(NULL, err, errlen, name, "not a GNU .mo file (magic 0x%08" PRIx32 ", expected 0x950412de)",
+                      magic_le);
+    uint32_t revision = h->revision = word_at(in, 4, big), strings = h->strings = word_at(in, 8, big);
+    h->orig_tab = word_at(in, 12, big), h->trans_tab = word_at(in, 16, big);
+    h->hash_size = word_at(in, 20, big), h->hash_tab = word_at(in, 24, big);
+    if (revision >> 16 > 1 || (revision & 0xffff) > 1)
+        return refuse(NULL, err, errlen, name, "revision %" PRIu32 ".%" PRIu32 " is not one this reader knows "
+                      "(0.0 to 1.1)", revision >> 16, revision & 0xffff);
+    if ((revision & 0xffff) >= 1 && n < 48)
+        return refuse(NULL, err, errlen, name, "revision %" PRIu32 ".1 needs a 48-byte header, the file "
+                      "has %zu bytes", revision >> 16, n);
+    if (!table_fits(h->orig_tab, strings, 8, n))
+        return refuse(NULL, err, errlen, name, "the table of %" PRIu32 " original strings at offset %" PRIu32
+                      " lies outside the file's %zu bytes", strings, h->orig_tab, n);
+    if (!table_fits(h->trans_tab, strings, 8, n))
+        return refuse(NULL, err, errlen, name, "the table of %" PRIu32 " translations at offset %" PRIu32
+                      " lies outside the file's %zu bytes", strings, h->trans_tab, n);
+    if (h->hash_size && !table_fits(h->hash_tab, h->hash_size, 4, n))
+        return refuse(NULL, err, errlen, name, "the hash table of %" PRIu32 " words at offset %" PRIu32
+                      " lies outside the file's %zu bytes", h->hash_size, h->hash_tab, n);
+    h->sysdep_strings = 0;
+    if ((revision & 0xffff) >= 1) { /* the system-dependent strings' five header words */
+        uint32_t segments = word_at(in, 28, big), segments_tab = word_at(in, 32, big);
+        uint32_t sysdep_strings = h->sysdep_strings = word_at(in, 36, big);
+        uint32_t orig_sysdep = word_at(in, 40, big), trans_sysdep = word_at(in, 44, big);
+        if (!table_fits(segments_tab, segments, 8, n) || !table_fits(orig_sysdep, sysdep_strings, 4, n) ||
+            !table_fits(trans_sysdep, sysdep_strings, 4, n))
+            return refuse(NULL, err, errlen, name, "the tables of %" PRIu32 " system-dependent strings lie "
+                          "outside the file's %zu bytes", sysdep_strings, n);
+    }
+    return 0;
+}
+
+/* Entry i of c: its original string and translation, each inside the file and followed by a
+ * NUL; a context before the original's first EOT is split off. */
+static int read_entry(mo_catalog *c, const mo_header *h, uint32_t i, const char *name, char *err, size_t errlen) {
+    static const char *what[2] = {"original string", "translation"};
+    const char *d = (const char *)c->data;
+    uint32_t tab[2] = {h->orig_tab, h->trans_tab}, len[2], off[2];
+    for (int k = 0; k < 2; k++) {
+        len[k] = word_at(c->data, (uint64_t)tab[k] + 8 * (uint64_t)i, h->big);
+        off[k] = word_at(c->data, (uint64_t)tab[k] + 8 * (uint64_t)i + 4, h->big);
+        /* the string and the NUL after it */
+        if (!table_fits(off[k], (uint64_t)len[k] + 1, 1, c->size))
+            return refuse(NULL, err, errlen, name, "%s %" PRIu32 " (offset %" PRIu32 ", length %" PRIu32
+                          ") lies outside the file's %zu bytes", what[k], i, off[k], len[k], c->size);
+        if (d[off[k] + len[k]] != '\0')
+            return refuse(NULL, err, errlen, name, "%s %" PRIu32 " (offset %" PRIu32 ", length %" PRIu32
+                          ") is not followed by a NUL", what[k], i, off[k], len[k]);
+    }
+    mo_entry *e = &c->entries[i];
+    e->id = d + off[0];
+    e->id_len = len[0];
+    e->str = d + off[1];
+    e->str_len = len[1];
+    /* "msgctxt\004msgid": the context ends at the first EOT (before any plural NUL) */
+    size_t singular = strnlen(e->id, e->id_len);
+    const char *eot = memchr(e->id, '\004', singular);
+    if (eot) {
+        e->ctxt = e->id;
+        e->ctxt_len = (size_t)(eot - e->id);
+        e->id_len -= e->ctxt_len + 1;
+        e->id = eot + 1;
+        singular -= e->ctxt_len + 1;
+    }
+    e->plural = singular < e->id_len;
+    e->header = !e->ctxt && e->id_len == 0;
+    if (e->header && !c->has_header) read_header(c, e->str, e->str_len);
+    return 0;
+}
+
 int mo_parse(const void *buf, size_t n, const char *name, mo_catalog **out, char *err, size_t errlen) {
     if (!out) return -1;
     *out = NULL;
@@ -82,86 +166,25 @@ int mo_parse(const void *buf, size_t n, const char *name, mo_catalog **out, char
     if (!buf && n) return refuse(NULL, err, errlen, name, "NULL buffer");
     if (n < 28)
         return refuse(NULL, err, errlen, name, "%zu bytes are too few for a GNU .mo header (28)", n);
-    const unsigned char *in = buf;
-    uint32_t magic_le = word_at(in, 0, 0);
-    int big = magic_le != MO_MAGIC;
-    if (big && word_at(in, 0, 1) != MO_MAGIC)
-        return refuse(NULL, err, errlen, name, "not a GNU .mo file (magic 0x%08" PRIx32 ", expected 0x950412de)",
-                      magic_le);
-    uint32_t revision = word_at(in, 4, big), strings = word_at(in, 8, big);
-    uint32_t orig_tab = word_at(in, 12, big), trans_tab = word_at(in, 16, big);
-    uint32_t hash_size = word_at(in, 20, big), hash_tab = word_at(in, 24, big);
-    if (revision >> 16 > 1 || (revision & 0xffff) > 1)
-        return refuse(NULL, err, errlen, name, "revision %" PRIu32 ".%" PRIu32 " is not one this reader knows "
-                      "(0.0 to 1.1)", revision >> 16, revision & 0xffff);
-    if ((revision & 0xffff) >= 1 && n < 48)
-        return refuse(NULL, err, errlen, name, "revision %" PRIu32 ".1 needs a 48-byte header, the file "
-                      "has %zu bytes", revision >> 16, n);
-    if (!table_fits(orig_tab, strings, 8, n))
-        return refuse(NULL, err, errlen, name, "the table of %" PRIu32 " original strings at offset %" PRIu32
-                      " lies outside the file's %zu bytes", strings, orig_tab, n);
-    if (!table_fits(trans_tab, strings, 8, n))
-        return refuse(NULL, err, errlen, name, "the table of %" PRIu32 " translations at offset %" PRIu32
-                      " lies outside the file's %zu bytes", strings, trans_tab, n);
-    if (hash_size && !table_fits(hash_tab, hash_size, 4, n))
-        return refuse(NULL, err, errlen, name, "the hash table of %" PRIu32 " words at offset %" PRIu32
-                      " lies outside the file's %zu bytes", hash_size, hash_tab, n);
-    uint32_t sysdep_strings = 0;
-    if ((revision & 0xffff) >= 1) { /* the system-dependent strings' five header words */
-        uint32_t segments = word_at(in, 28, big), segments_tab = word_at(in, 32, big);
-        sysdep_strings = word_at(in, 36, big);
-        uint32_t orig_sysdep = word_at(in, 40, big), trans_sysdep = word_at(in, 44, big);
-        if (!table_fits(segments_tab, segments, 8, n) || !table_fits(orig_sysdep, sysdep_strings, 4, n) ||
-            !table_fits(trans_sysdep, sysdep_strings, 4, n))
-            return refuse(NULL, err, errlen, name, "the tables of %" PRIu32 " system-dependent strings lie "
-                          "outside the file's %zu bytes", sysdep_strings, n);
-    }
-
+    mo_header h = {0};
+    if (read_mo_header(buf, n, name, &h, err, errlen) != 0) return -1;
     mo_catalog *c = calloc(1, sizeof *c);
     if (!c) return refuse(NULL, err, errlen, name, "out of memory");
-    c->big_endian = big;
-    c->revision = revision;
-    c->sysdep_count = sysdep_strings;
+    c->big_endian = h.big;
+    c->revision = h.revision;
+    c->sysdep_count = h.sysdep_strings;
     c->size = n;
     c->data = malloc(n);
-    c->entries = calloc(strings ? strings : 1, sizeof *c->entries);
+    c->entries = calloc(h.strings ? h.strings : 1, sizeof *c->entries);
     if (!c->data || !c->entries) return refuse(c, err, errlen, name, "out of memory for %zu bytes", n);
-    memcpy(c->data, in, n);
-    const char *d = (const char *)c->data;
-    for (uint32_t i = 0; i < strings; i++) {
-        const char *what[2] = {"original string", "translation"};
-        uint32_t tab[2] = {orig_tab, trans_tab}, len[2], off[2];
-        for (int k = 0; k < 2; k++) {
-            len[k] = word_at(c->data, (uint64_t)tab[k] + 8 * (uint64_t)i, big);
-            off[k] = word_at(c->data, (uint64_t)tab[k] + 8 * (uint64_t)i + 4, big);
-            /* the string and the NUL after it */
-            if (!table_fits(off[k], (uint64_t)len[k] + 1, 1, n))
-                return refuse(c, err, errlen, name, "%s %" PRIu32 " (offset %" PRIu32 ", length %" PRIu32
-                              ") lies outside the file's %zu bytes", what[k], i, off[k], len[k], n);
-            if (d[off[k] + len[k]] != '\0')
-                return refuse(c, err, errlen, name, "%s %" PRIu32 " (offset %" PRIu32 ", length %" PRIu32
-                              ") is not followed by a NUL", what[k], i, off[k], len[k]);
+    memcpy(c->data, buf, n);
+    for (uint32_t i = 0; i < h.strings; i++) {
+        if (read_entry(c, &h, i, name, err, errlen) != 0) {
+            mo_free(c);
+            return -1;
         }
-        mo_entry *e = &c->entries[i];
-        e->id = d + off[0];
-        e->id_len = len[0];
-        e->str = d + off[1];
-        e->str_len = len[1];
-        /* "msgctxt\004msgid": the context ends at the first EOT (before any plural NUL) */
-        size_t singular = strnlen(e->id, e->id_len);
-        const char *eot = memchr(e->id, '\004', singular);
-        if (eot) {
-            e->ctxt = e->id;
-            e->ctxt_len = (size_t)(eot - e->id);
-            e->id_len -= e->ctxt_len + 1;
-            e->id = eot + 1;
-            singular -= e->ctxt_len + 1;
-        }
-        e->plural = singular < e->id_len;
-        e->header = !e->ctxt && e->id_len == 0;
-        if (e->header && !c->has_header) read_header(c, e->str, e->str_len);
     }
-    c->count = strings;
+    c->count = h.strings;
     *out = c;
     return 0;
 }

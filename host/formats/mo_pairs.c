@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/utf8.h"
+
 const char *mo_pair_verdict_name(mo_pair_verdict v) {
     static const char *names[MO_PAIR_N_VERDICTS] = {
         [MO_PAIR_KEPT] = "kept",
@@ -27,26 +29,6 @@ mo_encoding mo_catalog_encoding(const mo_catalog *c) {
     for (size_t i = 0; i < sizeof latin1 / sizeof latin1[0]; i++)
         if (!strcmp(c->charset, latin1[i])) return MO_LATIN1;
     return MO_UNSUPPORTED;
-}
-
-/* The code point of the UTF-8 character at s (n bytes left) and its length in *len, or -1
- * (and *len 1) for an invalid sequence: overlong forms, surrogates and values above
- * U+10FFFF are invalid. */
-static int32_t utf8_decode(const unsigned char *s, size_t n, size_t *len) {
-    *len = 1;
-    unsigned char c = s[0];
-    if (c < 0x80) return c;
-    size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-    if (k == 0 || c > 0xf4 || k > n) return -1;
-    int32_t cp = c & (0x7f >> k);
-    for (size_t i = 1; i < k; i++) {
-        if ((s[i] & 0xc0) != 0x80) return -1;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    static const int32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < least[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return -1;
-    *len = k;
-    return cp;
 }
 
 static int is_ascii_alnum(unsigned char c) {
@@ -94,21 +76,19 @@ int mo_text_has_word(const char *text, size_t n) {
                 continue;
             }
         }
-        size_t len;
-        int32_t cp = utf8_decode(s + i, n - i, &len);
-        if (cp < 0x80 ? (cp >= 0 && ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z'))
+        uint32_t cp;
+        int len = utf8_decode(s + i, n - i, &cp);
+        if (len == 0) { /* an invalid byte: no letter */
+            i++;
+            continue;
+        }
+        if (cp < 0x80 ? ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z')
                       : cp >= 0xc0 && cp != 0xd7 && cp != 0xf7 && !(cp >= 0x2000 && cp <= 0x2bff) &&
                             !(cp >= 0x3000 && cp <= 0x303f))
             return 1;
-        i += len;
+        i += (size_t)len;
     }
     return 0;
-}
-
-static int valid_utf8(const char *text, size_t n) {
-    for (size_t i = 0, len; i < n; i += len)
-        if (utf8_decode((const unsigned char *)text + i, n - i, &len) < 0) return 0;
-    return 1;
 }
 
 /* A malloc'd, NUL-terminated copy of s (n bytes), converted from ISO-8859-1 when latin1. */
@@ -201,7 +181,7 @@ int mo_entry_pair(const mo_entry *e, mo_encoding enc, char **src, size_t *src_le
     if (!sn || !tn) verdict = MO_PAIR_UNTRANSLATED;
     else if (memchr(s, '\n', sn) || memchr(t, '\n', tn)) verdict = MO_PAIR_MULTILINE;
     else if (has_control(s, sn) || has_control(t, tn)) verdict = MO_PAIR_CONTROL;
-    else if (!valid_utf8(s, sn) || !valid_utf8(t, tn)) verdict = MO_PAIR_NOT_UTF8;
+    else if (!utf8_valid(s, sn) || !utf8_valid(t, tn)) verdict = MO_PAIR_NOT_UTF8;
     if (verdict == MO_PAIR_KEPT) {
         strip_mnemonics(s, &sn, t, &tn);
         /* the words of the text as kept: removing a mnemonic's '_' can make a placeholder

@@ -81,11 +81,12 @@ static void format_shape(const st_tensor *t, char *buf, size_t cap) {
     if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
-/* Fills t from one header entry, checking dtype, shape and offsets against the data
- * section length. Names and dtype strings point into the JSON tree. */
-static int parse_tensor_entry(const char *fname, const char *name, size_t name_len,
-                              const json_value *v, uint64_t data_len, st_tensor *t, char *err,
-                              size_t errlen) {
+/* A header entry's checks, in the order the reader makes them. Each takes the file's name,
+ * the tensor's name and the caller's err; names and dtype strings point into the JSON tree. */
+
+/* The entry is an object (and its name has no NUL) with a known "dtype". */
+static int entry_dtype(const char *fname, const char *name, size_t name_len, const json_value *v,
+                       st_tensor *t, char *err, size_t errlen) {
     if (strlen(name) != name_len) {
         error_printf(err, errlen, "%s: a tensor name contains a NUL character", fname);
         return -1;
@@ -110,7 +111,12 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
     }
     t->dtype = (st_dtype)dtype;
     t->dtype_name = dtype_table[dtype].name;
+    return 0;
+}
 
+/* "shape": at most ST_MAX_DIMS non-negative integers. */
+static int entry_shape(const char *fname, const char *name, const json_value *v, st_tensor *t,
+                       char *err, size_t errlen) {
     const json_value *shape = json_get(v, "shape");
     if (!shape || shape->type != JSON_ARRAY) {
         error_printf(err, errlen, "%s: tensor \"%s\" has no \"shape\" array", fname, name);
@@ -123,7 +129,6 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
         return -1;
     }
     t->ndim = (int)ndim;
-    int empty = 0;
     for (size_t d = 0; d < ndim; d++) {
         int64_t dim;
         if (!json_as_int64(json_at(shape, d), &dim) || dim < 0) {
@@ -132,19 +137,33 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
             return -1;
         }
         t->shape[d] = dim;
-        if (dim == 0) empty = 1;
     }
-    /* "too big" when the byte count would overflow 64 bits; otherwise the exact count is
-     * compared with the offsets below, which are bounded by the file size. */
-    size_t item = dtype_table[dtype].size;
-    uint64_t numel = empty ? 0 : 1;
-    int too_big = 0;
-    for (size_t d = 0; d < ndim && numel && !too_big; d++) {
-        uint64_t dim = (uint64_t)t->shape[d];
-        if (numel > UINT64_MAX / item / dim) too_big = 1;
-        else numel *= dim;
-    }
+    return 0;
+}
 
+/* The element count of t's shape in *numel; 1 when its bytes would overflow 64 bits ("too
+ * big"), else 0. The exact byte count is compared with the offsets, which are bounded by
+ * the file size. */
+static int count_elements(const st_tensor *t, uint64_t *numel) {
+    size_t item = dtype_table[t->dtype].size;
+    *numel = 1;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] == 0) *numel = 0;
+    for (int d = 0; d < t->ndim && *numel; d++) {
+        uint64_t dim = (uint64_t)t->shape[d];
+        if (*numel > UINT64_MAX / item / dim) return 1;
+        *numel *= dim;
+    }
+    return 0;
+}
+
+/* "data_offsets": [begin, end] inside the data section, spanning exactly the shape's bytes. */
+static int entry_offsets(const char *fname, const char *name, const json_value *v, uint64_t data_len,
+                         st_tensor *t, char *err, size_t errlen) {
+    size_t item = dtype_table[t->dtype].size;
+    const char *dt = t->dtype_name;
+    uint64_t numel;
+    int too_big = count_elements(t, &numel);
     const json_value *off = json_get(v, "data_offsets");
     int64_t begin, end;
     if (!off || off->type != JSON_ARRAY || json_count(off) != 2 ||
@@ -181,6 +200,16 @@ static int parse_tensor_entry(const char *fname, const char *name, size_t name_l
     t->nbytes = (size_t)(numel * item);
     t->offset = (uint64_t)begin;
     return 0;
+}
+
+/* Fills t from one header entry, checking dtype, shape and offsets against the data
+ * section length. */
+static int parse_tensor_entry(const char *fname, const char *name, size_t name_len,
+                              const json_value *v, uint64_t data_len, st_tensor *t, char *err,
+                              size_t errlen) {
+    if (entry_dtype(fname, name, name_len, v, t, err, errlen)) return -1;
+    if (entry_shape(fname, name, v, t, err, errlen)) return -1;
+    return entry_offsets(fname, name, v, data_len, t, err, errlen);
 }
 
 static int parse_metadata(st_file *f, const char *fname, const json_value *m, char *err,
@@ -272,42 +301,85 @@ static int check_tiling(const st_file *f, const char *fname, uint64_t data_len, 
     return rc;
 }
 
-/* Takes ownership of buf (freed on failure). */
-static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file **out, char *err,
-                    size_t errlen) {
-    *out = NULL;
+/* The 8-byte header length and what it promises: *hlen bytes of a JSON object within the file.
+ * 0, or -1 with err. */
+static int check_framing(const unsigned char *buf, size_t size, const char *fname, uint64_t *hlen,
+                         char *err, size_t errlen) {
     if (size == 0) {
         error_printf(err, errlen, "%s: file is empty (not a safetensors file)", fname);
-        free(buf);
         return -1;
     }
     if (size < 8) {
         error_printf(err, errlen, "%s: file is only %zu bytes; a safetensors file starts with an "
                      "8-byte header length", fname, size);
-        free(buf);
         return -1;
     }
-    uint64_t hlen = load_le(buf, 8);
-    if (hlen > ST_MAX_HEADER) {
+    *hlen = load_le(buf, 8);
+    if (*hlen > ST_MAX_HEADER) {
         error_printf(err, errlen, "%s: header length %" PRIu64 " is larger than the %" PRIu64 " MiB "
-                     "limit (not a safetensors file, or corrupted)", fname, hlen, ST_MAX_HEADER >> 20);
-        free(buf);
+                     "limit (not a safetensors file, or corrupted)", fname, *hlen, ST_MAX_HEADER >> 20);
         return -1;
     }
-    if (hlen > size - 8) {
+    if (*hlen > size - 8) {
         error_printf(err, errlen, "%s: header length %" PRIu64 " runs past the end of the %zu-byte "
-                     "file (truncated?)", fname, hlen, size);
-        free(buf);
+                     "file (truncated?)", fname, *hlen, size);
         return -1;
     }
-    if (hlen == 0) {
+    if (*hlen == 0) {
         error_printf(err, errlen, "%s: the header length is 0 (not a safetensors file)", fname);
-        free(buf);
         return -1;
     }
     if (buf[8] != '{') {
         error_printf(err, errlen, "%s: the header does not start with '{' (not a safetensors file)",
                      fname);
+        return -1;
+    }
+    return 0;
+}
+
+/* The JSON header of f (hlen bytes after the length): its tensor entries and metadata. */
+static int parse_header(st_file *f, const char *fname, uint64_t hlen, char *err, size_t errlen) {
+    uint64_t data_len = f->size - f->data_start;
+    char jerr[200];
+    if (json_parse((const char *)f->buf + 8, (size_t)hlen, &f->header, jerr, sizeof jerr) != 0) {
+        error_printf(err, errlen, "%s: the header is not valid JSON: %s", fname, jerr);
+        return -1;
+    }
+    const json_value *root = f->header;
+    if (root->type != JSON_OBJECT) {
+        error_printf(err, errlen, "%s: the header is a JSON %s, expected an object", fname,
+                     json_type_name(root->type));
+        return -1;
+    }
+    size_t entries = json_count(root);
+    f->tensors = calloc(entries ? entries : 1, sizeof *f->tensors);
+    if (!f->tensors) {
+        error_printf(err, errlen, "%s: out of memory", fname);
+        return -1;
+    }
+    /* Duplicate names cannot occur here: the JSON parser rejects duplicate keys. */
+    for (size_t i = 0; i < entries; i++) {
+        const char *key = json_key_at(root, i);
+        if (strcmp(key, "__metadata__") == 0 && json_key_len_at(root, i) == 12) {
+            if (parse_metadata(f, fname, json_at(root, i), err, errlen) != 0) return -1;
+            continue;
+        }
+        st_tensor *t = &f->tensors[f->count];
+        if (parse_tensor_entry(fname, key, json_key_len_at(root, i), json_at(root, i), data_len, t,
+                               err, errlen) != 0)
+            return -1;
+        t->data = f->buf + f->data_start + t->offset;
+        f->count++;
+    }
+    return 0;
+}
+
+/* Takes ownership of buf (freed on failure). */
+static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file **out, char *err,
+                    size_t errlen) {
+    *out = NULL;
+    uint64_t hlen;
+    if (check_framing(buf, size, fname, &hlen, err, errlen) != 0) {
         free(buf);
         return -1;
     }
@@ -320,49 +392,8 @@ static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file 
     f->buf = buf;
     f->size = size;
     f->data_start = 8 + (size_t)hlen;
-    uint64_t data_len = size - f->data_start;
-
-    char jerr[200];
-    if (json_parse((const char *)buf + 8, (size_t)hlen, &f->header, jerr, sizeof jerr) != 0) {
-        error_printf(err, errlen, "%s: the header is not valid JSON: %s", fname, jerr);
-        st_close(f);
-        return -1;
-    }
-    const json_value *root = f->header;
-    if (root->type != JSON_OBJECT) {
-        error_printf(err, errlen, "%s: the header is a JSON %s, expected an object", fname,
-                     json_type_name(root->type));
-        st_close(f);
-        return -1;
-    }
-    size_t entries = json_count(root);
-    f->tensors = calloc(entries ? entries : 1, sizeof *f->tensors);
-    if (!f->tensors) {
-        error_printf(err, errlen, "%s: out of memory", fname);
-        st_close(f);
-        return -1;
-    }
-    /* Duplicate names cannot occur here: the JSON parser rejects duplicate keys. */
-    for (size_t i = 0; i < entries; i++) {
-        const char *key = json_key_at(root, i);
-        int rc;
-        if (strcmp(key, "__metadata__") == 0 && json_key_len_at(root, i) == 12) {
-            rc = parse_metadata(f, fname, json_at(root, i), err, errlen);
-        } else {
-            st_tensor *t = &f->tensors[f->count];
-            rc = parse_tensor_entry(fname, key, json_key_len_at(root, i), json_at(root, i), data_len, t,
-                                    err, errlen);
-            if (rc == 0) {
-                t->data = buf + f->data_start + t->offset;
-                f->count++;
-            }
-        }
-        if (rc != 0) {
-            st_close(f);
-            return -1;
-        }
-    }
-    if (check_tiling(f, fname, data_len, err, errlen) != 0) {
+    if (parse_header(f, fname, hlen, err, errlen) != 0 ||
+        check_tiling(f, fname, f->size - f->data_start, err, errlen) != 0) {
         st_close(f);
         return -1;
     }

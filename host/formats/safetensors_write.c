@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "formats/safetensors.h"
+#include "formats/utf8.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -79,7 +80,7 @@ static int writer_add(st_writer *w, const char *name, const char *dtype, int ndi
                       const int64_t *shape, const void *data, size_t nbytes, int copy) {
     if (!w) return -1;
     if (!name || !name[0]) return writer_fail(w, "st_writer_add: empty tensor name");
-    if (!json_utf8_valid(name, strlen(name)))
+    if (!utf8_valid(name, strlen(name)))
         return writer_fail(w, "st_writer_add: tensor name \"%.60s\" is not valid UTF-8", name);
     if (strcmp(name, "__metadata__") == 0)
         return writer_fail(w, "st_writer_add: \"__metadata__\" is reserved, not a tensor name");
@@ -153,7 +154,7 @@ int st_writer_add_ref(st_writer *w, const char *name, const char *dtype, int ndi
 int st_writer_meta(st_writer *w, const char *key, const char *value) {
     if (!w) return -1;
     if (!key || !value) return writer_fail(w, "st_writer_meta: NULL key or value");
-    if (!json_utf8_valid(key, strlen(key)) || !json_utf8_valid(value, strlen(value)))
+    if (!utf8_valid(key, strlen(key)) || !utf8_valid(value, strlen(value)))
         return writer_fail(w, "st_writer_meta: \"%.60s\" is not valid UTF-8", key);
     char *v = dup_str(value);
     if (!v) return writer_fail(w, "st_writer_meta: out of memory");

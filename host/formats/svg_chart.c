@@ -105,6 +105,103 @@ static void text(FILE *f, double x, double y, const char *anchor, int size, cons
     fputs("</text>\n", f);
 }
 
+/* The vertical grid lines and their labels, at nice steps along x. */
+static void x_grid(FILE *f, const axis *ax, double top, double bottom) {
+    double xs = nice_step(ax->hi - ax->lo);
+    for (double v = ceil(ax->lo / xs) * xs; v <= ax->hi + 1e-9 * xs; v += xs) {
+        double x = to_px(ax, v);
+        char label[32];
+        snprintf(label, sizeof label, "%g", v);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", x, top, x, bottom);
+        text(f, x, bottom + 16, "middle", 12, label, "");
+    }
+}
+
+/* The horizontal grid lines and their labels: at powers of ten on a log scale, else at nice
+ * steps. */
+static void y_grid(FILE *f, const axis *ay) {
+    if (ay->log) {
+        for (double e = floor(ay->lo); e <= ceil(ay->hi); e++) {
+            if (e < ay->lo - 1e-9 || e > ay->hi + 1e-9) continue;
+            double y = ay->px0 + (e - ay->lo) / (ay->hi - ay->lo) * (ay->px1 - ay->px0);
+            char label[32];
+            snprintf(label, sizeof label, "%g", pow(10, e));
+            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
+            text(f, LEFT - 6, y + 4, "end", 12, label, "");
+        }
+        return;
+    }
+    double ys = nice_step(ay->hi - ay->lo);
+    for (double v = ceil(ay->lo / ys) * ys; v <= ay->hi + 1e-9 * ys; v += ys) {
+        double y = to_px(ay, v);
+        char label[32];
+        snprintf(label, sizeof label, "%g", fabs(v) < 1e-12 * ys ? 0.0 : v);
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
+        text(f, LEFT - 6, y + 4, "end", 12, label, "");
+    }
+}
+
+/* The x label under the panel and the y label turned up its left side. */
+static void axis_labels(FILE *f, const chart_panel *p, double top, double bottom) {
+    text(f, LEFT + PLOT_W / 2.0, bottom + 34, "middle", 13, p->x_label, "");
+    char ylab[96];
+    snprintf(ylab, sizeof ylab, "%s%s", p->y_label, p->log_y ? " (log scale)" : "");
+    fprintf(f, "<g transform=\"translate(%d,%.1f) rotate(-90)\">\n", LEFT - 52, top + PANEL_H / 2.0);
+    text(f, 0, 0, "middle", 13, ylab, "");
+    fputs("</g>\n", f);
+}
+
+/* Whether the point's y can be placed on the y axis (finite, and positive on a log scale). */
+static int y_placeable(const axis *ay, double y) { return isfinite(y) && !(ay->log && y <= 0); }
+
+/* A series' line: a polyline per unbroken stretch; values above the range sit at the top. */
+static void series_line(FILE *f, const chart_series *c, const axis *ax, const axis *ay, double top) {
+    const char *colour = palette[c->color % N_COLORS];
+    int open = 0;
+    for (int i = 0; i < c->n; i++) {
+        if (!y_placeable(ay, c->y[i]) || !isfinite(c->x[i])) {
+            if (open) fputs("\"/>\n", f);
+            open = 0;
+            continue;
+        }
+        double py = to_px(ay, c->y[i]), px = to_px(ax, c->x[i]);
+        if (py < top) py = top; /* above the range: at the edge, marked below */
+        if (!open) {
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", colour,
+                    c->dashed ? " stroke-dasharray=\"6,4\"" : "");
+            open = 1;
+        }
+        fprintf(f, "%.1f,%.1f ", px, py);
+    }
+    if (open) fputs("\"/>\n", f);
+}
+
+/* What the line alone would hide: a triangle at the top for each clipped point, a dot for
+ * each point without a neighbour, and an x at the last finite point of a run that ended in
+ * inf or NaN. */
+static void series_marks(FILE *f, const chart_series *c, const axis *ax, const axis *ay, double top) {
+    const char *colour = palette[c->color % N_COLORS];
+    for (int i = 0; i < c->n; i++)
+        if (y_placeable(ay, c->y[i]) && to_px(ay, c->y[i]) < top)
+            fprintf(f, "<path d=\"M%.1f,%.1f l-4,7 h8 z\" fill=\"%s\"/>\n", to_px(ax, c->x[i]), top + 1, colour);
+    for (int i = 0; i < c->n; i++) {
+        int before = i > 0 && isfinite(c->y[i - 1]), after = i + 1 < c->n && isfinite(c->y[i + 1]);
+        if (y_placeable(ay, c->y[i]) && !before && !after)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", to_px(ax, c->x[i]),
+                    to_px(ay, c->y[i]), colour);
+    }
+    if (!c->n || isfinite(c->y[c->n - 1])) return;
+    for (int i = c->n - 1; i >= 0; i--) {
+        if (y_placeable(ay, c->y[i])) {
+            double px = to_px(ax, c->x[i]), py = to_px(ay, c->y[i]);
+            fprintf(f, "<path d=\"M%.1f,%.1f l8,8 m0,-8 l-8,8\" stroke=\"%s\" stroke-width=\"2\"/>\n", px - 4,
+                    py - 4, colour);
+            text(f, px + 8, py - 6, "start", 11, "diverged", "");
+            return;
+        }
+    }
+}
+
 static void panel(FILE *f, const chart_panel *p, double top) {
     double bottom = top + PANEL_H;
     fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" stroke=\"#444444\"/>\n", LEFT,
@@ -119,86 +216,12 @@ static void panel(FILE *f, const chart_panel *p, double top) {
     ay.lo = p->log_y ? log10(ylo) : ylo;
     ay.hi = p->log_y ? log10(yhi) : yhi;
     if (p->log_y && ay.hi - ay.lo < 1e-9) ay.hi = ay.lo + 1;
-    /* ticks and grid */
-    double xs = nice_step(ax.hi - ax.lo);
-    for (double v = ceil(ax.lo / xs) * xs; v <= ax.hi + 1e-9 * xs; v += xs) {
-        double x = to_px(&ax, v);
-        char label[32];
-        snprintf(label, sizeof label, "%g", v);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", x, top, x, bottom);
-        text(f, x, bottom + 16, "middle", 12, label, "");
-    }
-    if (p->log_y) {
-        for (double e = floor(ay.lo); e <= ceil(ay.hi); e++) {
-            if (e < ay.lo - 1e-9 || e > ay.hi + 1e-9) continue;
-            double y = ay.px0 + (e - ay.lo) / (ay.hi - ay.lo) * (ay.px1 - ay.px0);
-            char label[32];
-            snprintf(label, sizeof label, "%g", pow(10, e));
-            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
-            text(f, LEFT - 6, y + 4, "end", 12, label, "");
-        }
-    } else {
-        double ys = nice_step(ay.hi - ay.lo);
-        for (double v = ceil(ay.lo / ys) * ys; v <= ay.hi + 1e-9 * ys; v += ys) {
-            double y = to_px(&ay, v);
-            char label[32];
-            snprintf(label, sizeof label, "%g", fabs(v) < 1e-12 * ys ? 0.0 : v);
-            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
-            text(f, LEFT - 6, y + 4, "end", 12, label, "");
-        }
-    }
-    text(f, LEFT + PLOT_W / 2.0, bottom + 34, "middle", 13, p->x_label, "");
-    char ylab[96];
-    snprintf(ylab, sizeof ylab, "%s%s", p->y_label, p->log_y ? " (log scale)" : "");
-    fprintf(f, "<g transform=\"translate(%d,%.1f) rotate(-90)\">\n", LEFT - 52, top + PANEL_H / 2.0);
-    text(f, 0, 0, "middle", 13, ylab, "");
-    fputs("</g>\n", f);
-    /* the series: a polyline per unbroken stretch */
+    x_grid(f, &ax, top, bottom);
+    y_grid(f, &ay);
+    axis_labels(f, p, top, bottom);
     for (int s = 0; s < p->n_series; s++) {
-        const chart_series *c = &p->series[s];
-        const char *colour = palette[c->color % N_COLORS];
-        int open = 0;
-        for (int i = 0; i < c->n; i++) {
-            double y = c->y[i];
-            int drawable = isfinite(y) && isfinite(c->x[i]) && !(p->log_y && y <= 0);
-            if (!drawable) {
-                if (open) fputs("\"/>\n", f);
-                open = 0;
-                continue;
-            }
-            double py = to_px(&ay, y), px = to_px(&ax, c->x[i]);
-            if (py < top) py = top; /* above the range: at the edge, marked below */
-            if (!open) {
-                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\"%s points=\"", colour,
-                        c->dashed ? " stroke-dasharray=\"6,4\"" : "");
-                open = 1;
-            }
-            fprintf(f, "%.1f,%.1f ", px, py);
-        }
-        if (open) fputs("\"/>\n", f);
-        for (int i = 0; i < c->n; i++)
-            if (isfinite(c->y[i]) && !(p->log_y && c->y[i] <= 0) && to_px(&ay, c->y[i]) < top)
-                fprintf(f, "<path d=\"M%.1f,%.1f l-4,7 h8 z\" fill=\"%s\"/>\n", to_px(&ax, c->x[i]), top + 1, colour);
-        /* a lone point would draw nothing: a dot for each point without a neighbour */
-        for (int i = 0; i < c->n; i++) {
-            int here = isfinite(c->y[i]) && !(p->log_y && c->y[i] <= 0);
-            int before = i > 0 && isfinite(c->y[i - 1]), after = i + 1 < c->n && isfinite(c->y[i + 1]);
-            if (here && !before && !after)
-                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", to_px(&ax, c->x[i]),
-                        to_px(&ay, c->y[i]), colour);
-        }
-        /* a run that ended in inf or NaN: an x at its last finite point */
-        if (c->n && !isfinite(c->y[c->n - 1])) {
-            for (int i = c->n - 1; i >= 0; i--) {
-                if (isfinite(c->y[i]) && !(p->log_y && c->y[i] <= 0)) {
-                    double px = to_px(&ax, c->x[i]), py = to_px(&ay, c->y[i]);
-                    fprintf(f, "<path d=\"M%.1f,%.1f l8,8 m0,-8 l-8,8\" stroke=\"%s\" stroke-width=\"2\"/>\n",
-                            px - 4, py - 4, colour);
-                    text(f, px + 8, py - 6, "start", 11, "diverged", "");
-                    break;
-                }
-            }
-        }
+        series_line(f, &p->series[s], &ax, &ay, top);
+        series_marks(f, &p->series[s], &ax, &ay, top);
     }
 }
 

@@ -37,7 +37,10 @@ typedef struct heap_item {
     int32_t left, right;
 } heap_item;
 
-typedef struct trainer {
+/* The state of one learning run: the counted pieces (words), their symbols, every pair seen
+ * with its count and pieces, and the heap of pairs by count. (Not model/trainer.h's trainer,
+ * which trains a model.) */
+typedef struct bpe_learner {
     word *words;
     int32_t n_words, cap_words;
     int32_t *syms;
@@ -50,7 +53,7 @@ typedef struct trainer {
     size_t heap_n, heap_cap;
     int32_t *touched; /* the pairs whose count the current step changed */
     size_t n_touched, cap_touched;
-} trainer;
+} bpe_learner;
 
 static uint64_t mix(uint64_t x) {
     x ^= x >> 31;
@@ -59,55 +62,55 @@ static uint64_t mix(uint64_t x) {
 }
 
 /* The index of pair (l, r), created when `create`; -1 when absent or out of memory. */
-static int32_t pair_index(trainer *tr, int32_t l, int32_t r, int create) {
-    if (create && 2 * (size_t)(tr->n_pairs + 1) > tr->pair_cap) {
-        size_t cap = tr->pair_cap ? 2 * tr->pair_cap : 1 << 16;
+static int32_t pair_index(bpe_learner *bl, int32_t l, int32_t r, int create) {
+    if (create && 2 * (size_t)(bl->n_pairs + 1) > bl->pair_cap) {
+        size_t cap = bl->pair_cap ? 2 * bl->pair_cap : 1 << 16;
         int32_t *slots = calloc(cap, sizeof *slots);
         if (!slots) return -1;
-        for (int32_t i = 0; i < tr->n_pairs; i++) {
-            uint64_t key = (uint64_t)(uint32_t)tr->pairs[i].left << 32 | (uint32_t)tr->pairs[i].right;
+        for (int32_t i = 0; i < bl->n_pairs; i++) {
+            uint64_t key = (uint64_t)(uint32_t)bl->pairs[i].left << 32 | (uint32_t)bl->pairs[i].right;
             size_t s = (size_t)mix(key) & (cap - 1);
             while (slots[s]) s = (s + 1) & (cap - 1);
             slots[s] = i + 1;
         }
-        free(tr->pair_slots);
-        tr->pair_slots = slots, tr->pair_cap = cap;
+        free(bl->pair_slots);
+        bl->pair_slots = slots, bl->pair_cap = cap;
     }
-    if (!tr->pair_cap) return -1;
+    if (!bl->pair_cap) return -1;
     uint64_t key = (uint64_t)(uint32_t)l << 32 | (uint32_t)r;
-    size_t s = (size_t)mix(key) & (tr->pair_cap - 1);
-    for (; tr->pair_slots[s]; s = (s + 1) & (tr->pair_cap - 1)) {
-        pair_info *p = &tr->pairs[tr->pair_slots[s] - 1];
-        if (p->left == l && p->right == r) return tr->pair_slots[s] - 1;
+    size_t s = (size_t)mix(key) & (bl->pair_cap - 1);
+    for (; bl->pair_slots[s]; s = (s + 1) & (bl->pair_cap - 1)) {
+        pair_info *p = &bl->pairs[bl->pair_slots[s] - 1];
+        if (p->left == l && p->right == r) return bl->pair_slots[s] - 1;
     }
     if (!create) return -1;
-    if (tr->n_pairs == tr->cap_pairs) {
-        int32_t cap = tr->cap_pairs ? 2 * tr->cap_pairs : 4096;
-        pair_info *grown = realloc(tr->pairs, (size_t)cap * sizeof *grown);
+    if (bl->n_pairs == bl->cap_pairs) {
+        int32_t cap = bl->cap_pairs ? 2 * bl->cap_pairs : 4096;
+        pair_info *grown = realloc(bl->pairs, (size_t)cap * sizeof *grown);
         if (!grown) return -1;
-        tr->pairs = grown, tr->cap_pairs = cap;
+        bl->pairs = grown, bl->cap_pairs = cap;
     }
-    tr->pairs[tr->n_pairs] = (pair_info){.left = l, .right = r, .stamp = -1};
-    tr->pair_slots[s] = tr->n_pairs + 1;
-    return tr->n_pairs++;
+    bl->pairs[bl->n_pairs] = (pair_info){.left = l, .right = r, .stamp = -1};
+    bl->pair_slots[s] = bl->n_pairs + 1;
+    return bl->n_pairs++;
 }
 
 /* Adds delta (the word's frequency, or minus it) to pair (l, r); a new occurrence also
  * lists the word. */
-static int add_pair(trainer *tr, int32_t l, int32_t r, int64_t delta, int32_t w, int64_t step) {
-    int32_t i = pair_index(tr, l, r, 1);
+static int add_pair(bpe_learner *bl, int32_t l, int32_t r, int64_t delta, int32_t w, int64_t step) {
+    int32_t i = pair_index(bl, l, r, 1);
     if (i < 0) return -1;
-    pair_info *p = &tr->pairs[i];
+    pair_info *p = &bl->pairs[i];
     p->count += delta;
     if (p->stamp != step) {
         p->stamp = step;
-        if (tr->n_touched == tr->cap_touched) {
-            size_t cap = tr->cap_touched ? 2 * tr->cap_touched : 4096;
-            int32_t *grown = realloc(tr->touched, cap * sizeof *grown);
+        if (bl->n_touched == bl->cap_touched) {
+            size_t cap = bl->cap_touched ? 2 * bl->cap_touched : 4096;
+            int32_t *grown = realloc(bl->touched, cap * sizeof *grown);
             if (!grown) return -1;
-            tr->touched = grown, tr->cap_touched = cap;
+            bl->touched = grown, bl->cap_touched = cap;
         }
-        tr->touched[tr->n_touched++] = i;
+        bl->touched[bl->n_touched++] = i;
     }
     if (delta > 0) {
         if (p->n_words == p->cap_words) {
@@ -128,39 +131,39 @@ static int item_better(const heap_item *a, const heap_item *b) {
     return a->right < b->right;
 }
 
-static int heap_push(trainer *tr, heap_item it) {
-    if (tr->heap_n == tr->heap_cap) {
-        size_t cap = tr->heap_cap ? 2 * tr->heap_cap : 4096;
-        heap_item *grown = realloc(tr->heap, cap * sizeof *grown);
+static int heap_push(bpe_learner *bl, heap_item it) {
+    if (bl->heap_n == bl->heap_cap) {
+        size_t cap = bl->heap_cap ? 2 * bl->heap_cap : 4096;
+        heap_item *grown = realloc(bl->heap, cap * sizeof *grown);
         if (!grown) return -1;
-        tr->heap = grown, tr->heap_cap = cap;
+        bl->heap = grown, bl->heap_cap = cap;
     }
-    size_t i = tr->heap_n++;
-    while (i > 0 && item_better(&it, &tr->heap[(i - 1) / 2])) {
-        tr->heap[i] = tr->heap[(i - 1) / 2];
+    size_t i = bl->heap_n++;
+    while (i > 0 && item_better(&it, &bl->heap[(i - 1) / 2])) {
+        bl->heap[i] = bl->heap[(i - 1) / 2];
         i = (i - 1) / 2;
     }
-    tr->heap[i] = it;
+    bl->heap[i] = it;
     return 0;
 }
 
-static heap_item heap_pop(trainer *tr) {
-    heap_item top = tr->heap[0], last = tr->heap[--tr->heap_n];
-    size_t i = 0, n = tr->heap_n;
+static heap_item heap_pop(bpe_learner *bl) {
+    heap_item top = bl->heap[0], last = bl->heap[--bl->heap_n];
+    size_t i = 0, n = bl->heap_n;
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= n) break;
-        if (c + 1 < n && item_better(&tr->heap[c + 1], &tr->heap[c])) c++;
-        if (!item_better(&tr->heap[c], &last)) break;
-        tr->heap[i] = tr->heap[c];
+        if (c + 1 < n && item_better(&bl->heap[c + 1], &bl->heap[c])) c++;
+        if (!item_better(&bl->heap[c], &last)) break;
+        bl->heap[i] = bl->heap[c];
         i = c;
     }
-    if (n) tr->heap[i] = last;
+    if (n) bl->heap[i] = last;
     return top;
 }
 
 /* Counts the distinct pieces of the text into words (and their bytes into syms). */
-static int count_words(trainer *tr, const uint8_t *text, size_t n) {
+static int count_words(bpe_learner *bl, const uint8_t *text, size_t n) {
     size_t cap = 1 << 16, used = 0;
     int32_t *slots = calloc(cap, sizeof *slots); /* word index + 1 */
     size_t *text_pos = NULL;                      /* where each word's piece first occurs */
@@ -176,40 +179,40 @@ static int count_words(trainer *tr, const uint8_t *text, size_t n) {
         for (size_t i = pos; i < end; i++) h = (h ^ text[i]) * UINT64_C(0x100000001b3);
         size_t s = (size_t)h & (cap - 1);
         for (; slots[s]; s = (s + 1) & (cap - 1)) {
-            word *w = &tr->words[slots[s] - 1];
+            word *w = &bl->words[slots[s] - 1];
             if ((size_t)w->len == m && !memcmp(text + text_pos[slots[s] - 1], text + pos, m)) break;
         }
         if (slots[s]) {
-            tr->words[slots[s] - 1].freq++;
+            bl->words[slots[s] - 1].freq++;
             pos = end;
             continue;
         }
-        if (tr->n_words == tr->cap_words) {
-            int32_t wc = tr->cap_words ? 2 * tr->cap_words : 4096;
-            word *grown = realloc(tr->words, (size_t)wc * sizeof *grown);
+        if (bl->n_words == bl->cap_words) {
+            int32_t wc = bl->cap_words ? 2 * bl->cap_words : 4096;
+            word *grown = realloc(bl->words, (size_t)wc * sizeof *grown);
             size_t *grown_pos = grown ? realloc(text_pos, (size_t)wc * sizeof *grown_pos) : NULL;
-            if (grown) tr->words = grown;
+            if (grown) bl->words = grown;
             if (!grown_pos) {
                 rc = -1;
                 break;
             }
-            text_pos = grown_pos, tr->cap_words = wc;
+            text_pos = grown_pos, bl->cap_words = wc;
         }
-        if (tr->n_syms + m > tr->cap_syms) {
-            size_t sc = tr->cap_syms ? 2 * tr->cap_syms : 1 << 16;
-            while (sc < tr->n_syms + m) sc *= 2;
-            int32_t *grown = realloc(tr->syms, sc * sizeof *grown);
+        if (bl->n_syms + m > bl->cap_syms) {
+            size_t sc = bl->cap_syms ? 2 * bl->cap_syms : 1 << 16;
+            while (sc < bl->n_syms + m) sc *= 2;
+            int32_t *grown = realloc(bl->syms, sc * sizeof *grown);
             if (!grown) {
                 rc = -1;
                 break;
             }
-            tr->syms = grown, tr->cap_syms = sc;
+            bl->syms = grown, bl->cap_syms = sc;
         }
-        for (size_t i = 0; i < m; i++) tr->syms[tr->n_syms + i] = text[pos + i];
-        text_pos[tr->n_words] = pos;
-        tr->words[tr->n_words] = (word){.start = tr->n_syms, .len = (int32_t)m, .freq = 1};
-        tr->n_syms += m;
-        slots[s] = ++tr->n_words;
+        for (size_t i = 0; i < m; i++) bl->syms[bl->n_syms + i] = text[pos + i];
+        text_pos[bl->n_words] = pos;
+        bl->words[bl->n_words] = (word){.start = bl->n_syms, .len = (int32_t)m, .freq = 1};
+        bl->n_syms += m;
+        slots[s] = ++bl->n_words;
         pos = end;
         if (2 * ++used > cap) { /* rehash into twice the slots */
             size_t ncap = 2 * cap;
@@ -220,7 +223,7 @@ static int count_words(trainer *tr, const uint8_t *text, size_t n) {
             }
             for (size_t i = 0; i < cap; i++) {
                 if (!slots[i]) continue;
-                const word *w = &tr->words[slots[i] - 1];
+                const word *w = &bl->words[slots[i] - 1];
                 uint64_t hh = UINT64_C(0xcbf29ce484222325);
                 for (int32_t k = 0; k < w->len; k++) hh = (hh ^ text[text_pos[slots[i] - 1] + (size_t)k]) * UINT64_C(0x100000001b3);
                 size_t t = (size_t)hh & (ncap - 1);
@@ -237,18 +240,18 @@ static int count_words(trainer *tr, const uint8_t *text, size_t n) {
 }
 
 /* Adds (sign +1) or removes (-1) the pairs of word w. */
-static int word_pairs(trainer *tr, int32_t w, int sign, int64_t step) {
-    const word *wd = &tr->words[w];
-    const int32_t *s = tr->syms + wd->start;
+static int word_pairs(bpe_learner *bl, int32_t w, int sign, int64_t step) {
+    const word *wd = &bl->words[w];
+    const int32_t *s = bl->syms + wd->start;
     for (int32_t i = 0; i + 1 < wd->len; i++)
-        if (add_pair(tr, s[i], s[i + 1], sign * wd->freq, w, step)) return -1;
+        if (add_pair(bl, s[i], s[i + 1], sign * wd->freq, w, step)) return -1;
     return 0;
 }
 
 /* Merges (l, r) into id in word w, left to right without overlap; returns the count of merges. */
-static int merge_word(trainer *tr, int32_t w, int32_t l, int32_t r, int32_t id) {
-    word *wd = &tr->words[w];
-    int32_t *s = tr->syms + wd->start, out = 0, merged = 0;
+static int merge_word(bpe_learner *bl, int32_t w, int32_t l, int32_t r, int32_t id) {
+    word *wd = &bl->words[w];
+    int32_t *s = bl->syms + wd->start, out = 0, merged = 0;
     for (int32_t i = 0; i < wd->len; i++) {
         if (i + 1 < wd->len && s[i] == l && s[i + 1] == r) {
             s[out++] = id;
@@ -262,25 +265,25 @@ static int merge_word(trainer *tr, int32_t w, int32_t l, int32_t r, int32_t id) 
     return merged;
 }
 
-static void trainer_free(trainer *tr) {
-    for (int32_t i = 0; i < tr->n_pairs; i++) free(tr->pairs[i].words);
-    free(tr->pairs);
-    free(tr->pair_slots);
-    free(tr->words);
-    free(tr->syms);
-    free(tr->heap);
-    free(tr->touched);
+static void bpe_learner_free(bpe_learner *bl) {
+    for (int32_t i = 0; i < bl->n_pairs; i++) free(bl->pairs[i].words);
+    free(bl->pairs);
+    free(bl->pair_slots);
+    free(bl->words);
+    free(bl->syms);
+    free(bl->heap);
+    free(bl->touched);
 }
 
 /* A heap item for every pair the step changed that still occurs; older items of those
  * pairs become stale (their count differs) and are dropped when popped. */
-static int push_touched(trainer *tr) {
-    for (size_t k = 0; k < tr->n_touched; k++) {
-        const pair_info *p = &tr->pairs[tr->touched[k]];
-        if (p->count > 0 && heap_push(tr, (heap_item){.count = p->count, .left = p->left, .right = p->right}))
+static int push_touched(bpe_learner *bl) {
+    for (size_t k = 0; k < bl->n_touched; k++) {
+        const pair_info *p = &bl->pairs[bl->touched[k]];
+        if (p->count > 0 && heap_push(bl, (heap_item){.count = p->count, .left = p->left, .right = p->right}))
             return -1;
     }
-    tr->n_touched = 0;
+    bl->n_touched = 0;
     return 0;
 }
 
@@ -295,37 +298,37 @@ int tokenizer_train(const uint8_t *text, size_t n, int32_t vocab_size, tokenizer
                          TOKENIZER_MAX_VOCAB);
         return -1;
     }
-    trainer tr = {0};
+    bpe_learner bl = {0};
     tokenizer_merge *merges = NULL;
     int32_t n_merges = 0, max_merges = vocab_size - TOKENIZER_MIN_TRAINED_VOCAB;
-    int rc = count_words(&tr, text, n);
-    for (int32_t w = 0; !rc && w < tr.n_words; w++) rc = word_pairs(&tr, w, +1, 0);
-    if (!rc) rc = push_touched(&tr);
+    int rc = count_words(&bl, text, n);
+    for (int32_t w = 0; !rc && w < bl.n_words; w++) rc = word_pairs(&bl, w, +1, 0);
+    if (!rc) rc = push_touched(&bl);
     if (!rc && !(merges = malloc((size_t)(max_merges ? max_merges : 1) * sizeof *merges))) rc = -1;
-    while (!rc && n_merges < max_merges && tr.heap_n) {
-        heap_item best = heap_pop(&tr);
-        int32_t bi = pair_index(&tr, best.left, best.right, 0);
-        if (tr.pairs[bi].count != best.count) continue; /* stale: a fresher item holds its count */
+    while (!rc && n_merges < max_merges && bl.heap_n) {
+        heap_item best = heap_pop(&bl);
+        int32_t bi = pair_index(&bl, best.left, best.right, 0);
+        if (bl.pairs[bi].count != best.count) continue; /* stale: a fresher item holds its count */
         if (best.count < 2) break;
         int64_t step = (int64_t)n_merges + 1;
         int32_t id = TOKENIZER_MIN_TRAINED_VOCAB + n_merges;
         merges[n_merges++] = (tokenizer_merge){.left = best.left, .right = best.right, .result = id};
         /* take the pair's word list: adding pairs below may grow the pairs array under it */
-        int32_t *list = tr.pairs[bi].words, n_list = tr.pairs[bi].n_words;
-        tr.pairs[bi].words = NULL, tr.pairs[bi].n_words = tr.pairs[bi].cap_words = 0;
+        int32_t *list = bl.pairs[bi].words, n_list = bl.pairs[bi].n_words;
+        bl.pairs[bi].words = NULL, bl.pairs[bi].n_words = bl.pairs[bi].cap_words = 0;
         for (int32_t k = 0; k < n_list && !rc; k++) {
             int32_t w = list[k];
-            const word *wd = &tr.words[w];
-            const int32_t *s = tr.syms + wd->start;
+            const word *wd = &bl.words[w];
+            const int32_t *s = bl.syms + wd->start;
             int holds = 0;
             for (int32_t i = 0; i + 1 < wd->len && !holds; i++) holds = s[i] == best.left && s[i + 1] == best.right;
             if (!holds) continue; /* merged already (a repeat in the list), or stale */
-            rc = word_pairs(&tr, w, -1, step);
-            if (!rc) merge_word(&tr, w, best.left, best.right, id);
-            if (!rc) rc = word_pairs(&tr, w, +1, step);
+            rc = word_pairs(&bl, w, -1, step);
+            if (!rc) merge_word(&bl, w, best.left, best.right, id);
+            if (!rc) rc = word_pairs(&bl, w, +1, step);
         }
         free(list);
-        if (!rc) rc = push_touched(&tr);
+        if (!rc) rc = push_touched(&bl);
     }
     /* the tokenizer: bytes, the specials, the merges */
     tokenizer *t = NULL;
@@ -346,7 +349,7 @@ int tokenizer_train(const uint8_t *text, size_t n, int32_t vocab_size, tokenizer
         t = bad ? (tokenizer_free(grown), NULL) : grown;
     }
     free(merges);
-    trainer_free(&tr);
+    bpe_learner_free(&bl);
     if (!t) {
         error_printf(err, errlen, "training the tokenizer: %s", msg[0] ? msg : "out of memory");
         return -1;

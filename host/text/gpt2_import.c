@@ -47,88 +47,127 @@ static long map_find(const string_map *m, const char *key, size_t len) {
 #define TOKEN_FMT "\"%.*s\""
 #define TOKEN_ARG(s, len) (int)((len) > 40 ? 40 : (len)), (s)
 
-int tokenizer_import_gpt2_memory(const char *vocab_text, size_t vocab_len, const char *vocab_name, const char *merges,
-                                 size_t merges_len, const char *merges_name, tokenizer **out, char *err,
-                                 size_t errlen) {
-    *out = NULL;
-    json_value *vocab = NULL;
+/* Writes the message into the import's err; -1. */
+#define IMPORT_ERROR(im, ...) (error_printf((im)->err, (im)->errlen, __VA_ARGS__), -1)
+
+/* One import: the parsed vocab.json with its token -> member map, each member's id and each
+ * id's member, and the tokenizer being built. */
+typedef struct gpt2_import {
+    const char *vocab_name, *merges_name;
+    char *err;
+    size_t errlen;
+    json_value *vocab;
+    size_t n; /* tokens */
+    string_map map;
+    int32_t *id_of;        /* member index -> id */
+    int32_t *member_of_id; /* id -> member index */
+    tokenizer *t;
+} gpt2_import;
+
+/* vocab.json: a JSON object of 256 to TOKENIZER_MAX_VOCAB members; the tables sized for it. */
+static int open_vocab(gpt2_import *im, const char *text, size_t len) {
     char msg[256];
-    if (json_parse(vocab_text, vocab_len, &vocab, msg, sizeof msg)) {
-        error_printf(err, errlen, "%s: %s", vocab_name, msg);
-        return -1;
-    }
-    tokenizer *t = NULL;
-    int32_t *id_of = NULL, *member_of_id = NULL;
-    uint8_t *buf = NULL;
-    string_map map = {.vocab = vocab};
-    int rc = -1;
-    size_t n = json_count(vocab);
-    if (vocab->type != JSON_OBJECT || n < 256 || n > TOKENIZER_MAX_VOCAB) {
-        error_printf(err, errlen, "%s: not a GPT-2 vocabulary (a JSON object of 256 to %d token strings -> ids)",
-                     vocab_name, TOKENIZER_MAX_VOCAB);
-        goto done;
-    }
-    map.cap = 16;
-    while (map.cap < 2 * n) map.cap *= 2;
-    map.slot_member = calloc(map.cap, sizeof *map.slot_member);
-    id_of = malloc(n * sizeof *id_of);
-    member_of_id = malloc(n * sizeof *member_of_id);
-    t = tok_new((int32_t)n, PRETOK_GPT2);
-    if (!map.slot_member || !id_of || !member_of_id || !t) {
-        error_printf(err, errlen, "%s: out of memory", vocab_name);
-        goto done;
-    }
-    /* ids: whole numbers, distinct, 0..n-1 */
-    for (size_t i = 0; i < n; i++) member_of_id[i] = -1;
+    if (json_parse(text, len, &im->vocab, msg, sizeof msg)) return IMPORT_ERROR(im, "%s: %s", im->vocab_name, msg);
+    size_t n = im->n = json_count(im->vocab);
+    if (im->vocab->type != JSON_OBJECT || n < 256 || n > TOKENIZER_MAX_VOCAB)
+        return IMPORT_ERROR(im, "%s: not a GPT-2 vocabulary (a JSON object of 256 to %d token strings -> ids)",
+                            im->vocab_name, TOKENIZER_MAX_VOCAB);
+    im->map = (string_map){.vocab = im->vocab, .cap = 16};
+    while (im->map.cap < 2 * n) im->map.cap *= 2;
+    im->map.slot_member = calloc(im->map.cap, sizeof *im->map.slot_member);
+    im->id_of = malloc(n * sizeof *im->id_of);
+    im->member_of_id = malloc(n * sizeof *im->member_of_id);
+    im->t = tok_new((int32_t)n, PRETOK_GPT2);
+    if (!im->map.slot_member || !im->id_of || !im->member_of_id || !im->t)
+        return IMPORT_ERROR(im, "%s: out of memory", im->vocab_name);
+    return 0;
+}
+
+/* The ids: whole numbers, distinct, 0..n-1; each token goes into the map. */
+static int read_ids(gpt2_import *im) {
+    const json_value *vocab = im->vocab;
+    size_t n = im->n;
+    for (size_t i = 0; i < n; i++) im->member_of_id[i] = -1;
     for (size_t i = 0; i < n; i++) {
         const char *key = json_key_at(vocab, i);
         size_t klen = json_key_len_at(vocab, i);
         int64_t id;
-        if (!json_as_int64(json_at(vocab, i), &id)) {
-            error_printf(err, errlen, "%s: the id of " TOKEN_FMT " is not a whole number", vocab_name, TOKEN_ARG(key, klen));
-            goto done;
+        if (!json_as_int64(json_at(vocab, i), &id))
+            return IMPORT_ERROR(im, "%s: the id of " TOKEN_FMT " is not a whole number", im->vocab_name,
+                                TOKEN_ARG(key, klen));
+        if (id < 0 || id >= (int64_t)n)
+            return IMPORT_ERROR(im, "%s: the id %lld of " TOKEN_FMT " is not contiguous: %zu tokens need ids 0..%zu",
+                                im->vocab_name, (long long)id, TOKEN_ARG(key, klen), n, n - 1);
+        if (im->member_of_id[id] >= 0) {
+            const char *other = json_key_at(vocab, (size_t)im->member_of_id[id]);
+            size_t olen = json_key_len_at(vocab, (size_t)im->member_of_id[id]);
+            return IMPORT_ERROR(im, "%s: the id %lld is given to both " TOKEN_FMT " and " TOKEN_FMT, im->vocab_name,
+                                (long long)id, TOKEN_ARG(other, olen), TOKEN_ARG(key, klen));
         }
-        if (id < 0 || id >= (int64_t)n) {
-            error_printf(err, errlen, "%s: the id %lld of " TOKEN_FMT " is not contiguous: %zu tokens need ids 0..%zu",
-                         vocab_name, (long long)id, TOKEN_ARG(key, klen), n, n - 1);
-            goto done;
-        }
-        if (member_of_id[id] >= 0) {
-            const char *other = json_key_at(vocab, (size_t)member_of_id[id]);
-            size_t olen = json_key_len_at(vocab, (size_t)member_of_id[id]);
-            error_printf(err, errlen, "%s: the id %lld is given to both " TOKEN_FMT " and " TOKEN_FMT, vocab_name,
-                         (long long)id, TOKEN_ARG(other, olen), TOKEN_ARG(key, klen));
-            goto done;
-        }
-        member_of_id[id] = (int32_t)i;
-        id_of[i] = (int32_t)id;
-        size_t s = (size_t)str_hash(key, klen) & (map.cap - 1);
-        while (map.slot_member[s]) s = (s + 1) & (map.cap - 1); /* keys are unique: json.c refuses duplicates */
-        map.slot_member[s] = (int32_t)i + 1;
+        im->member_of_id[id] = (int32_t)i;
+        im->id_of[i] = (int32_t)id;
+        size_t s = (size_t)str_hash(key, klen) & (im->map.cap - 1);
+        while (im->map.slot_member[s]) s = (s + 1) & (im->map.cap - 1); /* keys are unique: json.c refuses duplicates */
+        im->map.slot_member[s] = (int32_t)i + 1;
     }
-    /* the 256 byte tokens */
+    return 0;
+}
+
+/* The 256 byte tokens, by their spelling in GPT-2's byte-to-unicode map. */
+static int import_bytes(gpt2_import *im) {
     int32_t byte_ids[256];
+    char msg[256];
     for (int b = 0; b < 256; b++) {
         char key[4];
         size_t klen = (size_t)gpt2_byte_spell((unsigned)b, key);
-        long m = map_find(&map, key, klen);
-        if (m < 0) {
-            error_printf(err, errlen, "%s: no token for the byte 0x%02X (\"%.*s\")", vocab_name, (unsigned)b, (int)klen, key);
-            goto done;
-        }
-        byte_ids[b] = id_of[m];
+        long m = map_find(&im->map, key, klen);
+        if (m < 0)
+            return IMPORT_ERROR(im, "%s: no token for the byte 0x%02X (\"%.*s\")", im->vocab_name, (unsigned)b,
+                                (int)klen, key);
+        byte_ids[b] = im->id_of[m];
     }
-    if (tok_set_bytes(t, byte_ids, msg, sizeof msg)) {
-        error_printf(err, errlen, "%s: %s", vocab_name, msg);
-        goto done;
+    if (tok_set_bytes(im->t, byte_ids, msg, sizeof msg)) return IMPORT_ERROR(im, "%s: %s", im->vocab_name, msg);
+    return 0;
+}
+
+/* One line of merges.txt, "LEFT RIGHT" (no '\n' or '\r'): both tokens and the one they join
+ * into must be in the vocabulary. buf holds the line's length. */
+static int import_merge(gpt2_import *im, const char *line, const char *line_end, long lineno, char *buf) {
+    char msg[256];
+    const char *sp = memchr(line, ' ', (size_t)(line_end - line));
+    if (!sp || sp == line || sp + 1 == line_end || memchr(sp + 1, ' ', (size_t)(line_end - sp - 1)))
+        return IMPORT_ERROR(im, "%s:%ld: expected two tokens separated by one space", im->merges_name, lineno);
+    const char *part[2] = {line, sp + 1};
+    size_t plen[2] = {(size_t)(sp - line), (size_t)(line_end - sp - 1)};
+    int32_t pid[2];
+    for (int k = 0; k < 2; k++) {
+        long m = map_find(&im->map, part[k], plen[k]);
+        if (m < 0)
+            return IMPORT_ERROR(im, "%s:%ld: " TOKEN_FMT " is not in %s", im->merges_name, lineno,
+                                TOKEN_ARG(part[k], plen[k]), im->vocab_name);
+        pid[k] = im->id_of[m];
     }
-    /* the merges, line by line */
-    if (merges_len > GPT2_MAX_FILE || !(buf = malloc(merges_len + 1))) {
-        error_printf(err, errlen, "%s: %s", merges_name, merges_len > GPT2_MAX_FILE ? "too large" : "out of memory");
-        goto done;
-    }
+    /* the result is the two strings joined */
+    memcpy(buf, line, plen[0]);
+    memcpy(buf + plen[0], sp + 1, plen[1]);
+    long m = map_find(&im->map, buf, plen[0] + plen[1]);
+    if (m < 0)
+        return IMPORT_ERROR(im, "%s:%ld: the merge's result " TOKEN_FMT " is not in %s", im->merges_name, lineno,
+                            TOKEN_ARG(buf, plen[0] + plen[1]), im->vocab_name);
+    if (tok_add_merge(im->t, pid[0], pid[1], im->id_of[m], msg, sizeof msg))
+        return IMPORT_ERROR(im, "%s:%ld: %.*s %.*s: %s", im->merges_name, lineno, TOKEN_ARG(part[0], plen[0]),
+                            TOKEN_ARG(part[1], plen[1]), msg);
+    return 0;
+}
+
+/* merges.txt, line by line: an optional "#version" first line, a last line may be empty. */
+static int import_merges(gpt2_import *im, const char *merges, size_t merges_len) {
+    char *buf;
+    if (merges_len > GPT2_MAX_FILE || !(buf = malloc(merges_len + 1)))
+        return IMPORT_ERROR(im, "%s: %s", im->merges_name, merges_len > GPT2_MAX_FILE ? "too large" : "out of memory");
     long lineno = 0;
-    for (const char *p = merges, *end = merges + merges_len; p < end;) {
+    int rc = 0;
+    for (const char *p = merges, *end = merges + merges_len; p < end && !rc;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *line = p, *line_end = nl ? nl : end;
         p = nl ? nl + 1 : end;
@@ -137,64 +176,48 @@ int tokenizer_import_gpt2_memory(const char *vocab_text, size_t vocab_len, const
         size_t len = (size_t)(line_end - line);
         if (lineno == 1 && len >= 8 && !memcmp(line, "#version", 8)) continue;
         if (len == 0 && p == end) break; /* a last empty line */
-        const char *sp = memchr(line, ' ', len);
-        if (!sp || sp == line || sp + 1 == line_end || memchr(sp + 1, ' ', (size_t)(line_end - sp - 1))) {
-            error_printf(err, errlen, "%s:%ld: expected two tokens separated by one space", merges_name, lineno);
-            goto done;
-        }
-        const char *part[2] = {line, sp + 1};
-        size_t plen[2] = {(size_t)(sp - line), (size_t)(line_end - sp - 1)};
-        int32_t pid[2];
-        for (int k = 0; k < 2; k++) {
-            long m = map_find(&map, part[k], plen[k]);
-            if (m < 0) {
-                error_printf(err, errlen, "%s:%ld: " TOKEN_FMT " is not in %s", merges_name, lineno,
-                             TOKEN_ARG(part[k], plen[k]), vocab_name);
-                goto done;
-            }
-            pid[k] = id_of[m];
-        }
-        /* the result is the two strings joined */
-        memcpy(buf, line, plen[0]);
-        memcpy(buf + plen[0], sp + 1, plen[1]);
-        long m = map_find(&map, (const char *)buf, plen[0] + plen[1]);
-        if (m < 0) {
-            error_printf(err, errlen, "%s:%ld: the merge's result " TOKEN_FMT " is not in %s", merges_name, lineno,
-                         TOKEN_ARG((const char *)buf, plen[0] + plen[1]), vocab_name);
-            goto done;
-        }
-        if (tok_add_merge(t, pid[0], pid[1], id_of[m], msg, sizeof msg)) {
-            error_printf(err, errlen, "%s:%ld: %.*s %.*s: %s", merges_name, lineno, TOKEN_ARG(part[0], plen[0]),
-                         TOKEN_ARG(part[1], plen[1]), msg);
-            goto done;
-        }
+        rc = import_merge(im, line, line_end, lineno, buf);
     }
-    /* what is left are the specials */
-    for (int32_t id = 0; id < (int32_t)n; id++) {
-        if (t->kind[id] != TOKDEF_NONE) continue;
-        const char *key = json_key_at(vocab, (size_t)member_of_id[id]);
-        size_t klen = json_key_len_at(vocab, (size_t)member_of_id[id]);
-        unsigned roles = klen == 13 && !memcmp(key, "<|endoftext|>", 13) ? (1u << TOK_BOS | 1u << TOK_EOS) : 0;
-        if (tok_add_special(t, id, key, klen, roles, msg, sizeof msg)) {
-            error_printf(err, errlen, "%s: " TOKEN_FMT " (id %ld) is neither a byte, a merge's result nor a special token: %s",
-                         vocab_name, TOKEN_ARG(key, klen), (long)id, msg);
-            goto done;
-        }
-    }
-    if (tok_finish(t, msg, sizeof msg)) {
-        error_printf(err, errlen, "%s: %s", vocab_name, msg);
-        goto done;
-    }
-    *out = t;
-    t = NULL;
-    rc = 0;
-done:
-    tokenizer_free(t);
-    json_free(vocab);
-    free(map.slot_member);
-    free(id_of);
-    free(member_of_id);
     free(buf);
+    return rc;
+}
+
+/* The ids that are neither a byte nor a merge's result are special tokens. */
+static int import_specials(gpt2_import *im) {
+    char msg[256];
+    for (int32_t id = 0; id < (int32_t)im->n; id++) {
+        if (im->t->kind[id] != TOKDEF_NONE) continue;
+        const char *key = json_key_at(im->vocab, (size_t)im->member_of_id[id]);
+        size_t klen = json_key_len_at(im->vocab, (size_t)im->member_of_id[id]);
+        unsigned roles = klen == 13 && !memcmp(key, "<|endoftext|>", 13) ? (1u << TOK_BOS | 1u << TOK_EOS) : 0;
+        if (tok_add_special(im->t, id, key, klen, roles, msg, sizeof msg))
+            return IMPORT_ERROR(
+                im, "%s: " TOKEN_FMT " (id %ld) is neither a byte, a merge's result nor a special token: %s",
+                im->vocab_name, TOKEN_ARG(key, klen), (long)id, msg);
+    }
+    if (tok_finish(im->t, msg, sizeof msg)) return IMPORT_ERROR(im, "%s: %s", im->vocab_name, msg);
+    return 0;
+}
+
+int tokenizer_import_gpt2_memory(const char *vocab_text, size_t vocab_len, const char *vocab_name, const char *merges,
+                                 size_t merges_len, const char *merges_name, tokenizer **out, char *err,
+                                 size_t errlen) {
+    *out = NULL;
+    gpt2_import im = {.vocab_name = vocab_name, .merges_name = merges_name, .err = err, .errlen = errlen};
+    int rc = open_vocab(&im, vocab_text, vocab_len);
+    if (!rc) rc = read_ids(&im);
+    if (!rc) rc = import_bytes(&im);
+    if (!rc) rc = import_merges(&im, merges, merges_len);
+    if (!rc) rc = import_specials(&im);
+    if (!rc) {
+        *out = im.t;
+        im.t = NULL;
+    }
+    tokenizer_free(im.t);
+    json_free(im.vocab);
+    free(im.map.slot_member);
+    free(im.id_of);
+    free(im.member_of_id);
     return rc;
 }
 

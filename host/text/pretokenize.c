@@ -6,6 +6,7 @@
  *   5. \s+(?!\S): a whitespace run that the next character does not end, so a run followed
  *        by text gives all but its last character (which then leads the next piece)
  *   6. \s+: a single whitespace character before text. */
+#include "formats/utf8.h"
 #include "text/pretokenize.h"
 
 #include "text/unicode_class.h"

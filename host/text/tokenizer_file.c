@@ -50,177 +50,176 @@ static int field_is(const char *f, size_t len, const char *word) {
     return strlen(word) == len && !memcmp(f, word, len);
 }
 
-/* err = "NAME:LINE: " + message */
-static int line_error(char *err, size_t errlen, const char *name, long line, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int line_error(char *err, size_t errlen, const char *name, long line, const char *fmt, ...) {
+/* The state of one parse: where it is (for the messages) and what it has built so far. */
+typedef struct tok_parser {
+    const char *name;
+    char *err;
+    size_t errlen;
+    long lineno;
+    int state; /* the record expected next (EXPECT_...) */
+    tokenizer *t;
+    int32_t n_vocab;
+    int saw_merge;
+} tok_parser;
+
+/* err = "NAME:LINE: " + message, for the line being parsed; returns -1. */
+static int line_error(const tok_parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int line_error(const tok_parser *ps, const char *fmt, ...) {
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    error_printf(err, errlen, "%s:%ld: %s", name, line, msg);
+    error_printf(ps->err, ps->errlen, "%s:%ld: %s", ps->name, ps->lineno, msg);
     return -1;
 }
 
 /* The records in the order they must come. */
 enum { EXPECT_MAGIC, EXPECT_VOCAB, EXPECT_PRETOK, EXPECT_BYTES, EXPECT_BODY };
 
+/* Each record's reader gets the line after its first field f (fl bytes); 0 or -1 with err. */
+
+static int parse_magic(tok_parser *ps, line_cursor *c, const char *f, size_t fl) {
+    (void)fl; /* the magic line holds spaces: it is compared whole */
+    if ((size_t)(c->end - f) != strlen(TOKENIZER_MAGIC) || memcmp(f, TOKENIZER_MAGIC, strlen(TOKENIZER_MAGIC)))
+        return line_error(ps, "not a kiln tokenizer (the first line must be \"%s\")", TOKENIZER_MAGIC);
+    return 0;
+}
+
+/* "vocab N" */
+static int parse_vocab(tok_parser *ps, line_cursor *c, const char *f, size_t fl) {
+    const char *v;
+    size_t vl;
+    int32_t nv;
+    if (!field_is(f, fl, "vocab") || !next_field(c, &v, &vl) ||
+        parse_id(v, vl, (int64_t)TOKENIZER_MAX_VOCAB + 1, &nv) || nv < 256 || c->p < c->end)
+        return line_error(ps, "expected \"vocab N\" with 256 <= N <= %d", TOKENIZER_MAX_VOCAB);
+    ps->n_vocab = nv;
+    return 0;
+}
+
+/* "pretokenizer gpt2|none": the tokenizer is made here, now that its size is known. */
+static int parse_pretok(tok_parser *ps, line_cursor *c, const char *f, size_t fl) {
+    const char *v;
+    size_t vl;
+    if (!field_is(f, fl, "pretokenizer") || !next_field(c, &v, &vl) || c->p < c->end ||
+        !(field_is(v, vl, "gpt2") || field_is(v, vl, "none")))
+        return line_error(ps, "expected \"pretokenizer gpt2\" or \"pretokenizer none\"");
+    ps->t = tok_new(ps->n_vocab, field_is(v, vl, "gpt2") ? PRETOK_GPT2 : PRETOK_NONE);
+    if (!ps->t) return line_error(ps, "out of memory");
+    return 0;
+}
+
+/* "bytes ID0 ... ID255" */
+static int parse_bytes(tok_parser *ps, line_cursor *c, const char *f, size_t fl) {
+    int32_t ids[256];
+    int b = 0;
+    const char *v;
+    size_t vl;
+    char msg[200];
+    if (!field_is(f, fl, "bytes")) return line_error(ps, "expected \"bytes\" and the 256 byte ids");
+    while (b < 256 && next_field(c, &v, &vl) && !parse_id(v, vl, ps->n_vocab, &ids[b])) b++;
+    if (b < 256 || c->p < c->end)
+        return line_error(ps, "expected \"bytes\" and 256 ids below %ld", (long)ps->n_vocab);
+    if (tok_set_bytes(ps->t, ids, msg, sizeof msg)) return line_error(ps, "%s", msg);
+    return 0;
+}
+
+/* "merge LEFT RIGHT ID" */
+static int parse_merge(tok_parser *ps, line_cursor *c) {
+    const char *v[3];
+    size_t vl[3];
+    int32_t id[3];
+    int k = 0;
+    char msg[200];
+    while (k < 3 && next_field(c, &v[k], &vl[k]) && !parse_id(v[k], vl[k], ps->n_vocab, &id[k])) k++;
+    if (k < 3 || c->p < c->end)
+        return line_error(ps, "expected \"merge LEFT RIGHT ID\" with ids below %ld", (long)ps->n_vocab);
+    ps->saw_merge = 1;
+    if (tok_add_merge(ps->t, id[0], id[1], id[2], msg, sizeof msg)) return line_error(ps, "%s", msg);
+    return 0;
+}
+
+/* A special token's ROLES field: "-", or a comma list of role names without repeats. */
+static int parse_roles(tok_parser *ps, const char *s, size_t len, unsigned *roles) {
+    *roles = 0;
+    if (field_is(s, len, "-")) return 0;
+    line_cursor list = {s, s + len};
+    while (list.p < list.end) {
+        const char *comma = memchr(list.p, ',', (size_t)(list.end - list.p));
+        const char *stop = comma ? comma : list.end;
+        int k = 0;
+        while (k < TOK_SPECIAL_COUNT && !field_is(list.p, (size_t)(stop - list.p), tokenizer_role_names[k])) k++;
+        if (k == TOK_SPECIAL_COUNT || (*roles >> k & 1))
+            return line_error(ps, "ROLES must be \"-\" or a comma list of pad, bos, eos, cls, sep, mask");
+        *roles |= 1u << k;
+        list.p = comma ? comma + 1 : list.end;
+        if (comma && list.p == list.end) return line_error(ps, "ROLES ends with a comma");
+    }
+    return 0;
+}
+
+/* "special ID NAME ROLES", before any merge */
+static int parse_special(tok_parser *ps, line_cursor *c) {
+    const char *v[3];
+    size_t vl[3];
+    int32_t id;
+    int k = 0;
+    unsigned roles;
+    char msg[200];
+    while (k < 3 && next_field(c, &v[k], &vl[k])) k++;
+    if (k < 3 || c->p < c->end || parse_id(v[0], vl[0], ps->n_vocab, &id))
+        return line_error(ps, "expected \"special ID NAME ROLES\" with an id below %ld", (long)ps->n_vocab);
+    if (ps->saw_merge) return line_error(ps, "special tokens come before the merges");
+    if (parse_roles(ps, v[2], vl[2], &roles)) return -1;
+    if (tok_add_special(ps->t, id, v[1], vl[1], roles, msg, sizeof msg)) return line_error(ps, "%s", msg);
+    return 0;
+}
+
+/* One line: the header record expected next, or a body record. */
+static int parse_line(tok_parser *ps, line_cursor *c) {
+    static int (*const header[EXPECT_BODY])(tok_parser *, line_cursor *, const char *, size_t) = {
+        parse_magic, parse_vocab, parse_pretok, parse_bytes};
+    const char *f;
+    size_t fl;
+    if (c->end > c->p && c->end[-1] == ' ') /* fields are separated by exactly one space */
+        return line_error(ps, "a space at the end of the line");
+    if (!next_field(c, &f, &fl)) return line_error(ps, "an empty line");
+    if (ps->state < EXPECT_BODY) {
+        if (header[ps->state](ps, c, f, fl)) return -1;
+        ps->state++;
+        return 0;
+    }
+    if (field_is(f, fl, "merge")) return parse_merge(ps, c);
+    if (field_is(f, fl, "special")) return parse_special(ps, c);
+    return line_error(ps, "unknown record \"%.*s\" (expected merge or special)", (int)(fl > 40 ? 40 : fl), f);
+}
+
 int tokenizer_parse(const char *text, size_t n, const char *name, tokenizer **out, char *err, size_t errlen) {
     *out = NULL;
-    tokenizer *t = NULL;
-    int32_t n_vocab = 0;
-    tokenizer_pretok pretok = PRETOK_NONE;
-    int state = EXPECT_MAGIC, rc = 0, saw_merge = 0;
-    long lineno = 0;
+    tok_parser ps = {.name = name, .err = err, .errlen = errlen, .state = EXPECT_MAGIC};
+    int rc = 0;
     char msg[200];
-    const char *p = text, *end = text + n;
-    while (p < end && !rc) {
+    for (const char *p = text, *end = text + n; p < end && !rc;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *line_end = nl ? nl : end;
-        lineno++;
-        line_cursor c = {p, line_end};
+        line_cursor c = {p, nl ? nl : end};
         if (c.end > c.p && c.end[-1] == '\r') c.end--;
         p = nl ? nl + 1 : end;
-        if (c.end > c.p && c.end[-1] == ' ') { /* fields are separated by exactly one space */
-            rc = line_error(err, errlen, name, lineno, "a space at the end of the line");
-            break;
-        }
-        const char *f;
-        size_t fl;
-        if (!next_field(&c, &f, &fl)) {
-            rc = line_error(err, errlen, name, lineno, "an empty line");
-            break;
-        }
-        if (state == EXPECT_MAGIC) {
-            if ((size_t)(c.end - f) != strlen(TOKENIZER_MAGIC) || memcmp(f, TOKENIZER_MAGIC, strlen(TOKENIZER_MAGIC))) {
-                rc = line_error(err, errlen, name, lineno, "not a kiln tokenizer (the first line must be \"%s\")",
-                                TOKENIZER_MAGIC);
-                break;
-            }
-            state = EXPECT_VOCAB;
-            continue;
-        }
-        if (state == EXPECT_VOCAB) {
-            const char *v;
-            size_t vl;
-            int32_t nv;
-            if (!field_is(f, fl, "vocab") || !next_field(&c, &v, &vl) ||
-                parse_id(v, vl, (int64_t)TOKENIZER_MAX_VOCAB + 1, &nv) || nv < 256 || c.p < c.end) {
-                rc = line_error(err, errlen, name, lineno, "expected \"vocab N\" with 256 <= N <= %d",
-                                TOKENIZER_MAX_VOCAB);
-                break;
-            }
-            n_vocab = nv;
-            state = EXPECT_PRETOK;
-            continue;
-        }
-        if (state == EXPECT_PRETOK) {
-            const char *v;
-            size_t vl;
-            if (!field_is(f, fl, "pretokenizer") || !next_field(&c, &v, &vl) || c.p < c.end ||
-                !(field_is(v, vl, "gpt2") || field_is(v, vl, "none"))) {
-                rc = line_error(err, errlen, name, lineno, "expected \"pretokenizer gpt2\" or \"pretokenizer none\"");
-                break;
-            }
-            pretok = field_is(v, vl, "gpt2") ? PRETOK_GPT2 : PRETOK_NONE;
-            t = tok_new(n_vocab, pretok);
-            if (!t) {
-                rc = line_error(err, errlen, name, lineno, "out of memory");
-                break;
-            }
-            state = EXPECT_BYTES;
-            continue;
-        }
-        if (state == EXPECT_BYTES) {
-            int32_t ids[256];
-            int b = 0;
-            const char *v;
-            size_t vl;
-            if (!field_is(f, fl, "bytes")) {
-                rc = line_error(err, errlen, name, lineno, "expected \"bytes\" and the 256 byte ids");
-                break;
-            }
-            while (b < 256 && next_field(&c, &v, &vl) && !parse_id(v, vl, n_vocab, &ids[b])) b++;
-            if (b < 256 || c.p < c.end) {
-                rc = line_error(err, errlen, name, lineno, "expected \"bytes\" and 256 ids below %ld",
-                                (long)n_vocab);
-                break;
-            }
-            if (tok_set_bytes(t, ids, msg, sizeof msg)) rc = line_error(err, errlen, name, lineno, "%s", msg);
-            state = EXPECT_BODY;
-            continue;
-        }
-        if (field_is(f, fl, "merge")) {
-            const char *v[3];
-            size_t vl[3];
-            int32_t id[3];
-            int k = 0;
-            while (k < 3 && next_field(&c, &v[k], &vl[k]) && !parse_id(v[k], vl[k], n_vocab, &id[k])) k++;
-            if (k < 3 || c.p < c.end) {
-                rc = line_error(err, errlen, name, lineno, "expected \"merge LEFT RIGHT ID\" with ids below %ld",
-                                (long)n_vocab);
-                break;
-            }
-            if (tok_add_merge(t, id[0], id[1], id[2], msg, sizeof msg))
-                rc = line_error(err, errlen, name, lineno, "%s", msg);
-            saw_merge = 1;
-        } else if (field_is(f, fl, "special")) {
-            const char *v[3];
-            size_t vl[3];
-            int32_t id;
-            int k = 0;
-            while (k < 3 && next_field(&c, &v[k], &vl[k])) k++;
-            if (k < 3 || c.p < c.end || parse_id(v[0], vl[0], n_vocab, &id)) {
-                rc = line_error(err, errlen, name, lineno, "expected \"special ID NAME ROLES\" with an id below %ld",
-                                (long)n_vocab);
-                break;
-            }
-            if (saw_merge) {
-                rc = line_error(err, errlen, name, lineno, "special tokens come before the merges");
-                break;
-            }
-            unsigned roles = 0;
-            if (!field_is(v[2], vl[2], "-")) {
-                line_cursor rc_list = {v[2], v[2] + vl[2]};
-                while (!rc && rc_list.p < rc_list.end) {
-                    const char *comma = memchr(rc_list.p, ',', (size_t)(rc_list.end - rc_list.p));
-                    const char *stop = comma ? comma : rc_list.end;
-                    int k2 = 0;
-                    while (k2 < TOK_SPECIAL_COUNT && !field_is(rc_list.p, (size_t)(stop - rc_list.p), tokenizer_role_names[k2]))
-                        k2++;
-                    if (k2 == TOK_SPECIAL_COUNT || (roles >> k2 & 1)) {
-                        rc = line_error(err, errlen, name, lineno,
-                                        "ROLES must be \"-\" or a comma list of pad, bos, eos, cls, sep, mask");
-                        break;
-                    }
-                    roles |= 1u << k2;
-                    rc_list.p = comma ? comma + 1 : rc_list.end;
-                    if (comma && rc_list.p == rc_list.end) {
-                        rc = line_error(err, errlen, name, lineno, "ROLES ends with a comma");
-                        break;
-                    }
-                }
-                if (rc) break;
-            }
-            if (tok_add_special(t, id, v[1], vl[1], roles, msg, sizeof msg))
-                rc = line_error(err, errlen, name, lineno, "%s", msg);
-        } else {
-            rc = line_error(err, errlen, name, lineno, "unknown record \"%.*s\" (expected merge or special)",
-                            (int)(fl > 40 ? 40 : fl), f);
-        }
+        ps.lineno++;
+        rc = parse_line(&ps, &c);
     }
-    if (!rc && state != EXPECT_BODY) {
+    if (!rc && ps.state != EXPECT_BODY) {
         static const char *const wanted[] = {"the line \"" TOKENIZER_MAGIC "\"", "the \"vocab\" line",
                                              "the \"pretokenizer\" line", "the \"bytes\" line"};
-        rc = line_error(err, errlen, name, lineno + 1, "the file ends before %s", wanted[state]);
+        ps.lineno++; /* the line that is missing */
+        rc = line_error(&ps, "the file ends before %s", wanted[ps.state]);
     }
-    if (!rc && tok_finish(t, msg, sizeof msg)) rc = line_error(err, errlen, name, lineno, "%s", msg);
+    if (!rc && tok_finish(ps.t, msg, sizeof msg)) rc = line_error(&ps, "%s", msg);
     if (rc) {
-        tokenizer_free(t);
+        tokenizer_free(ps.t);
         return -1;
     }
-    *out = t;
+    *out = ps.t;
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /* The tokenizer object, shared by the files of text/ (not for other rooms), and the builder
- * that the file reader, the GPT-2 importer and the trainer all go through, so every
- * tokenizer satisfies the same checks. */
+ * that the file reader, the GPT-2 importer and the BPE learner (bpe_train.c) all go
+ * through, so every tokenizer satisfies the same checks. */
 #ifndef KILN_HOST_TEXT_TOKENIZER_INTERNAL_H
 #define KILN_HOST_TEXT_TOKENIZER_INTERNAL_H
 

@@ -4,11 +4,11 @@
 #include <string.h>
 
 #include "formats/gguf.h"
+#include "formats/utf8.h"
 #include "kiln/quant.h"
 #include "model/gpt/gpt_gguf.h"
 #include "model/gpt/gpt_quantize.h"
 #include "text/gpt2_bytes.h"
-#include "text/unicode_class.h"
 
 static kiln_qformat qformat_of(int type) { return (kiln_qformat)gpt_gguf_qformat(type); }
 
