@@ -81,7 +81,7 @@ typedef float f32;
 /* qmatmul: x, w (32-bit words), bias, y (kiln_qmatmul_args) */
 #define QMATMUL_OPS 4
 #define QMATMUL_PUSH u32 off[QMATMUL_OPS]; u32 m; u32 n; u32 k; u32 row_words; u32 format;
-/* qmatmul's int8 path (devices with integer dot products, vk_qmatmul.c). qmatmul_qx: x, qx
+/* qmatmul's int8 path (devices with integer dot products, vk_quant.c). qmatmul_qx: x, qx
  * (KILN_ABI_VK_QX_WORDS words per block of x); qmatmul_dot: qx, w, bias, y */
 #define QMATMUL_QX_OPS 2
 #define QMATMUL_QX_PUSH u32 off[QMATMUL_QX_OPS]; u32 blocks;

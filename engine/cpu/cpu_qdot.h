@@ -1,5 +1,5 @@
 /* Integer dot products of quantized weight blocks with 8-bit activations: the CPU's fast
- * path for kiln_matmul_q (cpu_qmatmul.c).
+ * path for kiln_matmul_q (cpu_quant.c).
  *
  * Like ggml's CPU backend, the product rounds each block of 32 activations to int8 with one
  * f32 scale (d = max|x| / 127, q = round(x / d)), so a block's contribution is

@@ -10,19 +10,20 @@
  *   cl_gemm_tuning.c  the per-device GEMM block sizes (cl_gemm.h)
  * and the host side of the kernels, one file per op family, named as the CPU backend's
  * cpu_<family>.c (each names the cl/<family>.cl files whose kernels it launches):
- *   cl_basic.c      fill, cast, axpby, binary, sum_rows
- *   cl_act.c        activations
- *   cl_dropout.c    dropout
- *   cl_embed.c      embedding lookup and its backward
- *   cl_entropy.c    attention entropy
- *   cl_gemm.c       the GEMM: variant choice, packing, launch
- *   cl_misc.c       the sinusoid table and the inf/NaN check
- *   cl_norm.c       LayerNorm and RMSNorm
- *   cl_optim.c      gradient clipping coefficient and Adam(W)
- *   cl_reduce.c     reductions to a scalar
- *   cl_shape.c      permute and block copies
- *   cl_softmax.c    masked softmax
- *   cl_xent.c       cross-entropy
+ *   cl_activation.c         activations
+ *   cl_attention_entropy.c  attention entropy
+ *   cl_constants.c          fill, the sinusoid table and the inf/NaN check
+ *   cl_cross_entropy.c      cross-entropy
+ *   cl_dropout.c            dropout
+ *   cl_elementwise.c        axpby, binary, sum_rows
+ *   cl_embedding.c          embedding lookup and its backward
+ *   cl_gemm.c               the matmul family's GEMM: variant choice, packing, launch
+ *   cl_norm.c               LayerNorm and RMSNorm
+ *   cl_optim.c              gradient clipping coefficient and Adam(W)
+ *   cl_quant.c              the product with a quantized matrix
+ *   cl_reduce.c             reductions to a scalar
+ *   cl_shape.c              permute, block copies and the dtype cast
+ *   cl_softmax.c            masked softmax
  *
  * Every kernel call is enqueued on one in-order queue and returns at once; the host waits
  * only in download() and sync().

@@ -77,8 +77,8 @@ typedef struct vk_caps {
     int storage16;       /* storageBuffer16BitAccess */
     int float16;         /* shaderFloat16 */
     int coopmat;         /* VK_KHR_cooperative_matrix with an f16 x f16 -> f32 16x16x16 shape */
-    int int_dot;         /* VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (vk_qmatmul.c) */
-    uint32_t qmatmul_lanes; /* KILN_VK_QMATMUL_LANES, read once: 0, or the lanes per row tests force (vk_qmatmul.c) */
+    int int_dot;         /* VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (vk_quant.c) */
+    uint32_t qmatmul_lanes; /* KILN_VK_QMATMUL_LANES, read once: 0, or the lanes per row tests force (vk_quant.c) */
     int texel_f16;       /* RGBA16F uniform texel buffers (required by Vulkan; checked anyway) */
     int driver_props;    /* VkPhysicalDeviceDriverProperties available */
     int portability_subset;
@@ -391,15 +391,15 @@ kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a);
 kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a);
 /* the norm_fwd, norm_bwd_dx and norm_bwd_params kernels (vk_norm.c); rms as kiln_norm_args */
 kiln_status vk_norm_fwd(void *dev, const kiln_norm_args *a);
-/* the qmatmul slot (vk_qmatmul.c): the int8 path where caps.int_dot, else f32 */
+/* the qmatmul slot (vk_quant.c): the int8 path where caps.int_dot, else f32 */
 kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a);
-/* qmatmul on int8-rounded activations (vk_qmatmul_dot.c), and the backend's
+/* qmatmul on int8-rounded activations (vk_quant_dot.c), and the backend's
  * qmatmul_rounds_x: whether vk_qmatmul takes that path on this device */
 kiln_status vk_qmatmul_int8(vk_dev *d, const kiln_qmatmul_args *a);
 int vk_qmatmul_rounds_x(void *dev);
 /* The workgroup shape of both qmatmul product kernels for rows of `blocks` blocks: *wg
  * invocations (specialization constant 0), *lanes of them per weight row (constant 1, a
- * power of two <= *wg), so *wg / *lanes rows per workgroup (vk_qmatmul.c). */
+ * power of two <= *wg), so *wg / *lanes rows per workgroup (vk_quant.c). */
 void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes);
 kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a);
 kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a);
@@ -419,6 +419,10 @@ kiln_status vk_adam(void *dev, const kiln_adam_args *a);
 
 /* The sum (scale * sum x, overwriting out[0] or adding to it) or the sum of squares of n
  * elements of x (vk_reduce.c). */
+/* x (f32 or f16) viewed as [outer, segs, inner]; out[s] (f32) = scale * sum (or += when
+ * accumulate) of each element, its square or p log p (kind KILN_ABI_VK_REDUCE_*) (vk_reduce.c). */
+kiln_status vk_reduce_segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t outer, int64_t segs,
+                                int64_t inner, uint32_t kind, float scale, int accumulate);
 kiln_status vk_reduce_sum(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t n, int square, float scale,
                           int accumulate);
 

@@ -8,7 +8,7 @@
  * dispatch on sub-views (kiln_ref offsets), so the kernels themselves are unchanged; the
  * hazard tracker orders pieces that touch the same bytes.
  *
- * The embedding (vk_embed.c), the GEMM (vk_gemm_split.c), the cross-entropy (vk_xent.c,
+ * The embedding (vk_embedding.c), the GEMM (vk_gemm_split.c), the cross-entropy (vk_cross_entropy.c,
  * GPT-2's logits at context 1024 are 206 MB) and the softmax (vk_softmax.c, attention
  * scores) split along their own axes. vk_dispatch refuses any other operand larger than a
  * binding with a one-line error. KILN_VK_MAX_BINDING lowers the

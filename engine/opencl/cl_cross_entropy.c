@@ -1,4 +1,4 @@
-/* Host side of cl/crossentropy.cl: the loss from logits and i32 targets, forward (rows, then
+/* Host side of cl/cross_entropy.cl: the loss from logits and i32 targets, forward (rows, then
  * their total) and backward. Bad targets are reported through the device error flag. */
 #include "opencl/cl_internal.h"
 
@@ -8,7 +8,7 @@ kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
     kiln_status s = cl_temp(d, (size_t)a->rows * KILN_ABI_CL_XENT_ROW_FLOATS * sizeof(float), &tmp);
     if (s) return s;
     kiln_ref rows = {.buf = tmp};
-    cl_call c = cl_begin_dt(d, "crossentropy", "xent_rows", a->dtype);
+    cl_call c = cl_begin_dt(d, "cross_entropy", "xent_rows", a->dtype);
     cl_arg_ref(&c, a->logits, kiln_dtype_size(a->dtype));
     cl_arg_ref(&c, a->targets, 4);
     cl_arg_ref(&c, a->lse, 4);
@@ -20,7 +20,7 @@ kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
     cl_arg_i32(&c, cl_has(a->err_flag));
     s = cl_run_rows(&c, (size_t)a->rows);
     if (!s) {
-        c = cl_begin(d, "crossentropy", "xent_total");
+        c = cl_begin(d, "cross_entropy", "xent_total");
         cl_arg_ref(&c, rows, 4);
         cl_arg_i64(&c, a->rows);
         cl_arg_ref(&c, a->loss, 4);
@@ -35,7 +35,7 @@ kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
 kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a) {
     cl_dev *d = dev;
     size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(d, "crossentropy", "xent_bwd", a->dtype);
+    cl_call c = cl_begin_dt(d, "cross_entropy", "xent_bwd", a->dtype);
     cl_arg_ref(&c, a->logits, es);
     cl_arg_ref(&c, a->targets, 4);
     cl_arg_ref(&c, a->lse, 4);

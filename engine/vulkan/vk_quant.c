@@ -2,7 +2,7 @@
  * x, bias and y f32 or f16 (the "_f16" builds), the activations used as given. It needs no
  * optional feature, so it is the path of every device without integer dot products and of
  * KILN_VK_MIN_LIMITS mode; the others round the activations to int8 as the CPU does
- * (vk_qmatmul_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a
+ * (vk_quant_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a
  * workgroup computes R = WG / T weight rows, T invocations per row, against a tile of 8
  * rows of x (the shaders' MT), on a grid of ceil(n / R) x ceil(m / 8) workgroups. */
 #include "push.h"

@@ -8,7 +8,7 @@
  * for a rounding error of at most half a step per activation, as on the CPU.
  *
  * Two dispatches: x's blocks rounded into a scratch buffer (KILN_ABI_VK_QX_WORDS words per
- * block), then the product, mapped as vk_qmatmul.c's (vk_qmatmul_shape): R = WG / T weight
+ * block), then the product, mapped as vk_quant.c's (vk_qmatmul_shape): R = WG / T weight
  * rows per workgroup, T invocations per row (1 on CPU devices, up to a subgroup's width on
  * GPUs), by tiles of 8 rows of x. */
 #include "push.h"

@@ -1,4 +1,4 @@
-/* Host side of cl/entropy.cl: the entropy of attention probabilities per head. */
+/* Host side of cl/attention_entropy.cl: the entropy of attention probabilities per head. */
 #include "opencl/cl_internal.h"
 
 kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a) {
@@ -12,7 +12,7 @@ kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a) {
     kiln_status s = cl_temp(d, groups * (size_t)a->heads * sizeof(float), &tmp);
     if (s) return s;
     kiln_ref partial = {.buf = tmp};
-    cl_call c = cl_begin_dt(d, "entropy", "entropy_partial", a->dtype);
+    cl_call c = cl_begin_dt(d, "attention_entropy", "entropy_partial", a->dtype);
     cl_arg_ref(&c, a->p, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->batch);
     cl_arg_i64(&c, a->heads);
@@ -21,7 +21,7 @@ kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a) {
     size_t global[2] = {groups * d->wg, (size_t)a->heads}, local[2] = {d->wg, 1};
     s = cl_run(&c, 2, global, local);
     if (!s) {
-        c = cl_begin(d, "entropy", "entropy_final");
+        c = cl_begin(d, "attention_entropy", "entropy_final");
         cl_arg_ref(&c, partial, 4);
         cl_arg_i32(&c, (int)groups);
         cl_arg_ref(&c, a->out, 4);
@@ -36,7 +36,7 @@ kiln_status cl_entropy_bwd(void *dev, const kiln_entropy_args *a) {
     cl_dev *d = dev;
     int64_t per_head = a->tq * a->tk;
     size_t es = kiln_dtype_size(a->dtype);
-    cl_call c = cl_begin_dt(d, "entropy", "entropy_bwd", a->dtype);
+    cl_call c = cl_begin_dt(d, "attention_entropy", "entropy_bwd", a->dtype);
     cl_arg_ref(&c, a->p, es);
     cl_arg_ref(&c, a->dout, 4);
     cl_arg_ref(&c, a->dp, es);
