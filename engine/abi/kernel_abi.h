@@ -46,7 +46,7 @@
 /* ---- Vulkan ---- */
 /* The values only engine/vulkan and shaders/ share (through shaders/common.glsl). */
 
-/* cast.comp's modes (vk_cast) */
+/* cast.comp's modes (vk_cast_piece, vk_shape.c) */
 #define KILN_ABI_VK_CAST_COPY32 0     /* 32-bit elements copied as they are (f32, i32) */
 #define KILN_ABI_VK_CAST_COPY16 1     /* f16 copied as it is */
 #define KILN_ABI_VK_CAST_F32_TO_F16 2 /* rounded to nearest even */

@@ -279,35 +279,10 @@ size_t cl_groups_for(const cl_dev *d, size_t n);
 static inline int cl_has(kiln_ref r) { return r.buf != NULL; }
 
 /* ---- kernels (the op-family files above) ---- */
-kiln_status cl_fill(void *dev, const kiln_fill_args *a);
-kiln_status cl_cast(void *dev, const kiln_cast_args *a);
-kiln_status cl_gemm(void *dev, const kiln_gemm_args *a);
+/* the kernels, cl_<slot> for each slot of core/kernel_slots.def */
+#define KILN_SLOT(family, slot, args, output, output_dtype) kiln_status cl_##slot(void *dev, const args *a);
+#include "core/kernel_slots.def"
 int cl_gemm_variants(void *dev, const char **names, int cap);
 kiln_status cl_set_gemm_variant(void *dev, const char *name);
-kiln_status cl_axpby(void *dev, const kiln_axpby_args *a);
-kiln_status cl_binary(void *dev, const kiln_binary_args *a);
-kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a);
-kiln_status cl_act_fwd(void *dev, const kiln_act_args *a);
-kiln_status cl_act_bwd(void *dev, const kiln_act_args *a);
-kiln_status cl_reduce(void *dev, const kiln_reduce_args *a);
-kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a);
-kiln_status cl_embed_bwd(void *dev, const kiln_embed_args *a);
-kiln_status cl_norm_fwd(void *dev, const kiln_norm_args *a);
-kiln_status cl_norm_bwd(void *dev, const kiln_norm_args *a);
-kiln_status cl_softmax_fwd(void *dev, const kiln_softmax_args *a);
-kiln_status cl_softmax_bwd(void *dev, const kiln_softmax_args *a);
-kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a);
-kiln_status cl_entropy_bwd(void *dev, const kiln_entropy_args *a);
-kiln_status cl_dropout_fwd(void *dev, const kiln_dropout_args *a);
-kiln_status cl_dropout_bwd(void *dev, const kiln_dropout_args *a);
-kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a);
-kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a);
-kiln_status cl_permute(void *dev, const kiln_permute_args *a);
-kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a);
-kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a);
-kiln_status cl_check_finite(void *dev, const kiln_finite_args *a);
-kiln_status cl_clip_coef(void *dev, const kiln_clip_args *a);
-kiln_status cl_adam(void *dev, const kiln_adam_args *a);
-kiln_status cl_qmatmul(void *dev, const kiln_qmatmul_args *a);
 
 #endif

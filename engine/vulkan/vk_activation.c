@@ -7,7 +7,7 @@ typedef struct { ACT_FWD_PUSH } act_fwd_push;
 
 typedef struct { ACT_BWD_PUSH } act_bwd_push;
 
-kiln_status vk_act_fwd(void *dev, const kiln_act_args *a) {
+kiln_status vk_act_fwd_piece(void *dev, const kiln_act_args *a) {
     vk_dev *d = vk_of(dev);
     if (!((a->kind >= KILN_ACT_GELU && a->kind <= KILN_ACT_RELU2) || a->kind == KILN_ACT_SQRT))
         return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan act_fwd: unknown activation kind %d", a->kind);
@@ -22,7 +22,7 @@ kiln_status vk_act_fwd(void *dev, const kiln_act_args *a) {
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
-kiln_status vk_act_bwd(void *dev, const kiln_act_args *a) {
+kiln_status vk_act_bwd_piece(void *dev, const kiln_act_args *a) {
     vk_dev *d = vk_of(dev);
     if (!(a->kind >= KILN_ACT_GELU && a->kind <= KILN_ACT_RELU2))
         return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan act_bwd: activation kind %d has no backward", a->kind);

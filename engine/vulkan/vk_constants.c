@@ -20,7 +20,7 @@ kiln_status vk_sinusoid(void *dev, const kiln_sinusoid_args *a) {
     return vk_run_flat(d, &l, (uint64_t)(a->positions * a->channels));
 }
 
-kiln_status vk_check_finite(void *dev, const kiln_finite_args *a) {
+kiln_status vk_check_finite_piece(void *dev, const kiln_finite_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->dtype != KILN_F32 && a->dtype != KILN_F16)
         return kiln_set_error(KILN_ERR_DTYPE, "check_finite: x must be f32 or f16, got %s", kiln_dtype_name(a->dtype));
@@ -34,7 +34,7 @@ kiln_status vk_check_finite(void *dev, const kiln_finite_args *a) {
 
 typedef struct { FILL_PUSH } fill_push;
 
-kiln_status vk_fill(void *dev, const kiln_fill_args *a) {
+kiln_status vk_fill_piece(void *dev, const kiln_fill_args *a) {
     vk_dev *d = vk_of(dev);
     kiln_status s = a->dtype == KILN_F16 ? vk_require_f16(d, "fill") : KILN_OK;
     if (s) return s;

@@ -8,7 +8,7 @@ typedef struct { AXPBY_PUSH } axpby_push;
 typedef struct { BINARY_PUSH } binary_push;
 typedef struct { SUM_ROWS_PUSH } sum_rows_push;
 
-kiln_status vk_axpby(void *dev, const kiln_axpby_args *a) {
+kiln_status vk_axpby_piece(void *dev, const kiln_axpby_args *a) {
     vk_dev *d = vk_of(dev);
     vk_shader_id shader;
     kiln_status s = vk_variant(d, VK_SHADER_axpby, a->dtype, &shader);
@@ -23,7 +23,7 @@ kiln_status vk_axpby(void *dev, const kiln_axpby_args *a) {
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
-kiln_status vk_binary(void *dev, const kiln_binary_args *a) {
+kiln_status vk_binary_piece(void *dev, const kiln_binary_args *a) {
     vk_dev *d = vk_of(dev);
     if ((unsigned)a->op > KILN_BIN_DIV) /* the shader would take any other value for a division */
         return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan binary: unknown op %d", (int)a->op);

@@ -82,7 +82,7 @@ static kiln_status vk_embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, vk_shad
     if (!s) s = vk_scratch(d, (size_t)(a->rows * chunk) * 4, &acc);
     if (!s) { /* "no position yet": above any position, and exact as a float */
         kiln_fill_args f = {.dst = owner, .n = a->vocab, .dtype = KILN_I32, .value = 2147483520.0f};
-        s = vk_fill(d, &f);
+        s = vk_fill_piece(d, &f);
     }
     if (!s) {
         embed_owner_push p = {.rows = vk_u32(a->rows), .vocab = vk_u32(a->vocab)};

@@ -338,7 +338,7 @@ static kiln_status vk_gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t e
                           KILN_ABI_VK_PACKED_KSTEP, 0, per_group, &per_group, 1);
 }
 
-kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
+kiln_status vk_gemm_piece(void *dev, const kiln_gemm_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->c_dtype != KILN_F32) return kiln_set_error(KILN_ERR_DTYPE, "vulkan gemm: output must be f32");
     if ((a->a_dtype != KILN_F32 && a->a_dtype != KILN_F16) || (a->b_dtype != KILN_F32 && a->b_dtype != KILN_F16))

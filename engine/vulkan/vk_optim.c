@@ -17,7 +17,7 @@ kiln_status vk_clip_coef(void *dev, const kiln_clip_args *a) {
     return vk_dispatch(d, &l);
 }
 
-kiln_status vk_adam(void *dev, const kiln_adam_args *a) {
+kiln_status vk_adam_piece(void *dev, const kiln_adam_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->grad_dtype != KILN_F32 && a->grad_dtype != KILN_F16)
         return kiln_set_error(KILN_ERR_DTYPE, "adam: gradients must be f32 or f16, got %s", kiln_dtype_name(a->grad_dtype));

@@ -59,7 +59,7 @@ kiln_status vk_copy_block(void *dev, const kiln_copy_block_args *a) {
 
 typedef struct { CAST_PUSH } cast_push;
 
-kiln_status vk_cast(void *dev, const kiln_cast_args *a) {
+kiln_status vk_cast_piece(void *dev, const kiln_cast_args *a) {
     vk_dev *d = vk_of(dev);
     cast_push p = {.n = vk_u32(a->n)};
     kiln_dtype s = a->src_dtype, t = a->dst_dtype;
