@@ -8,7 +8,7 @@
 kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a) {
     cl_dev *d = dev;
     cl_call c = cl_begin_dt(d, "shape", "sinusoid", a->dtype);
-    cl_arg_ref(&c, a->out, kiln_dtype_size(a->dtype));
+    cl_arg_op(&c, CL_OP(sinusoid, out), a->out, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->channels);
     size_t global[2] = {(size_t)a->channels, (size_t)a->positions}, local[2] = {d->wg_elem, 1};
     return cl_run(&c, 2, global, local);
@@ -17,10 +17,10 @@ kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a) {
 kiln_status cl_check_finite(void *dev, const kiln_finite_args *a) {
     cl_dev *d = dev;
     cl_call c = cl_begin(d, "reduce", "check_finite");
-    cl_arg_ref(&c, a->x, kiln_dtype_size(a->dtype));
+    cl_arg_op(&c, CL_OP(check_finite, x), a->x, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->n);
     cl_arg_i32(&c, (int)a->dtype);
-    cl_arg_ref(&c, a->flag, 4);
+    cl_arg_op(&c, CL_OP(check_finite, flag), a->flag, 4);
     return cl_run_rows(&c, cl_groups_for(d, (size_t)a->n));
 }
 

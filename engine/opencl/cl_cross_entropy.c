@@ -9,11 +9,11 @@ kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
     if (s) return s;
     kiln_ref rows = {.buf = tmp};
     cl_call c = cl_begin_dt(d, "cross_entropy", "xent_rows", a->dtype);
-    cl_arg_ref(&c, a->logits, kiln_dtype_size(a->dtype));
-    cl_arg_ref(&c, a->targets, 4);
-    cl_arg_ref(&c, a->lse, 4);
-    cl_arg_ref(&c, rows, 4);
-    cl_arg_ref(&c, a->err_flag, 4);
+    cl_arg_op(&c, CL_OP(xent_rows, logits), a->logits, kiln_dtype_size(a->dtype));
+    cl_arg_op(&c, CL_OP(xent_rows, targets), a->targets, 4);
+    cl_arg_op(&c, CL_OP(xent_rows, lse), a->lse, 4);
+    cl_arg_op(&c, CL_OP(xent_rows, row_loss), rows, 4);
+    cl_arg_op(&c, CL_OP(xent_rows, err), a->err_flag, 4);
     cl_arg_i64(&c, a->vocab);
     cl_arg_f32(&c, a->smoothing);
     cl_arg_i32(&c, a->ignore_index);
@@ -21,10 +21,10 @@ kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a) {
     s = cl_run_rows(&c, (size_t)a->rows);
     if (!s) {
         c = cl_begin(d, "cross_entropy", "xent_total");
-        cl_arg_ref(&c, rows, 4);
+        cl_arg_op(&c, CL_OP(xent_total, row_loss), rows, 4);
         cl_arg_i64(&c, a->rows);
-        cl_arg_ref(&c, a->loss, 4);
-        cl_arg_ref(&c, a->count, 4);
+        cl_arg_op(&c, CL_OP(xent_total, loss), a->loss, 4);
+        cl_arg_op(&c, CL_OP(xent_total, count), a->count, 4);
         cl_arg_i32(&c, cl_has(a->count));
         s = cl_run_rows(&c, 1);
     }
@@ -36,12 +36,12 @@ kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a) {
     cl_dev *d = dev;
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(d, "cross_entropy", "xent_bwd", a->dtype);
-    cl_arg_ref(&c, a->logits, es);
-    cl_arg_ref(&c, a->targets, 4);
-    cl_arg_ref(&c, a->lse, 4);
-    cl_arg_ref(&c, a->count, 4);
-    cl_arg_ref(&c, a->dloss, 4);
-    cl_arg_ref(&c, a->dlogits, es);
+    cl_arg_op(&c, CL_OP(xent_bwd, logits), a->logits, es);
+    cl_arg_op(&c, CL_OP(xent_bwd, targets), a->targets, 4);
+    cl_arg_op(&c, CL_OP(xent_bwd, lse), a->lse, 4);
+    cl_arg_op(&c, CL_OP(xent_bwd, count), a->count, 4);
+    cl_arg_op(&c, CL_OP(xent_bwd, dloss), a->dloss, 4);
+    cl_arg_op(&c, CL_OP(xent_bwd, dlogits), a->dlogits, es);
     cl_arg_i64(&c, a->vocab);
     cl_arg_f32(&c, a->smoothing);
     cl_arg_i32(&c, a->ignore_index);

@@ -9,10 +9,10 @@
 kiln_status cl_axpby(void *dev, const kiln_axpby_args *a) {
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(dev, "elementwise", "axpby", a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->y, es);
-    cl_arg_ref(&c, a->num, 4);
-    cl_arg_ref(&c, a->den, 4);
+    cl_arg_op(&c, CL_OP(axpby, x), a->x, es);
+    cl_arg_op(&c, CL_OP(axpby, y), a->y, es);
+    cl_arg_op(&c, CL_OP(axpby, num), a->num, 4);
+    cl_arg_op(&c, CL_OP(axpby, den), a->den, 4);
     cl_arg_i64(&c, a->n);
     cl_arg_f32(&c, a->alpha);
     cl_arg_f32(&c, a->beta);
@@ -33,9 +33,9 @@ kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
         return kiln_set_error(KILN_ERR_ARGUMENT, "opencl binary: unknown op %d", (int)a->op);
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(dev, "elementwise", kernels[a->op], a->dtype);
-    cl_arg_ref(&c, a->a, es);
-    cl_arg_ref(&c, a->b, es);
-    cl_arg_ref(&c, a->out, es);
+    cl_arg_op(&c, CL_OP(BINARY, a), a->a, es);
+    cl_arg_op(&c, CL_OP(BINARY, b), a->b, es);
+    cl_arg_op(&c, CL_OP(BINARY, out), a->out, es);
     cl_arg_i64(&c, a->nb);
     /* grid (nb, n / nb) (empty when n is 0); whole groups along a row unless rows are short */
     size_t wg = ((cl_dev *)dev)->wg_elem;
@@ -47,8 +47,8 @@ kiln_status cl_binary(void *dev, const kiln_binary_args *a) {
 kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a) {
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(dev, "reduce", "sum_rows", a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->out, es);
+    cl_arg_op(&c, CL_OP(sum_rows, x), a->x, es);
+    cl_arg_op(&c, CL_OP(sum_rows, out), a->out, es);
     cl_arg_i64(&c, a->rows);
     cl_arg_i64(&c, a->cols);
     cl_arg_f32(&c, a->alpha);

@@ -47,6 +47,7 @@
 
 #include "abi/kernel_abi.h"
 #include "core/internal.h"
+#include "kernel_operands.h"
 
 /* ---- the embedded kernel sources (generated at build time from cl/<family>.cl) ---- */
 typedef struct cl_source_file {
@@ -251,6 +252,16 @@ cl_call cl_begin(cl_dev *d, const char *family, const char *name);
  * the family for that dtype. Any other dtype is a KILN_ERR_DTYPE error, reported by cl_run. */
 cl_call cl_begin_dt(cl_dev *d, const char *family, const char *name, kiln_dtype dtype);
 void cl_arg_ref(cl_call *c, kiln_ref r, size_t elem_size);
+/* A kernel's operand as core/kernel_slots.def declares it: the index of its parameter in
+ * cl/<program>.cl (checked against the source at configure time) and its name. */
+typedef struct cl_operand {
+    unsigned param;
+    const char *name;
+} cl_operand;
+#define CL_OP(kernel, operand) ((cl_operand){.param = KILN_CL_OP_##kernel##_##operand, .name = #operand})
+/* cl_arg_ref for the operand op: refuses (the error reported by cl_run, naming the kernel
+ * and the operand) an operand passed at another parameter than the kernel's. */
+void cl_arg_op(cl_call *c, cl_operand op, kiln_ref r, size_t elem_size);
 void cl_arg_mem(cl_call *c, cl_mem mem, size_t elem_off);
 void cl_arg_u32(cl_call *c, uint32_t v);
 void cl_arg_f32(cl_call *c, float v);

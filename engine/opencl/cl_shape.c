@@ -27,8 +27,8 @@ kiln_status cl_permute(void *dev, const kiln_permute_args *a) {
     kiln_status s = begin_copy(dev, "permute", a->dtype, a->accumulate, &c);
     if (s) return s;
     size_t es = kiln_dtype_size(a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->y, es);
+    cl_arg_op(&c, CL_OP(permute, x), a->x, es);
+    cl_arg_op(&c, CL_OP(permute, y), a->y, es);
     cl_arg_i64(&c, a->d1);
     cl_arg_i64(&c, a->d2);
     cl_arg_i64(&c, a->d3);
@@ -42,8 +42,8 @@ kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a) {
     kiln_status s = begin_copy(dev, "copy_block", a->dtype, a->accumulate, &c);
     if (s) return s;
     size_t es = kiln_dtype_size(a->dtype);
-    cl_arg_ref(&c, a->src, es);
-    cl_arg_ref(&c, a->dst, es);
+    cl_arg_op(&c, CL_OP(copy_block, src), a->src, es);
+    cl_arg_op(&c, CL_OP(copy_block, dst), a->dst, es);
     cl_arg_i64(&c, a->inner);
     cl_arg_i64(&c, a->src_axis);
     cl_arg_i64(&c, a->dst_axis);
@@ -84,8 +84,9 @@ kiln_status cl_cast(void *dev, const kiln_cast_args *a) {
         return kiln_set_error(KILN_ERR_DTYPE, "cast from %s to %s is not supported",
                               kiln_dtype_name(a->src_dtype), kiln_dtype_name(a->dst_dtype));
     cl_call c = cl_begin(d, "elementwise", name);
-    cl_arg_ref(&c, a->src, kiln_dtype_size(a->src_dtype));
-    cl_arg_ref(&c, a->dst, kiln_dtype_size(a->dst_dtype));
+    /* cast_f16_f32 takes them at the same parameters */
+    cl_arg_op(&c, CL_OP(cast_f32_f16, src), a->src, kiln_dtype_size(a->src_dtype));
+    cl_arg_op(&c, CL_OP(cast_f32_f16, dst), a->dst, kiln_dtype_size(a->dst_dtype));
     cl_arg_i64(&c, a->n);
     return cl_run_1d(&c, (size_t)a->n);
 }

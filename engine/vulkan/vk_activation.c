@@ -17,8 +17,8 @@ kiln_status vk_act_fwd_piece(void *dev, const kiln_act_args *a) {
     uint32_t es = vk_elem(a->dtype);
     act_fwd_push p = {.n = vk_u32(a->n), .kind = (u32)a->kind}; /* KILN_ABI_ACT_* */
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->x, a->n, es);
-    l.ops[1] = vk_out(a->y, a->n, es);
+    l.ops[VK_OP(act_fwd, x)] = vk_in(a->x, a->n, es);
+    l.ops[VK_OP(act_fwd, y)] = vk_out(a->y, a->n, es);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
@@ -32,8 +32,8 @@ kiln_status vk_act_bwd_piece(void *dev, const kiln_act_args *a) {
     uint32_t es = vk_elem(a->dtype);
     act_bwd_push p = {.n = vk_u32(a->n), .kind = (u32)a->kind}; /* KILN_ABI_ACT_* */
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->x, a->n, es);
-    l.ops[1] = vk_in(a->dy, a->n, es);
-    l.ops[2] = vk_out(a->dx, a->n, es);
+    l.ops[VK_OP(act_bwd, x)] = vk_in(a->x, a->n, es);
+    l.ops[VK_OP(act_bwd, dy)] = vk_in(a->dy, a->n, es);
+    l.ops[VK_OP(act_bwd, dx)] = vk_out(a->dx, a->n, es);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }

@@ -23,8 +23,8 @@ kiln_status vk_entropy_bwd(void *dev, const kiln_entropy_args *a) {
                           .inner = vk_u32(a->tq * a->tk),
                           .scale = (float)(-1.0 / (double)(a->batch * a->tq))};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->p, n, es);
-    l.ops[1] = vk_in(a->dout, a->heads, 4);
-    l.ops[2] = vk_out(a->dp, n, es);
+    l.ops[VK_OP(entropy_bwd, p)] = vk_in(a->p, n, es);
+    l.ops[VK_OP(entropy_bwd, dout)] = vk_in(a->dout, a->heads, 4);
+    l.ops[VK_OP(entropy_bwd, dp)] = vk_out(a->dp, n, es);
     return vk_run_flat(d, &l, (uint64_t)n);
 }

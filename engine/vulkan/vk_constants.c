@@ -16,7 +16,7 @@ kiln_status vk_sinusoid(void *dev, const kiln_sinusoid_args *a) {
     if (s) return s;
     sinusoid_push p = {.positions = vk_u32(a->positions), .channels = vk_u32(a->channels)};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_out(a->out, a->positions * a->channels, vk_elem(a->dtype));
+    l.ops[VK_OP(sinusoid, out)] = vk_out(a->out, a->positions * a->channels, vk_elem(a->dtype));
     return vk_run_flat(d, &l, (uint64_t)(a->positions * a->channels));
 }
 
@@ -27,8 +27,8 @@ kiln_status vk_check_finite_piece(void *dev, const kiln_finite_args *a) {
     if (a->dtype == KILN_F16 && vk_require_f16(d, "check_finite")) return kiln_error_status();
     check_finite_push p = {.n = vk_u32(a->n), .f16 = a->dtype == KILN_F16};
     vk_launch l = {.shader = VK_SHADER_check_finite, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->x, a->n, a->dtype == KILN_F16 ? 2 : 4);
-    l.ops[1] = vk_out(a->flag, 1, 4);
+    l.ops[VK_OP(check_finite, x)] = vk_in(a->x, a->n, a->dtype == KILN_F16 ? 2 : 4);
+    l.ops[VK_OP(check_finite, flag)] = vk_out(a->flag, 1, 4);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
@@ -55,7 +55,7 @@ kiln_status vk_fill_piece(void *dev, const kiln_fill_args *a) {
     if (a->n > 0 && at % 4 == 0 && bytes % 4 == 0)
         return vk_fill_words(d, a->dst, bytes, a->dtype == KILN_F16 ? p.bits * 0x10001u : p.bits);
     vk_launch l = {.shader = VK_SHADER_fill, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_out(a->dst, a->n, vk_elem(a->dtype));
+    l.ops[VK_OP(fill, dst)] = vk_out(a->dst, a->n, vk_elem(a->dtype));
     /* f16 writes whole words: at most n/2 + 1 of them */
     return vk_run_flat(d, &l, a->dtype == KILN_F16 ? (uint64_t)a->n / 2 + 2 : (uint64_t)a->n);
 }

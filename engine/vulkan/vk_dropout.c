@@ -20,8 +20,8 @@ static kiln_status vk_dropout(vk_dev *d, const kiln_dropout_args *a, kiln_ref in
                       .stream_hi = (u32)(a->stream >> 32),
                       .accumulate = (u32)backward};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(in, a->n, es);
-    l.ops[1] = vk_out(out, a->n, es);
+    l.ops[VK_OP(dropout, x)] = vk_in(in, a->n, es);
+    l.ops[VK_OP(dropout, y)] = vk_out(out, a->n, es);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 

@@ -16,10 +16,10 @@ kiln_status vk_axpby_piece(void *dev, const kiln_axpby_args *a) {
     uint32_t es = vk_elem(a->dtype);
     axpby_push p = {.n = vk_u32(a->n), .alpha = a->alpha, .beta = a->beta};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->x, a->n, es);
-    l.ops[1] = vk_out(a->y, a->n, es);
-    l.ops[2] = vk_in(a->num, 1, 4);
-    l.ops[3] = vk_in(a->den, 1, 4);
+    l.ops[VK_OP(axpby, x)] = vk_in(a->x, a->n, es);
+    l.ops[VK_OP(axpby, y)] = vk_out(a->y, a->n, es);
+    l.ops[VK_OP(axpby, num)] = vk_in(a->num, 1, 4);
+    l.ops[VK_OP(axpby, den)] = vk_in(a->den, 1, 4);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
@@ -33,9 +33,9 @@ kiln_status vk_binary_piece(void *dev, const kiln_binary_args *a) {
     uint32_t es = vk_elem(a->dtype);
     binary_push p = {.n = vk_u32(a->n), .nb = vk_u32(a->nb), .op = (u32)a->op}; /* KILN_ABI_BIN_* */
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->a, a->n, es);
-    l.ops[1] = vk_in(a->b, a->nb, es);
-    l.ops[2] = vk_out(a->out, a->n, es);
+    l.ops[VK_OP(binary, a)] = vk_in(a->a, a->n, es);
+    l.ops[VK_OP(binary, b)] = vk_in(a->b, a->nb, es);
+    l.ops[VK_OP(binary, out)] = vk_out(a->out, a->n, es);
     return vk_run_flat(d, &l, (uint64_t)a->n);
 }
 
@@ -55,8 +55,8 @@ kiln_status vk_sum_rows(void *dev, const kiln_sum_rows_args *a) {
     uint32_t es = vk_elem(a->dtype);
     sum_rows_push p = {.rows = vk_u32(a->rows), .cols = vk_u32(a->cols), .alpha = a->alpha};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 2};
-    l.ops[0] = vk_in(a->x, a->rows * a->cols, es);
-    l.ops[1] = vk_out(a->out, a->cols, es);
+    l.ops[VK_OP(sum_rows, x)] = vk_in(a->x, a->rows * a->cols, es);
+    l.ops[VK_OP(sum_rows, out)] = vk_out(a->out, a->cols, es);
     vk_column_wg(d, &l.spec[0], &l.spec[1]);
     l.groups[0] = vk_div_up((uint64_t)a->cols, l.spec[0]);
     l.groups[1] = l.groups[2] = 1;

@@ -51,6 +51,7 @@
 
 #include "abi/kernel_abi.h"
 #include "core/internal.h"
+#include "kernel_operands.h"
 #include "vk_shaders.h"
 
 #define VK_MAX_OPERANDS 8 /* storage buffers one kernel binds */
@@ -340,6 +341,9 @@ typedef struct vk_launch {
     uint32_t push_bytes;
     uint32_t groups[3];
 } vk_launch;
+/* The binding of `operand` of the module `module`, as core/kernel_slots.def declares it
+ * (checked against the module's GLSL at configure time): l.ops[VK_OP(axpby, x)]. */
+#define VK_OP(module, operand) KILN_VK_OP_##module##_##operand
 /* The operand count of a launch with push block p: the length of its off[] (push.h). */
 #define VK_OPS(p) ((int)(sizeof((p).off) / sizeof((p).off[0])))
 /* Records the launch; KILN_ERR_ARGUMENT, naming the shader, when its operands differ from

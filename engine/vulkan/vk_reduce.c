@@ -32,18 +32,18 @@ kiln_status vk_reduce_segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_re
                      .accumulate = (u32)accumulate};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = wg;
-    l.ops[0] = vk_in(x, outer * segs * inner, vk_elem(dtype));
-    l.ops[1] = vk_out(partial, (int64_t)groups * segs, 4);
-    l.ops[2] = vk_out(out, segs, 4);
-    if (groups == 1) l.ops[1] = vk_out(out, segs, 4); /* unused: any valid binding */
+    l.ops[VK_OP(reduce, x)] = vk_in(x, outer * segs * inner, vk_elem(dtype));
+    l.ops[VK_OP(reduce, partial)] = vk_out(partial, (int64_t)groups * segs, 4);
+    l.ops[VK_OP(reduce, out)] = vk_out(out, segs, 4);
+    if (groups == 1) l.ops[VK_OP(reduce, partial)] = vk_out(out, segs, 4); /* unused: any valid binding */
     l.groups[0] = (uint32_t)groups;
     l.groups[1] = vk_u32(segs);
     l.groups[2] = 1;
     s = vk_dispatch(d, &l);
     if (!s && groups > 1) {
         p.pass = KILN_ABI_VK_REDUCE_PASS_TOTAL;
-        l.ops[0] = vk_in(partial, (int64_t)groups * segs, 4); /* unused in pass 1 */
-        l.ops[1] = vk_in(partial, (int64_t)groups * segs, 4);
+        l.ops[VK_OP(reduce, x)] = vk_in(partial, (int64_t)groups * segs, 4); /* unused in pass 1 */
+        l.ops[VK_OP(reduce, partial)] = vk_in(partial, (int64_t)groups * segs, 4);
         l.groups[0] = vk_u32(segs);
         l.groups[1] = 1;
         s = vk_dispatch(d, &l);
