@@ -168,6 +168,10 @@ typedef float f32;
 #define GEMM_COOPMAT_EPILOGUE_OPS 3
 #define GEMM_COOPMAT_EPILOGUE_PUSH u32 off[GEMM_COOPMAT_EPILOGUE_OPS]; u32 m; u32 n; u32 np; u32 ldc; u32 stride_p; u32 stride_c; f32 alpha; f32 beta;
 
+/* The push blocks that engine/core/kernel_slots.def declares (KILN_VK_PUSH), generated
+ * by cmake/kernel_slots.cmake. */
+#include "kernel_push.h"
+
 /* fma_peak (benchmark): out */
 #define FMA_PEAK_OPS 1
 #define FMA_PEAK_PUSH u32 off[FMA_PEAK_OPS]; u32 iters; u32 n;

@@ -4,7 +4,6 @@
 #include "vk_internal.h"
 
 typedef struct { ACT_FWD_PUSH } act_fwd_push;
-
 typedef struct { ACT_BWD_PUSH } act_bwd_push;
 
 kiln_status vk_act_fwd_piece(void *dev, const kiln_act_args *a) {

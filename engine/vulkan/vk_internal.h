@@ -455,8 +455,8 @@ uint32_t vk_flat_wg(const vk_dev *d);
  * kernel given f16 data checks it, so a device without f16 (supports_f16 = 0) refuses f16
  * everywhere, also where a kernel's packed-word f16 path would not need the feature. */
 kiln_status vk_require_f16(const vk_dev *d, const char *kernel);
-/* The build of `kernel` for this device and data type (shaders/variants.txt,
- * kiln_vk_variants): its "_shared" build where the device lacks subgroup arithmetic and the
+/* The build of `kernel` for this device and data type (its builds in
+ * core/kernel_slots.def, kiln_vk_variants): its "_shared" build where the device lacks subgroup arithmetic and the
  * kernel has one; its "_f16" build for f16 data, which needs 16-bit storage: without it
  * the kernel fails with KILN_ERR_UNSUPPORTED and a line naming the device (the backend's
  * supports_f16 says so up front). KILN_ERR_DTYPE for a dtype other than f32 and f16
