@@ -259,14 +259,6 @@ typedef struct kiln_adam_args {
     int decoupled;
 } kiln_adam_args;
 
-/* fwd: y = s * x over n elements. bwd: dx += s * dy. */
-typedef struct kiln_smul_args {
-    kiln_ref x, y, dy, dx;
-    int64_t n;
-    float s;
-    kiln_dtype dtype; /* x, y, dy, dx */
-} kiln_smul_args;
-
 /* ---- device measurement (kiln/probe.h; engine/core/probe.c runs the warm-ups, repeats,
  * statistics and result checks, the backends only record the work) ---- */
 

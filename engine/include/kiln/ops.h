@@ -89,9 +89,6 @@ kiln_tensor *kiln_attention_entropy(kiln_tensor *p);
  * Identity when p == 0 or the context is not training. */
 kiln_tensor *kiln_dropout(kiln_tensor *x, float p);
 
-/* y = s * x, elementwise (the toy op of docs/design.md's "How to add an op"). */
-kiln_tensor *kiln_smul(kiln_tensor *x, float s);
-
 /* x: [B, T, H*D] -> [B, H, T, D], and back. */
 kiln_tensor *kiln_split_heads(kiln_tensor *x, int heads);
 kiln_tensor *kiln_merge_heads(kiln_tensor *x);
