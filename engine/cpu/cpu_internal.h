@@ -35,7 +35,7 @@ static inline int cpu_use_threads(int64_t work, int64_t min_work) {
 /* the kernels, cpu_<slot> for each slot of core/kernel_slots.def */
 #define KILN_SLOT(family, slot, args, output, output_dtype) kiln_status cpu_##slot(void *dev, const args *a);
 #include "core/kernel_slots.def"
-/* 1: the CPU's quantized product always rounds activations to int8 (cpu_qdot.h) */
+/* 1: the CPU's quantized product always rounds activations to int8 (cpu_quant_dot.h) */
 int cpu_qmatmul_rounds_x(void *dev);
 
 #endif

@@ -1,5 +1,5 @@
 /* Host side of qmatmul's int8 path (shaders/qmatmul_qx.comp, shaders/qmatmul_dot.comp), for
- * devices with integer dot products (vk_caps.int_dot): the CPU's product (cpu/cpu_qdot.h)
+ * devices with integer dot products (vk_caps.int_dot): the CPU's product (cpu/cpu_quant_dot.h)
  * on the GPU, so a model's quantized layers give the same numbers on both (up to the f32
  * order of the sums and, rarely, one activation rounded the other way: qmatmul_qx.comp).
  *

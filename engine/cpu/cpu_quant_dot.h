@@ -13,8 +13,8 @@
  * multiply-adds, as ggml), NEON on AArch64 (widening multiplies; the SDOT instruction when the
  * compiler targets it), and portable C everywhere else. All compute the same integer sums, so
  * they differ only in the f32 rounding of the accumulation. */
-#ifndef KILN_CPU_QDOT_H
-#define KILN_CPU_QDOT_H
+#ifndef KILN_CPU_QUANT_DOT_H
+#define KILN_CPU_QUANT_DOT_H
 
 #include <stddef.h>
 #include <stdint.h>
