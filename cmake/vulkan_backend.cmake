@@ -2,10 +2,12 @@
 #
 # Every shaders/*.comp is compiled by glslc at build time (a shader that fails to compile
 # fails the build) and embedded in libkiln as a SPIR-V word array, so the library needs no
-# files at run time. A shader can also be built in variants: shaders/variants.txt lists
-# "<variant name> <source.comp> <glslc -D flags...>" for the builds that need different
-# capabilities (e.g. a shared-memory-only reduction for devices without subgroup ops).
-# Shaders include shaders/ and engine/ (for abi/kernel_abi.h, the values the host shares).
+# files at run time. A shader can also be built in variants: the f16 and shared-memory-only
+# builds of the kernel slots' modules that engine/core/kernel_slots.def declares
+# (KILN_SLOT_VK_VARIANTS, cmake/kernel_slots.cmake), and shaders/variants.txt's lines
+# "<variant name> <source.comp> <glslc -D flags...>" for the builds with other flags.
+# Shaders include shaders/, engine/ (for abi/kernel_abi.h, the values the host shares) and
+# the generated kernel_push.h's folder.
 #
 # The host names each module by an id of the enum vk_shader_id (VK_SHADER_<name>), which
 # is generated here at configure time (vk_gen/vk_shader_ids.h); the modules themselves and
@@ -24,8 +26,8 @@ file(GLOB KILN_SHADER_SOURCES CONFIGURE_DEPENDS ${KILN_SHADER_DIR}/*.comp)
 file(GLOB KILN_SHADER_INCLUDES CONFIGURE_DEPENDS ${KILN_SHADER_DIR}/*.glsl ${KILN_SHADER_DIR}/*.h)
 # the facts the host and the kernels share (kinds, modes, tile sizes): shaders include
 # "abi/kernel_abi.h" as engine/ does
-list(APPEND KILN_SHADER_INCLUDES ${PROJECT_SOURCE_DIR}/engine/abi/kernel_abi.h)
-set(KILN_GLSLC_INCLUDES -I ${KILN_SHADER_DIR} -I ${PROJECT_SOURCE_DIR}/engine)
+list(APPEND KILN_SHADER_INCLUDES ${PROJECT_SOURCE_DIR}/engine/abi/kernel_abi.h ${KILN_SLOTS_GEN_DIR}/kernel_push.h)
+set(KILN_GLSLC_INCLUDES -I ${KILN_SHADER_DIR} -I ${PROJECT_SOURCE_DIR}/engine -I ${KILN_SLOTS_GEN_DIR})
 
 # The cooperative-matrix GEMM (shaders/gemm_coopmat.comp) needs GL_KHR_cooperative_matrix,
 # which older glslang lacks (Debian 12's among them). No machine here can run that path, so
@@ -80,7 +82,9 @@ endforeach()
 
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${KILN_SHADER_DIR}/variants.txt)
 file(STRINGS ${KILN_SHADER_DIR}/variants.txt _variant_lines)
-foreach(line ${_variant_lines})
+# the f16 and no-subgroup builds that engine/core/kernel_slots.def declares, in the same form
+# (cmake/kernel_slots.cmake), then shaders/variants.txt's
+foreach(line ${KILN_SLOT_VK_VARIANTS} ${_variant_lines})
   if(line MATCHES "^[ \t]*#" OR line MATCHES "^[ \t]*$")
     continue()
   endif()

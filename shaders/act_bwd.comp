@@ -2,7 +2,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "flat.glsl"
-#include "act.glsl"
+#include "activation.glsl"
 
 layout(std430, binding = 0) readonly buffer X { data_t x[]; };
 layout(std430, binding = 1) readonly buffer DY { data_t dy[]; };

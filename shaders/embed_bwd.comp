@@ -2,7 +2,7 @@
 // id, so each invocation owns one column and walks every position in order: no two
 // invocations write the same element, and the sum order matches the CPU reference.
 // Ids outside [0, vocab) are skipped (the forward already flagged them). The dtable binding
-// holds rows v0 .. v0 + vn - 1 (vk_embed.c splits larger tables); other ids are skipped.
+// holds rows v0 .. v0 + vn - 1 (vk_embedding.c splits larger tables); other ids are skipped.
 //
 // f32: each position adds into dtable directly.
 // f16 (the _f16 build): a row of dtable that many positions hit (a common token) must be

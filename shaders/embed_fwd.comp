@@ -1,7 +1,7 @@
 // embed_fwd: out[r, :] = table[ids[r], :] (kiln_embed_args). A row whose id is outside
 // [0, vocab) is left untouched and sets err_flag[0] = 1, which the engine reports on its
 // next read. table and out are data_t (f32, or f16 in the _f16 build): a plain copy.
-// The table binding holds rows v0 .. v0 + vn - 1 (vk_embed.c splits larger tables).
+// The table binding holds rows v0 .. v0 + vn - 1 (vk_embedding.c splits larger tables).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "flat.glsl"

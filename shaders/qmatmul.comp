@@ -3,7 +3,7 @@
 //
 // A workgroup computes R = WG / T weight rows against a tile of MT rows of x: T consecutive
 // invocations per weight row (specialization constant 1, a power of two <= WG; the host
-// picks it per device and shape, vk_qmatmul_shape in engine/vulkan/vk_qmatmul.c), lane j of
+// picks it per device and shape, vk_qmatmul_shape in engine/vulkan/vk_quant.c), lane j of
 // the T taking blocks j, j + T, ... of the row. For each block it reads the scale d (f16),
 // for Q4_1 the minimum, and the 32 integers, from 32-bit words (no 8- or 16-bit storage
 // needed: many phone drivers have neither), decodes them once and sums them against each x

@@ -1,6 +1,6 @@
 // qmatmul_dot: y[m, n] = sum_k x[m, k] w[n, k] (+ bias[n]) from activations already rounded
-// to int8 blocks (qmatmul_qx.comp), the second pass of qmatmul's int8 path (vk_qmatmul.c, on
-// devices with VK_KHR_shader_integer_dot_product): the CPU's product (cpu/cpu_qdot.h) on the
+// to int8 blocks (qmatmul_qx.comp), the second pass of qmatmul's int8 path (vk_quant.c, on
+// devices with VK_KHR_shader_integer_dot_product): the CPU's product (cpu/cpu_quant_dot.h) on the
 // GPU. The structure is qmatmul.comp's: a workgroup computes R = WG / T weight rows against
 // a tile of MT rows of x, T consecutive invocations per weight row (specialization constant
 // 1, a power of two <= WG, chosen by vk_qmatmul_shape), lane j of the T taking blocks j,

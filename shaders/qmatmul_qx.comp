@@ -1,6 +1,6 @@
-// qmatmul_qx: the first pass of qmatmul's int8 path (vk_qmatmul.c, devices with integer dot
+// qmatmul_qx: the first pass of qmatmul's int8 path (vk_quant.c, devices with integer dot
 // products): each block of 32 activations rounded to int8 with one f32 scale, by the CPU's
-// rule (cpu_qx_quantize in engine/cpu/cpu_qdot.c, the same f32 operations in the same order):
+// rule (cpu_qx_quantize in engine/cpu/cpu_quant_dot.c, the same f32 operations in the same order):
 //   amax = max |x_j|; d = amax / 127; id = d > 0 ? 1 / d : 0; q_j = round-half-even(x_j * id)
 // so the product (qmatmul_dot.comp) sums the same integers as the CPU. Each block becomes
 // KILN_ABI_VK_QX_WORDS words: its 32 q packed four to a word (value j in byte j % 4 of word

@@ -155,7 +155,7 @@ static const struct {
 } qshapes[] = {{1, 5, 32}, {1, 33, 160}, {3, 7, 96}, {17, 33, 160}, {40, 3, 64}};
 #define N_QSHAPES (int)(sizeof qshapes / sizeof qshapes[0])
 
-/* The CPU's product rounds each block of 32 activations to int8 (cpu/cpu_qdot.h), and so
+/* The CPU's product rounds each block of 32 activations to int8 (cpu/cpu_quant_dot.h), and so
  * does Vulkan's on devices with integer dot products (shaders/qmatmul_qx.comp); this is that
  * rounding, the same float operations, so the test can compute the exact integer sums.
  * Returns the block's scale; q gets the integers, and tie[j] is 1 where x_j / d lies within
@@ -202,7 +202,7 @@ START_TEST(matmul_q_matches_dequantize_then_multiply) {
     kiln_ctx *ctx = kt_ctx();
     const int rounds = kiln_qmatmul_rounds_activations(ctx);
     const int host_rounding = !strcmp(kiln_backend_name(ctx), "cpu"); /* the rounding of this file's C */
-    if (host_rounding) ck_assert_msg(rounds, "the CPU's product rounds activations (cpu/cpu_qdot.h)");
+    if (host_rounding) ck_assert_msg(rounds, "the CPU's product rounds activations (cpu/cpu_quant_dot.h)");
     uint32_t state = (uint32_t)(17 + _i);
     float *x = malloc((size_t)(m * k) * sizeof *x), *w = malloc((size_t)(n * k) * sizeof *w);
     float *wd = malloc((size_t)(n * k) * sizeof *wd), *expect = malloc((size_t)(m * n) * sizeof *expect);

@@ -2,7 +2,7 @@
  *
  * GPT-2's f32 token table (154 MB) exceeds lavapipe's 128 MiB binding, so the embedding,
  * the tied output layer's GEMMs, the gradient norm, the fills and Adam split their work
- * (engine/vulkan/vk_split.c, vk_embed.c, vk_gemm_split.c). Here the binding is lowered to
+ * (engine/vulkan/vk_split.c, vk_embedding.c, vk_gemm_split.c). Here the binding is lowered to
  * 1 MiB (KILN_VK_MAX_BINDING, unless the environment sets another) and the model is small
  * enough to train in a test: its 3000 x 256 table (3 MB) and its 256 x 1024 MLP weights
  * (1 MiB) span several bindings, while every activation (at most the 384 KB of logits)

@@ -46,7 +46,7 @@
 /* ---- Vulkan ---- */
 /* The values only engine/vulkan and shaders/ share (through shaders/common.glsl). */
 
-/* cast.comp's modes (vk_cast) */
+/* cast.comp's modes (vk_cast_piece, vk_shape.c) */
 #define KILN_ABI_VK_CAST_COPY32 0     /* 32-bit elements copied as they are (f32, i32) */
 #define KILN_ABI_VK_CAST_COPY16 1     /* f16 copied as it is */
 #define KILN_ABI_VK_CAST_F32_TO_F16 2 /* rounded to nearest even */
@@ -59,12 +59,12 @@
 #define KILN_ABI_VK_REDUCE_PASS_PARTIAL 0   /* workgroups sum shares of a segment */
 #define KILN_ABI_VK_REDUCE_PASS_TOTAL 1     /* one workgroup per segment sums the partials */
 
-/* embed_bwd_f16 (embed_bwd.comp -DKILN_F16): its two phases (vk_embed.c) */
+/* embed_bwd_f16 (embed_bwd.comp -DKILN_F16): its two phases (vk_embedding.c) */
 #define KILN_ABI_VK_EMBED_BWD_ADD 0   /* add a piece of positions into the f32 rows */
 #define KILN_ABI_VK_EMBED_BWD_STORE 1 /* round the f32 rows once into dtable */
 
 /* qmatmul_qx.comp -> qmatmul_dot.comp: the words of one block of 32 activations rounded to
- * int8 (vk_qmatmul.c sizes the scratch by it): 8 words of packed int8 (value j in byte j % 4
+ * int8 (vk_quant.c sizes the scratch by it): 8 words of packed int8 (value j in byte j % 4
  * of word j / 4), then the scale d and d * sum(q), as f32 bits */
 #define KILN_ABI_VK_QX_WORDS 10
 
@@ -109,7 +109,7 @@
  * other work-items being row lanes; the host launches one work-group per tile of columns. */
 #define KILN_ABI_CL_COLUMN_TILE 32
 
-/* xent_rows (cl/crossentropy.cl) writes each row's loss and whether it counts into a
+/* xent_rows (cl/cross_entropy.cl) writes each row's loss and whether it counts into a
  * scratch of this many floats per row, which the host allocates and xent_total reads. */
 #define KILN_ABI_CL_XENT_ROW_FLOATS 2
 

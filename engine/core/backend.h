@@ -36,14 +36,14 @@ typedef struct kiln_ref {
  * backend instead of a copy per file. */
 static inline int64_t kiln_round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/* ---- argument structs, one per kernel family ---- */
+/* ---- argument structs, one per kernel slot or family of slots (core/kernel_slots.def) ---- */
 
 /* y[m, n] = sum_k x[m, k] w[n, k] (+ bias[n]), w a matrix quantized in one of ggml's block
  * formats (kiln/quant.h): row r's blocks are the bytes at word r * row_words of w (rows
  * padded to whole 32-bit words), read as bytes, little-endian. x, bias and y are `dtype`
  * (f32 or f16); each block's products are summed in f32, scaled by its d (and, Q4_1, its
  * m times the sum of x), and the row's blocks summed in f32. A backend may first round each
- * block of 32 activations to int8 with one f32 scale, as ggml's CPU backend does (cpu/cpu_qdot.h),
+ * block of 32 activations to int8 with one f32 scale, as ggml's CPU backend does (cpu/cpu_quant_dot.h),
  * and sum integer products; its qmatmul_rounds_x capability says so. No gradient: inference. */
 typedef struct kiln_qmatmul_args {
     kiln_ref x, w, bias, y;
@@ -316,35 +316,9 @@ typedef struct kiln_backend {
     size_t max_buffer_bytes;
     size_t offset_alignment;
 
-    /* kernels */
-    kiln_status (*fill)(void *dev, const kiln_fill_args *a);
-    kiln_status (*cast)(void *dev, const kiln_cast_args *a);
-    kiln_status (*gemm)(void *dev, const kiln_gemm_args *a);
-    kiln_status (*axpby)(void *dev, const kiln_axpby_args *a);
-    kiln_status (*binary)(void *dev, const kiln_binary_args *a);
-    kiln_status (*sum_rows)(void *dev, const kiln_sum_rows_args *a);
-    kiln_status (*act_fwd)(void *dev, const kiln_act_args *a);
-    kiln_status (*act_bwd)(void *dev, const kiln_act_args *a);
-    kiln_status (*reduce)(void *dev, const kiln_reduce_args *a);
-    kiln_status (*embed_fwd)(void *dev, const kiln_embed_args *a);
-    kiln_status (*embed_bwd)(void *dev, const kiln_embed_args *a);
-    kiln_status (*norm_fwd)(void *dev, const kiln_norm_args *a);
-    kiln_status (*norm_bwd)(void *dev, const kiln_norm_args *a);
-    kiln_status (*softmax_fwd)(void *dev, const kiln_softmax_args *a);
-    kiln_status (*softmax_bwd)(void *dev, const kiln_softmax_args *a);
-    kiln_status (*entropy_fwd)(void *dev, const kiln_entropy_args *a);
-    kiln_status (*entropy_bwd)(void *dev, const kiln_entropy_args *a);
-    kiln_status (*dropout_fwd)(void *dev, const kiln_dropout_args *a);
-    kiln_status (*dropout_bwd)(void *dev, const kiln_dropout_args *a);
-    kiln_status (*xent_fwd)(void *dev, const kiln_xent_args *a);
-    kiln_status (*xent_bwd)(void *dev, const kiln_xent_args *a);
-    kiln_status (*permute)(void *dev, const kiln_permute_args *a);
-    kiln_status (*copy_block)(void *dev, const kiln_copy_block_args *a);
-    kiln_status (*sinusoid)(void *dev, const kiln_sinusoid_args *a);
-    kiln_status (*check_finite)(void *dev, const kiln_finite_args *a);
-    kiln_status (*clip_coef)(void *dev, const kiln_clip_args *a);
-    kiln_status (*adam)(void *dev, const kiln_adam_args *a);
-    kiln_status (*qmatmul)(void *dev, const kiln_qmatmul_args *a);
+    /* kernels: one member per slot of core/kernel_slots.def */
+#define KILN_SLOT(family, slot, args, output, output_dtype) kiln_status (*slot)(void *dev, const args *a);
+#include "core/kernel_slots.def"
 
     /* GEMM kernels that `kiln verify` and the tests force one at a time (kiln/verify.h):
      * the names of those this device can run, into names[0..cap), and their count; NULL

@@ -69,41 +69,16 @@ int kiln_fault_alloc(const char *backend, size_t bytes) {
     return 1;
 }
 
-/* Where a kernel slot writes its main output: the element a wrong:SLOT fault changes. 0
- * for a slot without one (the probes) or an unknown name. */
+/* Where a kernel slot writes its main output: the element a wrong:SLOT fault changes (the
+ * output and output_dtype of core/kernel_slots.def). 0 for a name that is no slot. */
 static int slot_output(const char *slot, const void *args, kiln_ref *out, kiln_dtype *dtype) {
-#define OUT(name, type, field, type_of)                  \
-    if (!strcmp(slot, name)) {                             \
-        const type *a = args;                              \
-        *out = a->field, *dtype = (type_of);               \
-        return 1;                                          \
+#define KILN_SLOT(family, name, type, field, type_of) \
+    if (!strcmp(slot, #name)) {                       \
+        const type *a = args;                         \
+        *out = a->field, *dtype = (type_of);          \
+        return 1;                                     \
     }
-    OUT("gemm", kiln_gemm_args, c, a->c_dtype)
-    OUT("axpby", kiln_axpby_args, y, a->dtype)
-    OUT("binary", kiln_binary_args, out, a->dtype)
-    OUT("sum_rows", kiln_sum_rows_args, out, a->dtype)
-    OUT("act_fwd", kiln_act_args, y, a->dtype)
-    OUT("act_bwd", kiln_act_args, dx, a->dtype)
-    OUT("reduce", kiln_reduce_args, out, KILN_F32)
-    OUT("embed_fwd", kiln_embed_args, out, a->dtype)
-    OUT("embed_bwd", kiln_embed_args, dtable, a->dtype)
-    OUT("norm_fwd", kiln_norm_args, y, a->dtype)
-    OUT("norm_bwd", kiln_norm_args, dx, a->dtype)
-    OUT("softmax_fwd", kiln_softmax_args, y, a->dtype)
-    OUT("softmax_bwd", kiln_softmax_args, dx, a->dtype)
-    OUT("entropy_fwd", kiln_entropy_args, out, KILN_F32)
-    OUT("entropy_bwd", kiln_entropy_args, dp, a->dtype)
-    OUT("dropout_fwd", kiln_dropout_args, y, a->dtype)
-    OUT("dropout_bwd", kiln_dropout_args, dx, a->dtype)
-    OUT("xent_fwd", kiln_xent_args, loss, KILN_F32)
-    OUT("xent_bwd", kiln_xent_args, dlogits, a->dtype)
-    OUT("permute", kiln_permute_args, y, a->dtype)
-    OUT("copy_block", kiln_copy_block_args, dst, a->dtype)
-    OUT("sinusoid", kiln_sinusoid_args, out, a->dtype)
-    OUT("cast", kiln_cast_args, dst, a->dst_dtype)
-    OUT("fill", kiln_fill_args, dst, a->dtype)
-    OUT("adam", kiln_adam_args, param, KILN_F32)
-#undef OUT
+#include "core/kernel_slots.def"
     return 0;
 }
 

@@ -7,7 +7,7 @@
  *                              VK_ERROR_DEVICE_LOST or CL_OUT_OF_RESOURCES
  *   KILN_FAULT=oom@N           the N-th device allocation fails with KILN_ERR_MEMORY
  *   KILN_FAULT=wrong:KERNEL    every call of the kernel slot KERNEL (gemm, norm_fwd,
- *                              softmax_bwd, ... : the slots of core/backend.h) on a GPU
+ *                              softmax_bwd, ... : the slots of core/kernel_slots.def) on a GPU
  *                              backend returns a wrong first element of its output (off by
  *                              10% + 0.1), as a miscompiled kernel would; the CPU backend,
  *                              the reference, stays right. `kiln verify` must name it.

@@ -1,5 +1,5 @@
-/* CPU data movement for the shape ops: an axis swap (split/merge heads) and a block copy
- * along a middle axis (concat, slice). Both move contiguous runs of elements, and every
+/* CPU data movement for the shape ops: an axis swap (split/merge heads), a block copy
+ * along a middle axis (concat, slice), and the dtype cast. Both move contiguous runs of elements, and every
  * destination element is written by exactly one work item, so the parallel loops never
  * race, even when accumulating.
  *
@@ -88,6 +88,28 @@ kiln_status cpu_copy_block(void *dev, const kiln_copy_block_args *a) {
         const char *s = src + ((o * a->src_axis + a->src_start) * a->inner + k0) * es;
         char *d = dst + ((o * a->dst_axis + a->dst_start) * a->inner + k0) * es;
         move_run(d, s, n, acc, dt);
+    }
+    return KILN_OK;
+}
+
+kiln_status cpu_cast(void *dev, const kiln_cast_args *a) {
+    (void)dev;
+    int64_t n = a->n;
+    if (a->src_dtype == a->dst_dtype) {
+        memmove(CPU_PTR(a->dst, char), CPU_PTR(a->src, char), (size_t)n * kiln_dtype_size(a->src_dtype));
+    } else if (a->src_dtype == KILN_F32 && a->dst_dtype == KILN_F16) {
+        const float *s = CPU_PTR(a->src, float);
+        uint16_t *d = CPU_PTR(a->dst, uint16_t);
+#pragma omp parallel for if (n > CPU_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) d[i] = kiln_f32_to_f16(s[i]);
+    } else if (a->src_dtype == KILN_F16 && a->dst_dtype == KILN_F32) {
+        const uint16_t *s = CPU_PTR(a->src, uint16_t);
+        float *d = CPU_PTR(a->dst, float);
+#pragma omp parallel for if (n > CPU_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) d[i] = kiln_f16_to_f32(s[i]);
+    } else {
+        return kiln_set_error(KILN_ERR_DTYPE, "cast from %s to %s is not supported",
+                              kiln_dtype_name(a->src_dtype), kiln_dtype_name(a->dst_dtype));
     }
     return KILN_OK;
 }

@@ -6,8 +6,9 @@ static kiln_status cl_dropout(cl_dev *d, const char *name, kiln_ref in, kiln_ref
                               const kiln_dropout_args *a) {
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(d, "dropout", name, a->dtype);
-    cl_arg_ref(&c, in, es);
-    cl_arg_ref(&c, out, es);
+    /* dropout_bwd takes its dy and dx at dropout_fwd's x and y (core/kernel_slots.def) */
+    cl_arg_op(&c, CL_OP(dropout_fwd, x), in, es);
+    cl_arg_op(&c, CL_OP(dropout_fwd, y), out, es);
     cl_arg_i64(&c, a->n);
     cl_arg_f32(&c, a->prob);
     cl_arg_u64(&c, a->seed);

@@ -20,13 +20,13 @@ static kiln_ref ref_plus(kiln_ref r, int64_t elements, size_t elem_size) {
 
 /* The arguments every GEMM kernel takes for its output, in this order: C at `out` with its
  * batch stride, dtype and leading dimension, the optional bias, and the M x N extent
- * (gemm_store in cl/gemm.cl writes them). */
-static void arg_output(cl_call *c, const kiln_gemm_args *g, kiln_ref out) {
-    cl_arg_ref(c, out, kiln_dtype_size(g->c_dtype));
+ * (gemm_store in cl/gemm.cl writes them); c_op and bias_op are the kernel's operands. */
+static void arg_output(cl_call *c, const kiln_gemm_args *g, kiln_ref out, cl_operand c_op, cl_operand bias_op) {
+    cl_arg_op(c, c_op, out, kiln_dtype_size(g->c_dtype));
     cl_arg_i64(c, g->stride_c);
     cl_arg_i32(c, (int)g->c_dtype);
     cl_arg_i64(c, g->ldc);
-    cl_arg_ref(c, g->bias, 4);
+    cl_arg_op(c, bias_op, g->bias, 4);
     cl_arg_i32(c, cl_has(g->bias));
     cl_arg_i64(c, g->m);
     cl_arg_i64(c, g->n);
@@ -35,17 +35,17 @@ static void arg_output(cl_call *c, const kiln_gemm_args *g, kiln_ref out) {
 static kiln_status gemm_direct(cl_dev *d, const kiln_gemm_args *g) {
     size_t as = kiln_dtype_size(g->a_dtype), bs = kiln_dtype_size(g->b_dtype);
     cl_call c = cl_begin(d, "gemm", "gemm_direct");
-    cl_arg_ref(&c, g->a, as);
+    cl_arg_op(&c, CL_OP(gemm_direct, a), g->a, as);
     cl_arg_i64(&c, g->stride_a);
     cl_arg_i32(&c, (int)g->a_dtype);
     cl_arg_i32(&c, g->trans_a);
     cl_arg_i64(&c, g->lda);
-    cl_arg_ref(&c, g->b, bs);
+    cl_arg_op(&c, CL_OP(gemm_direct, b), g->b, bs);
     cl_arg_i64(&c, g->stride_b);
     cl_arg_i32(&c, (int)g->b_dtype);
     cl_arg_i32(&c, g->trans_b);
     cl_arg_i64(&c, g->ldb);
-    arg_output(&c, g, g->c);
+    arg_output(&c, g, g->c, CL_OP(gemm_direct, c), CL_OP(gemm_direct, bias));
     cl_arg_i64(&c, g->k);
     cl_arg_f32(&c, g->alpha);
     cl_arg_f32(&c, g->beta);
@@ -60,14 +60,15 @@ static kiln_status pack_panels(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_
                                int64_t count, kiln_ref dst, int64_t dst_bstride, int pw,
                                int64_t kp, int blocked) {
     cl_call c = cl_begin(d, "gemm", blocked ? "gemm_pack_blocked" : "gemm_pack");
-    cl_arg_ref(&c, src, kiln_dtype_size(dtype));
+    /* gemm_pack takes src and dst at gemm_pack_blocked's parameters */
+    cl_arg_op(&c, CL_OP(gemm_pack_blocked, src), src, kiln_dtype_size(dtype));
     cl_arg_i64(&c, bstride);
     cl_arg_i32(&c, (int)dtype);
     cl_arg_i32(&c, o_major);
     cl_arg_i64(&c, ld);
     cl_arg_i64(&c, outer);
     cl_arg_i64(&c, depth);
-    cl_arg_ref(&c, dst, 4);
+    cl_arg_op(&c, CL_OP(gemm_pack_blocked, dst), dst, 4);
     cl_arg_i64(&c, dst_bstride);
     cl_arg_i32(&c, pw);
     cl_arg_i64(&c, kp);
@@ -114,12 +115,13 @@ static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled)
                             !tiled);
         if (s) break;
         cl_call c = cl_begin(d, "gemm", tiled ? "gemm_tiled" : "gemm_cpu");
-        cl_arg_ref(&c, ap, 4);
+        /* gemm_cpu and gemm_tiled share GEMM_PACKED_PARAMS */
+        cl_arg_op(&c, CL_OP(gemm_tiled, ap), ap, 4);
         cl_arg_i64(&c, a_shared ? 0 : a_size);
-        cl_arg_ref(&c, bp, 4);
+        cl_arg_op(&c, CL_OP(gemm_tiled, bp), bp, 4);
         cl_arg_i64(&c, b_shared ? 0 : b_size);
         cl_arg_i64(&c, kp);
-        arg_output(&c, g, ref_plus(g->c, b0 * g->stride_c, cs));
+        arg_output(&c, g, ref_plus(g->c, b0 * g->stride_c, cs), CL_OP(gemm_tiled, c), CL_OP(gemm_tiled, bias));
         cl_arg_f32(&c, g->alpha);
         cl_arg_f32(&c, g->beta);
         if (tiled) {

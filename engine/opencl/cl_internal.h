@@ -10,19 +10,20 @@
  *   cl_gemm_tuning.c  the per-device GEMM block sizes (cl_gemm.h)
  * and the host side of the kernels, one file per op family, named as the CPU backend's
  * cpu_<family>.c (each names the cl/<family>.cl files whose kernels it launches):
- *   cl_basic.c      fill, cast, axpby, binary, sum_rows
- *   cl_act.c        activations
- *   cl_dropout.c    dropout
- *   cl_embed.c      embedding lookup and its backward
- *   cl_entropy.c    attention entropy
- *   cl_gemm.c       the GEMM: variant choice, packing, launch
- *   cl_misc.c       the sinusoid table and the inf/NaN check
- *   cl_norm.c       LayerNorm and RMSNorm
- *   cl_optim.c      gradient clipping coefficient and Adam(W)
- *   cl_reduce.c     reductions to a scalar
- *   cl_shape.c      permute and block copies
- *   cl_softmax.c    masked softmax
- *   cl_xent.c       cross-entropy
+ *   cl_activation.c         activations
+ *   cl_attention_entropy.c  attention entropy
+ *   cl_constants.c          fill, the sinusoid table and the inf/NaN check
+ *   cl_cross_entropy.c      cross-entropy
+ *   cl_dropout.c            dropout
+ *   cl_elementwise.c        axpby, binary, sum_rows
+ *   cl_embedding.c          embedding lookup and its backward
+ *   cl_gemm.c               the matmul family's GEMM: variant choice, packing, launch
+ *   cl_norm.c               LayerNorm and RMSNorm
+ *   cl_optim.c              gradient clipping coefficient and Adam(W)
+ *   cl_quant.c              the product with a quantized matrix
+ *   cl_reduce.c             reductions to a scalar
+ *   cl_shape.c              permute, block copies and the dtype cast
+ *   cl_softmax.c            masked softmax
  *
  * Every kernel call is enqueued on one in-order queue and returns at once; the host waits
  * only in download() and sync().
@@ -47,6 +48,7 @@
 
 #include "abi/kernel_abi.h"
 #include "core/internal.h"
+#include "kernel_operands.h"
 
 /* ---- the embedded kernel sources (generated at build time from cl/<family>.cl) ---- */
 typedef struct cl_source_file {
@@ -251,6 +253,16 @@ cl_call cl_begin(cl_dev *d, const char *family, const char *name);
  * the family for that dtype. Any other dtype is a KILN_ERR_DTYPE error, reported by cl_run. */
 cl_call cl_begin_dt(cl_dev *d, const char *family, const char *name, kiln_dtype dtype);
 void cl_arg_ref(cl_call *c, kiln_ref r, size_t elem_size);
+/* A kernel's operand as core/kernel_slots.def declares it: the index of its parameter in
+ * cl/<program>.cl (checked against the source at configure time) and its name. */
+typedef struct cl_operand {
+    unsigned param;
+    const char *name;
+} cl_operand;
+#define CL_OP(kernel, operand) ((cl_operand){.param = KILN_CL_OP_##kernel##_##operand, .name = #operand})
+/* cl_arg_ref for the operand op: refuses (the error reported by cl_run, naming the kernel
+ * and the operand) an operand passed at another parameter than the kernel's. */
+void cl_arg_op(cl_call *c, cl_operand op, kiln_ref r, size_t elem_size);
 void cl_arg_mem(cl_call *c, cl_mem mem, size_t elem_off);
 void cl_arg_u32(cl_call *c, uint32_t v);
 void cl_arg_f32(cl_call *c, float v);
@@ -279,35 +291,10 @@ size_t cl_groups_for(const cl_dev *d, size_t n);
 static inline int cl_has(kiln_ref r) { return r.buf != NULL; }
 
 /* ---- kernels (the op-family files above) ---- */
-kiln_status cl_fill(void *dev, const kiln_fill_args *a);
-kiln_status cl_cast(void *dev, const kiln_cast_args *a);
-kiln_status cl_gemm(void *dev, const kiln_gemm_args *a);
+/* the kernels, cl_<slot> for each slot of core/kernel_slots.def */
+#define KILN_SLOT(family, slot, args, output, output_dtype) kiln_status cl_##slot(void *dev, const args *a);
+#include "core/kernel_slots.def"
 int cl_gemm_variants(void *dev, const char **names, int cap);
 kiln_status cl_set_gemm_variant(void *dev, const char *name);
-kiln_status cl_axpby(void *dev, const kiln_axpby_args *a);
-kiln_status cl_binary(void *dev, const kiln_binary_args *a);
-kiln_status cl_sum_rows(void *dev, const kiln_sum_rows_args *a);
-kiln_status cl_act_fwd(void *dev, const kiln_act_args *a);
-kiln_status cl_act_bwd(void *dev, const kiln_act_args *a);
-kiln_status cl_reduce(void *dev, const kiln_reduce_args *a);
-kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a);
-kiln_status cl_embed_bwd(void *dev, const kiln_embed_args *a);
-kiln_status cl_norm_fwd(void *dev, const kiln_norm_args *a);
-kiln_status cl_norm_bwd(void *dev, const kiln_norm_args *a);
-kiln_status cl_softmax_fwd(void *dev, const kiln_softmax_args *a);
-kiln_status cl_softmax_bwd(void *dev, const kiln_softmax_args *a);
-kiln_status cl_entropy_fwd(void *dev, const kiln_entropy_args *a);
-kiln_status cl_entropy_bwd(void *dev, const kiln_entropy_args *a);
-kiln_status cl_dropout_fwd(void *dev, const kiln_dropout_args *a);
-kiln_status cl_dropout_bwd(void *dev, const kiln_dropout_args *a);
-kiln_status cl_xent_fwd(void *dev, const kiln_xent_args *a);
-kiln_status cl_xent_bwd(void *dev, const kiln_xent_args *a);
-kiln_status cl_permute(void *dev, const kiln_permute_args *a);
-kiln_status cl_copy_block(void *dev, const kiln_copy_block_args *a);
-kiln_status cl_sinusoid(void *dev, const kiln_sinusoid_args *a);
-kiln_status cl_check_finite(void *dev, const kiln_finite_args *a);
-kiln_status cl_clip_coef(void *dev, const kiln_clip_args *a);
-kiln_status cl_adam(void *dev, const kiln_adam_args *a);
-kiln_status cl_qmatmul(void *dev, const kiln_qmatmul_args *a);
 
 #endif

@@ -2,14 +2,17 @@
  *
  * A host wrapper reads
  *     cl_call c = cl_begin(d, "softmax", "softmax_fwd");
- *     cl_arg_ref(&c, a->x, 4); cl_arg_i64(&c, a->tk); ...
+ *     cl_arg_op(&c, CL_OP(softmax_fwd, x), a->x, 4); cl_arg_i64(&c, a->tk); ...
  *     return cl_run_rows(&c, rows);
  * Errors (a kernel that does not compile, a bad argument) stick in the cl_call and are
  * returned by cl_run, so wrappers need no check after each argument.
  *
- * A kernel's parameter list is written twice, in cl/<family>.cl and as the cl_arg_* calls of
- * its host wrapper; cl_run checks that the two agree in number (CL_KERNEL_NUM_ARGS, read once
- * per kernel) and refuses the call with one error naming the kernel and both counts, rather
+ * A kernel's parameter list is written in cl/<family>.cl; its buffer operands are declared
+ * in order in core/kernel_slots.def (checked against the .cl at configure time), and the
+ * host wrapper passes each as cl_arg_op(&c, CL_OP(kernel, operand), ...), which refuses an
+ * operand at another parameter than the generated index. cl_run also checks that the
+ * wrapper set as many arguments as the kernel takes (CL_KERNEL_NUM_ARGS, read once per
+ * kernel) and refuses the call with one error naming the kernel and both counts, rather
  * than enqueueing a kernel with unset or shifted arguments.
  *
  * KILN_CL_PROFILE=1 creates the queue with profiling, keeps an event per kernel, and at
@@ -62,6 +65,15 @@ void cl_arg_ref(cl_call *c, kiln_ref r, size_t elem_size) {
     }
     set_arg(c, sizeof mem, &mem);
     set_arg(c, sizeof off, &off);
+}
+
+void cl_arg_op(cl_call *c, cl_operand op, kiln_ref r, size_t elem_size) {
+    if (!c->status && !c->err && c->n != op.param)
+        c->status = kiln_set_error(KILN_ERR_ARGUMENT,
+                                   "opencl: kernel %s in cl/%s.cl takes operand %s at parameter %u but its "
+                                   "host wrapper passes it as argument %u (core/kernel_slots.def)",
+                                   c->name, c->family, op.name, op.param, c->n);
+    cl_arg_ref(c, r, elem_size);
 }
 
 void cl_arg_mem(cl_call *c, cl_mem mem, size_t elem_off) {

@@ -10,12 +10,12 @@ kiln_status cl_norm_fwd(void *dev, const kiln_norm_args *a) {
     kiln_ref absent = {.buf = NULL}, bias = rms ? absent : a->bias, mean = rms ? absent : a->mean;
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(d, "norm", "norm_fwd", a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->weight, es);
-    cl_arg_ref(&c, bias, es);
-    cl_arg_ref(&c, a->y, es);
-    cl_arg_ref(&c, mean, 4);
-    cl_arg_ref(&c, a->rstd, 4);
+    cl_arg_op(&c, CL_OP(norm_fwd, x), a->x, es);
+    cl_arg_op(&c, CL_OP(norm_fwd, w), a->weight, es);
+    cl_arg_op(&c, CL_OP(norm_fwd, b), bias, es);
+    cl_arg_op(&c, CL_OP(norm_fwd, y), a->y, es);
+    cl_arg_op(&c, CL_OP(norm_fwd, mean), mean, 4);
+    cl_arg_op(&c, CL_OP(norm_fwd, rstd), a->rstd, 4);
     cl_arg_i64(&c, a->cols);
     cl_arg_f32(&c, a->eps);
     cl_arg_i32(&c, rms);
@@ -37,12 +37,12 @@ kiln_status cl_norm_bwd(void *dev, const kiln_norm_args *a) {
     kiln_status s = KILN_OK;
     if (cl_has(a->dx)) {
         cl_call c = cl_begin_dt(d, "norm", "norm_bwd_dx", a->dtype);
-        cl_arg_ref(&c, a->x, es);
-        cl_arg_ref(&c, a->weight, es);
-        cl_arg_ref(&c, mean, 4);
-        cl_arg_ref(&c, a->rstd, 4);
-        cl_arg_ref(&c, a->dy, es);
-        cl_arg_ref(&c, a->dx, es);
+        cl_arg_op(&c, CL_OP(norm_bwd_dx, x), a->x, es);
+        cl_arg_op(&c, CL_OP(norm_bwd_dx, w), a->weight, es);
+        cl_arg_op(&c, CL_OP(norm_bwd_dx, mean), mean, 4);
+        cl_arg_op(&c, CL_OP(norm_bwd_dx, rstd), a->rstd, 4);
+        cl_arg_op(&c, CL_OP(norm_bwd_dx, dy), a->dy, es);
+        cl_arg_op(&c, CL_OP(norm_bwd_dx, dx), a->dx, es);
         cl_arg_i64(&c, a->cols);
         cl_arg_i32(&c, cl_has(a->weight));
         cl_arg_i32(&c, rms);
@@ -51,12 +51,12 @@ kiln_status cl_norm_bwd(void *dev, const kiln_norm_args *a) {
     }
     if (cl_has(a->dweight) || cl_has(a->dbias)) {
         cl_call c = cl_begin_dt(d, "norm", "norm_bwd_params", a->dtype);
-        cl_arg_ref(&c, a->x, es);
-        cl_arg_ref(&c, mean, 4);
-        cl_arg_ref(&c, a->rstd, 4);
-        cl_arg_ref(&c, a->dy, es);
-        cl_arg_ref(&c, a->dweight, es);
-        cl_arg_ref(&c, a->dbias, es);
+        cl_arg_op(&c, CL_OP(norm_bwd_params, x), a->x, es);
+        cl_arg_op(&c, CL_OP(norm_bwd_params, mean), mean, 4);
+        cl_arg_op(&c, CL_OP(norm_bwd_params, rstd), a->rstd, 4);
+        cl_arg_op(&c, CL_OP(norm_bwd_params, dy), a->dy, es);
+        cl_arg_op(&c, CL_OP(norm_bwd_params, dw), a->dweight, es);
+        cl_arg_op(&c, CL_OP(norm_bwd_params, db), a->dbias, es);
         cl_arg_i64(&c, a->rows);
         cl_arg_i64(&c, a->cols);
         cl_arg_i32(&c, rms);

@@ -3,9 +3,9 @@
 
 kiln_status cl_clip_coef(void *dev, const kiln_clip_args *a) {
     cl_call c = cl_begin(dev, "optim", "clip_coef");
-    cl_arg_ref(&c, a->sumsq, 4);
-    cl_arg_ref(&c, a->coef, 4);
-    cl_arg_ref(&c, a->norm, 4);
+    cl_arg_op(&c, CL_OP(clip_coef, sumsq), a->sumsq, 4);
+    cl_arg_op(&c, CL_OP(clip_coef, coef), a->coef, 4);
+    cl_arg_op(&c, CL_OP(clip_coef, norm), a->norm, 4);
     cl_arg_f32(&c, a->clip);
     cl_arg_f32(&c, a->unscale);
     cl_arg_i32(&c, cl_has(a->coef));
@@ -16,13 +16,13 @@ kiln_status cl_clip_coef(void *dev, const kiln_clip_args *a) {
 
 kiln_status cl_adam(void *dev, const kiln_adam_args *a) {
     cl_call c = cl_begin(dev, "optim", "adam");
-    cl_arg_ref(&c, a->param, 4);
-    cl_arg_ref(&c, a->grad, kiln_dtype_size(a->grad_dtype));
-    cl_arg_ref(&c, a->m, 4);
-    cl_arg_ref(&c, a->v, 4);
-    cl_arg_ref(&c, a->half_copy, 2);
-    cl_arg_ref(&c, a->coef, 4);
-    cl_arg_ref(&c, a->skip, 4);
+    cl_arg_op(&c, CL_OP(adam, param), a->param, 4);
+    cl_arg_op(&c, CL_OP(adam, grad), a->grad, kiln_dtype_size(a->grad_dtype));
+    cl_arg_op(&c, CL_OP(adam, m), a->m, 4);
+    cl_arg_op(&c, CL_OP(adam, v), a->v, 4);
+    cl_arg_op(&c, CL_OP(adam, half_copy), a->half_copy, 2);
+    cl_arg_op(&c, CL_OP(adam, coef), a->coef, 4);
+    cl_arg_op(&c, CL_OP(adam, skip), a->skip, 4);
     cl_arg_i32(&c, (int)a->grad_dtype);
     cl_arg_i64(&c, a->n);
     cl_arg_f32(&c, a->lr);

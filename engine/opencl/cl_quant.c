@@ -5,10 +5,10 @@ kiln_status cl_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     cl_dev *d = dev;
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(d, "quant", "qmatmul", a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->w, 4);
-    cl_arg_ref(&c, a->bias, es);
-    cl_arg_ref(&c, a->y, es);
+    cl_arg_op(&c, CL_OP(qmatmul, x), a->x, es);
+    cl_arg_op(&c, CL_OP(qmatmul, w), a->w, 4);
+    cl_arg_op(&c, CL_OP(qmatmul, bias), a->bias, es);
+    cl_arg_op(&c, CL_OP(qmatmul, y), a->y, es);
     cl_arg_i64(&c, a->m);
     cl_arg_i64(&c, a->n);
     cl_arg_i64(&c, a->k);

@@ -10,16 +10,16 @@ kiln_status cl_reduce(void *dev, const kiln_reduce_args *a) {
     if (s) return s;
     kiln_ref partial = {.buf = tmp};
     cl_call c = cl_begin_dt(d, "reduce", "reduce_partial", a->dtype);
-    cl_arg_ref(&c, a->x, kiln_dtype_size(a->dtype));
+    cl_arg_op(&c, CL_OP(reduce_partial, x), a->x, kiln_dtype_size(a->dtype));
     cl_arg_i64(&c, a->n);
     cl_arg_i32(&c, a->square);
-    cl_arg_ref(&c, partial, 4);
+    cl_arg_op(&c, CL_OP(reduce_partial, partial), partial, 4);
     s = cl_run_rows(&c, groups);
     if (!s) {
         c = cl_begin(d, "reduce", "reduce_final");
-        cl_arg_ref(&c, partial, 4);
+        cl_arg_op(&c, CL_OP(reduce_final, partial), partial, 4);
         cl_arg_i32(&c, (int)groups);
-        cl_arg_ref(&c, a->out, 4);
+        cl_arg_op(&c, CL_OP(reduce_final, out), a->out, 4);
         cl_arg_f32(&c, a->alpha);
         cl_arg_i32(&c, a->square);
         s = cl_run_rows(&c, 1);

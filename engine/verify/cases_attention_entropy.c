@@ -1,5 +1,5 @@
 /* The verification cases of attention entropy, alone and after a softmax (kiln/verify.h): run by
- * `kiln verify` and by tests/test_op_entropy.c. */
+ * `kiln verify` and by tests/test_op_attention_entropy.c. */
 #include "kiln/kiln.h"
 #include "verify/cases.h"
 

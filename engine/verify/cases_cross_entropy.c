@@ -1,5 +1,5 @@
 /* The verification cases of cross-entropy with label smoothing and ignored targets
- * (kiln/verify.h): run by `kiln verify` and by tests/test_op_xent.c. */
+ * (kiln/verify.h): run by `kiln verify` and by tests/test_op_cross_entropy.c. */
 #include "kiln/kiln.h"
 #include "verify/cases.h"
 

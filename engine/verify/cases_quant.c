@@ -30,7 +30,7 @@ static const kiln_qformat q8_0 = KILN_Q8_0, q4_0 = KILN_Q4_0, q4_1 = KILN_Q4_1;
 #define W(n, k) {.dtype = KILN_F32, .ndim = 2, .shape = {n, k}}
 #define BIAS(n) {.dtype = KILN_F32, .ndim = 1, .shape = {n}}
 
-/* The CPU reference rounds activations to 8 bits per block of 32 (cpu/cpu_qdot.h); a device
+/* The CPU reference rounds activations to 8 bits per block of 32 (cpu/cpu_quant_dot.h); a device
  * may not (kiln_qmatmul_rounds_activations: OpenCL, Vulkan without integer dot products), and
  * one that does may round a rare tie the other way (shaders/qmatmul_qx.comp): that rounding
  * gives a normalized error near 3e-5 (half a step of max|x| / 127 per value), a misread

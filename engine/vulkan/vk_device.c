@@ -63,7 +63,7 @@ kiln_status vk_device_create(vk_dev *d, VkInstance inst, const vk_physical *phys
         tail = &f16.pNext;
         if (phys->props.apiVersion < VK_API_VERSION_1_2) exts[n_exts++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
     }
-    if (d->caps.int_dot) { /* int8 dot products: kiln_matmul_q's rounded path (vk_qmatmul.c) */
+    if (d->caps.int_dot) { /* int8 dot products: kiln_matmul_q's rounded path (vk_quant.c) */
         idot.shaderIntegerDotProduct = VK_TRUE;
         *tail = &idot;
         tail = &idot.pNext;

@@ -79,10 +79,10 @@ static kiln_status vk_gemm_tiled(vk_dev *d, const kiln_gemm_args *a, uint32_t ea
         ra.off += (size_t)(b0 * a->stride_a) * ea;
         rb.off += (size_t)(b0 * a->stride_b) * eb;
         rc.off += (size_t)(b0 * a->stride_c) * 4;
-        l.ops[0] = vk_in(ra, (nb - 1) * a->stride_a + a_one, ea);
-        l.ops[1] = vk_in(rb, (nb - 1) * a->stride_b + b_one, eb);
-        l.ops[2] = vk_out(rc, (nb - 1) * a->stride_c + c_one, 4);
-        l.ops[3] = vk_in(a->bias, a->n, 4);
+        l.ops[VK_OP(gemm_tiled, a)] = vk_in(ra, (nb - 1) * a->stride_a + a_one, ea);
+        l.ops[VK_OP(gemm_tiled, b)] = vk_in(rb, (nb - 1) * a->stride_b + b_one, eb);
+        l.ops[VK_OP(gemm_tiled, c)] = vk_out(rc, (nb - 1) * a->stride_c + c_one, 4);
+        l.ops[VK_OP(gemm_tiled, bias)] = vk_in(a->bias, a->n, 4);
         l.groups[2] = (uint32_t)nb;
         p.batch = (u32)nb;
         kiln_status s = vk_dispatch(d, &l);
@@ -136,8 +136,8 @@ static kiln_status vk_gemm_pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b
         l.spec[0] = wg;
         l.spec[1] = panel;
         l.spec[2] = (uint32_t)(trans != 0);
-        l.ops[0] = elem == 4 ? vk_texels(src, texels) : vk_texels_f16(src, texels);
-        l.ops[1] = vk_out(dst, nb * padded * kp / 4, 16);
+        l.ops[VK_OP(gemm_pack_texel, src)] = elem == 4 ? vk_texels(src, texels) : vk_texels_f16(src, texels);
+        l.ops[VK_OP(gemm_pack_texel, dst)] = vk_out(dst, nb * padded * kp / 4, 16);
         l.groups[0] = (uint32_t)gx;
         l.groups[1] = (uint32_t)gy;
         l.groups[2] = vk_u32(nb);
@@ -152,8 +152,8 @@ static kiln_status vk_gemm_pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b
     /* whole aligned float4 rows of the source: see VEC4 in gemm_pack.comp */
     int64_t contiguous = is_b ? rows : k; /* N for B, K for A */
     l.spec[5] = (uint32_t)(elem == 4 && !trans && at % 16 == 0 && ld % 4 == 0 && stride % 4 == 0 && contiguous % 4 == 0);
-    l.ops[0] = vk_in(src, (nb - 1) * stride + one, elem);
-    l.ops[1] = vk_out(dst, nb * padded * kp / 4, 16);
+    l.ops[VK_OP(gemm_pack, src)] = vk_in(src, (nb - 1) * stride + one, elem);
+    l.ops[VK_OP(gemm_pack, dst)] = vk_out(dst, nb * padded * kp / 4, 16);
     l.groups[0] = vk_div_up((uint64_t)(kp * panel / 4), l.spec[0]);
     l.groups[1] = vk_u32(padded / panel);
     l.groups[2] = vk_u32(nb);
@@ -306,10 +306,11 @@ static kiln_status gemm_on_panels(vk_dev *d, const kiln_gemm_args *a, uint32_t e
                               .batch = vk_u32(a->batch)};
         vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = n_spec};
         for (int i = 0; i < n_spec; i++) l.spec[i] = spec[i];
-        l.ops[0] = vk_texels(pa, ba * mp * kp / 4);
-        l.ops[1] = vk_texels(pb, bb * np * kp / 4);
-        l.ops[2] = vk_out(a->c, (a->batch - 1) * a->stride_c + extent(a->m, a->n, a->ldc), 4);
-        l.ops[3] = vk_in(a->bias, a->n, 4);
+        /* gemm_packed's operands; gemm_shuffle binds the same four (its c as c4) */
+        l.ops[VK_OP(gemm_packed, pa)] = vk_texels(pa, ba * mp * kp / 4);
+        l.ops[VK_OP(gemm_packed, pb)] = vk_texels(pb, bb * np * kp / 4);
+        l.ops[VK_OP(gemm_packed, c)] = vk_out(a->c, (a->batch - 1) * a->stride_c + extent(a->m, a->n, a->ldc), 4);
+        l.ops[VK_OP(gemm_packed, bias)] = vk_in(a->bias, a->n, 4);
         uint64_t blocks = (uint64_t)(mp / r) * (uint64_t)(np / c) * (uint64_t)a->batch;
         vk_grid_1d(d, (blocks + per_group - 1) / per_group, l.groups);
         s = vk_dispatch(d, &l);
@@ -338,7 +339,7 @@ static kiln_status vk_gemm_packed(vk_dev *d, const kiln_gemm_args *a, uint32_t e
                           KILN_ABI_VK_PACKED_KSTEP, 0, per_group, &per_group, 1);
 }
 
-kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
+kiln_status vk_gemm_piece(void *dev, const kiln_gemm_args *a) {
     vk_dev *d = vk_of(dev);
     if (a->c_dtype != KILN_F32) return kiln_set_error(KILN_ERR_DTYPE, "vulkan gemm: output must be f32");
     if ((a->a_dtype != KILN_F32 && a->a_dtype != KILN_F16) || (a->b_dtype != KILN_F32 && a->b_dtype != KILN_F16))

@@ -51,8 +51,8 @@ static kiln_status vk_gemm_coopmat_pack(vk_dev *d, kiln_ref src, int trans, int6
     vk_launch l = {
         .shader = VK_SHADER_gemm_coopmat_pack, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_flat_wg(d);
-    l.ops[0] = vk_in(src, (nb - 1) * stride + one, 2);
-    l.ops[1] = vk_out(dst, nb * rows_p * cols_p, 2);
+    l.ops[VK_OP(gemm_coopmat_pack, src)] = vk_in(src, (nb - 1) * stride + one, 2);
+    l.ops[VK_OP(gemm_coopmat_pack, dst)] = vk_out(dst, nb * rows_p * cols_p, 2);
     l.groups[0] = vk_div_up((uint64_t)(cols_p / 2), l.spec[0]);
     l.groups[1] = vk_u32(rows_p);
     l.groups[2] = vk_u32(nb);
@@ -79,9 +79,9 @@ kiln_status vk_gemm_coopmat(vk_dev *d, const kiln_gemm_args *a) {
         vk_launch l = {
             .shader = VK_SHADER_gemm_coopmat, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
         l.spec[0] = d->caps.subgroup_size;
-        l.ops[0] = vk_in(pa, ba * mp * kp, 2);
-        l.ops[1] = vk_in(pb, bb * kp * np, 2);
-        l.ops[2] = vk_out(prod, a->batch * mp * np, 4);
+        l.ops[VK_OP(gemm_coopmat, a)] = vk_in(pa, ba * mp * kp, 2);
+        l.ops[VK_OP(gemm_coopmat, b)] = vk_in(pb, bb * kp * np, 2);
+        l.ops[VK_OP(gemm_coopmat, c)] = vk_out(prod, a->batch * mp * np, 4);
         l.groups[0] = vk_u32(np / TILE);
         l.groups[1] = vk_u32(mp / TILE);
         l.groups[2] = vk_u32(a->batch);
@@ -102,9 +102,9 @@ kiln_status vk_gemm_coopmat(vk_dev *d, const kiln_gemm_args *a) {
                        .push_bytes = sizeof p,
                        .n_spec = 1};
         l.spec[0] = vk_flat_wg(d);
-        l.ops[0] = vk_in(prod, a->batch * mp * np, 4);
-        l.ops[1] = vk_out(a->c, (a->batch - 1) * a->stride_c + (a->m - 1) * a->ldc + a->n, 4);
-        l.ops[2] = vk_in(a->bias, a->n, 4);
+        l.ops[VK_OP(gemm_coopmat_epilogue, p)] = vk_in(prod, a->batch * mp * np, 4);
+        l.ops[VK_OP(gemm_coopmat_epilogue, c)] = vk_out(a->c, (a->batch - 1) * a->stride_c + (a->m - 1) * a->ldc + a->n, 4);
+        l.ops[VK_OP(gemm_coopmat_epilogue, bias)] = vk_in(a->bias, a->n, 4);
         l.groups[0] = vk_div_up((uint64_t)a->n, l.spec[0]);
         l.groups[1] = vk_u32(a->m);
         l.groups[2] = vk_u32(a->batch);

@@ -1,4 +1,4 @@
-/* The GEMM slot: vk_gemm, and for an f16 C (mixed precision) a wrapper around it, since
+/* The GEMM slot: vk_gemm_piece, and for an f16 C (mixed precision) a wrapper around it, since
  * its kernels write f32. Like every kernel, it refuses f16 on a device without 16-bit
  * storage (vk_require_f16).
  *
@@ -30,14 +30,14 @@ static kiln_status through_f32(vk_dev *d, const kiln_gemm_args *a, int64_t span)
     kiln_cast_args narrow = {.src = c32, .dst = a->c, .n = span, .src_dtype = KILN_F32, .dst_dtype = KILN_F16};
     /* with beta == 0 and no gaps, C's old contents matter nowhere: skip the widening */
     int gaps = a->ldc != a->n || (a->batch > 1 && a->stride_c != a->m * a->ldc);
-    if (a->beta != 0.0f || gaps) s = vk_cast(d, &widen);
+    if (a->beta != 0.0f || gaps) s = vk_cast_piece(d, &widen);
     if (!s) s = vk_gemm_split(d, &g);
-    if (!s) s = vk_cast(d, &narrow);
+    if (!s) s = vk_cast_piece(d, &narrow);
     vk_buf_release(d, c32.buf);
     return s;
 }
 
-kiln_status vk_gemm_slot(void *dev, const kiln_gemm_args *a) {
+kiln_status vk_gemm(void *dev, const kiln_gemm_args *a) {
     vk_dev *d = vk_of(dev);
     int f16 = a->a_dtype == KILN_F16 || a->b_dtype == KILN_F16 || a->c_dtype == KILN_F16;
     if (f16 && vk_require_f16(d, "gemm")) return kiln_error_status();

@@ -103,11 +103,11 @@ static gemm_axis pick_axis(const vk_dev *d, const kiln_gemm_args *a) {
 }
 
 kiln_status vk_gemm_split(vk_dev *d, const kiln_gemm_args *a) {
-    if (a->m <= 0 || a->n <= 0 || a->batch <= 0 || vk_gemm_fits(d, a)) return vk_gemm(d, a);
+    if (a->m <= 0 || a->n <= 0 || a->batch <= 0 || vk_gemm_fits(d, a)) return vk_gemm_piece(d, a);
     gemm_axis x = pick_axis(d, a);
     int64_t size = axis_size(a, x);
     if (size <= 1) /* one element of every axis and still too large: cannot happen at sane ld */
-        return vk_gemm(d, a);
+        return vk_gemm_piece(d, a);
     int64_t h = first_half(size);
     kiln_gemm_args lo = part(a, x, 0, h), hi = part(a, x, h, size - h);
     kiln_status s = vk_gemm_split(d, &lo);

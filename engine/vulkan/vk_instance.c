@@ -556,7 +556,7 @@ static void lower_to_minimums(vk_caps *c) {
     c->storage16 = 0;
     c->float16 = 0;
     c->coopmat = 0;
-    c->int_dot = 0; /* kiln_matmul_q keeps its f32, words-only kernel (vk_qmatmul.c) */
+    c->int_dot = 0; /* kiln_matmul_q keeps its f32, words-only kernel (vk_quant.c) */
     c->texel_f16 = 0;
 }
 

@@ -51,6 +51,7 @@
 
 #include "abi/kernel_abi.h"
 #include "core/internal.h"
+#include "kernel_operands.h"
 #include "vk_shaders.h"
 
 #define VK_MAX_OPERANDS 8 /* storage buffers one kernel binds */
@@ -77,8 +78,8 @@ typedef struct vk_caps {
     int storage16;       /* storageBuffer16BitAccess */
     int float16;         /* shaderFloat16 */
     int coopmat;         /* VK_KHR_cooperative_matrix with an f16 x f16 -> f32 16x16x16 shape */
-    int int_dot;         /* VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (vk_qmatmul.c) */
-    uint32_t qmatmul_lanes; /* KILN_VK_QMATMUL_LANES, read once: 0, or the lanes per row tests force (vk_qmatmul.c) */
+    int int_dot;         /* VK_KHR_shader_integer_dot_product's shaderIntegerDotProduct (vk_quant.c) */
+    uint32_t qmatmul_lanes; /* KILN_VK_QMATMUL_LANES, read once: 0, or the lanes per row tests force (vk_quant.c) */
     int texel_f16;       /* RGBA16F uniform texel buffers (required by Vulkan; checked anyway) */
     int driver_props;    /* VkPhysicalDeviceDriverProperties available */
     int portability_subset;
@@ -340,6 +341,9 @@ typedef struct vk_launch {
     uint32_t push_bytes;
     uint32_t groups[3];
 } vk_launch;
+/* The binding of `operand` of the module `module`, as core/kernel_slots.def declares it
+ * (checked against the module's GLSL at configure time): l.ops[VK_OP(axpby, x)]. */
+#define VK_OP(module, operand) KILN_VK_OP_##module##_##operand
 /* The operand count of a launch with push block p: the length of its off[] (push.h). */
 #define VK_OPS(p) ((int)(sizeof((p).off) / sizeof((p).off[0])))
 /* Records the launch; KILN_ERR_ARGUMENT, naming the shader, when its operands differ from
@@ -375,64 +379,43 @@ enum { VK_TEXEL_F32 = 1, VK_TEXEL_F16 = 2 };
 vk_operand vk_texels(kiln_ref r, int64_t count);
 vk_operand vk_texels_f16(kiln_ref r, int64_t count);
 
-/* kernel families */
-kiln_status vk_fill(void *dev, const kiln_fill_args *a);
-kiln_status vk_cast(void *dev, const kiln_cast_args *a);
-kiln_status vk_gemm(void *dev, const kiln_gemm_args *a);
+/* the kernels: vk_<slot> for each slot of core/kernel_slots.def, in its family's
+ * vk_<family>.c (the flat kernels' slots in vk_split.c, the gemm slot in vk_gemm_f16_out.c) */
+#define KILN_SLOT(family, slot, args, output, output_dtype) kiln_status vk_##slot(void *dev, const args *a);
+#include "core/kernel_slots.def"
 int vk_gemm_variants(void *dev, const char **names, int cap);
 kiln_status vk_set_gemm_variant(void *dev, const char *name);
-kiln_status vk_axpby(void *dev, const kiln_axpby_args *a);
-kiln_status vk_binary(void *dev, const kiln_binary_args *a);
-kiln_status vk_sum_rows(void *dev, const kiln_sum_rows_args *a);
-kiln_status vk_act_fwd(void *dev, const kiln_act_args *a);
-kiln_status vk_act_bwd(void *dev, const kiln_act_args *a);
-kiln_status vk_reduce(void *dev, const kiln_reduce_args *a);
-kiln_status vk_embed_fwd(void *dev, const kiln_embed_args *a);
-kiln_status vk_embed_bwd(void *dev, const kiln_embed_args *a);
-/* the norm_fwd, norm_bwd_dx and norm_bwd_params kernels (vk_norm.c); rms as kiln_norm_args */
-kiln_status vk_norm_fwd(void *dev, const kiln_norm_args *a);
-/* the qmatmul slot (vk_qmatmul.c): the int8 path where caps.int_dot, else f32 */
-kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a);
-/* qmatmul on int8-rounded activations (vk_qmatmul_dot.c), and the backend's
- * qmatmul_rounds_x: whether vk_qmatmul takes that path on this device */
+/* qmatmul (vk_quant.c) takes the int8 path where caps.int_dot, else f32. qmatmul on
+ * int8-rounded activations (vk_quant_dot.c), and the backend's qmatmul_rounds_x: whether
+ * vk_qmatmul takes that path on this device */
 kiln_status vk_qmatmul_int8(vk_dev *d, const kiln_qmatmul_args *a);
 int vk_qmatmul_rounds_x(void *dev);
 /* The workgroup shape of both qmatmul product kernels for rows of `blocks` blocks: *wg
  * invocations (specialization constant 0), *lanes of them per weight row (constant 1, a
- * power of two <= *wg), so *wg / *lanes rows per workgroup (vk_qmatmul.c). */
+ * power of two <= *wg), so *wg / *lanes rows per workgroup (vk_quant.c). */
 void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes);
-kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a);
-kiln_status vk_softmax_fwd(void *dev, const kiln_softmax_args *a);
-kiln_status vk_softmax_bwd(void *dev, const kiln_softmax_args *a);
-kiln_status vk_entropy_fwd(void *dev, const kiln_entropy_args *a);
-kiln_status vk_entropy_bwd(void *dev, const kiln_entropy_args *a);
-kiln_status vk_dropout_fwd(void *dev, const kiln_dropout_args *a);
-kiln_status vk_dropout_bwd(void *dev, const kiln_dropout_args *a);
-kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a);
-kiln_status vk_xent_bwd(void *dev, const kiln_xent_args *a);
-kiln_status vk_permute(void *dev, const kiln_permute_args *a);
-kiln_status vk_copy_block(void *dev, const kiln_copy_block_args *a);
-kiln_status vk_sinusoid(void *dev, const kiln_sinusoid_args *a);
-kiln_status vk_check_finite(void *dev, const kiln_finite_args *a);
-kiln_status vk_clip_coef(void *dev, const kiln_clip_args *a);
-kiln_status vk_adam(void *dev, const kiln_adam_args *a);
 
+/* One dispatch of a flat kernel whose operands fit one binding each: the slots in
+ * vk_split.c run them on pieces (vk_<family>.c). */
+kiln_status vk_fill_piece(void *dev, const kiln_fill_args *a);
+kiln_status vk_cast_piece(void *dev, const kiln_cast_args *a);
+kiln_status vk_axpby_piece(void *dev, const kiln_axpby_args *a);
+kiln_status vk_binary_piece(void *dev, const kiln_binary_args *a);
+kiln_status vk_act_fwd_piece(void *dev, const kiln_act_args *a);
+kiln_status vk_act_bwd_piece(void *dev, const kiln_act_args *a);
+kiln_status vk_reduce_piece(void *dev, const kiln_reduce_args *a);
+kiln_status vk_check_finite_piece(void *dev, const kiln_finite_args *a);
+kiln_status vk_adam_piece(void *dev, const kiln_adam_args *a);
+
+/* x (f32 or f16) viewed as [outer, segs, inner]; out[s] (f32) = scale * sum (or += when
+ * accumulate) of each element, its square or p log p (kind KILN_ABI_VK_REDUCE_*) (vk_reduce.c). */
+kiln_status vk_reduce_segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t outer, int64_t segs,
+                                int64_t inner, uint32_t kind, float scale, int accumulate);
 /* The sum (scale * sum x, overwriting out[0] or adding to it) or the sum of squares of n
  * elements of x (vk_reduce.c). */
 kiln_status vk_reduce_sum(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t n, int square, float scale,
                           int accumulate);
 
-/* Tensors larger than one binding (vk_split.c): the table slots of the flat kernels, which
- * run them in pieces that fit. */
-kiln_status vk_split_fill(void *dev, const kiln_fill_args *a);
-kiln_status vk_split_cast(void *dev, const kiln_cast_args *a);
-kiln_status vk_split_axpby(void *dev, const kiln_axpby_args *a);
-kiln_status vk_split_binary(void *dev, const kiln_binary_args *a);
-kiln_status vk_split_act_fwd(void *dev, const kiln_act_args *a);
-kiln_status vk_split_act_bwd(void *dev, const kiln_act_args *a);
-kiln_status vk_split_reduce(void *dev, const kiln_reduce_args *a);
-kiln_status vk_split_check_finite(void *dev, const kiln_finite_args *a);
-kiln_status vk_split_adam(void *dev, const kiln_adam_args *a);
 /* Elements per piece when the widest operand has `widest` bytes per element: a multiple of
  * `granule` that fits one binding. */
 int64_t vk_piece_elems(const vk_dev *d, uint32_t widest, int64_t granule);
@@ -445,16 +428,16 @@ static inline kiln_ref vk_ref_at(kiln_ref r, int64_t bytes) {
     return r;
 }
 
-/* The backend's gemm slot (vk_gemm_f16_out.c): vk_gemm_split, with an f16 C through an f32
- * scratch. */
-kiln_status vk_gemm_slot(void *dev, const kiln_gemm_args *a);
-/* vk_gemm on operands of any size (vk_gemm_split.c): a product whose operands do not fit
+/* One product whose operands fit one binding each (vk_gemm.c). The gemm slot (vk_gemm in
+ * vk_gemm_f16_out.c) is vk_gemm_split, with an f16 C through an f32 scratch. */
+kiln_status vk_gemm_piece(void *dev, const kiln_gemm_args *a);
+/* vk_gemm_piece on operands of any size (vk_gemm_split.c): a product whose operands do not fit
  * one binding, or on a CPU-class device whose packed panels would not, runs as several
  * products on sub-blocks. */
 kiln_status vk_gemm_split(vk_dev *d, const kiln_gemm_args *a);
 /* The bytes each operand of a product spans: C, A and B (0 for A and B when k is 0). */
 void vk_gemm_spans(const kiln_gemm_args *a, int64_t bytes[3]);
-/* Whether vk_gemm runs this product as one: its operands fit one binding each and, on a
+/* Whether vk_gemm_piece runs this product as one: its operands fit one binding each and, on a
  * CPU-class device, its packed panels fit too (else the slow tiled kernel would run). */
 int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a);
 
@@ -472,8 +455,8 @@ uint32_t vk_flat_wg(const vk_dev *d);
  * kernel given f16 data checks it, so a device without f16 (supports_f16 = 0) refuses f16
  * everywhere, also where a kernel's packed-word f16 path would not need the feature. */
 kiln_status vk_require_f16(const vk_dev *d, const char *kernel);
-/* The build of `kernel` for this device and data type (shaders/variants.txt,
- * kiln_vk_variants): its "_shared" build where the device lacks subgroup arithmetic and the
+/* The build of `kernel` for this device and data type (its builds in
+ * core/kernel_slots.def, kiln_vk_variants): its "_shared" build where the device lacks subgroup arithmetic and the
  * kernel has one; its "_f16" build for f16 data, which needs 16-bit storage: without it
  * the kernel fails with KILN_ERR_UNSUPPORTED and a line naming the device (the backend's
  * supports_f16 says so up front). KILN_ERR_DTYPE for a dtype other than f32 and f16

@@ -24,12 +24,12 @@ kiln_status vk_norm_fwd(void *dev, const kiln_norm_args *a) {
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_row_wg(d, a->cols);
     int64_t n = a->rows * a->cols;
-    l.ops[0] = vk_in(a->x, n, es);
-    l.ops[1] = vk_in(a->weight, a->cols, es);
-    l.ops[2] = vk_in(unless_rms(rms, a->bias), a->cols, es);
-    l.ops[3] = vk_out(a->y, n, es);
-    l.ops[4] = vk_out(unless_rms(rms, a->mean), a->rows, 4);
-    l.ops[5] = vk_out(a->rstd, a->rows, 4);
+    l.ops[VK_OP(norm_fwd, x)] = vk_in(a->x, n, es);
+    l.ops[VK_OP(norm_fwd, w)] = vk_in(a->weight, a->cols, es);
+    l.ops[VK_OP(norm_fwd, bias)] = vk_in(unless_rms(rms, a->bias), a->cols, es);
+    l.ops[VK_OP(norm_fwd, y)] = vk_out(a->y, n, es);
+    l.ops[VK_OP(norm_fwd, mean)] = vk_out(unless_rms(rms, a->mean), a->rows, 4);
+    l.ops[VK_OP(norm_fwd, rstd)] = vk_out(a->rstd, a->rows, 4);
     vk_grid_1d(d, (uint64_t)a->rows, l.groups);
     return vk_dispatch(d, &l);
 }
@@ -46,12 +46,12 @@ kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a) {
         norm_bwd_dx_push p = {.rows = vk_u32(a->rows), .cols = vk_u32(a->cols), .rms = rms};
         vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
         l.spec[0] = vk_row_wg(d, a->cols);
-        l.ops[0] = vk_in(a->x, n, es);
-        l.ops[1] = vk_in(a->weight, a->cols, es);
-        l.ops[2] = vk_in(unless_rms(rms, a->mean), a->rows, 4);
-        l.ops[3] = vk_in(a->rstd, a->rows, 4);
-        l.ops[4] = vk_in(a->dy, n, es);
-        l.ops[5] = vk_out(a->dx, n, es);
+        l.ops[VK_OP(norm_bwd_dx, x)] = vk_in(a->x, n, es);
+        l.ops[VK_OP(norm_bwd_dx, w)] = vk_in(a->weight, a->cols, es);
+        l.ops[VK_OP(norm_bwd_dx, mean)] = vk_in(unless_rms(rms, a->mean), a->rows, 4);
+        l.ops[VK_OP(norm_bwd_dx, rstd)] = vk_in(a->rstd, a->rows, 4);
+        l.ops[VK_OP(norm_bwd_dx, dy)] = vk_in(a->dy, n, es);
+        l.ops[VK_OP(norm_bwd_dx, dx)] = vk_out(a->dx, n, es);
         vk_grid_1d(d, (uint64_t)a->rows, l.groups);
         if ((s = vk_dispatch(d, &l))) return s;
     }
@@ -61,12 +61,12 @@ kiln_status vk_norm_bwd(void *dev, const kiln_norm_args *a) {
     norm_bwd_params_push p = {.rows = vk_u32(a->rows), .cols = vk_u32(a->cols), .rms = rms};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 2};
     vk_column_wg(d, &l.spec[0], &l.spec[1]);
-    l.ops[0] = vk_in(a->x, n, es);
-    l.ops[1] = vk_in(unless_rms(rms, a->mean), a->rows, 4);
-    l.ops[2] = vk_in(a->rstd, a->rows, 4);
-    l.ops[3] = vk_in(a->dy, n, es);
-    l.ops[4] = vk_out(a->dweight, a->cols, es);
-    l.ops[5] = vk_out(dbias, a->cols, es);
+    l.ops[VK_OP(norm_bwd_params, x)] = vk_in(a->x, n, es);
+    l.ops[VK_OP(norm_bwd_params, mean)] = vk_in(unless_rms(rms, a->mean), a->rows, 4);
+    l.ops[VK_OP(norm_bwd_params, rstd)] = vk_in(a->rstd, a->rows, 4);
+    l.ops[VK_OP(norm_bwd_params, dy)] = vk_in(a->dy, n, es);
+    l.ops[VK_OP(norm_bwd_params, dw)] = vk_out(a->dweight, a->cols, es);
+    l.ops[VK_OP(norm_bwd_params, db)] = vk_out(dbias, a->cols, es);
     l.groups[0] = vk_div_up((uint64_t)a->cols, l.spec[0]);
     l.groups[1] = l.groups[2] = 1;
     return vk_dispatch(d, &l);

@@ -1,16 +1,14 @@
-/* Host side of the reductions to a few scalars: sum / sum of squares (kiln_reduce_args)
- * and attention entropy (kiln_entropy_args). Both run reduce.comp in two passes with a
- * fixed split (deterministic, no atomics): partial sums per workgroup, then their sum. */
+/* Host side of the reductions to a few scalars: sum / sum of squares (kiln_reduce_args),
+ * and the segmented reduction the attention entropy's forward also runs
+ * (vk_attention_entropy.c). reduce.comp runs in two passes with a fixed split
+ * (deterministic, no atomics): partial sums per workgroup, then their sum. */
 #include "push.h"
 #include "vk_internal.h"
 
 typedef struct { REDUCE_PUSH } reduce_push;
-typedef struct { ENTROPY_BWD_PUSH } entropy_bwd_push;
 
-/* x (f32 or f16) viewed as [outer, segs, inner]; out[s] (f32) = scale * sum (or += when
- * accumulate) of each element, its square or p log p (kind KILN_ABI_VK_REDUCE_*). */
-static kiln_status segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t outer, int64_t segs,
-                             int64_t inner, uint32_t kind, float scale, int accumulate) {
+kiln_status vk_reduce_segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t outer, int64_t segs,
+                                int64_t inner, uint32_t kind, float scale, int accumulate) {
     vk_shader_id shader;
     kiln_status s = vk_variant(d, VK_SHADER_reduce, dtype, &shader);
     if (s) return s;
@@ -34,18 +32,18 @@ static kiln_status segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref o
                      .accumulate = (u32)accumulate};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = wg;
-    l.ops[0] = vk_in(x, outer * segs * inner, vk_elem(dtype));
-    l.ops[1] = vk_out(partial, (int64_t)groups * segs, 4);
-    l.ops[2] = vk_out(out, segs, 4);
-    if (groups == 1) l.ops[1] = vk_out(out, segs, 4); /* unused: any valid binding */
+    l.ops[VK_OP(reduce, x)] = vk_in(x, outer * segs * inner, vk_elem(dtype));
+    l.ops[VK_OP(reduce, partial)] = vk_out(partial, (int64_t)groups * segs, 4);
+    l.ops[VK_OP(reduce, out)] = vk_out(out, segs, 4);
+    if (groups == 1) l.ops[VK_OP(reduce, partial)] = vk_out(out, segs, 4); /* unused: any valid binding */
     l.groups[0] = (uint32_t)groups;
     l.groups[1] = vk_u32(segs);
     l.groups[2] = 1;
     s = vk_dispatch(d, &l);
     if (!s && groups > 1) {
         p.pass = KILN_ABI_VK_REDUCE_PASS_TOTAL;
-        l.ops[0] = vk_in(partial, (int64_t)groups * segs, 4); /* unused in pass 1 */
-        l.ops[1] = vk_in(partial, (int64_t)groups * segs, 4);
+        l.ops[VK_OP(reduce, x)] = vk_in(partial, (int64_t)groups * segs, 4); /* unused in pass 1 */
+        l.ops[VK_OP(reduce, partial)] = vk_in(partial, (int64_t)groups * segs, 4);
         l.groups[0] = vk_u32(segs);
         l.groups[1] = 1;
         s = vk_dispatch(d, &l);
@@ -56,36 +54,12 @@ static kiln_status segmented(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref o
 
 kiln_status vk_reduce_sum(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out, int64_t n, int square, float scale,
                           int accumulate) {
-    return segmented(d, x, dtype, out, 1, 1, n, square ? KILN_ABI_VK_REDUCE_SQUARES : KILN_ABI_VK_REDUCE_SUM, scale,
+    return vk_reduce_segmented(d, x, dtype, out, 1, 1, n, square ? KILN_ABI_VK_REDUCE_SQUARES : KILN_ABI_VK_REDUCE_SUM, scale,
                      accumulate);
 }
 
-kiln_status vk_reduce(void *dev, const kiln_reduce_args *a) {
+kiln_status vk_reduce_piece(void *dev, const kiln_reduce_args *a) {
     vk_dev *d = vk_of(dev);
-    if (a->square) return segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KILN_ABI_VK_REDUCE_SQUARES, 1.0f, 1);
-    return segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KILN_ABI_VK_REDUCE_SUM, a->alpha, 0);
-}
-
-kiln_status vk_entropy_fwd(void *dev, const kiln_entropy_args *a) {
-    vk_dev *d = vk_of(dev);
-    float scale = (float)(-1.0 / (double)(a->batch * a->tq));
-    return segmented(d, a->p, a->dtype, a->out, a->batch, a->heads, a->tq * a->tk, KILN_ABI_VK_REDUCE_PLOGP, scale, 0);
-}
-
-kiln_status vk_entropy_bwd(void *dev, const kiln_entropy_args *a) {
-    vk_dev *d = vk_of(dev);
-    vk_shader_id shader;
-    kiln_status s = vk_variant(d, VK_SHADER_entropy_bwd, a->dtype, &shader);
-    if (s) return s;
-    uint32_t es = vk_elem(a->dtype);
-    int64_t n = a->batch * a->heads * a->tq * a->tk;
-    entropy_bwd_push p = {.n = vk_u32(n),
-                          .heads = vk_u32(a->heads),
-                          .inner = vk_u32(a->tq * a->tk),
-                          .scale = (float)(-1.0 / (double)(a->batch * a->tq))};
-    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(a->p, n, es);
-    l.ops[1] = vk_in(a->dout, a->heads, 4);
-    l.ops[2] = vk_out(a->dp, n, es);
-    return vk_run_flat(d, &l, (uint64_t)n);
+    if (a->square) return vk_reduce_segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KILN_ABI_VK_REDUCE_SQUARES, 1.0f, 1);
+    return vk_reduce_segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KILN_ABI_VK_REDUCE_SUM, a->alpha, 0);
 }

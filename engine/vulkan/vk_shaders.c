@@ -1,7 +1,7 @@
 /* The embedded modules as the host uses them: each one's interface, reflected and checked
  * once when the first device opens, every launch checked against it, and the build of a
- * kernel that suits a device and dtype (shaders/variants.txt, through the generated
- * kiln_vk_variants).
+ * kernel that suits a device and dtype (the builds core/kernel_slots.def declares, through
+ * the generated kiln_vk_variants).
  *
  * Why check at all: a kernel's operands are declared in three places that the compilers
  * cannot compare, the shader's layout(binding = i) declarations, push.h's <KERNEL>_OPS, and

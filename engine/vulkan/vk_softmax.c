@@ -51,10 +51,10 @@ static kiln_status fwd_slabs(vk_dev *d, const kiln_softmax_args *a, vk_shader_id
                           .causal = a->causal != 0};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_row_wg(d, a->tk);
-    l.ops[0] = vk_in(a->x, n, es);
-    l.ops[1] = vk_in(a->add, n, es);
-    l.ops[2] = vk_in(a->lengths, a->batch, 4);
-    l.ops[3] = vk_out(a->y, n, es);
+    l.ops[VK_OP(softmax_fwd, x)] = vk_in(a->x, n, es);
+    l.ops[VK_OP(softmax_fwd, add)] = vk_in(a->add, n, es);
+    l.ops[VK_OP(softmax_fwd, lengths)] = vk_in(a->lengths, a->batch, 4);
+    l.ops[VK_OP(softmax_fwd, y)] = vk_out(a->y, n, es);
     vk_grid_1d(d, (uint64_t)rows, l.groups);
     return vk_dispatch(d, &l);
 }
@@ -74,10 +74,10 @@ static kiln_status bwd_slabs(vk_dev *d, const kiln_softmax_args *a, vk_shader_id
         .rows = vk_u32(rows), .tk = vk_u32(a->tk), .dx_scale = a->scale * inv_temp, .dadd_scale = inv_temp};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
     l.spec[0] = vk_row_wg(d, a->tk);
-    l.ops[0] = vk_in(a->y, n, es);
-    l.ops[1] = vk_in(a->dy, n, es);
-    l.ops[2] = vk_out(a->dx, n, es);
-    l.ops[3] = vk_out(a->dadd, n, es);
+    l.ops[VK_OP(softmax_bwd, y)] = vk_in(a->y, n, es);
+    l.ops[VK_OP(softmax_bwd, dy)] = vk_in(a->dy, n, es);
+    l.ops[VK_OP(softmax_bwd, dx)] = vk_out(a->dx, n, es);
+    l.ops[VK_OP(softmax_bwd, dadd)] = vk_out(a->dadd, n, es);
     vk_grid_1d(d, (uint64_t)rows, l.groups);
     return vk_dispatch(d, &l);
 }

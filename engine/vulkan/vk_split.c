@@ -8,7 +8,7 @@
  * dispatch on sub-views (kiln_ref offsets), so the kernels themselves are unchanged; the
  * hazard tracker orders pieces that touch the same bytes.
  *
- * The embedding (vk_embed.c), the GEMM (vk_gemm_split.c), the cross-entropy (vk_xent.c,
+ * The embedding (vk_embedding.c), the GEMM (vk_gemm_split.c), the cross-entropy (vk_cross_entropy.c,
  * GPT-2's logits at context 1024 are 206 MB) and the softmax (vk_softmax.c, attention
  * scores) split along their own axes. vk_dispatch refuses any other operand larger than a
  * binding with a one-line error. KILN_VK_MAX_BINDING lowers the
@@ -44,10 +44,10 @@ static kiln_status in_pieces(vk_dev *d, const void *args, int64_t n, int64_t pie
  * write the same word. */
 #define EVEN 2
 
-/* The table slot vk_split_<kernel> of a flat kernel: <kernel>_part over its n elements, in
+/* The table slot vk_<kernel> of a flat kernel: <kernel>_part over its n elements, in
  * pieces that fit one binding (4 bytes per element at most). */
 #define FLAT_SLOT(kernel, args_t)                                                    \
-    kiln_status vk_split_##kernel(void *dev, const args_t *a) {                      \
+    kiln_status vk_##kernel(void *dev, const args_t *a) {                      \
         vk_dev *d = vk_of(dev);                                                      \
         return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), kernel##_part);     \
     }
@@ -56,7 +56,7 @@ static kiln_status fill_part(vk_dev *d, const void *args, int64_t start, int64_t
     kiln_fill_args a = *(const kiln_fill_args *)args;
     a.dst = vk_ref_at(a.dst, start * kiln_dtype_size(a.dtype));
     a.n = count;
-    return vk_fill(d, &a);
+    return vk_fill_piece(d, &a);
 }
 
 static kiln_status cast_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
@@ -64,7 +64,7 @@ static kiln_status cast_part(vk_dev *d, const void *args, int64_t start, int64_t
     a.src = vk_ref_at(a.src, start * kiln_dtype_size(a.src_dtype));
     a.dst = vk_ref_at(a.dst, start * kiln_dtype_size(a.dst_dtype));
     a.n = count;
-    return vk_cast(d, &a);
+    return vk_cast_piece(d, &a);
 }
 
 static kiln_status axpby_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
@@ -73,7 +73,7 @@ static kiln_status axpby_part(vk_dev *d, const void *args, int64_t start, int64_
     a.x = vk_ref_at(a.x, start * es);
     a.y = vk_ref_at(a.y, start * es);
     a.n = count; /* num and den are scalars every piece reads */
-    return vk_axpby(d, &a);
+    return vk_axpby_piece(d, &a);
 }
 
 /* b broadcasts with period nb: a piece that starts on a multiple of nb reads b from its
@@ -87,15 +87,15 @@ static kiln_status binary_part(vk_dev *d, const void *args, int64_t start, int64
     if (!broadcast) a.b = vk_ref_at(a.b, start * es);
     a.n = count;
     if (!broadcast) a.nb = count;
-    return vk_binary(d, &a);
+    return vk_binary_piece(d, &a);
 }
 
-kiln_status vk_split_binary(void *dev, const kiln_binary_args *a) {
+kiln_status vk_binary(void *dev, const kiln_binary_args *a) {
     vk_dev *d = vk_of(dev);
     int64_t piece = vk_piece_elems(d, 4, EVEN);
     if (a->nb < a->n && a->nb > 0) {
         /* whole periods of b per piece; a b too large for that is left to vk_dispatch */
-        if (a->nb > piece) return vk_binary(d, a);
+        if (a->nb > piece) return vk_binary_piece(d, a);
         piece = piece / a->nb * a->nb;
     }
     return in_pieces(d, a, a->n, piece, binary_part);
@@ -109,7 +109,7 @@ static kiln_status act_part(vk_dev *d, const void *args, int64_t start, int64_t 
     a.dy = vk_ref_at(a.dy, start * es);
     a.dx = vk_ref_at(a.dx, start * es);
     a.n = count;
-    return backward ? vk_act_bwd(d, &a) : vk_act_fwd(d, &a);
+    return backward ? vk_act_bwd_piece(d, &a) : vk_act_fwd_piece(d, &a);
 }
 static kiln_status act_fwd_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
     return act_part(d, args, start, count, 0);
@@ -127,9 +127,9 @@ static kiln_status reduce_part(vk_dev *d, const void *args, int64_t start, int64
     return vk_reduce_sum(d, x, a->dtype, a->out, count, 0, a->alpha, start > 0);
 }
 
-kiln_status vk_split_reduce(void *dev, const kiln_reduce_args *a) {
+kiln_status vk_reduce(void *dev, const kiln_reduce_args *a) {
     vk_dev *d = vk_of(dev);
-    if (a->n == 0) return vk_reduce(d, a); /* still writes the empty sum */
+    if (a->n == 0) return vk_reduce_piece(d, a); /* still writes the empty sum */
     return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), reduce_part);
 }
 
@@ -137,7 +137,7 @@ static kiln_status check_finite_part(vk_dev *d, const void *args, int64_t start,
     kiln_finite_args a = *(const kiln_finite_args *)args;
     a.x = vk_ref_at(a.x, start * kiln_dtype_size(a.dtype));
     a.n = count; /* the flag is only ever set, so pieces compose */
-    return vk_check_finite(d, &a);
+    return vk_check_finite_piece(d, &a);
 }
 
 static kiln_status adam_part(vk_dev *d, const void *args, int64_t start, int64_t count) {
@@ -148,7 +148,7 @@ static kiln_status adam_part(vk_dev *d, const void *args, int64_t start, int64_t
     a.v = vk_ref_at(a.v, start * 4);
     a.half_copy = vk_ref_at(a.half_copy, start * 2);
     a.n = count; /* coef and skip are scalars every piece reads */
-    return vk_adam(d, &a);
+    return vk_adam_piece(d, &a);
 }
 
 FLAT_SLOT(fill, kiln_fill_args)

@@ -1,6 +1,6 @@
 /* CPU products with matrices quantized in ggml's block formats (kiln_qmatmul_args).
  *
- * The activations are rounded to int8 blocks once (cpu_qdot.h says why and how much that
+ * The activations are rounded to int8 blocks once (cpu_quant_dot.h says why and how much that
  * costs), then each thread takes whole weight rows and, for tiles of up to CPU_QDOT_ROWS rows
  * of x, sums integer block products scaled by both blocks' scales. One token (m = 1) is the
  * same loop with one row. Each weight block is unpacked once per tile and read from memory
@@ -10,7 +10,7 @@
 
 #include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
-#include "cpu/cpu_qdot.h"
+#include "cpu/cpu_quant_dot.h"
 #include "kiln/quant.h"
 
 static kiln_status qmatmul_f32(const kiln_qmatmul_args *a) {

@@ -26,10 +26,10 @@ static kiln_status fwd_part(vk_dev *d, const kiln_embed_args *a, vk_shader_id sh
     embed_fwd_push p = {
         .rows = vk_u32(rn), .vocab = vk_u32(a->vocab), .dim = vk_u32(a->dim), .v0 = vk_u32(v0), .vn = vk_u32(vn)};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(vk_ref_at(a->table, v0 * a->dim * es), vn * a->dim, es);
-    l.ops[1] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
-    l.ops[2] = vk_out(vk_ref_at(a->out, r0 * a->dim * es), rn * a->dim, es);
-    l.ops[3] = vk_out(a->err_flag, 1, 4);
+    l.ops[VK_OP(embed_fwd, table)] = vk_in(vk_ref_at(a->table, v0 * a->dim * es), vn * a->dim, es);
+    l.ops[VK_OP(embed_fwd, ids)] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
+    l.ops[VK_OP(embed_fwd, out)] = vk_out(vk_ref_at(a->out, r0 * a->dim * es), rn * a->dim, es);
+    l.ops[VK_OP(embed_fwd, err_flag)] = vk_out(a->err_flag, 1, 4);
     return vk_run_flat(d, &l, (uint64_t)(rn * a->dim));
 }
 
@@ -40,9 +40,9 @@ static kiln_status bwd_part(vk_dev *d, const kiln_embed_args *a, vk_shader_id sh
     embed_bwd_push p = {
         .rows = vk_u32(rn), .vocab = vk_u32(a->vocab), .dim = vk_u32(a->dim), .v0 = vk_u32(v0), .vn = vk_u32(vn)};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    l.ops[0] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
-    l.ops[1] = vk_in(vk_ref_at(a->dout, r0 * a->dim * es), rn * a->dim, es);
-    l.ops[2] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * es), vn * a->dim, es);
+    l.ops[VK_OP(embed_bwd, ids)] = vk_in(vk_ref_at(a->ids, r0 * 4), rn, 4);
+    l.ops[VK_OP(embed_bwd, dout)] = vk_in(vk_ref_at(a->dout, r0 * a->dim * es), rn * a->dim, es);
+    l.ops[VK_OP(embed_bwd, dtable)] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * es), vn * a->dim, es);
     return vk_run_flat(d, &l, (uint64_t)a->dim);
 }
 
@@ -82,13 +82,13 @@ static kiln_status vk_embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, vk_shad
     if (!s) s = vk_scratch(d, (size_t)(a->rows * chunk) * 4, &acc);
     if (!s) { /* "no position yet": above any position, and exact as a float */
         kiln_fill_args f = {.dst = owner, .n = a->vocab, .dtype = KILN_I32, .value = 2147483520.0f};
-        s = vk_fill(d, &f);
+        s = vk_fill_piece(d, &f);
     }
     if (!s) {
         embed_owner_push p = {.rows = vk_u32(a->rows), .vocab = vk_u32(a->vocab)};
         vk_launch l = {.shader = VK_SHADER_embed_owner, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-        l.ops[0] = vk_in(a->ids, a->rows, 4);
-        l.ops[1] = vk_out(owner, a->vocab, 4);
+        l.ops[VK_OP(embed_owner, ids)] = vk_in(a->ids, a->rows, 4);
+        l.ops[VK_OP(embed_owner, owner)] = vk_out(owner, a->vocab, 4);
         s = vk_run_flat(d, &l, (uint64_t)a->rows);
     }
     int64_t window, piece;
@@ -113,12 +113,12 @@ static kiln_status vk_embed_bwd_f16(vk_dev *d, const kiln_embed_args *a, vk_shad
                                         .rn = vk_u32(rn),
                                         .phase = store ? KILN_ABI_VK_EMBED_BWD_STORE : KILN_ABI_VK_EMBED_BWD_ADD};
                 vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-                l.ops[0] = vk_in(a->ids, a->rows, 4);
+                l.ops[VK_OP(embed_bwd, ids)] = vk_in(a->ids, a->rows, 4);
                 /* the store pass reads no dout: any valid binding */
-                l.ops[1] = vk_in(vk_ref_at(a->dout, (store ? 0 : r0) * a->dim * 2), (store ? 1 : rn) * a->dim, 2);
-                l.ops[2] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * 2), vn * a->dim, 2);
-                l.ops[3] = vk_in(owner, a->vocab, 4);
-                l.ops[4] = vk_out(acc, a->rows * cols, 4);
+                l.ops[VK_OP(embed_bwd, dout)] = vk_in(vk_ref_at(a->dout, (store ? 0 : r0) * a->dim * 2), (store ? 1 : rn) * a->dim, 2);
+                l.ops[VK_OP(embed_bwd, dtable)] = vk_out(vk_ref_at(a->dtable, v0 * a->dim * 2), vn * a->dim, 2);
+                l.ops[VK_OP(embed_bwd, owner)] = vk_in(owner, a->vocab, 4);
+                l.ops[VK_OP(embed_bwd, acc)] = vk_out(acc, a->rows * cols, 4);
                 s = vk_run_flat(d, &l, (uint64_t)cols);
                 if (store) break;
                 r0 += rn;

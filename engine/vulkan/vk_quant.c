@@ -2,7 +2,7 @@
  * x, bias and y f32 or f16 (the "_f16" builds), the activations used as given. It needs no
  * optional feature, so it is the path of every device without integer dot products and of
  * KILN_VK_MIN_LIMITS mode; the others round the activations to int8 as the CPU does
- * (vk_qmatmul_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a
+ * (vk_quant_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a
  * workgroup computes R = WG / T weight rows, T invocations per row, against a tile of 8
  * rows of x (the shaders' MT), on a grid of ceil(n / R) x ceil(m / 8) workgroups. */
 #include "push.h"
@@ -66,10 +66,10 @@ kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
                       .format = (u32)a->format};
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 2};
     vk_qmatmul_shape(d, a->k / 32, &l.spec[0], &l.spec[1]);
-    l.ops[0] = vk_in(a->x, a->m * a->k, es);
-    l.ops[1] = vk_in(a->w, a->n * a->row_words, 4);
-    l.ops[2] = vk_in(a->bias, a->n, es);
-    l.ops[3] = vk_out(a->y, a->m * a->n, es);
+    l.ops[VK_OP(qmatmul, x)] = vk_in(a->x, a->m * a->k, es);
+    l.ops[VK_OP(qmatmul, w)] = vk_in(a->w, a->n * a->row_words, 4);
+    l.ops[VK_OP(qmatmul, bias)] = vk_in(a->bias, a->n, es);
+    l.ops[VK_OP(qmatmul, y)] = vk_out(a->y, a->m * a->n, es);
     /* R = WG / T weight rows per workgroup, by tiles of 8 rows of x (the shader's MT) */
     uint32_t rows_per_group = l.spec[0] / l.spec[1];
     vk_grid_1d(d, (uint64_t)vk_div_up((uint64_t)a->n, rows_per_group) * (uint64_t)((a->m + 7) / 8), l.groups);

@@ -1,53 +1,10 @@
-/* CPU kernels for memory and elementwise arithmetic: fill, cast, axpby, binary (add, sub,
- * mul, div), sum_rows. */
+/* CPU kernels for elementwise arithmetic: axpby, binary (add, sub, mul, div), sum_rows. */
 #include <math.h>
 #include <string.h>
 
 #include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_vmath.h"
-
-kiln_status cpu_fill(void *dev, const kiln_fill_args *a) {
-    (void)dev;
-    int64_t n = a->n;
-    /* zero is all-zero bits in every dtype (not -0.0f): memset, the common case of
-     * zero-filled gradients */
-    if (a->value == 0.0f && !signbit(a->value)) {
-        memset(CPU_PTR(a->dst, char), 0, (size_t)n * kiln_dtype_size(a->dtype));
-    } else if (a->dtype == KILN_F32) {
-        float *p = CPU_PTR(a->dst, float), v = a->value;
-        for (int64_t i = 0; i < n; i++) p[i] = v;
-    } else if (a->dtype == KILN_F16) {
-        uint16_t *p = CPU_PTR(a->dst, uint16_t), v = kiln_f32_to_f16(a->value);
-        for (int64_t i = 0; i < n; i++) p[i] = v;
-    } else {
-        int32_t *p = CPU_PTR(a->dst, int32_t), v = (int32_t)a->value;
-        for (int64_t i = 0; i < n; i++) p[i] = v;
-    }
-    return KILN_OK;
-}
-
-kiln_status cpu_cast(void *dev, const kiln_cast_args *a) {
-    (void)dev;
-    int64_t n = a->n;
-    if (a->src_dtype == a->dst_dtype) {
-        memmove(CPU_PTR(a->dst, char), CPU_PTR(a->src, char), (size_t)n * kiln_dtype_size(a->src_dtype));
-    } else if (a->src_dtype == KILN_F32 && a->dst_dtype == KILN_F16) {
-        const float *s = CPU_PTR(a->src, float);
-        uint16_t *d = CPU_PTR(a->dst, uint16_t);
-#pragma omp parallel for if (n > CPU_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) d[i] = kiln_f32_to_f16(s[i]);
-    } else if (a->src_dtype == KILN_F16 && a->dst_dtype == KILN_F32) {
-        const uint16_t *s = CPU_PTR(a->src, uint16_t);
-        float *d = CPU_PTR(a->dst, float);
-#pragma omp parallel for if (n > CPU_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) d[i] = kiln_f16_to_f32(s[i]);
-    } else {
-        return kiln_set_error(KILN_ERR_DTYPE, "cast from %s to %s is not supported",
-                              kiln_dtype_name(a->src_dtype), kiln_dtype_name(a->dst_dtype));
-    }
-    return KILN_OK;
-}
 
 /* Elements per OpenMP work item of the elementwise kernels below. */
 #define BASIC_BLOCK 8192

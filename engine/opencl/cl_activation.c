@@ -19,8 +19,8 @@ kiln_status cl_act_fwd(void *dev, const kiln_act_args *a) {
     if (!name) return kiln_set_error(KILN_ERR_ARGUMENT, "opencl act_fwd: unknown activation kind %d", a->kind);
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(dev, "activation", name, a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->y, es);
+    cl_arg_op(&c, CL_OP(ACT_FWD, x), a->x, es);
+    cl_arg_op(&c, CL_OP(ACT_FWD, y), a->y, es);
     cl_arg_i64(&c, a->n);
     return cl_run_1d(&c, (size_t)a->n);
 }
@@ -31,9 +31,9 @@ kiln_status cl_act_bwd(void *dev, const kiln_act_args *a) {
         return kiln_set_error(KILN_ERR_ARGUMENT, "opencl act_bwd: activation kind %d has no backward", a->kind);
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(dev, "activation", name, a->dtype);
-    cl_arg_ref(&c, a->x, es);
-    cl_arg_ref(&c, a->dy, es);
-    cl_arg_ref(&c, a->dx, es);
+    cl_arg_op(&c, CL_OP(ACT_BWD, x), a->x, es);
+    cl_arg_op(&c, CL_OP(ACT_BWD, dy), a->dy, es);
+    cl_arg_op(&c, CL_OP(ACT_BWD, dx), a->dx, es);
     cl_arg_i64(&c, a->n);
     return cl_run_1d(&c, (size_t)a->n);
 }

@@ -1,5 +1,5 @@
 /* The CPU's integer dot products of quantized weight blocks with int8 activation blocks
- * (cpu/cpu_qdot.h). Whichever implementation this CPU selects (AVX2 on x86-64, NEON on
+ * (cpu/cpu_quant_dot.h). Whichever implementation this CPU selects (AVX2 on x86-64, NEON on
  * AArch64, portable C elsewhere) must compute the integer sums of the format's definition
  * (kiln/quant.h) exactly, as the portable C path does: test_op_quant checks the product
  * through kiln_matmul_q within f32 rounding, this checks the integers themselves. Scales of
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cpu/cpu_qdot.h"
+#include "cpu/cpu_quant_dot.h"
 #include "kiln/tensor.h"
 #include "testutil.h"
 
@@ -88,4 +88,4 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_loop_test(tc, selected_qdot_gives_the_exact_integer_sums, 0, KILN_QFORMAT_COUNT);
 }
 
-int main(int argc, char **argv) { return kt_main(argc, argv, "cpu_qdot", add_tests, NULL, 0); }
+int main(int argc, char **argv) { return kt_main(argc, argv, "cpu_quant_dot", add_tests, NULL, 0); }

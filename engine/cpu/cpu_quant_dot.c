@@ -1,5 +1,5 @@
-/* Integer dot products of weight blocks with int8 activation blocks (cpu_qdot.h). */
-#include "cpu/cpu_qdot.h"
+/* Integer dot products of weight blocks with int8 activation blocks (cpu_quant_dot.h). */
+#include "cpu/cpu_quant_dot.h"
 
 #include <math.h>
 #include <string.h>

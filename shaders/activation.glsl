@@ -1,4 +1,4 @@
-// Activation functions and their derivatives, as engine/cpu/cpu_act.c computes them.
+// Activation functions and their derivatives, as engine/cpu/cpu_activation.c computes them.
 // kind: KILN_ABI_ACT_* (engine/abi/kernel_abi.h); sqrt is forward only.
 const float GELU_K = 0.7978845608028654;  // sqrt(2 / pi)
 const float GELU_C = 0.044715;

@@ -1,5 +1,5 @@
 /* Integer dot products of quantized weight blocks with 8-bit activations: the CPU's fast
- * path for kiln_matmul_q (cpu_qmatmul.c).
+ * path for kiln_matmul_q (cpu_quant.c).
  *
  * Like ggml's CPU backend, the product rounds each block of 32 activations to int8 with one
  * f32 scale (d = max|x| / 127, q = round(x / d)), so a block's contribution is
@@ -13,8 +13,8 @@
  * multiply-adds, as ggml), NEON on AArch64 (widening multiplies; the SDOT instruction when the
  * compiler targets it), and portable C everywhere else. All compute the same integer sums, so
  * they differ only in the f32 rounding of the accumulation. */
-#ifndef KILN_CPU_QDOT_H
-#define KILN_CPU_QDOT_H
+#ifndef KILN_CPU_QUANT_DOT_H
+#define KILN_CPU_QUANT_DOT_H
 
 #include <stddef.h>
 #include <stdint.h>

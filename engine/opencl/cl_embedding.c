@@ -6,10 +6,10 @@ kiln_status cl_embed_fwd(void *dev, const kiln_embed_args *a) {
     cl_dev *d = dev;
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(d, "embedding", "embed_fwd", a->dtype);
-    cl_arg_ref(&c, a->table, es);
-    cl_arg_ref(&c, a->ids, 4);
-    cl_arg_ref(&c, a->out, es);
-    cl_arg_ref(&c, a->err_flag, 4);
+    cl_arg_op(&c, CL_OP(embed_fwd, table), a->table, es);
+    cl_arg_op(&c, CL_OP(embed_fwd, ids), a->ids, 4);
+    cl_arg_op(&c, CL_OP(embed_fwd, out), a->out, es);
+    cl_arg_op(&c, CL_OP(embed_fwd, err), a->err_flag, 4);
     cl_arg_i64(&c, a->vocab);
     cl_arg_i64(&c, a->dim);
     cl_arg_i32(&c, cl_has(a->err_flag));
@@ -32,10 +32,10 @@ static kiln_status embed_bwd_widened(cl_dev *d, const kiln_embed_args *a) {
     kiln_ref wide = {.buf = tmp};
     for (int64_t c0 = 0; s == KILN_OK && c0 < a->dim; c0 += width) {
         cl_call c = cl_begin_dt(d, "embedding", "embed_bwd_widened", KILN_F16);
-        cl_arg_ref(&c, a->ids, 4);
-        cl_arg_ref(&c, a->dout, 2);
-        cl_arg_ref(&c, a->dtable, 2);
-        cl_arg_ref(&c, wide, 4);
+        cl_arg_op(&c, CL_OP(embed_bwd_widened, ids), a->ids, 4);
+        cl_arg_op(&c, CL_OP(embed_bwd_widened, dout), a->dout, 2);
+        cl_arg_op(&c, CL_OP(embed_bwd_widened, dtable), a->dtable, 2);
+        cl_arg_op(&c, CL_OP(embed_bwd_widened, wide), wide, 4);
         cl_arg_i64(&c, a->rows);
         cl_arg_i64(&c, a->vocab);
         cl_arg_i64(&c, a->dim);
@@ -50,9 +50,9 @@ static kiln_status embed_bwd_widened(cl_dev *d, const kiln_embed_args *a) {
 kiln_status cl_embed_bwd(void *dev, const kiln_embed_args *a) {
     if (a->dtype == KILN_F16) return embed_bwd_widened(dev, a);
     cl_call c = cl_begin_dt(dev, "embedding", "embed_bwd", a->dtype);
-    cl_arg_ref(&c, a->ids, 4);
-    cl_arg_ref(&c, a->dout, 4);
-    cl_arg_ref(&c, a->dtable, 4);
+    cl_arg_op(&c, CL_OP(embed_bwd, ids), a->ids, 4);
+    cl_arg_op(&c, CL_OP(embed_bwd, dout), a->dout, 4);
+    cl_arg_op(&c, CL_OP(embed_bwd, dtable), a->dtable, 4);
     cl_arg_i64(&c, a->rows);
     cl_arg_i64(&c, a->vocab);
     cl_arg_i64(&c, a->dim);

@@ -1,6 +1,7 @@
-/* CPU kernels that fit no larger family: the sinusoidal position table and the inf/NaN
+/* CPU kernels of the constants family: fill, the sinusoidal position table and the inf/NaN
  * check behind dynamic loss scaling. */
 #include <math.h>
+#include <string.h>
 
 #include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
@@ -48,5 +49,25 @@ kiln_status cpu_check_finite(void *dev, const kiln_finite_args *a) {
         return kiln_set_error(KILN_ERR_DTYPE, "check_finite: x must be f32 or f16, got %s", kiln_dtype_name(a->dtype));
     }
     if (bad) CPU_PTR(a->flag, int32_t)[0] = 1;
+    return KILN_OK;
+}
+
+kiln_status cpu_fill(void *dev, const kiln_fill_args *a) {
+    (void)dev;
+    int64_t n = a->n;
+    /* zero is all-zero bits in every dtype (not -0.0f): memset, the common case of
+     * zero-filled gradients */
+    if (a->value == 0.0f && !signbit(a->value)) {
+        memset(CPU_PTR(a->dst, char), 0, (size_t)n * kiln_dtype_size(a->dtype));
+    } else if (a->dtype == KILN_F32) {
+        float *p = CPU_PTR(a->dst, float), v = a->value;
+        for (int64_t i = 0; i < n; i++) p[i] = v;
+    } else if (a->dtype == KILN_F16) {
+        uint16_t *p = CPU_PTR(a->dst, uint16_t), v = kiln_f32_to_f16(a->value);
+        for (int64_t i = 0; i < n; i++) p[i] = v;
+    } else {
+        int32_t *p = CPU_PTR(a->dst, int32_t), v = (int32_t)a->value;
+        for (int64_t i = 0; i < n; i++) p[i] = v;
+    }
     return KILN_OK;
 }

@@ -29,11 +29,11 @@ kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
             .rows = vk_u32(rn), .vocab = vk_u32(a->vocab), .smoothing = a->smoothing, .ignore_index = a->ignore_index};
         vk_launch l = {.shader = rows_shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 1};
         l.spec[0] = vk_row_wg(d, a->vocab);
-        l.ops[0] = vk_in(vk_ref_at(a->logits, r0 * a->vocab * es), rn * a->vocab, es);
-        l.ops[1] = vk_in(vk_ref_at(a->targets, r0 * 4), rn, 4);
-        l.ops[2] = vk_out(vk_ref_at(a->lse, r0 * 4), rn, 4);
-        l.ops[3] = vk_out(a->err_flag, 1, 4);
-        l.ops[4] = vk_out(vk_ref_at(rows_ref, r0 * 8), 2 * rn, 4);
+        l.ops[VK_OP(xent_fwd, z)] = vk_in(vk_ref_at(a->logits, r0 * a->vocab * es), rn * a->vocab, es);
+        l.ops[VK_OP(xent_fwd, targets)] = vk_in(vk_ref_at(a->targets, r0 * 4), rn, 4);
+        l.ops[VK_OP(xent_fwd, lse)] = vk_out(vk_ref_at(a->lse, r0 * 4), rn, 4);
+        l.ops[VK_OP(xent_fwd, err_flag)] = vk_out(a->err_flag, 1, 4);
+        l.ops[VK_OP(xent_fwd, row_loss)] = vk_out(vk_ref_at(rows_ref, r0 * 8), 2 * rn, 4);
         vk_grid_1d(d, (uint64_t)rn, l.groups);
         s = vk_dispatch(d, &l);
     }
@@ -41,9 +41,9 @@ kiln_status vk_xent_fwd(void *dev, const kiln_xent_args *a) {
         xent_sum_push q = {.rows = vk_u32(a->rows)};
         vk_launch m = {.shader = sum_shader, .n_ops = VK_OPS(q), .push = &q, .push_bytes = sizeof q, .n_spec = 1};
         m.spec[0] = vk_row_wg(d, a->rows);
-        m.ops[0] = vk_in(rows_ref, 2 * a->rows, 4);
-        m.ops[1] = vk_out(a->loss, 1, 4);
-        m.ops[2] = vk_out(a->count, 1, 4);
+        m.ops[VK_OP(xent_sum, row_loss)] = vk_in(rows_ref, 2 * a->rows, 4);
+        m.ops[VK_OP(xent_sum, loss)] = vk_out(a->loss, 1, 4);
+        m.ops[VK_OP(xent_sum, count)] = vk_out(a->count, 1, 4);
         m.groups[0] = m.groups[1] = m.groups[2] = 1;
         s = vk_dispatch(d, &m);
     }
@@ -64,12 +64,12 @@ kiln_status vk_xent_bwd(void *dev, const kiln_xent_args *a) {
         xent_bwd_push p = {
             .rows = vk_u32(rn), .vocab = vk_u32(a->vocab), .smoothing = a->smoothing, .ignore_index = a->ignore_index};
         vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-        l.ops[0] = vk_in(vk_ref_at(a->logits, r0 * a->vocab * es), n, es);
-        l.ops[1] = vk_in(vk_ref_at(a->targets, r0 * 4), rn, 4);
-        l.ops[2] = vk_in(vk_ref_at(a->lse, r0 * 4), rn, 4);
-        l.ops[3] = vk_in(a->count, 1, 4);
-        l.ops[4] = vk_in(a->dloss, 1, 4);
-        l.ops[5] = vk_out(vk_ref_at(a->dlogits, r0 * a->vocab * es), n, es);
+        l.ops[VK_OP(xent_bwd, z)] = vk_in(vk_ref_at(a->logits, r0 * a->vocab * es), n, es);
+        l.ops[VK_OP(xent_bwd, targets)] = vk_in(vk_ref_at(a->targets, r0 * 4), rn, 4);
+        l.ops[VK_OP(xent_bwd, lse)] = vk_in(vk_ref_at(a->lse, r0 * 4), rn, 4);
+        l.ops[VK_OP(xent_bwd, count)] = vk_in(a->count, 1, 4);
+        l.ops[VK_OP(xent_bwd, dloss)] = vk_in(a->dloss, 1, 4);
+        l.ops[VK_OP(xent_bwd, dz)] = vk_out(vk_ref_at(a->dlogits, r0 * a->vocab * es), n, es);
         s = vk_run_flat(d, &l, (uint64_t)n);
     }
     return s;
