@@ -97,3 +97,26 @@ model_param *model_params_find(model_param *p, int n, const char *name) {
         if (!strcmp(p[i].spec.name, name)) return &p[i];
     return NULL;
 }
+
+kiln_status model_params_init(const model_param *p, int n_params, uint64_t seed, const model_init *how,
+                              const void *model) {
+    for (int i = 0; i < n_params; i++) {
+        uint64_t stream = MODEL_INIT_STREAM_BASE + (uint64_t)i;
+        kiln_status s = p[i].spec.layer >= 0
+                            ? block_init_param(how->block_of(model, &p[i].spec), &p[i].spec, p[i].t, seed, stream)
+                            : how->own(model, &p[i], seed, stream);
+        if (s) return s;
+    }
+    return KILN_OK;
+}
+
+kiln_status model_sigma_init(const block_config *c, block_weights *masters, int n_layers, int first_layer,
+                             int n_tensors, int streams_per_layer, uint64_t seed) {
+    uint64_t base = MODEL_INIT_STREAM_BASE + (uint64_t)n_tensors;
+    for (int l = 0; l < n_layers; l++) {
+        kiln_status s = block_sigma_init(c, &masters[l], seed, base + (uint64_t)streams_per_layer * (uint64_t)(first_layer + l),
+                                         MODEL_SIGMA_INIT_ITERATIONS);
+        if (s) return s;
+    }
+    return KILN_OK;
+}

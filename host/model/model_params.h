@@ -34,6 +34,32 @@ kiln_tensor *model_param_compute(const model_param *p);
  * is replaced. Every copy is made first, so a failure leaves the table whole. */
 kiln_status model_params_to_half(kiln_ctx *ctx, model_param *p, int n_params, int keep_masters);
 
+/* Init of a model's table. Tensor i draws its random numbers from stream
+ * MODEL_INIT_STREAM_BASE + i, far above the streams dropout draws (the context counts those
+ * up from 0), so an init never reuses a dropout mask's random numbers. */
+#define MODEL_INIT_STREAM_BASE ((uint64_t)1 << 40)
+
+/* How a kind initializes its table: `block_of` names the config of the block a block tensor
+ * (spec.layer >= 0) belongs to, which block_init_param follows; `own` sets each of the
+ * kind's own tensors (embeddings, final norms, heads). `model` is the kind's model. */
+typedef struct model_init {
+    const block_config *(*block_of)(const void *model, const param_spec *spec);
+    kiln_status (*own)(const void *model, const model_param *p, uint64_t seed, uint64_t stream);
+} model_init;
+
+/* Initializes the n_params trained tensors of the table, each from its own stream. */
+kiln_status model_params_init(const model_param *p, int n_params, uint64_t seed, const model_init *how,
+                              const void *model);
+
+/* sigma-reparam's u and v at init, for n_layers layers of one block config numbered from
+ * first_layer: layer l draws from the streams past every one of the table's n_tensors
+ * (trained and buffers), streams_per_layer apart, and runs MODEL_SIGMA_INIT_ITERATIONS
+ * steps of the power iteration, enough for u^T W v to settle on the top singular value of a
+ * random matrix (the gap between the top two closes slowly). */
+#define MODEL_SIGMA_INIT_ITERATIONS 30
+kiln_status model_sigma_init(const block_config *c, block_weights *masters, int n_layers, int first_layer,
+                             int n_tensors, int streams_per_layer, uint64_t seed);
+
 /* Elements of the n_params trained weights. */
 int64_t model_params_count(const model_param *p, int n_params);
 /* The entry with this checkpoint name among n, or NULL. */

@@ -145,35 +145,28 @@ void bert_free(bert_model *m) {
     free(m);
 }
 
-/* Init streams far above dropout's, as the GPT's. */
-#define BERT_INIT_STREAM_BASE ((uint64_t)1 << 40)
-#define BERT_SIGMA_INIT_ITERATIONS 30
 #define BERT_INIT_STD 0.02f
 
+static const block_config *bert_block_of(const void *model, const param_spec *spec) {
+    (void)spec;
+    return &((const bert_model *)model)->block;
+}
+
+/* Matrices N(0, 0.02), as Hugging Face's; the LayerNorms' gains 1, every bias 0. */
+static kiln_status bert_own_init(const void *model, const model_param *p, uint64_t seed, uint64_t stream) {
+    (void)model;
+    if (p->spec.ndim == 2) return kiln_init_normal(p->t, seed, stream, 0.0f, BERT_INIT_STD);
+    int gain = p->spec.slot == BERT_SLOT_EMB_LN_W || p->spec.slot == BERT_SLOT_LN_F_W ||
+               p->spec.slot == BERT_SLOT_HEAD_LN_W;
+    return kiln_fill(p->t, gain ? 1.0f : 0.0f);
+}
+
 kiln_status bert_init(bert_model *m, uint64_t seed) {
-    for (int i = 0; i < m->n_params; i++) {
-        const model_param *p = &m->params[i];
-        uint64_t stream = BERT_INIT_STREAM_BASE + (uint64_t)i;
-        kiln_status s;
-        if (p->spec.layer >= 0)
-            s = block_init_param(&m->block, &p->spec, p->t, seed, stream);
-        else if (p->spec.ndim == 2)
-            s = kiln_init_normal(p->t, seed, stream, 0.0f, BERT_INIT_STD);
-        else {
-            int gain = p->spec.slot == BERT_SLOT_EMB_LN_W || p->spec.slot == BERT_SLOT_LN_F_W ||
-                       p->spec.slot == BERT_SLOT_HEAD_LN_W;
-            s = kiln_fill(p->t, gain ? 1.0f : 0.0f);
-        }
-        if (s) return s;
-    }
-    if (!m->cfg.block.sigma_reparam) return KILN_OK;
-    uint64_t base = BERT_INIT_STREAM_BASE + (uint64_t)(m->n_params + m->n_buffers);
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        kiln_status s = block_sigma_init(&m->block, &m->masters[l], seed, base + 2 * BLOCK_LINEAR_COUNT * (uint64_t)l,
-                                         BERT_SIGMA_INIT_ITERATIONS);
-        if (s) return s;
-    }
-    return KILN_OK;
+    static const model_init how = {.block_of = bert_block_of, .own = bert_own_init};
+    kiln_status s = model_params_init(m->params, m->n_params, seed, &how, m);
+    if (s || !m->cfg.block.sigma_reparam) return s;
+    return model_sigma_init(&m->block, m->masters, m->cfg.n_layer, 0, m->n_params + m->n_buffers,
+                            2 * BLOCK_LINEAR_COUNT, seed);
 }
 
 kiln_status bert_set_precision(bert_model *m, kiln_dtype dtype, int keep_masters) {

@@ -140,40 +140,29 @@ void gpt_free(gpt_model *m) {
     free(m);
 }
 
-/* Init streams sit far above the ones dropout draws (the context counts those up from 0),
- * so an init never reuses a dropout mask's random numbers. */
-#define GPT_INIT_STREAM_BASE ((uint64_t)1 << 40)
-
-/* sigma-reparam's power iteration at init: enough steps for u^T W v to settle on the top
- * singular value of a random matrix (the gap between the top two closes slowly). */
-#define GPT_SIGMA_INIT_ITERATIONS 30
-
 /* Streams for u and v per layer: two for each of the six linears a GPT block can have
  * (fixed, so that cross-attention's linears, which a GPT never has, change no GPT's init). */
 #define GPT_SIGMA_STREAMS_PER_LAYER 12
 
+static const block_config *gpt_block_of(const void *model, const param_spec *spec) {
+    (void)spec;
+    return &((const gpt_model *)model)->block;
+}
+
+/* The token and position tables as GPT-2's (N(0, 0.02)); the final LayerNorm 1 and 0. */
+static kiln_status gpt_own_init(const void *model, const model_param *p, uint64_t seed, uint64_t stream) {
+    (void)model;
+    if (p->spec.slot == GPT_SLOT_WTE || p->spec.slot == GPT_SLOT_WPE)
+        return kiln_init_normal(p->t, seed, stream, 0.0f, 0.02f);
+    return kiln_fill(p->t, p->spec.slot == GPT_SLOT_LN_F_W ? 1.0f : 0.0f);
+}
+
 kiln_status gpt_init(gpt_model *m, uint64_t seed) {
-    for (int i = 0; i < m->n_params; i++) {
-        const gpt_param *p = &m->params[i];
-        uint64_t stream = GPT_INIT_STREAM_BASE + (uint64_t)i;
-        kiln_status s;
-        if (p->spec.layer >= 0)
-            s = block_init_param(&m->block, &p->spec, p->t, seed, stream);
-        else if (p->spec.slot == GPT_SLOT_WTE || p->spec.slot == GPT_SLOT_WPE)
-            s = kiln_init_normal(p->t, seed, stream, 0.0f, 0.02f);
-        else
-            s = kiln_fill(p->t, p->spec.slot == GPT_SLOT_LN_F_W ? 1.0f : 0.0f);
-        if (s) return s;
-    }
-    if (!m->block.o.sigma_reparam) return KILN_OK;
-    /* u and v draw from streams past every tensor's */
-    uint64_t base = GPT_INIT_STREAM_BASE + (uint64_t)(m->n_params + m->n_buffers);
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        kiln_status s = block_sigma_init(&m->block, &m->masters[l], seed,
-                                         base + GPT_SIGMA_STREAMS_PER_LAYER * (uint64_t)l, GPT_SIGMA_INIT_ITERATIONS);
-        if (s) return s;
-    }
-    return KILN_OK;
+    static const model_init how = {.block_of = gpt_block_of, .own = gpt_own_init};
+    kiln_status s = model_params_init(m->params, m->n_params, seed, &how, m);
+    if (s || !m->block.o.sigma_reparam) return s;
+    return model_sigma_init(&m->block, m->masters, m->cfg.n_layer, 0, m->n_params + m->n_buffers,
+                            GPT_SIGMA_STREAMS_PER_LAYER, seed);
 }
 
 kiln_status gpt_set_precision(gpt_model *m, kiln_dtype dtype, int keep_masters) {

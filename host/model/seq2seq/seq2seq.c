@@ -180,36 +180,30 @@ void seq2seq_free(seq2seq_model *m) {
     free(m);
 }
 
-/* Init streams far above dropout's, as the GPT's. */
-#define S2S_INIT_STREAM_BASE ((uint64_t)1 << 40)
-#define S2S_SIGMA_INIT_ITERATIONS 30
+static const block_config *s2s_block_of(const void *model, const param_spec *spec) {
+    const seq2seq_model *m = model;
+    return seq2seq_param_is_decoder(spec) ? &m->dec_block : &m->enc_block;
+}
+
+/* The embeddings N(0, 1/sqrt(d)) (the forward scales them by sqrt(d) on the way in);
+ * the final LayerNorms 1 and 0. */
+static kiln_status s2s_own_init(const void *model, const model_param *p, uint64_t seed, uint64_t stream) {
+    const seq2seq_model *m = model;
+    if (p->spec.slot <= S2S_SLOT_TGT_EMBED)
+        return kiln_init_normal(p->t, seed, stream, 0.0f, 1.0f / sqrtf((float)m->cfg.n_embd));
+    return kiln_fill(p->t, p->spec.slot == S2S_SLOT_ENC_LN_W || p->spec.slot == S2S_SLOT_DEC_LN_W ? 1.0f : 0.0f);
+}
 
 kiln_status seq2seq_init(seq2seq_model *m, uint64_t seed) {
-    float embed_std = 1.0f / sqrtf((float)m->cfg.n_embd);
-    for (int i = 0; i < m->n_params; i++) {
-        const model_param *p = &m->params[i];
-        uint64_t stream = S2S_INIT_STREAM_BASE + (uint64_t)i;
-        kiln_status s;
-        if (p->spec.layer >= 0)
-            s = block_init_param(seq2seq_param_is_decoder(&p->spec) ? &m->dec_block : &m->enc_block, &p->spec,
-                                 p->t, seed, stream);
-        else if (p->spec.slot <= S2S_SLOT_TGT_EMBED)
-            s = kiln_init_normal(p->t, seed, stream, 0.0f, embed_std);
-        else
-            s = kiln_fill(p->t, p->spec.slot == S2S_SLOT_ENC_LN_W || p->spec.slot == S2S_SLOT_DEC_LN_W ? 1.0f : 0.0f);
-        if (s) return s;
-    }
-    if (!m->cfg.block.sigma_reparam) return KILN_OK;
-    uint64_t base = S2S_INIT_STREAM_BASE + (uint64_t)(m->n_params + m->n_buffers);
-    int layers = m->cfg.enc_layers + m->cfg.dec_layers;
-    for (int l = 0; l < layers; l++) {
-        int dec = l >= m->cfg.enc_layers;
-        kiln_status s = block_sigma_init(dec ? &m->dec_block : &m->enc_block,
-                                         dec ? &m->dec_masters[l - m->cfg.enc_layers] : &m->enc_masters[l], seed,
-                                         base + 2 * BLOCK_LINEAR_COUNT * (uint64_t)l, S2S_SIGMA_INIT_ITERATIONS);
-        if (s) return s;
-    }
-    return KILN_OK;
+    static const model_init how = {.block_of = s2s_block_of, .own = s2s_own_init};
+    kiln_status s = model_params_init(m->params, m->n_params, seed, &how, m);
+    if (s || !m->cfg.block.sigma_reparam) return s;
+    /* the decoder's layers count on from the encoder's */
+    int tensors = m->n_params + m->n_buffers;
+    s = model_sigma_init(&m->enc_block, m->enc_masters, m->cfg.enc_layers, 0, tensors, 2 * BLOCK_LINEAR_COUNT, seed);
+    if (s) return s;
+    return model_sigma_init(&m->dec_block, m->dec_masters, m->cfg.dec_layers, m->cfg.enc_layers, tensors,
+                            2 * BLOCK_LINEAR_COUNT, seed);
 }
 
 kiln_status seq2seq_set_precision(seq2seq_model *m, kiln_dtype dtype, int keep_masters) {
