@@ -4,7 +4,7 @@
 # writes into ${KILN_SLOTS_GEN_DIR}:
 #   kernel_groups.h    KILN_VERIFY_GROUP(family) for each family, in order of first slot
 #                      (engine/verify/group_list.h includes it)
-#   kernel_operands.h  KILN_VK_OP_<module>_<operand> (binding) and KILN_VK_OPS_<module>;
+#   kernel_operands.h  KILN_VK_OP_<module>_<operand> (binding);
 #                      KILN_CL_OP_<kernel>_<operand> (parameter index): the operand order
 #                      the vk_ and cl_ launchers use (VK_OP, CL_OP)
 #   kernel_push.h      <MODULE>_OPS and <MODULE>_PUSH of each KILN_VK_PUSH line, for C and
@@ -166,7 +166,6 @@ function(_kiln_vk_kernel slot module builds)
     math(EXPR bound "${bind_max} + 1")
     _kiln_fail(Vulkan ${module} ${slot} "declares ${count} operands but shaders/${module}.comp binds ${bound} buffers")
   endif()
-  string(APPEND _ops "#define KILN_VK_OPS_${module} ${count}\n")
   set(_count_${module} ${count})
   list(APPEND _push_checks "${module}:${slot}:${count}")
   if(builds MATCHES "F16")

@@ -44,7 +44,8 @@ else()
   message(STATUS "kiln: this glslc cannot compile GL_KHR_cooperative_matrix; the Vulkan cooperative-matrix GEMM is not built")
 endif()
 
-# Every module: the plain build of every shader plus shaders/variants.txt.
+# Every module: the plain build of every shader, the slot kernels' builds core/kernel_slots.def
+# declares (KILN_SLOT_VK_VARIANTS), and shaders/variants.txt's.
 #   KILN_SPV_MODULES  every module's name (each has an id, built or not)
 #   KILN_SPV_KERNELS  the plain builds of shaders/*.comp, each a kernel with its own builds
 #   KILN_SPV_NAMES    the modules this build compiles (gemm_coopmat may be missing)

@@ -8,7 +8,7 @@
 //
 // f16 data comes two ways. The kernels with a dtype (engine/core/backend.h, "Precision")
 // declare their data operands as `data_t x[]` and read and write them through LD() / ST()
-// (below): the plain build is f32, the "_f16" build (-DKILN_F16, shaders/variants.txt) is
+// (below): the plain build is f32, the "_f16" build (-DKILN_F16, core/kernel_slots.def) is
 // f16 in 16-bit storage buffers, which needs storageBuffer16BitAccess (the host checks it).
 // fill, cast, check_finite, adam and the GEMM packing read and write f16 as packed 32-bit
 // words instead (KILN_HALF, KILN_STORE_HALVES), which would need no optional feature; the

@@ -1,7 +1,4 @@
 /* CPU kernels for elementwise arithmetic: axpby, binary (add, sub, mul, div), sum_rows. */
-#include <math.h>
-#include <string.h>
-
 #include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 #include "cpu/cpu_vmath.h"

@@ -1,5 +1,5 @@
 /* CPU data movement for the shape ops: an axis swap (split/merge heads), a block copy
- * along a middle axis (concat, slice), and the dtype cast. Both move contiguous runs of elements, and every
+ * along a middle axis (concat, slice), and the dtype cast. All three go over contiguous runs of elements, and every
  * destination element is written by exactly one work item, so the parallel loops never
  * race, even when accumulating.
  *

@@ -60,15 +60,14 @@ static kiln_status pack_panels(cl_dev *d, kiln_ref src, kiln_dtype dtype, int64_
                                int64_t count, kiln_ref dst, int64_t dst_bstride, int pw,
                                int64_t kp, int blocked) {
     cl_call c = cl_begin(d, "gemm", blocked ? "gemm_pack_blocked" : "gemm_pack");
-    /* gemm_pack takes src and dst at gemm_pack_blocked's parameters */
-    cl_arg_op(&c, CL_OP(gemm_pack_blocked, src), src, kiln_dtype_size(dtype));
+    cl_arg_op(&c, blocked ? CL_OP(gemm_pack_blocked, src) : CL_OP(gemm_pack, src), src, kiln_dtype_size(dtype));
     cl_arg_i64(&c, bstride);
     cl_arg_i32(&c, (int)dtype);
     cl_arg_i32(&c, o_major);
     cl_arg_i64(&c, ld);
     cl_arg_i64(&c, outer);
     cl_arg_i64(&c, depth);
-    cl_arg_op(&c, CL_OP(gemm_pack_blocked, dst), dst, 4);
+    cl_arg_op(&c, blocked ? CL_OP(gemm_pack_blocked, dst) : CL_OP(gemm_pack, dst), dst, 4);
     cl_arg_i64(&c, dst_bstride);
     cl_arg_i32(&c, pw);
     cl_arg_i64(&c, kp);
@@ -115,13 +114,13 @@ static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled)
                             !tiled);
         if (s) break;
         cl_call c = cl_begin(d, "gemm", tiled ? "gemm_tiled" : "gemm_cpu");
-        /* gemm_cpu and gemm_tiled share GEMM_PACKED_PARAMS */
-        cl_arg_op(&c, CL_OP(gemm_tiled, ap), ap, 4);
+        cl_arg_op(&c, tiled ? CL_OP(gemm_tiled, ap) : CL_OP(gemm_cpu, ap), ap, 4);
         cl_arg_i64(&c, a_shared ? 0 : a_size);
-        cl_arg_op(&c, CL_OP(gemm_tiled, bp), bp, 4);
+        cl_arg_op(&c, tiled ? CL_OP(gemm_tiled, bp) : CL_OP(gemm_cpu, bp), bp, 4);
         cl_arg_i64(&c, b_shared ? 0 : b_size);
         cl_arg_i64(&c, kp);
-        arg_output(&c, g, ref_plus(g->c, b0 * g->stride_c, cs), CL_OP(gemm_tiled, c), CL_OP(gemm_tiled, bias));
+        arg_output(&c, g, ref_plus(g->c, b0 * g->stride_c, cs), tiled ? CL_OP(gemm_tiled, c) : CL_OP(gemm_cpu, c),
+                   tiled ? CL_OP(gemm_tiled, bias) : CL_OP(gemm_cpu, bias));
         cl_arg_f32(&c, g->alpha);
         cl_arg_f32(&c, g->beta);
         if (tiled) {

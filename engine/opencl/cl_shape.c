@@ -84,9 +84,9 @@ kiln_status cl_cast(void *dev, const kiln_cast_args *a) {
         return kiln_set_error(KILN_ERR_DTYPE, "cast from %s to %s is not supported",
                               kiln_dtype_name(a->src_dtype), kiln_dtype_name(a->dst_dtype));
     cl_call c = cl_begin(d, "elementwise", name);
-    /* cast_f16_f32 takes them at the same parameters */
-    cl_arg_op(&c, CL_OP(cast_f32_f16, src), a->src, kiln_dtype_size(a->src_dtype));
-    cl_arg_op(&c, CL_OP(cast_f32_f16, dst), a->dst, kiln_dtype_size(a->dst_dtype));
+    int to_half = a->dst_dtype == KILN_F16;
+    cl_arg_op(&c, to_half ? CL_OP(cast_f32_f16, src) : CL_OP(cast_f16_f32, src), a->src, kiln_dtype_size(a->src_dtype));
+    cl_arg_op(&c, to_half ? CL_OP(cast_f32_f16, dst) : CL_OP(cast_f16_f32, dst), a->dst, kiln_dtype_size(a->dst_dtype));
     cl_arg_i64(&c, a->n);
     return cl_run_1d(&c, (size_t)a->n);
 }

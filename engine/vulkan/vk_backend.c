@@ -101,7 +101,7 @@ static const kiln_backend g_vulkan = {
 };
 
 kiln_status kiln_vulkan_open(int index, const kiln_backend **table, void **dev) {
-    /* every embedded module checked against push.h once, up front; one that disagrees fails
+    /* every embedded module's bindings checked against its push block once, up front; one that disagrees fails
      * its launches (vk_shaders.c) */
     vk_shaders_reflect();
     VkInstance inst;

@@ -403,7 +403,6 @@ kiln_status vk_axpby_piece(void *dev, const kiln_axpby_args *a);
 kiln_status vk_binary_piece(void *dev, const kiln_binary_args *a);
 kiln_status vk_act_fwd_piece(void *dev, const kiln_act_args *a);
 kiln_status vk_act_bwd_piece(void *dev, const kiln_act_args *a);
-kiln_status vk_reduce_piece(void *dev, const kiln_reduce_args *a);
 kiln_status vk_check_finite_piece(void *dev, const kiln_finite_args *a);
 kiln_status vk_adam_piece(void *dev, const kiln_adam_args *a);
 

@@ -58,8 +58,3 @@ kiln_status vk_reduce_sum(vk_dev *d, kiln_ref x, kiln_dtype dtype, kiln_ref out,
                      accumulate);
 }
 
-kiln_status vk_reduce_piece(void *dev, const kiln_reduce_args *a) {
-    vk_dev *d = vk_of(dev);
-    if (a->square) return vk_reduce_segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KILN_ABI_VK_REDUCE_SQUARES, 1.0f, 1);
-    return vk_reduce_segmented(d, a->x, a->dtype, a->out, 1, 1, a->n, KILN_ABI_VK_REDUCE_SUM, a->alpha, 0);
-}

@@ -3,11 +3,12 @@
  * kernel that suits a device and dtype (the builds core/kernel_slots.def declares, through
  * the generated kiln_vk_variants).
  *
- * Why check at all: a kernel's operands are declared in three places that the compilers
- * cannot compare, the shader's layout(binding = i) declarations, push.h's <KERNEL>_OPS, and
- * the launch that fills vk_launch.ops[]. A disagreement would bind the wrong buffers, or
- * leave a binding the shader reads unwritten, and show up as wrong numbers or a validation
- * message on some device; here it is one error naming the shader.
+ * Why check again at run time: core/kernel_slots.def declares each slot kernel's operands,
+ * and the build compares that with the shader's layout(binding = i) declarations, but the
+ * compiled module is what runs: a probe module the declaration does not cover, or a launch
+ * that fills vk_launch.ops[] short, would bind the wrong buffers or leave a binding the
+ * shader reads unwritten, and show up as wrong numbers or a validation message on some
+ * device; here it is one error naming the shader.
  *
  * A module that fails its check does not stop the device from opening: each launch of it
  * fails with the check's error instead. So the tests of that kernel fail, where a refused
@@ -67,7 +68,7 @@ kiln_status vk_shader_check_launch(vk_shader_id id, int n_ops, uint32_t texel_ma
     if (n_ops != in->bindings)
         return kiln_set_error(KILN_ERR_ARGUMENT,
                               "vulkan: %s: the launch passes %d operands but the shader binds %d "
-                              "(shaders/push.h declares the count)",
+                              "(core/kernel_slots.def declares the count)",
                               name, n_ops, in->bindings);
     for (int i = 0; i < n_ops; i++) {
         int texel = (texel_mask >> i) & 1, declared = (in->texel_mask >> i) & 1;
@@ -93,7 +94,7 @@ kiln_status vk_variant(const vk_dev *d, vk_shader_id kernel, kiln_dtype dtype, v
      * kernel reduces at all (has one) */
     vk_shader_id id = !d->caps.subgroup_arith && builds[1] != VK_SHADER_NONE ? builds[1] : builds[0];
     if (id == VK_SHADER_NONE)
-        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan %s: no %s build of this kernel (shaders/variants.txt)",
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan %s: no %s build of this kernel (core/kernel_slots.def)",
                               name, kiln_dtype_name(dtype));
     *out = id;
     return KILN_OK;

@@ -206,7 +206,7 @@ kiln_status vk_spirv_check(const char *name, const uint32_t *code, size_t words,
     if (out->bindings != out->push_operands)
         return kiln_set_error(KILN_ERR_STATE,
                               "vulkan: shader '%s' binds %d buffers but its push block has %d operand "
-                              "offsets: the shader's bindings and shaders/push.h disagree",
+                              "offsets: the shader's bindings and its push block (core/kernel_slots.def) disagree",
                               name, out->bindings, out->push_operands);
     if (out->bindings > max_operands)
         return kiln_set_error(KILN_ERR_STATE, "vulkan: shader '%s' binds %d buffers; kiln binds at most %d per kernel",

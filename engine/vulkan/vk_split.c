@@ -129,7 +129,7 @@ static kiln_status reduce_part(vk_dev *d, const void *args, int64_t start, int64
 
 kiln_status vk_reduce(void *dev, const kiln_reduce_args *a) {
     vk_dev *d = vk_of(dev);
-    if (a->n == 0) return vk_reduce_piece(d, a); /* still writes the empty sum */
+    if (a->n == 0) return reduce_part(d, a, 0, 0); /* still writes the empty sum */
     return in_pieces(d, a, a->n, vk_piece_elems(d, 4, EVEN), reduce_part);
 }
 
