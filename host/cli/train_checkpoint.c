@@ -24,7 +24,8 @@ int run_paths_init(run_paths *p, const char *out) {
 
 void train_remove_stale_temporaries(const char *out) {
     static const char *const prefixes[] = {"model.safetensors.tmp", "optimizer.safetensors.tmp",
-                                           "optimizer.prev.safetensors.tmp", "config.json.tmp"};
+                                           "optimizer.prev.safetensors.tmp", "config.json.tmp",
+                                           "metrics.jsonl.tmp"};
     DIR *d = opendir(out);
     if (!d) return;
     struct dirent *e;
@@ -61,6 +62,7 @@ int train_resume_state(trainer *t, const run_paths *p) {
     if (found < 0) return host_error("%s", err);
     if (!found) return host_error("%s has no step in its metadata: not a checkpoint of kiln train", p->model);
     const char *use = p->optimizer;
+    int stale_ahead = 0; /* optimizer.safetensors is a step ahead of the weights */
     found = file_step(p->optimizer, &opt_step, err, sizeof err);
     if (found < 0 && access(p->optimizer, F_OK) == 0) return host_error("%s", err);
     if (found <= 0 || opt_step != model_step) {
@@ -71,9 +73,7 @@ int train_resume_state(trainer *t, const run_paths *p) {
             use = p->optimizer_prev;
             fprintf(stderr, "kiln train: %s is from a checkpoint that was not finished; resuming from %s (step %" PRIu64
                             ")\n", p->optimizer, p->optimizer_prev, model_step);
-            /* that state is ahead of the weights: the next checkpoint must not keep it as the
-             * previous one, or a kill between its two files would leave no state that matches */
-            if (train_parallel_leads()) (void)remove(p->optimizer);
+            stale_ahead = 1;
         } else if (found > 0) {
             return host_error("%s (step %" PRIu64 ") and %s (step %" PRIu64 ") come from different checkpoints",
                               p->model, model_step, p->optimizer, opt_step);
@@ -82,6 +82,10 @@ int train_resume_state(trainer *t, const run_paths *p) {
         }
     }
     if (trainer_load_state(t, use, err, sizeof err)) return host_error("%s", err);
+    /* Once the weights' state is loaded, the one ahead of them goes: the next checkpoint
+     * must not keep it as the previous one, or a kill between its two files would leave no
+     * state that matches the weights. */
+    if (stale_ahead && train_parallel_leads()) (void)remove(p->optimizer);
     int64_t micros = (int64_t)t->hp.grad_accum * (t->par ? t->par->ranks : 1);
     if (t->resumed_micro_batches != micros && train_parallel_leads())
         fprintf(stderr,

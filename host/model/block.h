@@ -60,6 +60,9 @@ typedef struct block_options {
 
 /* GPT-2's block: pre, plain, transformer, no sigma-reparam, no RealFormer, T = 1, s = 128. */
 block_options block_options_default(void);
+/* Gives the options that have no meaningful zero (the attention temperature, GAU's s) their
+ * defaults where they are zero, as a config zero-initialized by a caller leaves them. */
+void block_options_fill_defaults(block_options *o);
 
 /* Refuses combinations that make no sense, with one line saying why: Admin and DeepNorm
  * with any norm placement but post, RealFormer with GAU layers (one head of width s: the

@@ -23,6 +23,12 @@ block_options block_options_default(void) {
                            .gau_s = 128, .gau_attn = BLOCK_GAU_RELU2};
 }
 
+void block_options_fill_defaults(block_options *o) {
+    block_options d = block_options_default();
+    if (o->attn_temperature == 0.0f) o->attn_temperature = d.attn_temperature;
+    if (o->gau_s == 0) o->gau_s = d.gau_s;
+}
+
 int block_options_check(const block_options *o, char *err, size_t errlen) {
     if ((unsigned)o->norm >= BLOCK_NORM_COUNT || (unsigned)o->residual >= BLOCK_RESIDUAL_COUNT ||
         (unsigned)o->layer >= BLOCK_LAYER_COUNT || (unsigned)o->gau_attn >= BLOCK_GAU_ATTN_COUNT) {

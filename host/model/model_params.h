@@ -29,7 +29,7 @@ void model_params_free(model_param *p, int n);
  * weight. It is also where backward's gradients land. */
 kiln_tensor *model_param_compute(const model_param *p);
 
-/* Turns the n_params trained weights to f16 (model.h's gpt_set_precision explains the two
+/* Turns the n_params trained weights to f16 (gpt/gpt.h's gpt_set_precision explains the two
  * modes): with keep_masters each gets an f16 copy that requires grad, else the f32 weight
  * is replaced. Every copy is made first, so a failure leaves the table whole. */
 kiln_status model_params_to_half(kiln_ctx *ctx, model_param *p, int n_params, int keep_masters);

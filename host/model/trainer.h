@@ -177,7 +177,7 @@ int trainer_step(trainer *t, train_step_stats *stats, char *err, size_t errlen);
  * mode; NULL: not kept). */
 int trainer_save_state(const trainer *t, const char *path, const char *previous, char *err, size_t errlen);
 /* Restores a state saved by a run with the same model, seed and batch geometry (a
- * mismatch is an error naming the option); the micro-batches per step may differ (see
+ * mismatch is an error naming the setting: the seed, the batch, ...); the micro-batches per step may differ (see
  * resumed_micro_batches). */
 int trainer_load_state(trainer *t, const char *path, char *err, size_t errlen);
 

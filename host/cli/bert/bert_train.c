@@ -12,18 +12,13 @@
  * option applies. */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/cli.h"
 #include "cli/bert/bert_commands.h"
-#include "run/device.h"
-#include "cli/device_check.h"
-#include "run/precision_option.h"
 #include "cli/train_loop.h"
-#include "run/progress.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
 #include "model/bert/bert_checkpoint.h"

@@ -12,26 +12,18 @@
  * and gradients, f32 master weights and Adam moments, and dynamic loss scaling whose state
  * is saved with the optimizer state. Checkpoints hold the f32 master weights either way. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "run/cli.h"
 #include "cli/kind_commands.h"
-#include "run/device.h"
-#include "cli/device_check.h"
-#include "run/precision_option.h"
-#include "run/progress.h"
 #include "run/gpt_tokenizer.h"
 #include "cli/train_loop.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
-#include "formats/text_number.h"
 #include "model/checkpoint_tokenizer.h"
 #include "model/block.h"
 #include "model/gpt/eval_loss.h"

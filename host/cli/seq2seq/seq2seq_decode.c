@@ -10,7 +10,6 @@
 #include "run/cli.h"
 #include "cli/seq2seq/seq2seq_commands.h"
 #include "run/device.h"
-#include "cli/device_check.h"
 #include "run/progress.h"
 #include "cli/seq2seq/seq2seq_session.h"
 #include "formats/file_open.h"

@@ -12,7 +12,6 @@
 #include "run/cli.h"
 #include "cli/seq2seq/seq2seq_commands.h"
 #include "run/device.h"
-#include "cli/device_check.h"
 #include "cli/seq2seq/seq2seq_session.h"
 #include "formats/pairs.h"
 #include "model/seq2seq/seq2seq_data.h"

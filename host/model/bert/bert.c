@@ -6,14 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void fill_block_defaults(block_options *o) {
-    block_options d = block_options_default();
-    if (o->attn_temperature == 0.0f) o->attn_temperature = d.attn_temperature;
-    if (o->gau_s == 0) o->gau_s = d.gau_s;
-}
-
 int bert_config_check(bert_config *c, char *err, size_t errlen) {
-    fill_block_defaults(&c->block);
+    block_options_fill_defaults(&c->block);
     struct { const char *name; int value, min, max; } sizes[] = {
         {.name = "n_layer", .value = c->n_layer, .min = 1, .max = 1024},
         {.name = "n_head", .value = c->n_head, .min = 1, .max = 1024},
@@ -49,7 +43,7 @@ block_config bert_block_config(const bert_config *cfg) {
     block_config b = {.n_embd = cfg->n_embd, .n_head = cfg->n_head, .ln_eps = cfg->ln_eps, .o = cfg->block,
                       .bidirectional = 1, .mlp_act = KILN_ACT_GELU, .deepnorm_alpha = 1.0f, .deepnorm_beta = 1.0f,
                       .proj_std = 0.02f};
-    fill_block_defaults(&b.o);
+    block_options_fill_defaults(&b.o);
     if (b.o.residual == BLOCK_RESIDUAL_DEEPNORM)
         block_deepnorm_constants(cfg->n_layer, 0, 0, &b.deepnorm_alpha, &b.deepnorm_beta);
     return b;
@@ -118,7 +112,7 @@ bert_model *bert_new(kiln_ctx *ctx, const bert_config *cfg) {
     if (!m) return NULL;
     m->ctx = ctx;
     m->cfg = *cfg;
-    fill_block_defaults(&m->cfg.block);
+    block_options_fill_defaults(&m->cfg.block);
     m->block = bert_block_config(&m->cfg);
     m->dtype = KILN_F32;
     int n = bert_param_specs(&m->cfg, NULL);

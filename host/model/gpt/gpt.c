@@ -6,15 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Zeros in the block options mean their defaults (gpt.h). */
-static void fill_block_defaults(block_options *o) {
-    block_options d = block_options_default();
-    if (o->attn_temperature == 0.0f) o->attn_temperature = d.attn_temperature;
-    if (o->gau_s == 0) o->gau_s = d.gau_s;
-}
-
 int gpt_config_check(gpt_config *c, char *err, size_t errlen) {
-    fill_block_defaults(&c->block);
+    block_options_fill_defaults(&c->block);
     /* The limits keep a lying config from asking for absurd memory before anything is
      * read; they are far above any model this program trains. */
     struct { const char *name; int value, max; } sizes[] = {
@@ -46,7 +39,7 @@ block_config gpt_block_config(const gpt_config *cfg) {
     block_config b = {.n_embd = cfg->n_embd, .n_head = cfg->n_head, .ln_eps = cfg->ln_eps,
                       .o = cfg->block, .deepnorm_alpha = 1.0f, .deepnorm_beta = 1.0f,
                       .proj_std = 0.02f / sqrtf(2.0f * (float)cfg->n_layer)};
-    fill_block_defaults(&b.o);
+    block_options_fill_defaults(&b.o);
     if (b.o.residual == BLOCK_RESIDUAL_DEEPNORM)
         block_deepnorm_constants(cfg->n_layer, 0, 0, &b.deepnorm_alpha, &b.deepnorm_beta);
     return b;
@@ -105,7 +98,7 @@ gpt_model *gpt_new_except(kiln_ctx *ctx, const gpt_config *cfg, const unsigned c
     if (!m) return NULL;
     m->ctx = ctx;
     m->cfg = *cfg;
-    fill_block_defaults(&m->cfg.block);
+    block_options_fill_defaults(&m->cfg.block);
     m->block = gpt_block_config(&m->cfg);
     int n = gpt_param_specs(cfg, NULL);
     gpt_param_spec *specs = calloc((size_t)n, sizeof *specs);

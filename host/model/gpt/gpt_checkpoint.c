@@ -238,11 +238,6 @@ int gpt_checkpoint_load(kiln_ctx *ctx, const char *path, gpt_model **out, char *
     return rc;
 }
 
-int gpt_checkpoint_meta(const char *path, const char *key, char *value, size_t size, char *err,
-                        size_t errlen) {
-    return model_checkpoint_meta(path, key, value, size, err, errlen);
-}
-
 int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *extra,
                         int n_extra, char *err, size_t errlen) {
     gpt_config cfg = m->cfg;

@@ -27,11 +27,6 @@ typedef model_meta gpt_meta;
 int gpt_checkpoint_load(kiln_ctx *ctx, const char *path, gpt_model **out, char *err,
                         size_t errlen);
 
-/* Copies the metadata value of `key` in a safetensors file into value (NUL-terminated).
- * Returns 1 when found, 0 when absent, -1 with a message when the file cannot be read. */
-int gpt_checkpoint_meta(const char *path, const char *key, char *value, size_t size, char *err,
-                        size_t errlen);
-
 /* Writes the model's weights and config (plus `extra` metadata) atomically: an existing
  * file at path is replaced only by a complete new one. */
 int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *extra,

@@ -7,14 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void fill_block_defaults(block_options *o) {
-    block_options d = block_options_default();
-    if (o->attn_temperature == 0.0f) o->attn_temperature = d.attn_temperature;
-    if (o->gau_s == 0) o->gau_s = d.gau_s;
-}
-
 int seq2seq_config_check(seq2seq_config *c, char *err, size_t errlen) {
-    fill_block_defaults(&c->block);
+    block_options_fill_defaults(&c->block);
     struct { const char *name; int value, max; } sizes[] = {
         {.name = "enc_layers", .value = c->enc_layers, .max = 1024},
         {.name = "dec_layers", .value = c->dec_layers, .max = 1024},
@@ -55,7 +49,7 @@ static block_config stack_config(const seq2seq_config *cfg, int decoder) {
     block_config b = {.n_embd = cfg->n_embd, .n_head = cfg->n_head, .ln_eps = cfg->ln_eps, .o = cfg->block,
                       .deepnorm_alpha = 1.0f, .deepnorm_beta = 1.0f, .bidirectional = !decoder,
                       .cross_attention = decoder, .mlp_act = KILN_ACT_RELU, .xavier_init = 1};
-    fill_block_defaults(&b.o);
+    block_options_fill_defaults(&b.o);
     int layers = decoder ? cfg->dec_layers : cfg->enc_layers;
     b.proj_std = 0.02f / sqrtf((float)(layers * block_config_sublayers(&b)));
     if (b.o.residual == BLOCK_RESIDUAL_DEEPNORM)
@@ -146,7 +140,7 @@ seq2seq_model *seq2seq_new(kiln_ctx *ctx, const seq2seq_config *cfg) {
     if (!m) return NULL;
     m->ctx = ctx;
     m->cfg = *cfg;
-    fill_block_defaults(&m->cfg.block);
+    block_options_fill_defaults(&m->cfg.block);
     m->enc_block = stack_config(&m->cfg, 0);
     m->dec_block = stack_config(&m->cfg, 1);
     m->dtype = KILN_F32;
