@@ -8,7 +8,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,38 +26,6 @@ static char tmpdir[] = "/tmp/kiln_st_test_XXXXXX";
 
 static void tmp_path(char *buf, size_t cap, const char *name) {
     snprintf(buf, cap, "%s/%s", tmpdir, name);
-}
-
-static unsigned char *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    unsigned char *b = malloc((size_t)n + 1);
-    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return b;
-}
-
-static void write_all(const char *path, const void *bytes, size_t n) {
-    FILE *f = fopen(path, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
-    fclose(f);
-}
-
-/* Files in tmpdir whose name starts with prefix (to find leftover temporaries). */
-static int count_files_with_prefix(const char *prefix) {
-    DIR *d = opendir(tmpdir);
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
-    closedir(d);
-    return n;
 }
 
 /* A safetensors image: 8-byte little-endian length, the header, the data. */
@@ -193,11 +160,11 @@ START_TEST(round_trip) {
     size_t mem_size;
     ck_assert_msg(st_writer_serialize(w, &mem, &mem_size, err, sizeof err) == 0, "%s", err);
     st_writer_free(w);
-    ck_assert_int_eq(count_files_with_prefix("round.safetensors.tmp"), 0);
+    ck_assert_int_eq(kt_count_files(tmpdir, "round.safetensors.tmp"), 0);
 
     /* the layout: header padded with spaces to a multiple of 8, metadata first */
     size_t size;
-    unsigned char *b = read_all(path, &size);
+    unsigned char *b = kt_read_file(path, &size);
     ck_assert(mem_size == size && memcmp(mem, b, size) == 0); /* serialize == save */
     free(mem);
     uint64_t h = 0;
@@ -376,7 +343,7 @@ START_TEST(truncations_and_bit_flips) {
     ck_assert_msg(st_writer_save(w, path, err, sizeof err) == 0, "%s", err);
     st_writer_free(w);
     size_t size;
-    unsigned char *b = read_all(path, &size);
+    unsigned char *b = kt_read_file(path, &size);
     remove(path);
     for (size_t n = 0; n < size; n++) {
         st_file *f;
@@ -420,7 +387,7 @@ START_TEST(open_errors) {
     ck_assert_int_eq(st_open(tmpdir, &f, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "directory"), "%s", err);
     tmp_path(path, sizeof path, "empty.safetensors");
-    write_all(path, "", 0);
+    kt_write_file(path, "", 0);
     ck_assert_int_eq(st_open(path, &f, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "empty.safetensors: file is empty"), "%s", err);
     remove(path);
@@ -515,11 +482,11 @@ START_TEST(writer_rejects_bad_arguments) {
 }
 END_TEST
 
-static void write_old_file(const char *path) { write_all(path, "OLD CONTENT", 11); }
+static void write_old_file(const char *path) { kt_write_file(path, "OLD CONTENT", 11); }
 
 static void expect_old_file(const char *path) {
     size_t n;
-    unsigned char *b = read_all(path, &n);
+    unsigned char *b = kt_read_file(path, &n);
     ck_assert_msg(n == 11 && memcmp(b, "OLD CONTENT", 11) == 0, "the old file was changed");
     free(b);
 }
@@ -562,7 +529,7 @@ START_TEST(atomic_save) {
     ck_assert_int_eq(mkdir(path, 0755), 0);
     ck_assert_int_eq(st_writer_save(w, path, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "rename"), "%s", err);
-    ck_assert_int_eq(count_files_with_prefix("adir.tmp"), 0);
+    ck_assert_int_eq(kt_count_files(tmpdir, "adir.tmp"), 0);
     struct stat sb;
     ck_assert(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode));
     rmdir(path);
@@ -571,7 +538,7 @@ START_TEST(atomic_save) {
     tmp_path(path, sizeof path, "replace.safetensors");
     write_old_file(path);
     ck_assert_msg(st_writer_save(w, path, err, sizeof err) == 0, "%s", err);
-    ck_assert_int_eq(count_files_with_prefix("replace.safetensors.tmp"), 0);
+    ck_assert_int_eq(kt_count_files(tmpdir, "replace.safetensors.tmp"), 0);
     st_file *f;
     ck_assert_msg(st_open(path, &f, err, sizeof err) == 0, "%s", err);
     ck_assert_uint_eq(st_count(f), 1);
@@ -587,12 +554,12 @@ START_TEST(atomic_save) {
     const char *kept[] = {path, NULL};
     kt_expect_failing_write(4096, big_save_fails, &save, kept, 1);
     expect_old_file(path);
-    ck_assert_int_eq(count_files_with_prefix("full.safetensors.tmp"), 0);
+    ck_assert_int_eq(kt_count_files(tmpdir, "full.safetensors.tmp"), 0);
 
     /* the same in the keep-previous mode (the optimizer state): neither file changes */
     char previous[256];
     tmp_path(previous, sizeof previous, "full.prev.safetensors");
-    write_all(previous, "OLDER CONTENT", 13);
+    kt_write_file(previous, "OLDER CONTENT", 13);
     save.previous = kept[1] = previous;
     kt_expect_failing_write(4096, big_save_fails, &save, kept, 2);
     expect_old_file(path);
@@ -663,7 +630,6 @@ static int write_for_python(const char *path) {
     return rc != 0;
 }
 
-/* Removes the files the tests left in tmpdir (none on success), then the directory. */
 static void add_tests(TCase *tc) {
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, reads_python_layout);

@@ -20,6 +20,8 @@ int kt_count_files(const char *dir, const char *prefix);
  * holds: a test's fixture. */
 void kt_make_temp_dir(char *dir, size_t cap, const char *name);
 void kt_remove_dir(const char *dir);
+/* The removal itself, outside a test (a suite runner's scratch folder): 0, or -1. */
+int kt_remove_tree(const char *dir);
 
 /* Runs fails(arg) in a child process whose files may grow to `limit` bytes only; fails()
  * runs a writer and returns 1 when it failed as expected (its message checked), else 0.

@@ -5,22 +5,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "testfile.h"
 #include "testutil.h"
 #include "testutil_host.h"
-
-/* The folder and what lies in it, one level deep (the tests make no deeper trees). */
-static void remove_folder(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char path[1024];
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        remove(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
 
 int kt_run_tcase_in(char *tmpdir, const char *suite_name, const char *tcase_name, int timeout_s,
                     void (*add_tests)(TCase *tc)) {
@@ -29,7 +16,7 @@ int kt_run_tcase_in(char *tmpdir, const char *suite_name, const char *tcase_name
         return 1;
     }
     int failed = kt_run_tcase(suite_name, tcase_name, timeout_s, add_tests);
-    remove_folder(tmpdir);
+    kt_remove_tree(tmpdir);
     return failed;
 }
 
