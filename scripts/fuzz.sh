@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_safetensors fuzz_gguf fuzz_data fuzz_pairs fuzz_mo fuzz_tokenizer)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_safetensors fuzz_gguf fuzz_hf_config fuzz_data fuzz_pairs fuzz_mo fuzz_tokenizer)
 build=${FUZZ_BUILD:-build-fuzz}
 out=${FUZZ_OUT:-fuzz-out}
 cc=${CC:-clang}
@@ -24,7 +24,7 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}" >/dev/null
 # The options each target needs beyond the defaults (docs/fuzzing.md).
 options() {
   case "$1" in
-    fuzz_json | fuzz_safetensors) echo "-dict=fuzz/json.dict" ;;
+    fuzz_json | fuzz_safetensors | fuzz_hf_config) echo "-dict=fuzz/json.dict" ;;
     fuzz_tokenizer) echo "-max_len=8192" ;;
   esac
 }

@@ -22,6 +22,7 @@ target_link_libraries(test_host_bleu PRIVATE kiln_text)
 target_compile_definitions(test_host_pairs PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 target_compile_definitions(test_host_mo PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 target_compile_definitions(test_host_gguf PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
+target_compile_definitions(test_host_hf_config PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 
 # The backends this build can run the host tests on (each test skips with 77, or fails
 # clearly, when its backend cannot open on the machine).
