@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "formats/error_printf.h"
+#include "formats/file_map.h"
 #include "formats/file_open.h"
 
 /* ggml's type names by number (ggml.h, enum ggml_type), for messages about types kiln does
@@ -44,7 +45,8 @@ uint64_t gguf_row_bytes(int type, int64_t n) {
 }
 
 struct gguf_file {
-    unsigned char *buf;
+    file_map map;       /* the file, mapped (formats/file_map.h) */
+    unsigned char *buf; /* map.bytes */
     size_t size;
     char *name;
     uint32_t version;
@@ -291,19 +293,22 @@ static int place_tensors(cursor *c) {
     return rc;
 }
 
-int gguf_open_memory(const void *bytes, size_t size, const char *name, gguf_file **out, char *err, size_t errlen) {
+/* Reads a file from the map, which it takes over (closed on failure with the rest). */
+static int gguf_parse(file_map *map, const char *name, gguf_file **out, char *err, size_t errlen) {
     *out = NULL;
     gguf_file *f = calloc(1, sizeof *f);
-    size_t name_len = strlen(name ? name : "<memory>");
-    if (!f || !(f->name = malloc(name_len + 1)) || !(f->buf = malloc(size ? size : 1))) {
-        if (f) free(f->name);
+    size_t name_len = strlen(name);
+    if (!f || !(f->name = malloc(name_len + 1))) {
         free(f);
-        error_printf(err, errlen, "%s: out of memory", name ? name : "<memory>");
+        file_map_close(map);
+        error_printf(err, errlen, "%s: out of memory", name);
         return -1;
     }
-    memcpy(f->name, name ? name : "<memory>", name_len + 1);
-    if (size) memcpy(f->buf, bytes, size);
-    f->size = size;
+    memcpy(f->name, name, name_len + 1);
+    f->map = *map;
+    f->buf = map->bytes;
+    f->size = map->size;
+    size_t size = f->size;
     cursor c = {.p = f->buf, .left = size, .f = f, .err = err, .errlen = errlen};
     const unsigned char *magic;
     uint64_t n_tensors, n_kv;
@@ -328,15 +333,27 @@ int gguf_open_memory(const void *bytes, size_t size, const char *name, gguf_file
     return 0;
 }
 
-int gguf_open(const char *path, gguf_file **out, char *err, size_t errlen) {
-    char *bytes;
-    size_t n;
+int gguf_open_memory(const void *bytes, size_t size, const char *name, gguf_file **out, char *err, size_t errlen) {
     *out = NULL;
-    if (file_read_all(path, "a GGUF file", &bytes, &n, err, errlen)) return -1;
-    int rc = gguf_open_memory(bytes, n, path, out, err, errlen);
-    free(bytes);
-    return rc;
+    unsigned char *copy = malloc(size ? size : 1);
+    if (!copy) {
+        error_printf(err, errlen, "%s: out of memory", name ? name : "<memory>");
+        return -1;
+    }
+    if (size) memcpy(copy, bytes, size);
+    file_map map;
+    file_map_adopt(&map, copy, size);
+    return gguf_parse(&map, name ? name : "<memory>", out, err, errlen);
 }
+
+int gguf_open(const char *path, gguf_file **out, char *err, size_t errlen) {
+    file_map map;
+    *out = NULL;
+    if (file_map_open(path, "a GGUF file", &map, err, errlen)) return -1;
+    return gguf_parse(&map, path, out, err, errlen);
+}
+
+void gguf_drop(const gguf_file *f, const void *p, size_t n) { file_map_drop(&f->map, p, n); }
 
 void gguf_close(gguf_file *f) {
     if (!f) return;
@@ -344,7 +361,7 @@ void gguf_close(gguf_file *f) {
     free(f->owned);
     free(f->kvs);
     free(f->tensors);
-    free(f->buf);
+    file_map_close(&f->map);
     free(f->name);
     free(f);
 }

@@ -87,8 +87,13 @@ typedef struct gguf_tensor {
 
 typedef struct gguf_file gguf_file;
 
-/* Reads and validates a whole file. Returns 0 and *out, or -1 with one line in err. */
+/* Maps (formats/file_map.h) and validates a whole file. Returns 0 and *out, or -1 with one
+ * line in err. */
 int gguf_open(const char *path, gguf_file **out, char *err, size_t errlen);
+/* Gives the file's pages in [p, p + n) (a tensor's bytes, or those of it already consumed)
+ * back to the kernel once read, so that a loader never holds the weights twice; a later
+ * read reads the file again. A no-op for gguf_open_memory's copy. */
+void gguf_drop(const gguf_file *f, const void *p, size_t n);
 /* The same on bytes in memory (copied; `name` is used in messages). */
 int gguf_open_memory(const void *bytes, size_t size, const char *name, gguf_file **out, char *err, size_t errlen);
 void gguf_close(gguf_file *f);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "formats/error_printf.h"
+#include "formats/file_map.h"
 #include "formats/file_open.h"
 #include "formats/json.h"
 #include "kiln/tensor.h" /* kiln_f16_to_f32 */
@@ -57,7 +58,8 @@ size_t st_dtype_size(st_dtype dtype) {
 /* ---- the reader ---- */
 
 struct st_file {
-    unsigned char *buf; /* the whole file */
+    file_map map;       /* the whole file, mapped (formats/file_map.h) */
+    unsigned char *buf; /* map.bytes */
     size_t size;
     size_t data_start;  /* 8 + header length */
     json_value *header; /* names and metadata strings point into it */
@@ -374,23 +376,23 @@ static int parse_header(st_file *f, const char *fname, uint64_t hlen, char *err,
     return 0;
 }
 
-/* Takes ownership of buf (freed on failure). */
-static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file **out, char *err,
-                    size_t errlen) {
+/* Takes ownership of the map (closed on failure). */
+static int st_parse(file_map *map, const char *fname, st_file **out, char *err, size_t errlen) {
     *out = NULL;
     uint64_t hlen;
-    if (check_framing(buf, size, fname, &hlen, err, errlen) != 0) {
-        free(buf);
+    if (check_framing(map->bytes, map->size, fname, &hlen, err, errlen) != 0) {
+        file_map_close(map);
         return -1;
     }
     st_file *f = calloc(1, sizeof *f);
     if (!f) {
         error_printf(err, errlen, "%s: out of memory", fname);
-        free(buf);
+        file_map_close(map);
         return -1;
     }
-    f->buf = buf;
-    f->size = size;
+    f->map = *map;
+    f->buf = map->bytes;
+    f->size = map->size;
     f->data_start = 8 + (size_t)hlen;
     if (parse_header(f, fname, hlen, err, errlen) != 0 ||
         check_tiling(f, fname, f->size - f->data_start, err, errlen) != 0) {
@@ -401,46 +403,6 @@ static int st_parse(unsigned char *buf, size_t size, const char *fname, st_file 
     return 0;
 }
 
-/* Reads a whole regular file. */
-static int read_regular_file(const char *path, unsigned char **buf, size_t *size, char *err,
-                             size_t errlen) {
-    *buf = NULL;
-    *size = 0;
-    struct stat sb;
-    FILE *fp = file_open_read(path, "", &sb, err, errlen);
-    if (!fp) return -1;
-    if (!S_ISREG(sb.st_mode)) {
-        error_printf(err, errlen, "%s: not a regular file%s", path,
-                     S_ISDIR(sb.st_mode) ? " (it is a directory)" : "");
-        fclose(fp);
-        return -1;
-    }
-    if ((uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 1) {
-        error_printf(err, errlen, "%s: file too large for this machine's address space", path);
-        fclose(fp);
-        return -1;
-    }
-    size_t n = (size_t)sb.st_size;
-    unsigned char *b = malloc(n ? n : 1);
-    if (!b) {
-        error_printf(err, errlen, "%s: out of memory reading %zu bytes", path, n);
-        fclose(fp);
-        return -1;
-    }
-    size_t got = fread(b, 1, n, fp);
-    int read_error = ferror(fp);
-    fclose(fp);
-    if (got != n) {
-        error_printf(err, errlen, "%s: %s after %zu of %zu bytes", path,
-                     read_error ? "read error" : "file shrank while reading", got, n);
-        free(b);
-        return -1;
-    }
-    *buf = b;
-    *size = n;
-    return 0;
-}
-
 int st_open(const char *path, st_file **out, char *err, size_t errlen) {
     if (!out) return -1;
     *out = NULL;
@@ -448,11 +410,17 @@ int st_open(const char *path, st_file **out, char *err, size_t errlen) {
         error_printf(err, errlen, "st_open: NULL path");
         return -1;
     }
-    unsigned char *buf;
-    size_t size;
-    if (read_regular_file(path, &buf, &size, err, errlen) != 0) return -1;
-    return st_parse(buf, size, path, out, err, errlen);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) { /* pipes and devices too: a checkpoint is a file */
+        error_printf(err, errlen, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (it is a directory)" : "");
+        return -1;
+    }
+    file_map map;
+    if (file_map_open(path, "", &map, err, errlen) != 0) return -1;
+    return st_parse(&map, path, out, err, errlen);
 }
+
+void st_drop(const st_file *f, const void *p, size_t n) { file_map_drop(&f->map, p, n); }
 
 int st_open_memory(const void *bytes, size_t size, const char *name, st_file **out, char *err,
                    size_t errlen) {
@@ -469,7 +437,9 @@ int st_open_memory(const void *bytes, size_t size, const char *name, st_file **o
         return -1;
     }
     if (size) memcpy(buf, bytes, size);
-    return st_parse(buf, size, name, out, err, errlen);
+    file_map map;
+    file_map_adopt(&map, buf, size);
+    return st_parse(&map, name, out, err, errlen);
 }
 
 void st_close(st_file *f) {
@@ -478,7 +448,7 @@ void st_close(st_file *f) {
     free(f->tensors);
     free(f->meta_keys);
     free(f->meta_values);
-    free(f->buf);
+    file_map_close(&f->map);
     free(f);
 }
 

@@ -72,10 +72,15 @@ typedef struct st_tensor {
 
 typedef struct st_file st_file;
 
-/* Reads and validates the whole file. Returns 0 and *out, or -1 with *out = NULL and a
+/* Maps (formats/file_map.h) and validates the whole file. Returns 0 and *out, or -1 with *out = NULL and a
  * message like "ckpt.safetensors: tensor \"wte.weight\": shape [50257, 768] of F32 needs
  * 154389504 bytes but data_offsets [0, 100] span 100" in err. */
 int st_open(const char *path, st_file **out, char *err, size_t errlen);
+/* Gives the file's pages in [p, p + n) (a tensor's bytes, or those of it already consumed)
+ * back to the kernel once read: st_open maps the file (formats/file_map.h), and a loader
+ * that drops what it has converted never holds the weights twice. A later read of those
+ * bytes reads the file again. A no-op for st_open_memory's copy. */
+void st_drop(const st_file *f, const void *p, size_t n);
 /* The same on bytes already in memory (copied; `name` is used in messages only). */
 int st_open_memory(const void *bytes, size_t size, const char *name, st_file **out, char *err,
                    size_t errlen);
