@@ -14,6 +14,12 @@
  *                    on to the next (S_n = QK^T / sqrt(d) + S_{n-1}, masked in each layer)
  *   sigma-reparam    every linear weight W is used as (gamma / sigma(W)) W
  *
+ * and the Llama family's choices (LLaMA, Qwen2, Qwen3): RMSNorm in place of LayerNorm,
+ * rotary positions on q and k, a SwiGLU MLP down(silu(gate) * up), biases on every linear,
+ * on q/k/v only (Qwen2) or on none, Qwen3's RMSNorm of each head of q and k, grouped-query
+ * attention (n_kv_head heads of keys and values shared by n_head / n_kv_head query heads
+ * each, never repeated in memory) and a head width that need not be n_embd / n_head.
+ *
  * One config struct, one forward built from engine ops, and one table that names the
  * parameters for checkpoints (block_param_specs). A model builds its blocks from here; a new
  * option touches this module, its tests and docs/stability.md, not the models. Nothing here
@@ -36,12 +42,24 @@ typedef enum block_residual {
 } block_residual;
 typedef enum block_layer { BLOCK_LAYER_TRANSFORMER, BLOCK_LAYER_GAU, BLOCK_LAYER_COUNT } block_layer;
 typedef enum block_gau_attn { BLOCK_GAU_RELU2, BLOCK_GAU_SOFTMAX, BLOCK_GAU_ATTN_COUNT } block_gau_attn;
+typedef enum block_norm_type {
+    BLOCK_NORM_TYPE_LAYERNORM,
+    BLOCK_NORM_TYPE_RMSNORM,
+    BLOCK_NORM_TYPE_COUNT
+} block_norm_type;
+typedef enum block_mlp { BLOCK_MLP_GELU, BLOCK_MLP_SWIGLU, BLOCK_MLP_COUNT } block_mlp;
+typedef enum block_bias { BLOCK_BIAS_ALL, BLOCK_BIAS_QKV, BLOCK_BIAS_NONE, BLOCK_BIAS_COUNT } block_bias;
 
 /* The names users type and checkpoints store, indexed by the enums above. */
 extern const char *const block_norm_names[BLOCK_NORM_COUNT];         /* pre post none */
 extern const char *const block_residual_names[BLOCK_RESIDUAL_COUNT]; /* plain rezero admin deepnorm */
 extern const char *const block_layer_names[BLOCK_LAYER_COUNT];       /* transformer gau */
 extern const char *const block_gau_attn_names[BLOCK_GAU_ATTN_COUNT]; /* relu2 softmax */
+extern const char *const block_norm_type_names[BLOCK_NORM_TYPE_COUNT]; /* layernorm rmsnorm */
+extern const char *const block_mlp_names[BLOCK_MLP_COUNT];             /* gelu swiglu */
+extern const char *const block_bias_names[BLOCK_BIAS_COUNT];           /* all qkv none */
+/* The rotary layouts by kiln_rope_layout: adjacent (pairs 2i, 2i+1), half (i, i + D/2). */
+extern const char *const block_rope_layout_names[2];
 
 /* The index of `text` among names[0..count), or -1. */
 int block_choice(const char *const *names, int count, const char *text);
@@ -56,22 +74,38 @@ typedef struct block_options {
     float attn_temperature; /* divides the attention scores; 1 */
     int gau_s;              /* GAU's shared key/query width; 128 */
     block_gau_attn gau_attn;
+    /* the Llama family's (all zero: GPT-2's) */
+    block_norm_type norm_type; /* every norm of the block (and the model's final one) */
+    block_mlp mlp;             /* GELU: c_proj(gelu(c_fc x)); SwiGLU: c_proj(silu(gate) * up) */
+    block_bias bias;           /* which linears have a bias */
+    int qk_norm;               /* Qwen3: RMSNorm over each head's channels of q and k, before the rope */
+    int rope;                  /* rotary positions on q and k (kiln_rope) */
+    float rope_base;           /* theta; 0 means 10000 */
+    int rope_layout;           /* kiln_rope_layout (0 adjacent, 1 half); stored whenever rope is on, and
+                                  half (HF's rotate_half, every family kiln reads) when a file says
+                                  rope without it */
 } block_options;
 
-/* GPT-2's block: pre, plain, transformer, no sigma-reparam, no RealFormer, T = 1, s = 128. */
+/* GPT-2's block: pre, plain, transformer, no sigma-reparam, no RealFormer, T = 1, s = 128,
+ * LayerNorm, GELU, every bias, no rope (whose base would be 10000). */
 block_options block_options_default(void);
-/* Gives the options that have no meaningful zero (the attention temperature, GAU's s) their
- * defaults where they are zero, as a config zero-initialized by a caller leaves them. */
+/* Gives the options that have no meaningful zero (the attention temperature, GAU's s, the
+ * rope base) their defaults where they are zero, as a config zero-initialized by a caller
+ * leaves them. */
 void block_options_fill_defaults(block_options *o);
 
 /* Refuses combinations that make no sense, with one line saying why: Admin and DeepNorm
  * with any norm placement but post, RealFormer with GAU layers (one head of width s: the
  * scores of a layer cannot pass to a layer with a different head count), a temperature
- * that is not a positive number, a GAU width out of range. Returns 0 or -1 with err. */
+ * that is not a positive number, a GAU width out of range, rotary positions with GAU layers
+ * or RealFormer (their scores are not the rotated q k^T), a rope base that is not above 1.
+ * Returns 0 or -1 with err. */
 int block_options_check(const block_options *o, char *err, size_t errlen);
 
 /* The options as checkpoint metadata: put(ctx, key, value) for each ("kiln.norm" = "post",
- * ...); from_meta reads them back with get(ctx, key) (NULL when absent: that option's
+ * ...; the Llama family's "kiln.norm_type", "kiln.mlp", "kiln.bias", "kiln.qk_norm",
+ * "kiln.rope", "kiln.rope_base", "kiln.rope_layout" only where they differ from GPT-2's, so a
+ * GPT-2 checkpoint stays byte for byte what it was); from_meta reads them back with get(ctx, key) (NULL when absent: that option's
  * default) and checks them. Returns 0 or -1 with a one-line message. */
 typedef void (*block_meta_put)(void *ctx, const char *key, const char *value);
 typedef const char *(*block_meta_get)(void *ctx, const char *key);
@@ -81,7 +115,10 @@ int block_options_from_meta(block_options *o, block_meta_get get, void *ctx, cha
 /* One block as built: the options plus what the model decides. */
 typedef struct block_config {
     int n_embd, n_head;
-    float ln_eps;
+    /* 0 means GPT-2's: n_head key/value heads, n_embd / n_head wide, an MLP 4 n_embd wide
+       (SwiGLU: block_ffn's default); block_kv_heads, block_head_dim, block_ffn resolve them */
+    int n_kv_head, head_dim, n_ffn;
+    float ln_eps; /* every norm's epsilon (Qwen3's q/k norms too) */
     block_options o;
     /* what the model's role asks of the block (all zero: GPT's causal decoder block) */
     int bidirectional;   /* self-attention sees every key (an encoder), not only the past */
@@ -105,6 +142,13 @@ void block_deepnorm_constants(int n_layers, int m_decoder_layers, int is_decoder
 /* Admin's closed-form omega for N residual sublayers: sqrt((N + 1) / ln(N + 1) - 1). */
 float block_admin_closed_omega(int n_sublayers);
 
+/* The sizes a config leaves at 0, resolved: key/value heads (n_head), the head width
+ * (n_embd / n_head), the MLP's hidden width F (GELU: 4 n_embd; SwiGLU: 8 n_embd / 3 rounded
+ * up to a multiple of 32, the weights of GELU's 4x MLP in three matrices as LLaMA has it). */
+int block_kv_heads(const block_config *c);
+int block_head_dim(const block_config *c);
+int block_ffn(const block_config *c);
+
 /* Residual sublayers per block of a causal stack: 2 (attention, MLP) or 1 (GAU). */
 int block_sublayers(const block_options *o);
 /* Residual sublayers of a block as configured: block_sublayers, plus cross-attention's. */
@@ -115,11 +159,12 @@ int block_config_sublayers(const block_config *c);
 /* Every tensor a block can own. Which exist depends on the options (block_param_specs). */
 typedef enum block_slot {
     BLOCK_LN1_W, BLOCK_LN1_B,
-    BLOCK_QKV_W, BLOCK_QKV_B,             /* attn.c_attn: [C, 3C] (q, k, v side by side) */
-    BLOCK_ATTN_PROJ_W, BLOCK_ATTN_PROJ_B, /* attn.c_proj: [C, C] */
+    BLOCK_QKV_W, BLOCK_QKV_B,             /* attn.c_attn: [C, (H + 2 KVH) hd] (q, k, v side by side;
+                                             [C, 3C] for GPT-2) */
+    BLOCK_ATTN_PROJ_W, BLOCK_ATTN_PROJ_B, /* attn.c_proj: [H hd, C] */
     BLOCK_LN2_W, BLOCK_LN2_B,
-    BLOCK_FC_W, BLOCK_FC_B,               /* mlp.c_fc: [C, 4C] */
-    BLOCK_MLP_PROJ_W, BLOCK_MLP_PROJ_B,   /* mlp.c_proj: [4C, C] */
+    BLOCK_FC_W, BLOCK_FC_B,               /* mlp.c_fc: [C, F] (GELU), [C, 2F] (SwiGLU: gate, up) */
+    BLOCK_MLP_PROJ_W, BLOCK_MLP_PROJ_B,   /* mlp.c_proj: [F, C] */
     BLOCK_GAU_UVZ_W, BLOCK_GAU_UVZ_B,     /* gau.uvz: [C, 2e + s] (U, V, Z side by side) */
     BLOCK_GAU_QK_SCALE, BLOCK_GAU_QK_OFFSET, /* [2, s]: row 0 makes Q from Z, row 1 K */
     BLOCK_GAU_O_W, BLOCK_GAU_O_B,         /* gau.o: [e, C] */
@@ -132,6 +177,7 @@ typedef enum block_slot {
     BLOCK_XKV_W, BLOCK_XKV_B,             /* cross.kv: [C, 2C] (k, v side by side) */
     BLOCK_XPROJ_W, BLOCK_XPROJ_B,         /* cross.c_proj: [C, C] */
     BLOCK_ADMIN_OMEGA_X,                  /* [C] */
+    BLOCK_Q_NORM_W, BLOCK_K_NORM_W,       /* attn.q_norm, attn.k_norm: [hd] (--qk-norm) */
     BLOCK_SIGMA_GAMMA,                    /* + block_linear: [1] learned */
     BLOCK_SIGMA_U = BLOCK_SIGMA_GAMMA + 9, /* + block_linear: [in] buffer */
     BLOCK_SIGMA_V = BLOCK_SIGMA_U + 9,     /* + block_linear: [out] buffer */
@@ -221,6 +267,8 @@ typedef struct block_pass {
     kiln_tensor *gau_weights;/* GAU relu2: the [T, Tk] causal 1/n table, built once per pass */
     kiln_tensor *key_lengths;    /* i32 [B] or NULL: self-attention ignores keys j >= len[b]
                                     (an encoder's padding; a causal stack needs none) */
+    kiln_tensor *rope_freqs;     /* f32 [hd / 2] or NULL: the rope's frequency factors (the
+                                    model's rope.freqs: Llama 3's rope scaling) */
     kiln_tensor *memory;         /* cross-attention: the encoder's output [B, S, C] */
     kiln_tensor *memory_lengths; /* i32 [B] or NULL: cross-attention ignores source padding */
     kiln_tensor **cross_kv;      /* when not NULL and cross_kv[layer] is set: that layer's
@@ -237,7 +285,13 @@ typedef struct block_pass {
  * memory [B, S, C]: what block_pass.cross_kv holds while decoding. */
 kiln_tensor *block_cross_kv(const block_config *c, const block_weights *w, kiln_tensor *memory);
 
-/* Widths of one layer's cached keys and values: C and C, or GAU's s and e. */
+/* The block's norm of x over its last axis: LayerNorm (weight, bias) or RMSNorm (weight;
+ * bias unused), as o->norm_type says; the model's final norm uses it too. */
+kiln_tensor *block_norm_apply(const block_options *o, kiln_tensor *x, kiln_tensor *weight, kiln_tensor *bias,
+                              float eps);
+
+/* Widths of one layer's cached keys and values: KVH hd and KVH hd (C and C for GPT-2), or
+ * GAU's s and e. */
 void block_cache_widths(const block_config *c, int64_t *k_width, int64_t *v_width);
 
 /* One block on x [B, T, C]. With a cache (k_store, v_store: [n_positions, B * width]

@@ -10,6 +10,13 @@ const char *const block_norm_names[BLOCK_NORM_COUNT] = {"pre", "post", "none"};
 const char *const block_residual_names[BLOCK_RESIDUAL_COUNT] = {"plain", "rezero", "admin", "deepnorm"};
 const char *const block_layer_names[BLOCK_LAYER_COUNT] = {"transformer", "gau"};
 const char *const block_gau_attn_names[BLOCK_GAU_ATTN_COUNT] = {"relu2", "softmax"};
+const char *const block_norm_type_names[BLOCK_NORM_TYPE_COUNT] = {"layernorm", "rmsnorm"};
+const char *const block_mlp_names[BLOCK_MLP_COUNT] = {"gelu", "swiglu"};
+const char *const block_bias_names[BLOCK_BIAS_COUNT] = {"all", "qkv", "none"};
+const char *const block_rope_layout_names[2] = {"adjacent", "half"};
+
+/* The rope's theta when a config leaves it at 0 (RoFormer's and LLaMA's). */
+#define BLOCK_ROPE_BASE 10000.0f
 
 int block_choice(const char *const *names, int count, const char *text) {
     for (int i = 0; text && i < count; i++)
@@ -20,18 +27,42 @@ int block_choice(const char *const *names, int count, const char *text) {
 block_options block_options_default(void) {
     return (block_options){.norm = BLOCK_NORM_PRE, .residual = BLOCK_RESIDUAL_PLAIN,
                            .layer = BLOCK_LAYER_TRANSFORMER, .attn_temperature = 1.0f,
-                           .gau_s = 128, .gau_attn = BLOCK_GAU_RELU2};
+                           .gau_s = 128, .gau_attn = BLOCK_GAU_RELU2, .rope_base = BLOCK_ROPE_BASE};
 }
 
 void block_options_fill_defaults(block_options *o) {
     block_options d = block_options_default();
     if (o->attn_temperature == 0.0f) o->attn_temperature = d.attn_temperature;
     if (o->gau_s == 0) o->gau_s = d.gau_s;
+    if (o->rope_base == 0.0f) o->rope_base = d.rope_base;
+}
+
+/* Rotary positions turn q and k of a transformer layer's heads; a GAU layer has no heads of
+ * q and k to turn, and RealFormer would add scores computed at other rotations. */
+static int check_rope(const block_options *o, char *err, size_t errlen) {
+    if (!o->rope) return 0;
+    if (o->layer == BLOCK_LAYER_GAU) {
+        snprintf(err, errlen, "position rope does not apply to layer-type gau (rotary positions turn the "
+                 "heads of q and k of attention layers): use layer-type transformer or position learned");
+        return -1;
+    }
+    if (o->residual_attention) {
+        snprintf(err, errlen, "position rope does not combine with residual-attention (RealFormer would add "
+                 "the previous layer's scores to this layer's rotated ones): drop one of them");
+        return -1;
+    }
+    if (!(o->rope_base > 1.0f) || !isfinite(o->rope_base)) {
+        snprintf(err, errlen, "rope base %g must be a number above 1", (double)o->rope_base);
+        return -1;
+    }
+    return 0;
 }
 
 int block_options_check(const block_options *o, char *err, size_t errlen) {
     if ((unsigned)o->norm >= BLOCK_NORM_COUNT || (unsigned)o->residual >= BLOCK_RESIDUAL_COUNT ||
-        (unsigned)o->layer >= BLOCK_LAYER_COUNT || (unsigned)o->gau_attn >= BLOCK_GAU_ATTN_COUNT) {
+        (unsigned)o->layer >= BLOCK_LAYER_COUNT || (unsigned)o->gau_attn >= BLOCK_GAU_ATTN_COUNT ||
+        (unsigned)o->norm_type >= BLOCK_NORM_TYPE_COUNT || (unsigned)o->mlp >= BLOCK_MLP_COUNT ||
+        (unsigned)o->bias >= BLOCK_BIAS_COUNT || (unsigned)o->rope_layout > 1) {
         snprintf(err, errlen, "unknown block option value");
         return -1;
     }
@@ -57,7 +88,7 @@ int block_options_check(const block_options *o, char *err, size_t errlen) {
         snprintf(err, errlen, "gau-s %d is out of range (1 to 65536)", o->gau_s);
         return -1;
     }
-    return 0;
+    return check_rope(o, err, errlen);
 }
 
 void block_deepnorm_constants(int n, int m, int is_decoder, float *alpha, float *beta) {
@@ -77,6 +108,17 @@ void block_deepnorm_constants(int n, int m, int is_decoder, float *alpha, float 
 float block_admin_closed_omega(int n) {
     double x = (double)(n + 1);
     return (float)sqrt(x / log(x) - 1.0);
+}
+
+int block_kv_heads(const block_config *c) { return c->n_kv_head ? c->n_kv_head : c->n_head; }
+
+int block_head_dim(const block_config *c) { return c->head_dim ? c->head_dim : c->n_embd / c->n_head; }
+
+int block_ffn(const block_config *c) {
+    if (c->n_ffn) return c->n_ffn;
+    if (c->o.mlp == BLOCK_MLP_GELU) return 4 * c->n_embd;
+    int f = (8 * c->n_embd + 2) / 3; /* 8 C / 3 rounded up */
+    return (f + 31) / 32 * 32;
 }
 
 int block_sublayers(const block_options *o) { return o->layer == BLOCK_LAYER_GAU ? 1 : 2; }

@@ -76,32 +76,75 @@ static kiln_tensor *attention_probs(const block_config *c, int layer, kiln_tenso
     return p;
 }
 
-/* Multi-head attention of queries q [B, T, C] over keys k and values v [B, Tk, C], before
- * the output projection. */
+/* Rotary positions of q or k [B, T, heads hd] at positions pos0 + t (kiln_rope on
+ * [B, T, heads, hd]). */
+static kiln_tensor *rotate(const block_config *c, kiln_tensor *x, int64_t heads, const block_pass *pass) {
+    if (!x) return NULL;
+    int64_t shape[4] = {x->shape[0], x->shape[1], heads, x->shape[2] / heads};
+    (void)c;
+    (void)pass;
+    (void)shape;
+    kiln_set_error(KILN_ERR_UNSUPPORTED, "position rope: this engine has no rotary op yet");
+    return NULL;
+}
+
+/* Multi-head attention of queries q [B, T, H hd] over keys k and values v [B, Tk, KVH hd],
+ * before the output projection. Grouped-query attention (KVH < H) never repeats the keys
+ * and values: query head h = kv G + g (G = H / KVH) is row block g of [B, KVH, G T, hd], the
+ * same memory as [B, H, T, hd], so one batched matmul over [B, KVH] gives every group's
+ * scores [B, KVH, G T, Tk], the same memory as the [B, H, T, Tk] the softmax masks (its
+ * causal offset Tk - T stays the cache's pos0), and probs @ v gives [B, H, T, hd] back. */
 static kiln_tensor *multi_head(const block_config *c, int layer, kiln_tensor *q, kiln_tensor *k,
                                kiln_tensor *v, block_pass *pass, kiln_softmax_opts mask, int self) {
-    int64_t C = c->n_embd, H = c->n_head;
-    kiln_tensor *qh = kiln_split_heads(q, (int)H); /* [B, H, T, D] */
-    kiln_tensor *kh = kiln_split_heads(k, (int)H); /* [B, H, Tk, D] */
-    kiln_tensor *vh = kiln_split_heads(v, (int)H);
-    kiln_tensor *scores = kiln_matmul(qh, kh, NULL, 0, 1); /* [B, H, T, Tk] */
+    if (!q || !k || !v) return NULL;
+    int64_t H = c->n_head, KVH = k->shape[2] / (q->shape[2] / H), G = H / KVH;
+    int64_t B = q->shape[0], T = q->shape[1], Tk = k->shape[1], hd = q->shape[2] / H;
+    kiln_tensor *qh = kiln_split_heads(q, (int)H);   /* [B, H, T, hd] */
+    kiln_tensor *kh = kiln_split_heads(k, (int)KVH); /* [B, KVH, Tk, hd] */
+    kiln_tensor *vh = kiln_split_heads(v, (int)KVH);
+    int64_t grouped[4] = {B, KVH, G * T, hd}, per_head[4] = {B, H, T, Tk};
+    if (G > 1) qh = kiln_reshape(qh, 4, grouped);
+    kiln_tensor *scores = kiln_matmul(qh, kh, NULL, 0, 1); /* [B, KVH, G T, Tk] */
     if (!scores) return NULL;
-    kiln_tensor *probs = maybe_dropout(attention_probs(c, layer, scores, C / H, pass, mask, self), pass->dropout);
-    return kiln_merge_heads(kiln_matmul(probs, vh, NULL, 0, 0)); /* [B, T, C] */
+    if (G > 1) scores = kiln_reshape(scores, 4, per_head);
+    kiln_tensor *probs = maybe_dropout(attention_probs(c, layer, scores, hd, pass, mask, self), pass->dropout);
+    int64_t grouped_probs[4] = {B, KVH, G * T, Tk}, heads[4] = {B, H, T, hd};
+    if (G > 1 && probs) probs = kiln_reshape(probs, 4, grouped_probs);
+    kiln_tensor *y = kiln_matmul(probs, vh, NULL, 0, 0); /* [B, KVH, G T, hd] */
+    if (G > 1 && y) y = kiln_reshape(y, 4, heads);
+    return kiln_merge_heads(y); /* [B, T, H hd] */
+}
+
+/* Qwen3's norm of each head of q or k [B, T, heads hd]: RMSNorm over the hd channels with
+ * weight [hd], at the model's epsilon. */
+static kiln_tensor *head_norm(const block_config *c, kiln_tensor *x, kiln_tensor *weight, int64_t heads) {
+    if (!x) return NULL;
+    int64_t shape[4] = {x->shape[0], x->shape[1], heads, x->shape[2] / heads};
+    kiln_tensor *y = kiln_rmsnorm(kiln_reshape(x, 4, shape), weight, c->ln_eps);
+    return y ? kiln_reshape(y, 3, x->shape) : NULL;
 }
 
 /* Multi-head self-attention of x [B, T, C]: causal (the causal mask is offset by Tk - T =
  * pos0, so new queries see every cached key), or over every unpadded key when the block is
- * bidirectional. */
+ * bidirectional. q [B, T, H hd], k and v [B, T, KVH hd] (Qwen3's per-head norm of q and k,
+ * then their rotary positions at pos0 + t), and the cache holds KVH hd per position. */
 static kiln_tensor *attention(const block_config *c, const block_weights *w, int layer,
                               kiln_tensor *x, block_pass *pass, kiln_tensor *k_store,
                               kiln_tensor *v_store) {
     if (!x) return NULL;
-    int64_t C = c->n_embd, T = x->shape[1];
-    kiln_tensor *qkv = linear(c, w, BLOCK_LINEAR_QKV, x); /* [B, T, 3C] */
-    kiln_tensor *q = kiln_slice(qkv, -1, 0, C);
-    kiln_tensor *k = kiln_slice(qkv, -1, C, C);
-    kiln_tensor *v = kiln_slice(qkv, -1, 2 * C, C);
+    int64_t T = x->shape[1], H = c->n_head, KVH = block_kv_heads(c), hd = block_head_dim(c);
+    kiln_tensor *qkv = linear(c, w, BLOCK_LINEAR_QKV, x); /* [B, T, (H + 2 KVH) hd] */
+    kiln_tensor *q = kiln_slice(qkv, -1, 0, H * hd);
+    kiln_tensor *k = kiln_slice(qkv, -1, H * hd, KVH * hd);
+    kiln_tensor *v = kiln_slice(qkv, -1, (H + KVH) * hd, KVH * hd);
+    if (c->o.qk_norm) {
+        q = head_norm(c, q, w->w[BLOCK_Q_NORM_W], H);
+        k = head_norm(c, k, w->w[BLOCK_K_NORM_W], KVH);
+    }
+    if (c->o.rope) {
+        q = rotate(c, q, H, pass);
+        k = rotate(c, k, KVH, pass);
+    }
     if (k_store) {
         k = cache_append(k_store, k, pass->pos0, T);
         v = cache_append(v_store, v, pass->pos0, T);
@@ -133,8 +176,17 @@ static kiln_tensor *cross_attention(const block_config *c, const block_weights *
     return linear(c, w, BLOCK_LINEAR_CROSS_PROJ, y);
 }
 
+/* GELU (or the role's activation): c_proj(act(c_fc x)). SwiGLU: c_fc x = [gate | up] (F
+ * columns each), c_proj(silu(gate) * up), from the engine's ops (docs/design.md, "SwiGLU",
+ * says why not a fused op). */
 static kiln_tensor *mlp(const block_config *c, const block_weights *w, kiln_tensor *x) {
-    kiln_tensor *h = kiln_activation(linear(c, w, BLOCK_LINEAR_FC, x), c->mlp_act);
+    kiln_tensor *h = linear(c, w, BLOCK_LINEAR_FC, x);
+    if (c->o.mlp == BLOCK_MLP_SWIGLU) {
+        int64_t F = block_ffn(c);
+        h = kiln_mul(kiln_silu(kiln_slice(h, -1, 0, F)), kiln_slice(h, -1, F, F));
+    } else {
+        h = kiln_activation(h, c->mlp_act);
+    }
     return linear(c, w, BLOCK_LINEAR_MLP_PROJ, h);
 }
 
@@ -269,13 +321,19 @@ static kiln_tensor *residual(const block_config *c, const block_weights *w, int 
     if (c->o.residual == BLOCK_RESIDUAL_REZERO) f = kiln_mul(f, w->w[BLOCK_REZERO_ALPHA]);
     kiln_tensor *y = kiln_add(s, f);
     if (c->o.norm != BLOCK_NORM_POST) return y;
-    return kiln_layernorm(y, w->w[sub.ln], w->w[sub.ln + 1], c->ln_eps);
+    return block_norm_apply(&c->o, y, w->w[sub.ln], w->w[sub.ln + 1], c->ln_eps);
 }
 
 /* The input a sublayer's F sees: LN(x) under Pre-LN, x otherwise. */
 static kiln_tensor *sublayer_input(const block_config *c, const block_weights *w, sublayer sub, kiln_tensor *x) {
     if (c->o.norm != BLOCK_NORM_PRE) return x;
-    return kiln_layernorm(x, w->w[sub.ln], w->w[sub.ln + 1], c->ln_eps);
+    return block_norm_apply(&c->o, x, w->w[sub.ln], w->w[sub.ln + 1], c->ln_eps);
+}
+
+kiln_tensor *block_norm_apply(const block_options *o, kiln_tensor *x, kiln_tensor *weight, kiln_tensor *bias,
+                              float eps) {
+    if (o->norm_type == BLOCK_NORM_TYPE_RMSNORM) return kiln_rmsnorm(x, weight, eps);
+    return kiln_layernorm(x, weight, bias, eps);
 }
 
 void block_cache_widths(const block_config *c, int64_t *k_width, int64_t *v_width) {
@@ -283,7 +341,7 @@ void block_cache_widths(const block_config *c, int64_t *k_width, int64_t *v_widt
         *k_width = c->o.gau_s;
         *v_width = 2 * (int64_t)c->n_embd;
     } else {
-        *k_width = *v_width = c->n_embd;
+        *k_width = *v_width = (int64_t)block_kv_heads(c) * block_head_dim(c);
     }
 }
 

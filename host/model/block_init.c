@@ -6,12 +6,15 @@
 #include "model/block.h"
 
 /* DeepNorm: Xavier-normal, std = gain sqrt(2 / (fan_in + fan_out)), per column group of a
- * fused matrix: each of q, k, v is its own C x C matrix (gain 1, 1, beta); GAU's U and V get
+ * fused matrix: each of q, k, v is its own matrix (C x C for GPT-2; gain 1, 1, beta); GAU's U and V get
  * beta, its Z (which makes Q and K) gain 1. */
 static float deepnorm_std(const block_config *c, block_slot slot, int64_t col) {
     double C = c->n_embd, E = 2.0 * C, S = c->o.gau_s, beta = c->deepnorm_beta;
+    int64_t q_cols = (int64_t)c->n_head * block_head_dim(c), kv_cols = (int64_t)block_kv_heads(c) * block_head_dim(c);
     switch (slot) {
-    case BLOCK_QKV_W: return (float)((col >= 2 * c->n_embd ? beta : 1.0) * sqrt(2.0 / (C + C)));
+    case BLOCK_QKV_W: /* q [C, H hd], k and v [C, KVH hd] each */
+        return (float)(col >= q_cols + kv_cols ? beta * sqrt(2.0 / (C + (double)kv_cols))
+                                               : sqrt(2.0 / (C + (double)(col < q_cols ? q_cols : kv_cols))));
     case BLOCK_GAU_UVZ_W:
         return (float)(col >= 2 * (int64_t)E ? sqrt(2.0 / (C + S)) : beta * sqrt(2.0 / (C + E)));
     case BLOCK_XQ_W: return (float)sqrt(2.0 / (C + C));
@@ -43,6 +46,7 @@ kiln_status block_init_param(const block_config *c, const param_spec *spec, kiln
     switch (slot) {
     case BLOCK_LN1_W: case BLOCK_LN2_W: case BLOCK_LNX_W:
     case BLOCK_ADMIN_OMEGA_1: case BLOCK_ADMIN_OMEGA_2: case BLOCK_ADMIN_OMEGA_X:
+    case BLOCK_Q_NORM_W: case BLOCK_K_NORM_W:
         return kiln_fill(t, 1.0f);
     case BLOCK_QKV_W: case BLOCK_GAU_UVZ_W: case BLOCK_XQ_W: case BLOCK_XKV_W:
         return deepnorm ? fill_columns(c, slot, t, seed, stream) : kiln_init_normal(t, seed, stream, 0.0f, std);

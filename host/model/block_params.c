@@ -18,11 +18,18 @@ enum when {
     CROSS,             /* a decoder block's cross-attention */
     CROSS_NORM,        /* and its LayerNorm */
     ADMIN_CROSS,       /* and its omega */
+    NORM_BIAS,         /* WITH_NORM's LayerNorm bias (RMSNorm has none) */
+    TRANSFORMER_NORM_BIAS,
+    CROSS_NORM_BIAS,
+    QKV_BIAS,          /* a transformer layer with --bias all or qkv */
+    LINEAR_BIAS,       /* a transformer layer with --bias all */
+    QK_NORM,           /* a transformer layer with --qk-norm */
 };
 
 /* A tensor's shape as (c0, c1) multiples of the widths: C = n_embd, E = GAU's expansion
- * 2C, S = GAU's s. */
-enum dim { D_NONE, D_ONE, D_C, D_2C, D_3C, D_4C, D_E, D_UVZ, D_S, D_TWO };
+ * 2C, S = GAU's s; attention's QKV = (H + 2 KVH) hd and HD = H hd (3C and C for GPT-2), the
+ * head width hd; the MLP's F and its first linear's FC (F, or 2F for SwiGLU). */
+enum dim { D_NONE, D_ONE, D_C, D_2C, D_E, D_UVZ, D_S, D_TWO, D_QKV, D_HD, D_HEAD, D_F, D_FC };
 
 typedef struct slot_desc {
     block_slot slot;
@@ -34,13 +41,15 @@ typedef struct slot_desc {
 
 static const slot_desc trained[] = {
     {.slot = BLOCK_LN1_W, .suffix = "ln_1.weight", .when = WITH_NORM, .d0 = D_C},
-    {.slot = BLOCK_LN1_B, .suffix = "ln_1.bias", .when = WITH_NORM, .d0 = D_C},
-    {.slot = BLOCK_QKV_W, .suffix = "attn.c_attn.weight", .when = TRANSFORMER, .d0 = D_C, .d1 = D_3C, .decay = 1},
-    {.slot = BLOCK_QKV_B, .suffix = "attn.c_attn.bias", .when = TRANSFORMER, .d0 = D_3C},
-    {.slot = BLOCK_ATTN_PROJ_W, .suffix = "attn.c_proj.weight", .when = TRANSFORMER, .d0 = D_C, .d1 = D_C, .decay = 1},
-    {.slot = BLOCK_ATTN_PROJ_B, .suffix = "attn.c_proj.bias", .when = TRANSFORMER, .d0 = D_C},
+    {.slot = BLOCK_LN1_B, .suffix = "ln_1.bias", .when = NORM_BIAS, .d0 = D_C},
+    {.slot = BLOCK_QKV_W, .suffix = "attn.c_attn.weight", .when = TRANSFORMER, .d0 = D_C, .d1 = D_QKV, .decay = 1},
+    {.slot = BLOCK_QKV_B, .suffix = "attn.c_attn.bias", .when = QKV_BIAS, .d0 = D_QKV},
+    {.slot = BLOCK_ATTN_PROJ_W, .suffix = "attn.c_proj.weight", .when = TRANSFORMER, .d0 = D_HD, .d1 = D_C, .decay = 1},
+    {.slot = BLOCK_ATTN_PROJ_B, .suffix = "attn.c_proj.bias", .when = LINEAR_BIAS, .d0 = D_C},
+    {.slot = BLOCK_Q_NORM_W, .suffix = "attn.q_norm.weight", .when = QK_NORM, .d0 = D_HEAD},
+    {.slot = BLOCK_K_NORM_W, .suffix = "attn.k_norm.weight", .when = QK_NORM, .d0 = D_HEAD},
     {.slot = BLOCK_LNX_W, .suffix = "ln_cross.weight", .when = CROSS_NORM, .d0 = D_C},
-    {.slot = BLOCK_LNX_B, .suffix = "ln_cross.bias", .when = CROSS_NORM, .d0 = D_C},
+    {.slot = BLOCK_LNX_B, .suffix = "ln_cross.bias", .when = CROSS_NORM_BIAS, .d0 = D_C},
     {.slot = BLOCK_XQ_W, .suffix = "cross.q.weight", .when = CROSS, .d0 = D_C, .d1 = D_C, .decay = 1},
     {.slot = BLOCK_XQ_B, .suffix = "cross.q.bias", .when = CROSS, .d0 = D_C},
     {.slot = BLOCK_XKV_W, .suffix = "cross.kv.weight", .when = CROSS, .d0 = D_C, .d1 = D_2C, .decay = 1},
@@ -48,11 +57,11 @@ static const slot_desc trained[] = {
     {.slot = BLOCK_XPROJ_W, .suffix = "cross.c_proj.weight", .when = CROSS, .d0 = D_C, .d1 = D_C, .decay = 1},
     {.slot = BLOCK_XPROJ_B, .suffix = "cross.c_proj.bias", .when = CROSS, .d0 = D_C},
     {.slot = BLOCK_LN2_W, .suffix = "ln_2.weight", .when = TRANSFORMER_NORM, .d0 = D_C},
-    {.slot = BLOCK_LN2_B, .suffix = "ln_2.bias", .when = TRANSFORMER_NORM, .d0 = D_C},
-    {.slot = BLOCK_FC_W, .suffix = "mlp.c_fc.weight", .when = TRANSFORMER, .d0 = D_C, .d1 = D_4C, .decay = 1},
-    {.slot = BLOCK_FC_B, .suffix = "mlp.c_fc.bias", .when = TRANSFORMER, .d0 = D_4C},
-    {.slot = BLOCK_MLP_PROJ_W, .suffix = "mlp.c_proj.weight", .when = TRANSFORMER, .d0 = D_4C, .d1 = D_C, .decay = 1},
-    {.slot = BLOCK_MLP_PROJ_B, .suffix = "mlp.c_proj.bias", .when = TRANSFORMER, .d0 = D_C},
+    {.slot = BLOCK_LN2_B, .suffix = "ln_2.bias", .when = TRANSFORMER_NORM_BIAS, .d0 = D_C},
+    {.slot = BLOCK_FC_W, .suffix = "mlp.c_fc.weight", .when = TRANSFORMER, .d0 = D_C, .d1 = D_FC, .decay = 1},
+    {.slot = BLOCK_FC_B, .suffix = "mlp.c_fc.bias", .when = LINEAR_BIAS, .d0 = D_FC},
+    {.slot = BLOCK_MLP_PROJ_W, .suffix = "mlp.c_proj.weight", .when = TRANSFORMER, .d0 = D_F, .d1 = D_C, .decay = 1},
+    {.slot = BLOCK_MLP_PROJ_B, .suffix = "mlp.c_proj.bias", .when = LINEAR_BIAS, .d0 = D_C},
     {.slot = BLOCK_GAU_UVZ_W, .suffix = "gau.uvz.weight", .when = GAU, .d0 = D_C, .d1 = D_UVZ, .decay = 1},
     {.slot = BLOCK_GAU_UVZ_B, .suffix = "gau.uvz.bias", .when = GAU, .d0 = D_UVZ},
     {.slot = BLOCK_GAU_QK_SCALE, .suffix = "gau.qk.scale", .when = GAU, .d0 = D_TWO, .d1 = D_S},
@@ -77,6 +86,7 @@ static const char *const linear_stems[BLOCK_LINEAR_COUNT] = {
 static int present(const block_config *c, enum when w) {
     const block_options *o = &c->o;
     int gau = o->layer == BLOCK_LAYER_GAU, norm = o->norm != BLOCK_NORM_NONE, cross = c->cross_attention;
+    int ln_bias = norm && o->norm_type == BLOCK_NORM_TYPE_LAYERNORM;
     switch (w) {
     case ALWAYS: return 1;
     case WITH_NORM: return norm;
@@ -89,19 +99,29 @@ static int present(const block_config *c, enum when w) {
     case CROSS: return cross;
     case CROSS_NORM: return cross && norm;
     case ADMIN_CROSS: return cross && o->residual == BLOCK_RESIDUAL_ADMIN;
+    case NORM_BIAS: return ln_bias;
+    case TRANSFORMER_NORM_BIAS: return !gau && ln_bias;
+    case CROSS_NORM_BIAS: return cross && ln_bias;
+    case QKV_BIAS: return !gau && o->bias != BLOCK_BIAS_NONE;
+    case LINEAR_BIAS: return !gau && o->bias == BLOCK_BIAS_ALL;
+    case QK_NORM: return !gau && o->qk_norm;
     }
     return 0;
 }
 
 static int64_t width(const block_config *c, enum dim d) {
-    int64_t C = c->n_embd, E = 2 * C, S = c->o.gau_s;
+    int64_t C = c->n_embd, E = 2 * C, S = c->o.gau_s, H = c->n_head, KVH = block_kv_heads(c),
+            hd = block_head_dim(c), F = block_ffn(c);
     switch (d) {
     case D_NONE: return 1;
     case D_ONE: return 1;
     case D_C: return C;
     case D_2C: return 2 * C;
-    case D_3C: return 3 * C;
-    case D_4C: return 4 * C;
+    case D_QKV: return (H + 2 * KVH) * hd;
+    case D_HD: return H * hd;
+    case D_HEAD: return hd;
+    case D_F: return F;
+    case D_FC: return c->o.mlp == BLOCK_MLP_SWIGLU ? 2 * F : F;
     case D_E: return E;
     case D_UVZ: return 2 * E + S;
     case D_S: return S;

@@ -6,6 +6,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const gpt_position_names[GPT_POSITION_COUNT] = {"learned", "rope"};
+
+/* The head and MLP sizes (GPT-2's when zero) and the rope's: one position scheme, an even
+ * head width to rotate in pairs. */
+static int check_llama_sizes(gpt_config *c, char *err, size_t errlen) {
+    if (c->head_dim == 0 && c->n_embd % c->n_head != 0) {
+        snprintf(err, errlen, "n_head = %d does not divide n_embd = %d", c->n_head, c->n_embd);
+        return -1;
+    }
+    struct { const char *name; int value, max; } sizes[] = {
+        {.name = "n_kv_head", .value = c->n_kv_head, .max = c->n_head},
+        {.name = "head_dim", .value = c->head_dim, .max = 65536},
+        {.name = "n_ffn", .value = c->n_ffn, .max = 1 << 20},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i].value < 0 || sizes[i].value > sizes[i].max) {
+            snprintf(err, errlen, "%s = %d is out of range (1 to %d, or 0 for GPT-2's)", sizes[i].name,
+                     sizes[i].value, sizes[i].max);
+            return -1;
+        }
+    }
+    if (c->n_kv_head && c->n_head % c->n_kv_head) {
+        snprintf(err, errlen, "n_kv_head = %d does not divide n_head = %d (each key/value head serves a "
+                 "whole group of query heads)", c->n_kv_head, c->n_head);
+        return -1;
+    }
+    if ((unsigned)c->position >= GPT_POSITION_COUNT) {
+        snprintf(err, errlen, "unknown position scheme %d", (int)c->position);
+        return -1;
+    }
+    if (c->block.rope) c->position = GPT_POSITION_ROPE;
+    c->block.rope = c->position == GPT_POSITION_ROPE;
+    int hd = c->head_dim ? c->head_dim : c->n_embd / c->n_head;
+    if (c->block.rope && hd % 2) {
+        snprintf(err, errlen, "position rope needs an even head width (rotated in pairs), not %d", hd);
+        return -1;
+    }
+    if (c->rope_freqs && !c->block.rope) {
+        snprintf(err, errlen, "rope_freqs (rope scaling) needs position rope");
+        return -1;
+    }
+    return 0;
+}
+
 int gpt_config_check(gpt_config *c, char *err, size_t errlen) {
     block_options_fill_defaults(&c->block);
     /* The limits keep a lying config from asking for absurd memory before anything is
@@ -24,10 +68,7 @@ int gpt_config_check(gpt_config *c, char *err, size_t errlen) {
             return -1;
         }
     }
-    if (c->n_embd % c->n_head != 0) {
-        snprintf(err, errlen, "n_head = %d does not divide n_embd = %d", c->n_head, c->n_embd);
-        return -1;
-    }
+    if (check_llama_sizes(c, err, errlen)) return -1;
     if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps)) {
         snprintf(err, errlen, "layer_norm_epsilon = %g must be a positive number", (double)c->ln_eps);
         return -1;
@@ -36,8 +77,8 @@ int gpt_config_check(gpt_config *c, char *err, size_t errlen) {
 }
 
 block_config gpt_block_config(const gpt_config *cfg) {
-    block_config b = {.n_embd = cfg->n_embd, .n_head = cfg->n_head, .ln_eps = cfg->ln_eps,
-                      .o = cfg->block, .deepnorm_alpha = 1.0f, .deepnorm_beta = 1.0f,
+    block_config b = {.n_embd = cfg->n_embd, .n_head = cfg->n_head, .n_kv_head = cfg->n_kv_head,
+                      .head_dim = cfg->head_dim, .n_ffn = cfg->n_ffn, .ln_eps = cfg->ln_eps, .o = cfg->block, .deepnorm_alpha = 1.0f, .deepnorm_beta = 1.0f,
                       .proj_std = 0.02f / sqrtf(2.0f * (float)cfg->n_layer)};
     block_options_fill_defaults(&b.o);
     if (b.o.residual == BLOCK_RESIDUAL_DEEPNORM)
@@ -52,31 +93,36 @@ static gpt_param_spec own(const char *name, int64_t d0, int64_t d1, int ndim, in
     return p;
 }
 
+/* Appends spec to out (when not NULL) at *n. */
+static void add(gpt_param_spec *out, int *n, gpt_param_spec spec) {
+    if (out) out[*n] = spec;
+    (*n)++;
+}
+
 int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out) {
     block_config bc = gpt_block_config(cfg);
-    int64_t C = cfg->n_embd, n = 0;
-    int final_norm = bc.o.norm == BLOCK_NORM_PRE;
-    if (out) {
-        out[n] = own("wte.weight", cfg->vocab_size, C, 2, 1, GPT_SLOT_WTE);
-        out[n + 1] = own("wpe.weight", cfg->n_positions, C, 2, 1, GPT_SLOT_WPE);
-    }
-    n += 2;
+    int64_t C = cfg->n_embd;
+    int n = 0, final_norm = bc.o.norm == BLOCK_NORM_PRE;
+    add(out, &n, own("wte.weight", cfg->vocab_size, C, 2, 1, GPT_SLOT_WTE));
+    if (!bc.o.rope) add(out, &n, own("wpe.weight", cfg->n_positions, C, 2, 1, GPT_SLOT_WPE));
     for (int l = 0; l < cfg->n_layer; l++) n += block_param_specs(&bc, "h.", l, 0, out ? out + n : NULL);
-    if (final_norm) {
-        if (out) {
-            out[n] = own("ln_f.weight", C, 1, 1, 0, GPT_SLOT_LN_F_W);
-            out[n + 1] = own("ln_f.bias", C, 1, 1, 0, GPT_SLOT_LN_F_B);
-        }
-        n += 2;
-    }
+    if (final_norm) add(out, &n, own("ln_f.weight", C, 1, 1, 0, GPT_SLOT_LN_F_W));
+    if (final_norm && bc.o.norm_type == BLOCK_NORM_TYPE_LAYERNORM)
+        add(out, &n, own("ln_f.bias", C, 1, 1, 0, GPT_SLOT_LN_F_B));
+    if (cfg->untied) add(out, &n, own("lm_head.weight", cfg->vocab_size, C, 2, 1, GPT_SLOT_LM_HEAD));
     for (int l = 0; l < cfg->n_layer; l++) n += block_param_specs(&bc, "h.", l, 1, out ? out + n : NULL);
-    return (int)n;
+    if (cfg->rope_freqs) {
+        gpt_param_spec freqs = own("rope.freqs", block_head_dim(&bc) / 2, 1, 1, 0, GPT_SLOT_ROPE_FREQS);
+        freqs.buffer = 1;
+        add(out, &n, freqs);
+    }
+    return n;
 }
 
 /* Points the handles of the forward pass at the weights it reads, and the masters' at the
  * f32 weights. */
 static void bind_handles(gpt_model *m) {
-    m->ln_f_w = m->ln_f_b = NULL;
+    m->ln_f_w = m->ln_f_b = m->wpe = m->lm_head = m->rope_freqs = NULL;
     for (int i = 0; i < m->n_params + m->n_buffers; i++) {
         const gpt_param_spec *s = &m->params[i].spec;
         kiln_tensor *t = model_param_compute(&m->params[i]);
@@ -86,7 +132,8 @@ static void bind_handles(gpt_model *m) {
             continue;
         }
         kiln_tensor **own[] = {[GPT_SLOT_WTE] = &m->wte, [GPT_SLOT_WPE] = &m->wpe,
-                               [GPT_SLOT_LN_F_W] = &m->ln_f_w, [GPT_SLOT_LN_F_B] = &m->ln_f_b};
+                               [GPT_SLOT_LN_F_W] = &m->ln_f_w, [GPT_SLOT_LN_F_B] = &m->ln_f_b,
+                               [GPT_SLOT_LM_HEAD] = &m->lm_head, [GPT_SLOT_ROPE_FREQS] = &m->rope_freqs};
         *own[s->slot] = t;
     }
 }
@@ -142,10 +189,11 @@ static const block_config *gpt_block_of(const void *model, const param_spec *spe
     return &((const gpt_model *)model)->block;
 }
 
-/* The token and position tables as GPT-2's (N(0, 0.02)); the final LayerNorm 1 and 0. */
+/* The token and position tables and the untied head as GPT-2's tables (N(0, 0.02)); the
+ * final norm 1 and 0. */
 static kiln_status gpt_own_init(const void *model, const model_param *p, uint64_t seed, uint64_t stream) {
     (void)model;
-    if (p->spec.slot == GPT_SLOT_WTE || p->spec.slot == GPT_SLOT_WPE)
+    if (p->spec.slot == GPT_SLOT_WTE || p->spec.slot == GPT_SLOT_WPE || p->spec.slot == GPT_SLOT_LM_HEAD)
         return kiln_init_normal(p->t, seed, stream, 0.0f, 0.02f);
     return kiln_fill(p->t, p->spec.slot == GPT_SLOT_LN_F_W ? 1.0f : 0.0f);
 }
@@ -153,6 +201,7 @@ static kiln_status gpt_own_init(const void *model, const model_param *p, uint64_
 kiln_status gpt_init(gpt_model *m, uint64_t seed) {
     static const model_init how = {.block_of = gpt_block_of, .own = gpt_own_init};
     kiln_status s = model_params_init(m->params, m->n_params, seed, &how, m);
+    if (!s && m->rope_freqs) s = kiln_fill(m->rope_freqs, 1.0f); /* unscaled */
     if (s || !m->block.o.sigma_reparam) return s;
     return model_sigma_init(&m->block, m->masters, m->cfg.n_layer, 0, m->n_params + m->n_buffers,
                             GPT_SIGMA_STREAMS_PER_LAYER, seed);

@@ -20,13 +20,47 @@
 #include "model/block.h"
 #include "model/model_params.h"
 
+/* Where the model's positions come from: GPT-2's learned table wpe, or rotary embeddings
+ * of q and k in every block (block_options.rope; no wpe). */
+typedef enum gpt_position { GPT_POSITION_LEARNED, GPT_POSITION_ROPE, GPT_POSITION_COUNT } gpt_position;
+extern const char *const gpt_position_names[GPT_POSITION_COUNT]; /* learned rope */
+
 typedef struct gpt_config {
     int n_layer, n_head, n_embd, n_positions, vocab_size;
-    float ln_eps; /* layer_norm_epsilon, 1e-5 as GPT-2 */
+    float ln_eps; /* layer_norm_epsilon, 1e-5 as GPT-2; every norm's epsilon (--norm-eps) */
     /* the blocks' options; all-zero is GPT-2's block (a temperature of 0 and a GAU width of
      * 0 mean 1 and 128: gpt_config_check and gpt_new fill them in) */
     block_options block;
+    /* The Llama family's sizes and choices; all zero is GPT-2's model. */
+    int n_kv_head;  /* key/value heads (grouped-query attention); 0: n_head */
+    int head_dim;   /* each head's width; 0: n_embd / n_head */
+    int n_ffn;      /* the MLP's hidden width; 0: 4 n_embd (GELU), block_ffn's default (SwiGLU) */
+    int untied;     /* an output head lm_head.weight [V, C] of its own, not wte */
+    gpt_position position; /* gpt_config_check makes block.rope say the same */
+    int rope_freqs; /* a buffer rope.freqs [head_dim / 2]: the rope's frequency factors (Llama 3's
+                       rope scaling: gpt_rope_llama3_freqs, or a GGUF's rope_freqs tensor) */
 } gpt_config;
+
+/* Llama 3's rope scaling (config.json's rope_scaling with rope_type "llama3"). */
+typedef struct gpt_rope_llama3 {
+    double factor, low_freq_factor, high_freq_factor, original_max_position_embeddings;
+} gpt_rope_llama3;
+
+/* The frequency factors of rope.freqs for head width head_dim and base theta, as Hugging
+ * Face's _compute_llama3_parameters scales the inverse frequencies (kiln_rope divides each
+ * pair's angle by its factor): factors[i] = 1 for wavelengths below
+ * original_max / high_freq_factor, `factor` above original_max / low_freq_factor, and
+ * 1 / ((1 - s) / factor + s) between, s = (original_max / wavelength - low) / (high - low).
+ * Returns 0, or -1 with a one-line reason in err (factors not positive, high <= low). */
+int gpt_rope_llama3_freqs(const gpt_rope_llama3 *s, int head_dim, double base, float *factors, char *err,
+                          size_t errlen);
+
+/* The config's metadata beyond GPT-2's five sizes and epsilon: "n_kv_head", "head_dim",
+ * "n_ffn", "untied", "position", "rope_freqs", each written only where it is not GPT-2's
+ * (put as block_options_to_meta's), read back by from_meta (absent: GPT-2's value; a value
+ * that is not a number of the key's range is an error, one line in err). */
+void gpt_config_to_meta(const gpt_config *cfg, block_meta_put put, void *ctx);
+int gpt_config_from_meta(gpt_config *cfg, block_meta_get get, void *ctx, char *err, size_t errlen);
 
 /* GPT-2's defaults for what a checkpoint may leave out. */
 #define GPT_DEFAULT_LN_EPS 1e-5f
@@ -34,8 +68,10 @@ typedef struct gpt_config {
 #define GPT_BYTE_VOCAB 256
 
 /* Checks that a config describes a buildable model (positive sizes within sane limits,
- * n_head dividing n_embd, block options that make sense together). Fills in the block
- * options' zero defaults. Returns 0, or -1 with a one-line reason in err. */
+ * n_head dividing n_embd unless head_dim is given, n_kv_head dividing n_head, an even head
+ * width for the rope, block options that make sense together). Fills in the block options'
+ * zero defaults and makes block.rope and position agree (either one set means rope).
+ * Returns 0, or -1 with a one-line reason in err. */
 int gpt_config_check(gpt_config *cfg, char *err, size_t errlen);
 
 /* The config every block of this model is built with (DeepNorm's constants for a
@@ -45,10 +81,12 @@ block_config gpt_block_config(const gpt_config *cfg);
 /* A tensor's checkpoint name, shape and role (model/block.h). The model's own tensors have
  * layer -1 and these slots: */
 typedef param_spec gpt_param_spec;
-enum { GPT_SLOT_WTE, GPT_SLOT_WPE, GPT_SLOT_LN_F_W, GPT_SLOT_LN_F_B };
+enum { GPT_SLOT_WTE, GPT_SLOT_WPE, GPT_SLOT_LN_F_W, GPT_SLOT_LN_F_B, GPT_SLOT_LM_HEAD, GPT_SLOT_ROPE_FREQS };
 
 /* The tensors of a model with this config, in checkpoint order: the trained ones in HF's
- * state_dict order (wte, wpe, the blocks, ln_f), then the buffers (sigma-reparam's u and v).
+ * state_dict order (wte, wpe (learned positions only), the blocks, ln_f (its bias with
+ * LayerNorm only), lm_head (untied only)), then the buffers (sigma-reparam's u and v, then
+ * rope.freqs).
  * Writes them to out when it is not NULL (room for gpt_param_specs(cfg, NULL) entries) and
  * returns their number. */
 int gpt_param_specs(const gpt_config *cfg, gpt_param_spec *out);
@@ -72,7 +110,9 @@ typedef struct gpt_model {
     gpt_config cfg;
     kiln_dtype dtype; /* of the weights the forward pass reads, and of its activations */
     /* the weights the forward pass reads: the f16 copies in mixed-precision training */
-    kiln_tensor *wte, *wpe, *ln_f_w, *ln_f_b; /* ln_f: NULL unless Pre-LN */
+    kiln_tensor *wte, *wpe, *ln_f_w, *ln_f_b; /* ln_f: NULL unless Pre-LN; wpe, ln_f_b: NULL without */
+    kiln_tensor *lm_head;    /* untied: [V, C]; NULL when the head is wte */
+    kiln_tensor *rope_freqs; /* f32 [head_dim / 2] buffer, or NULL */
     block_config block;     /* every block's config */
     block_weights *blocks;  /* per block: the weights the forward pass reads */
     block_weights *masters; /* per block: the f32 weights (sigma-reparam iterates on them) */
@@ -93,9 +133,9 @@ gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg);
 gpt_model *gpt_new_except(kiln_ctx *ctx, const gpt_config *cfg, const unsigned char *absent);
 void gpt_free(gpt_model *m);
 
-/* GPT-2 / nanoGPT initialisation from the counter RNG: every weight normal(0, 0.02), the
- * two residual projections of each block normal(0, 0.02 / sqrt(2 n_layer)), biases 0,
- * LayerNorm weights 1; the block options' own init where they have one (block_init_param,
+/* GPT-2 / nanoGPT initialisation from the counter RNG: every weight normal(0, 0.02) (lm_head
+ * too), the two residual projections of each block normal(0, 0.02 / sqrt(2 n_layer)),
+ * biases 0, norm weights 1, rope.freqs 1 (no scaling until a loader sets it); the block options' own init where they have one (block_init_param,
  * block_sigma_init). Tensor i draws from its own stream, so the result depends only on the
  * seed. Admin's omegas start at 1: gpt_admin_profile or gpt_admin_closed_form set them. */
 kiln_status gpt_init(gpt_model *m, uint64_t seed);

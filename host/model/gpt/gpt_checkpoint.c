@@ -182,7 +182,8 @@ static int read_config(const st_file *f, const char *path, gpt_config *cfg, char
     if (rc < 0) return -1;
     if (rc == 0 && config_from_json(path, cfg, err, errlen)) return -1;
     char why[256];
-    if (block_options_from_meta(&cfg->block, meta_get, (void *)f, why, sizeof why)) {
+    if (block_options_from_meta(&cfg->block, meta_get, (void *)f, why, sizeof why) ||
+        gpt_config_from_meta(cfg, meta_get, (void *)f, why, sizeof why)) {
         snprintf(err, errlen, "%s: %s", path, why);
         return -1;
     }
@@ -195,10 +196,8 @@ static int read_config(const st_file *f, const char *path, gpt_config *cfg, char
 
 /* ---- names ---- */
 
-/* HF GPT-2 buffers that are not weights: the causal mask, its fill value, and the output
- * head tied to wte. */
+/* HF GPT-2 buffers that are not weights: the causal mask and its fill value. */
 static int is_ignored_buffer(const char *name) {
-    if (!strcmp(name, "lm_head.weight")) return 1;
     int layer, end = 0;
     if (sscanf(name, "h.%d.attn.bias%n", &layer, &end) == 1 && end && !name[end]) return 1;
     end = 0;
@@ -208,10 +207,15 @@ static int is_ignored_buffer(const char *name) {
 
 /* The name a file tensor stands for: HF's "transformer." prefix dropped; NULL for HF's
  * buffers. */
-static const char *gpt_name(const char *file_name) {
+static const char *gpt_name_untied(const char *file_name) {
     static const char prefix[] = "transformer.";
     const char *name = strncmp(file_name, prefix, sizeof prefix - 1) ? file_name : file_name + sizeof prefix - 1;
     return is_ignored_buffer(name) ? NULL : name;
+}
+
+/* The same for a tied model, whose HF file may hold lm_head.weight: wte itself. */
+static const char *gpt_name(const char *file_name) {
+    return strcmp(file_name, "lm_head.weight") ? gpt_name_untied(file_name) : NULL;
 }
 
 static int specs_of(const void *cfg, param_spec *out) { return gpt_param_specs(cfg, out); }
@@ -231,11 +235,27 @@ int gpt_checkpoint_load(kiln_ctx *ctx, const char *path, gpt_model **out, char *
         snprintf(config, sizeof config, "n_layer %d, n_embd %d, n_positions %d, vocab_size %d", cfg.n_layer,
                  cfg.n_embd, cfg.n_positions, cfg.vocab_size);
         model_loader l = {.cfg = &cfg, .specs = specs_of, .build = build, .params = params_of, .free = free_model,
-                          .canonical = gpt_name, .config = config};
+                          .canonical = cfg.untied ? gpt_name_untied : gpt_name, .config = config};
         rc = model_checkpoint_build(f, path, ctx, &l, (void **)out, err, errlen);
     }
     st_close(f);
     return rc;
+}
+
+/* The config's Llama-family keys, collected for the writer (gpt_config_to_meta writes only
+ * those that are not GPT-2's: a GPT-2 checkpoint's metadata is what it always was). */
+typedef struct llama_keys {
+    model_meta meta[8];
+    char values[8][32];
+    int n;
+} llama_keys;
+
+static void collect(void *ctx, const char *key, const char *value) {
+    llama_keys *k = ctx;
+    if (k->n >= 8) return;
+    snprintf(k->values[k->n], sizeof k->values[k->n], "%s", value);
+    k->meta[k->n] = (model_meta){.key = key, .value = k->values[k->n]};
+    k->n++;
 }
 
 int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *extra,
@@ -243,8 +263,10 @@ int gpt_checkpoint_save(const gpt_model *m, const char *path, const gpt_meta *ex
     gpt_config cfg = m->cfg;
     int64_t ints[N_CONFIG_INTS];
     for (int i = 0; i < N_CONFIG_INTS; i++) ints[i] = *config_int_slot(&cfg, i);
+    llama_keys keys = {.n = 0};
+    gpt_config_to_meta(&cfg, collect, &keys);
     model_checkpoint_config c = {.model_type = "gpt2", .int_names = config_int_names, .ints = ints,
                                  .n_ints = N_CONFIG_INTS, .eps_key = "layer_norm_epsilon", .ln_eps = cfg.ln_eps,
-                                 .block = &cfg.block};
+                                 .fixed = keys.meta, .n_fixed = keys.n, .block = &cfg.block};
     return model_checkpoint_save(m->params, m->n_params + m->n_buffers, &c, extra, n_extra, path, err, errlen);
 }

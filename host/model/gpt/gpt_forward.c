@@ -45,7 +45,9 @@ kiln_tensor *gpt_trunk(gpt_model *m, kiln_tensor *ids, const int32_t *host_ids, 
     int64_t T = ids->shape[1];
     kiln_tensor *tokens =
         m->quant && m->quant->embd ? quantized_embedding(m, ids, host_ids) : kiln_embedding(m->wte, ids);
-    kiln_tensor *x = kiln_add(tokens, kiln_view_rows(m->wpe, pass->pos0, T));
+    /* learned positions are added here; rotary ones turn q and k in every block */
+    kiln_tensor *x = m->wpe ? kiln_add(tokens, kiln_view_rows(m->wpe, pass->pos0, T)) : tokens;
+    pass->rope_freqs = m->rope_freqs;
     if (x && pass->dropout > 0.0f && kiln_training(m->ctx)) x = kiln_dropout(x, pass->dropout);
     for (int l = 0; l < m->cfg.n_layer && x; l++)
         x = block_forward(&m->block, &m->blocks[l], l, x, pass, cache ? cache->k[l] : NULL,
@@ -53,10 +55,11 @@ kiln_tensor *gpt_trunk(gpt_model *m, kiln_tensor *ids, const int32_t *host_ids, 
     return x;
 }
 
-/* ln_f (Pre-LN only), then the tied output projection: logits = x wte^T. */
+/* ln_f (Pre-LN only), then the output projection: logits = x wte^T (tied) or x lm_head^T. */
 static kiln_tensor *head(gpt_model *m, kiln_tensor *x) {
-    if (m->ln_f_w) x = kiln_layernorm(x, m->ln_f_w, m->ln_f_b, m->cfg.ln_eps);
-    return m->quant && m->quant->head ? kiln_matmul_q(x, m->quant->head, NULL) : kiln_matmul(x, m->wte, NULL, 0, 1);
+    if (m->ln_f_w) x = block_norm_apply(&m->block.o, x, m->ln_f_w, m->ln_f_b, m->cfg.ln_eps);
+    if (m->quant && m->quant->head) return kiln_matmul_q(x, m->quant->head, NULL);
+    return kiln_matmul(x, m->lm_head ? m->lm_head : m->wte, NULL, 0, 1);
 }
 
 /* Callers validate user input first; this catches a caller's mistake with a clear message

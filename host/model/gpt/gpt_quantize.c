@@ -50,6 +50,7 @@ static int quantize_embedding(gpt_model *m, kiln_qformat format, const float *v,
 
 /* The position table rounded to f16, as the GGUF export stores it in a quantized file. */
 static int round_positions(gpt_model *m, char *err, size_t errlen) {
+    if (!m->wpe) return 0; /* rotary positions: no table */
     float *v = host_values(m->wpe, "wpe.weight", err, errlen);
     if (!v) return -1;
     const int64_t n = kiln_numel(m->wpe);
