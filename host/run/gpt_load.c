@@ -1,4 +1,4 @@
-/* Loading a GPT from either file format (gpt_load.h). */
+/* Loading a GPT from any file format kiln reads (gpt_load.h). */
 #include "run/gpt_load.h"
 
 #include <stdio.h>
@@ -8,6 +8,7 @@
 #include "run/gpt_tokenizer.h"
 #include "model/gpt/gpt_checkpoint.h"
 #include "model/gpt/gpt_gguf.h"
+#include "model/gpt/gpt_hf.h"
 
 int host_is_gguf(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -15,6 +16,18 @@ int host_is_gguf(const char *path) {
     size_t n = f ? fread(magic, 1, 4, f) : 0;
     if (f) fclose(f);
     return n == 4 && !memcmp(magic, "GGUF", 4);
+}
+
+int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *err, size_t errlen) {
+    *m = NULL;
+    if (gpt_hf_is_folder(path)) return gpt_load_hf(ctx, path, m, NULL, err, errlen);
+    if (host_is_gguf(path)) {
+        tokenizer *tok;
+        int rc = gpt_load_gguf(ctx, path, m, &tok, err, errlen);
+        if (rc == 0) tokenizer_free(tok);
+        return rc;
+    }
+    return gpt_checkpoint_load(ctx, path, m, err, errlen);
 }
 
 int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok) {
@@ -28,6 +41,6 @@ int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_mod
         *tok = NULL;
         return gpt_tokenizer_choose(tok_path, NULL, (*m)->cfg.vocab_size, tok);
     }
-    if (gpt_checkpoint_load(ctx, path, m, err, sizeof err)) return host_error("%s", err);
-    return gpt_tokenizer_choose(tok_path, path, (*m)->cfg.vocab_size, tok);
+    if (host_load_gpt_model(ctx, path, m, err, sizeof err)) return host_error("%s", err);
+    return gpt_tokenizer_choose(tok_path, gpt_hf_is_folder(path) ? NULL : path, (*m)->cfg.vocab_size, tok);
 }

@@ -1,8 +1,11 @@
-/* The GPT a command runs (eval, decode, export): a kiln checkpoint (safetensors, GPT-2
- * layout) or a GGUF file of llama.cpp's gpt2 (model/gpt/gpt_gguf.h: f32, f16, Q8_0, Q4_0 and
- * Q4_1 tensors; the quantized matrices stay quantized), told apart by the file's first
- * bytes, with its tokenizer: --tokenizer FILE when given, else the file's own (the
- * checkpoint's metadata, GGUF's tokenizer.ggml.*), else bytes for a 256-token model. */
+/* The GPT a command runs (eval, decode, export, dev parity, train --init), from any of the
+ * files kiln reads, told apart by the path: a Hugging Face folder (or its config.json:
+ * model/gpt/gpt_hf.h, LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel
+ * at F32, F16 or BF16), a GGUF file (by its first bytes: model/gpt/gpt_gguf.h, architectures
+ * gpt2, llama, qwen2 and qwen3 at f32, f16, bf16, Q8_0, Q4_0 and Q4_1; the quantized matrices
+ * stay quantized), else a kiln checkpoint (safetensors, GPT-2 layout); with its tokenizer:
+ * --tokenizer FILE when given, else the file's own (the checkpoint's metadata, GGUF's
+ * tokenizer.ggml.*), else bytes for a 256-token model. */
 #ifndef KILN_HOST_RUN_GPT_LOAD_H
 #define KILN_HOST_RUN_GPT_LOAD_H
 
@@ -11,6 +14,9 @@
 
 /* Returns 0 with *m and *tok, or 1 with one line printed. */
 int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok);
+
+/* The model alone (no tokenizer). Returns 0 with *m, or -1 with one line in err. */
+int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *err, size_t errlen);
 
 /* 1 when the file starts as GGUF does. */
 int host_is_gguf(const char *path);

@@ -17,6 +17,7 @@
 #include "cli/gpt/gpt_commands.h"
 #include "cli/dev_dump.h"
 #include "run/device.h"
+#include "run/gpt_load.h"
 #include "formats/safetensors.h"
 #include "model/gpt/gpt_checkpoint.h"
 #include "model/trainer.h"
@@ -71,9 +72,9 @@ done:
 
 
 
-/* Logits, loss and gradients of batch 0 at the current weights, into w. */
-static int dump_gradients(trainer *t, const batches *b, st_writer *w) {
-    gpt_model *m = t->m;
+/* Logits, loss and gradients of batch 0 at the current weights, into w (a quantized model: the
+ * logits and loss alone). */
+static int dump_gradients(gpt_model *m, trainer *t, const batches *b, st_writer *w) {
     kiln_ctx *ctx = m->ctx;
     int64_t shape[2] = {b->rows, b->block};
     size_t bytes = (size_t)b->rows * b->block * sizeof(int32_t);
@@ -83,10 +84,14 @@ static int dump_gradients(trainer *t, const batches *b, st_writer *w) {
         return -1;
     kiln_tensor *logits;
     kiln_tensor *loss = gpt_loss(m, ids, targets, 0.0f, &logits);
-    if (!loss || kiln_backward(loss, 1.0f)) return -1;
+    if (!loss || (!m->quant && kiln_backward(loss, 1.0f))) return -1;
     int64_t one = 1;
     kiln_tensor *loss1 = kiln_reshape(loss, 1, &one);
     if (!loss1 || dev_add_tensor(w, "logits", logits) || dev_add_tensor(w, "loss", loss1)) return -1;
+    if (m->quant) { /* no gradients through quantized matrices */
+        kiln_step_reset(ctx);
+        return 0;
+    }
     for (int i = 0; i < m->n_params; i++) {
         char name[80];
         snprintf(name, sizeof name, "grad.%s", m->params[i].spec.name);
@@ -141,7 +146,7 @@ static int parse_options(int argc, char **argv, parity_options *o) {
 /* The model, its batches, and a trainer over them at a constant learning rate. */
 static int start(kiln_ctx *ctx, parity_options *o, gpt_model **m, batches *b, trainer *t) {
     char err[1024];
-    if (gpt_checkpoint_load(ctx, o->ckpt, m, err, sizeof err) ||
+    if (host_load_gpt_model(ctx, o->ckpt, m, err, sizeof err) ||
         load_batches(o->tokens, (*m)->cfg.vocab_size, b, err, sizeof err))
         return host_error("%s", err);
     if (b->block > (*m)->cfg.n_positions)
@@ -150,6 +155,8 @@ static int start(kiln_ctx *ctx, parity_options *o, gpt_model **m, batches *b, tr
     o->hp.block = b->block;
     o->hp.steps = o->steps;
     o->hp.min_lr = o->hp.lr;
+    if ((*m)->quant) /* no gradient flows through quantized matrices: the logits alone */
+        return o->steps ? host_error("%s: quantized matrices cannot be trained: give --steps 0", o->ckpt) : 0;
     return trainer_init(t, *m, NULL, &o->hp, err, sizeof err) ? host_error("%s", err) : 0;
 }
 
@@ -187,7 +194,7 @@ int gpt_parity_command(int argc, char **argv) {
         host_error("out of host memory");
     else if (start(ctx, &o, &m, &b, &t) == 0) {
         host_say_device("dev parity", ctx);
-        if (dump_gradients(&t, &b, w))
+        if (dump_gradients(m, &t, &b, w))
             host_engine_error("dev parity");
         else
             rc = train_and_save(&t, &b, &o, w, losses);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "run/cli.h"
+#include "run/gpt_load.h"
 #include "cli/kind_commands.h"
 #include "run/gpt_tokenizer.h"
 #include "cli/train_loop.h"
@@ -144,8 +145,14 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
         return NULL;
     }
     gpt_model *m;
-    if (gpt_checkpoint_load(ctx, from, &m, err, sizeof err)) {
+    /* --init: a kiln checkpoint, a GGUF file or a Hugging Face folder (run/gpt_load.h) */
+    if (host_load_gpt_model(ctx, from, &m, err, sizeof err)) {
         host_error("%s", err);
+        return NULL;
+    }
+    if (m->quant) {
+        host_error("%s: its matrices are quantized and cannot be trained; --init takes f32, f16 or bf16 weights", from);
+        gpt_free(m);
         return NULL;
     }
     if (!block_given) o->hp.block = m->cfg.n_positions;

@@ -1,0 +1,31 @@
+/* A GPT from a Hugging Face model folder: config.json (formats/hf_config.h: LlamaForCausalLM,
+ * Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel) with model.safetensors or the shards
+ * that model.safetensors.index.json lists, their tensors F32, F16 or BF16 in HF's names and
+ * [out, in] layout, read into kiln's names and GPT-2's Conv1D layout (gpt_import.h: q, k, v
+ * stacked into c_attn; gate and up into c_fc; every matrix transposed; chunked, each file's
+ * pages given back once read). The model runs in HF's order, with the half-split rotation
+ * (rotate_half) for every family. */
+#ifndef KILN_HOST_MODEL_GPT_HF_H
+#define KILN_HOST_MODEL_GPT_HF_H
+
+#include <stddef.h>
+
+#include "formats/hf_config.h"
+#include "model/gpt/gpt.h"
+
+/* 1 when path is a folder holding config.json, or a file named config.json. */
+int gpt_hf_is_folder(const char *path);
+
+/* The folder of path (the folder itself, or the one holding its config.json). */
+void gpt_hf_dir(const char *path, char *dir, size_t size);
+
+/* kiln's config for an HF config (sizes, block options, rope); -1 with err for a model kiln's
+ * GPT cannot build. */
+int gpt_config_from_hf(const hf_config *hf, gpt_config *cfg, char *err, size_t errlen);
+
+/* Reads the folder (or its config.json) into a GPT on ctx; *hf_out (may be NULL) receives its
+ * config (end ids, ...). Everything is checked (config, every tensor's presence and shape)
+ * before the model is allocated. Returns 0, or -1 with one line in err. */
+int gpt_load_hf(kiln_ctx *ctx, const char *path, gpt_model **out, hf_config *hf_out, char *err, size_t errlen);
+
+#endif
