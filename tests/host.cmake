@@ -76,9 +76,9 @@ find_program(KILN_TORCH_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(KILN_TORCH_PYTHON)
   # gpt_parity: GPT-2 itself; block_parity: each stability option (docs/stability.md);
   # seq2seq_parity: the encoder-decoder Transformer; bert_parity: BERT's masked LM in
-  # Hugging Face's layout
+  # Hugging Face's layout; llama_parity: the Llama family's options (HF's semantics, float64)
   foreach(backend ${_kiln_host_backends})
-    foreach(script gpt_parity block_parity seq2seq_parity bert_parity)
+    foreach(script gpt_parity block_parity seq2seq_parity bert_parity llama_parity)
       kiln_host_test_name(${script} ${backend} name)
       kiln_host_test_env(${backend} "" env)
       add_test(NAME ${name}

@@ -34,6 +34,10 @@
 #define KILN_ABI_NORM_LAYER 0
 #define KILN_ABI_NORM_RMS 1
 
+/* ---- rotary position embeddings (kiln_rope_layout in kiln/ops.h): which channels pair up */
+#define KILN_ABI_ROPE_ADJACENT 0 /* (2i, 2i + 1) */
+#define KILN_ABI_ROPE_HALF 1     /* (i, i + D/2) */
+
 /* ---- element types (kiln_dtype in kiln/types.h), for kernels that take an operand's dtype
  * as an argument at run time (OpenCL: the GEMM, check_finite, Adam's gradient) ---- */
 #define KILN_ABI_DTYPE_F32 0

@@ -13,6 +13,8 @@ _Static_assert(KILN_BIN_ADD == KILN_ABI_BIN_ADD, "kiln_binary_op and kernel_abi.
 _Static_assert(KILN_BIN_SUB == KILN_ABI_BIN_SUB, "kiln_binary_op and kernel_abi.h disagree");
 _Static_assert(KILN_BIN_MUL == KILN_ABI_BIN_MUL, "kiln_binary_op and kernel_abi.h disagree");
 _Static_assert(KILN_BIN_DIV == KILN_ABI_BIN_DIV, "kiln_binary_op and kernel_abi.h disagree");
+_Static_assert(KILN_ROPE_ADJACENT == KILN_ABI_ROPE_ADJACENT, "kiln_rope_layout and kernel_abi.h disagree");
+_Static_assert(KILN_ROPE_HALF == KILN_ABI_ROPE_HALF, "kiln_rope_layout and kernel_abi.h disagree");
 _Static_assert(KILN_F32 == KILN_ABI_DTYPE_F32, "kiln_dtype and kernel_abi.h disagree");
 _Static_assert(KILN_F16 == KILN_ABI_DTYPE_F16, "kiln_dtype and kernel_abi.h disagree");
 _Static_assert(KILN_I32 == KILN_ABI_DTYPE_I32, "kiln_dtype and kernel_abi.h disagree");

@@ -197,6 +197,20 @@ typedef struct kiln_permute_args {
     kiln_dtype dtype; /* x and y: f32, f16 or i32 (a move of elements) */
 } kiln_permute_args;
 
+/* Rotary position embeddings over x [batch, seq, heads, dim] (kiln_rope in kiln/ops.h):
+ * pair i of every head (channels (2i, 2i+1) for KILN_ABI_ROPE_ADJACENT, (i, i + dim/2) for
+ * KILN_ABI_ROPE_HALF) of row t turns by the angle (pos0 + t) * base^(-2i/dim) / factors[i]
+ * (factors f32 [dim/2], absent: 1).
+ * fwd: y = R(angle) x.   bwd: dx (+)= R(-angle) dy, "+=" when accumulate, else overwritten. */
+typedef struct kiln_rope_args {
+    kiln_ref x, y, dy, dx, freq_factors;
+    int64_t batch, seq, heads, dim, pos0;
+    float base;
+    int layout;     /* KILN_ABI_ROPE_ADJACENT or KILN_ABI_ROPE_HALF */
+    int accumulate; /* bwd only */
+    kiln_dtype dtype; /* x, y, dy, dx; freq_factors is f32 */
+} kiln_rope_args;
+
 /* Copies a block along a middle axis: viewing src as [outer, src_axis, inner] and dst as
  * [outer, dst_axis, inner], dst[o, dst_start + i, k] (+)= src[o, src_start + i, k] for
  * i < len. Concat and slice, forward and backward. */

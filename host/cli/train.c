@@ -70,6 +70,9 @@ int cmd_train(int argc, char **argv) {
     if (!kind) return 1;
     const train_kind *k = kind->train;
     train_options o = train_default_options();
+    /* the kind's create sees which of its names (a preset's) was chosen */
+    const char *name = train_model_option(argc, argv);
+    o.model = name ? name : kind->kind->name;
     cli_opt opts[TRAIN_COMMON_OPTIONS + TRAIN_KIND_OPTIONS];
     int n = train_common_options(&o, opts), n_own = 0;
     void *run = k->create(&o, opts + n, &n_own);

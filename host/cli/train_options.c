@@ -108,7 +108,8 @@ int train_validate_options(train_options *o, const cli_opt *opts, int n) {
     if (!o->out) return host_error("kiln train needs --out DIR");
     if (o->init && o->resume)
         return host_error("--init and --resume exclude each other (--resume continues the run in --out)");
-    if (o->dim % o->heads != 0)
+    const cli_opt *head_dim = cli_find(opts, n, "--head-dim"); /* a GPT's heads may be of any width */
+    if (o->dim % o->heads != 0 && !(head_dim && head_dim->seen))
         return host_error("--heads %d does not divide --dim %d", o->heads, o->dim);
     if (!(hp->lr > 0.0f)) return host_error("--lr must be above 0");
     if (hp->schedule != TRAIN_SCHEDULE_NOAM && hp->min_lr > hp->lr)

@@ -16,8 +16,11 @@ const model_kind *const *model_kinds(int *count) {
 }
 
 const model_kind *model_kind_find(const char *name) {
-    for (int i = 0; i < N_KINDS; i++)
+    for (int i = 0; i < N_KINDS; i++) {
         if (!strcmp(kinds[i]->name, name)) return kinds[i];
+        for (const char *const *p = kinds[i]->presets; p && *p; p++)
+            if (!strcmp(*p, name)) return kinds[i];
+    }
     return NULL;
 }
 
@@ -36,7 +39,14 @@ const char *model_kind_list(const char *(*name_of)(const model_kind *kind), char
     return buf;
 }
 
-static const char *kind_name(const model_kind *kind) { return kind->name; }
+/* A kind's name and its presets' ("gpt, llama"). */
+static const char *kind_name(const model_kind *kind) {
+    static char names[128];
+    int at = snprintf(names, sizeof names, "%s", kind->name);
+    for (const char *const *p = kind->presets; p && *p && (size_t)at < sizeof names; p++)
+        at += snprintf(names + at, sizeof names - (size_t)at, ", %s", *p);
+    return names;
+}
 
 const char *model_kind_names(void) {
     static char names[256];

@@ -18,6 +18,9 @@ typedef struct model_kind {
     /* Its whole-model checks for `kiln verify` (model/verify_model.h), in the order they
      * run, their number in *count; NULL: none yet. */
     const verify_model_check *(*verify_checks)(int *count);
+    /* Other names --model accepts for this kind, NULL-terminated (or NULL: none): presets
+     * of its options, as the gpt kind's "llama" (its train command sets their defaults). */
+    const char *const *presets;
 } model_kind;
 
 extern const model_kind gpt_model_kind, seq2seq_model_kind, bert_model_kind;
@@ -25,7 +28,7 @@ extern const model_kind gpt_model_kind, seq2seq_model_kind, bert_model_kind;
 /* Every kind, the default one first; their number in *count. */
 const model_kind *const *model_kinds(int *count);
 
-/* The kind named NAME, or NULL. */
+/* The kind named NAME, or whose preset NAME is; NULL when none. */
 const model_kind *model_kind_find(const char *name);
 
 /* The kind of the checkpoint at path, from its model_type: the default kind when it has none,
@@ -33,7 +36,7 @@ const model_kind *model_kind_find(const char *name);
  * why). */
 const model_kind *model_kind_of_checkpoint(const char *path);
 
-/* The kinds' names as a list for messages: "gpt, seq2seq, bert". */
+/* The kinds' names and presets as a list for messages: "gpt, llama, seq2seq, bert". */
 const char *model_kind_names(void);
 
 /* What name_of says of each kind, as such a list, in buf. Returns buf. */

@@ -84,6 +84,27 @@ kiln_tensor *kiln_softmax(kiln_tensor *scores, const kiln_softmax_opts *opts);
  * batch and the queries (0 log 0 = 0). */
 kiln_tensor *kiln_attention_entropy(kiln_tensor *p);
 
+/* ---- rotary position embeddings ---- */
+typedef enum kiln_rope_layout {
+    KILN_ROPE_ADJACENT = 0, /* pairs (2i, 2i+1): llama.cpp's "norm" rope, architecture llama */
+    KILN_ROPE_HALF = 1      /* pairs (i, i + D/2): HF's rotate_half, llama.cpp's "neox" (qwen2, qwen3) */
+} kiln_rope_layout;
+typedef struct kiln_rope_opts {
+    float base;                /* theta base (10000, 500000, 1000000); 0 means 10000 */
+    kiln_rope_layout layout;
+    int64_t pos0;              /* position of x's row t = 0 (KV-cache decoding) */
+    kiln_tensor *freq_factors; /* f32 [D/2] or NULL: llama.cpp's rope_freqs; the angle of pair i
+                                  at position p is p * base^(-2i/D) / freq_factors[i] */
+} kiln_rope_opts;
+/* x: [B, T, H, D] (D even), f32 or f16; position of row t is pos0 + t. Rotates every head's
+ * pairs by their angles; differentiable in x (the gradient rotates back), not in the factors.
+ * Pair i of a head, (a, b) = (x[2i], x[2i+1]) or (x[i], x[i + D/2]) by layout, becomes
+ * (a cos - b sin, a sin + b cos) at angle p * base^(-2i/D) / freq_factors[i].
+ * 0 <= pos0 and pos0 + T <= 2^24 (positions exact in f32). opts may be NULL (base 10000,
+ * KILN_ROPE_ADJACENT, pos0 0, no factors). The angle is computed in f32 on devices, as
+ * PyTorch and llama.cpp compute it (the CPU reference takes it in double). */
+kiln_tensor *kiln_rope(kiln_tensor *x, const kiln_rope_opts *opts);
+
 /* Inverted dropout with probability `p`, from the counter-based RNG keyed by (seed, stream,
  * element index): the same mask on every backend. The context draws a fresh stream per call.
  * Identity when p == 0 or the context is not training. */

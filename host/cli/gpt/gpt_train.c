@@ -20,6 +20,7 @@
 
 #include "run/cli.h"
 #include "run/gpt_load.h"
+#include "cli/gpt/gpt_arch_options.h"
 #include "cli/kind_commands.h"
 #include "run/gpt_tokenizer.h"
 #include "cli/train_loop.h"
@@ -35,7 +36,8 @@
 
 /* The architecture options given on the command line must agree with a loaded model. */
 static int check_arch(const gpt_config *c, const cli_opt *opts, int n, const train_options *o,
-                      const char *path) {
+                      const gpt_config *want, const char *path) {
+    if (gpt_arch_check_loaded(opts, n, want, c, path)) return 1;
     struct { const char *option; int value, model; const char *key; } arch[] = {
         {.option = "--layers", .value = o->layers, .model = c->n_layer, .key = "n_layer"},
         {.option = "--heads", .value = o->heads, .model = c->n_head, .key = "n_head"},
@@ -107,6 +109,8 @@ typedef struct gpt_run {
     const cli_opt *opts;
     int n;
     const run_paths *paths;
+    gpt_arch_options arch; /* the Llama family's flags, or --model llama's defaults */
+    gpt_config want;       /* the architecture they make (sizes of the data's come later) */
     tokenizer *tok;
     data_set *ds;
     gpt_model *m;
@@ -116,14 +120,17 @@ typedef struct gpt_run {
 
 /* The model to train: fresh from --seed, from --init, or the run in --out for --resume. */
 static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *opts, int n,
-                              const run_paths *paths, const data_set *ds) {
+                              const run_paths *paths, const data_set *ds, const gpt_config *want) {
     char err[1024];
     const char *from = o->resume ? paths->model : o->init;
     int block_given = cli_find(opts, n, "--block")->seen;
     if (!from) {
-        gpt_config cfg = {.n_layer = o->layers, .n_head = o->heads, .n_embd = o->dim,
-                          .n_positions = o->hp.block, .vocab_size = o->vocab,
-                          .ln_eps = GPT_DEFAULT_LN_EPS, .block = o->st.block};
+        gpt_config cfg = *want;
+        cfg.n_layer = o->layers;
+        cfg.n_head = o->heads;
+        cfg.n_embd = o->dim;
+        cfg.n_positions = o->hp.block;
+        cfg.vocab_size = o->vocab;
         if (gpt_config_check(&cfg, err, sizeof err)) {
             host_error("%s", err);
             return NULL;
@@ -156,7 +163,7 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
         return NULL;
     }
     if (!block_given) o->hp.block = m->cfg.n_positions;
-    if (check_arch(&m->cfg, opts, n, o, from)) {
+    if (check_arch(&m->cfg, opts, n, o, want, from)) {
         gpt_free(m);
         return NULL;
     }
@@ -266,10 +273,23 @@ static void *create(train_options *o, cli_opt *own, int *n_own) {
         {.name = "--init", .kind = CLI_STRING, .target = &o->init, .meta = "CKPT",
          .help = "start from these weights (GPT-2 layout safetensors)"},
     };
-    _Static_assert(sizeof gpt_only / sizeof gpt_only[0] <= TRAIN_KIND_OPTIONS, "TRAIN_KIND_OPTIONS is too small");
+    _Static_assert(sizeof gpt_only / sizeof gpt_only[0] + GPT_ARCH_OPTIONS <= TRAIN_KIND_OPTIONS,
+                   "TRAIN_KIND_OPTIONS is too small");
     memcpy(own, gpt_only, sizeof gpt_only);
     *n_own = (int)(sizeof gpt_only / sizeof gpt_only[0]);
+    r->arch = gpt_arch_defaults(o->model);
+    *n_own += gpt_arch_cli_options(&r->arch, own + *n_own);
     return r;
+}
+
+/* The architecture flags, with the toolkit's block options parsed before them. */
+static int check(void *self, const cli_opt *opts, int n) {
+    gpt_run *r = self;
+    r->want = (gpt_config){.n_layer = r->o->layers, .n_head = r->o->heads, .n_embd = r->o->dim,
+                           .n_positions = r->o->hp.block};
+    (void)opts;
+    (void)n;
+    return gpt_arch_apply(&r->arch, &r->o->st.block, &r->want);
 }
 
 /* The tokenizer (the run's own on resume, --init's unless --tokenizer names another) and
@@ -291,7 +311,7 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     gpt_run *r = self;
     char err[1024];
     const train_hparams *hp = &r->o->hp;
-    if (!(r->m = build_model(ctx, r->o, r->opts, r->n, r->paths, r->ds))) return 1;
+    if (!(r->m = build_model(ctx, r->o, r->opts, r->n, r->paths, r->ds, &r->want))) return 1;
     if (data_check_block(r->ds, DATA_TRAIN, hp->block, err, sizeof err) ||
         data_check_block(r->ds, DATA_VAL, hp->block, err, sizeof err))
         return host_error("%s: %s", r->o->data, err);
@@ -355,10 +375,12 @@ static void destroy(void *self) {
 const train_kind gpt_train_kind = {
     .command = "train",
     .summary =
-        "Trains a GPT (GPT-2's architecture) on a text file, its bytes or --tokenizer's tokens. The\n"
-        "last 10% of the tokens are held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
+        "Trains a GPT on a text file, its bytes or --tokenizer's tokens: GPT-2's architecture, or with --model\n"
+        "llama the Llama family's (RMSNorm, rotary positions, SwiGLU, no biases; --norm-type to --ffn choose each\n"
+        "of its options). The last 10% of the tokens are held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
         "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.",
     .create = create,
+    .check = check,
     .prepare = prepare,
     .start = start,
     .opened = opened,
