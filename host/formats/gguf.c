@@ -31,6 +31,7 @@ static int block_shape(int type, int *values, int *bytes) {
     switch (type) {
     case GGML_TYPE_F32: *values = 1, *bytes = 4; return 1;
     case GGML_TYPE_F16: *values = 1, *bytes = 2; return 1;
+    case GGML_TYPE_BF16: *values = 1, *bytes = 2; return 1;
     case GGML_TYPE_Q8_0: *values = 32, *bytes = 34; return 1;
     case GGML_TYPE_Q4_0: *values = 32, *bytes = 18; return 1;
     case GGML_TYPE_Q4_1: *values = 32, *bytes = 20; return 1;

@@ -13,7 +13,7 @@
  * The reader validates everything before it hands out anything: the magic and version,
  * every count and length against the bytes left (a lying count cannot make it allocate or
  * read beyond the file), value types, duplicate keys and tensor names, dimensions and their
- * product, each tensor's type (F32, F16, Q8_0, Q4_0, Q4_1; any other ggml type is refused by
+ * product, each tensor's type (F32, F16, BF16, Q8_0, Q4_0, Q4_1; any other ggml type is refused by
  * its name, e.g. "q4_K"), a row length that is a whole number of blocks, offsets aligned and
  * inside the data section, and tensors that do not overlap. A bad file gives one line
  * naming the file and the problem. */
@@ -50,7 +50,8 @@ typedef enum gguf_tensor_type {
     GGML_TYPE_F16 = 1,
     GGML_TYPE_Q4_0 = 2,
     GGML_TYPE_Q4_1 = 3,
-    GGML_TYPE_Q8_0 = 8
+    GGML_TYPE_Q8_0 = 8,
+    GGML_TYPE_BF16 = 30 /* read (converted at load), never written */
 } gguf_tensor_type;
 
 /* "f32", "q4_0", ... for any ggml type number ("type 99" for one ggml does not have). */

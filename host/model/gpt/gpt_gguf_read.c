@@ -7,6 +7,7 @@
 #include "formats/utf8.h"
 #include "kiln/quant.h"
 #include "model/gpt/gpt_gguf.h"
+#include "model/gpt/gpt_gguf_llama.h"
 #include "model/gpt/gpt_quantize.h"
 #include "text/gpt2_bytes.h"
 
@@ -25,6 +26,11 @@ static float *values_of(const gguf_tensor *t) {
         memcpy(v, b, (size_t)n * 4);
     } else if (t->type == GGML_TYPE_F16) {
         for (int64_t i = 0; i < n; i++) v[i] = kiln_f16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+    } else if (t->type == GGML_TYPE_BF16) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t bits = (uint32_t)(b[2 * i] | b[2 * i + 1] << 8) << 16;
+            memcpy(&v[i], &bits, 4);
+        }
     } else {
         int64_t rows = n / t->ne[0];
         uint64_t row = gguf_row_bytes(t->type, t->ne[0]);
@@ -258,20 +264,13 @@ static int load_head(gpt_model *m, const gguf_file *f, const char *path, char *e
     return (m->quant->head = device_blocks(m->ctx, embd, err, errlen)) ? 0 : -1;
 }
 
-int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err, size_t errlen) {
-    gguf_file *f;
-    *model = NULL;
-    *tok = NULL;
-    if (gguf_open(path, &f, err, errlen)) return -1;
-    const char *arch = NULL;
+/* A gpt2 architecture's model from f. */
+static int load_gpt2(kiln_ctx *ctx, const gguf_file *f, const char *path, gpt_model **model, char *err,
+                     size_t errlen) {
     uint64_t layers = 0, heads = 0, width = 0, positions = 0, ffn = 0;
     double eps = 0;
     const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
-    int rc = gguf_get_string(f, "general.architecture", &arch, err, errlen);
-    if (rc == 0 && strcmp(arch, "gpt2"))
-        rc = (snprintf(err, errlen, "%s: a model of architecture \"%s\"; kiln reads gpt2", path, arch), -1);
-    if (rc == 0)
-        rc = gguf_get_uint(f, "gpt2.block_count", &layers, err, errlen) ||
+    int rc = gguf_get_uint(f, "gpt2.block_count", &layers, err, errlen) ||
                      gguf_get_uint(f, "gpt2.attention.head_count", &heads, err, errlen) ||
                      gguf_get_uint(f, "gpt2.embedding_length", &width, err, errlen) ||
                      gguf_get_uint(f, "gpt2.context_length", &positions, err, errlen) ||
@@ -302,12 +301,31 @@ int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer 
                 rc = (snprintf(err, errlen, "out of memory"), -1);
     for (int i = 0; rc == 0 && i < m->n_params; i++) rc = load_weight(m, &m->params[i], f, path, err, errlen);
     if (rc == 0 && m->quant) rc = load_head(m, f, path, err, errlen);
-    if (rc == 0) rc = load_tokenizer(f, path, cfg.vocab_size, tok, err, errlen);
-    gguf_close(f);
     if (rc) {
         gpt_free(m);
         return -1;
     }
     *model = m;
+    return 0;
+}
+
+int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err, size_t errlen) {
+    gguf_file *f;
+    *model = NULL;
+    *tok = NULL;
+    if (gguf_open(path, &f, err, errlen)) return -1;
+    const char *arch = NULL;
+    int rc = gguf_get_string(f, "general.architecture", &arch, err, errlen), gpt2 = rc == 0 && !strcmp(arch, "gpt2");
+    if (rc == 0 && gpt2) rc = load_gpt2(ctx, f, path, model, err, errlen);
+    else if (rc == 0) rc = gpt_load_gguf_llama(ctx, f, path, arch, model, err, errlen);
+    /* a gpt2 file carries its tokenizer; the Llama family's may leave it to --tokenizer */
+    if (rc == 0 && (gpt2 || gguf_find_kv(f, "tokenizer.ggml.model")))
+        rc = load_tokenizer(f, path, (*model)->cfg.vocab_size, tok, err, errlen);
+    gguf_close(f);
+    if (rc) {
+        gpt_free(*model);
+        *model = NULL;
+        return -1;
+    }
     return 0;
 }

@@ -1,0 +1,27 @@
+/* The Llama family's GGUF files (llama.cpp's architectures llama, qwen2 and qwen3, as
+ * convert_hf_to_gguf.py writes them) into a GPT: the keys <arch>.block_count,
+ * .context_length, .embedding_length, .feed_forward_length, .attention.head_count,
+ * .attention.head_count_kv, .attention.key_length (the head width; Qwen3's is not
+ * width / heads), .rope.freq_base and .attention.layer_norm_rms_epsilon; the tensors of
+ * gpt_names.h (output absent: tied; rope_freqs: Llama 3's scaling; attn_q.bias: Qwen2's
+ * biases; attn_q_norm: Qwen3's), at F32, F16, BF16 (widened at load), Q8_0, Q4_0 or Q4_1
+ * (the matrices kept in blocks). llama's q and k rows are un-permuted, so every family runs
+ * in Hugging Face's order with the half-split rotation. */
+#ifndef KILN_HOST_MODEL_GPT_GGUF_LLAMA_H
+#define KILN_HOST_MODEL_GPT_GGUF_LLAMA_H
+
+#include <stddef.h>
+
+#include "formats/gguf.h"
+#include "model/gpt/gpt.h"
+
+/* 1 for "llama", "qwen2" and "qwen3". */
+int gpt_gguf_is_llama_family(const char *arch);
+
+/* Reads f (of architecture arch, named path in messages) into a GPT on ctx. Everything is
+ * checked before the model is allocated. Returns 0, or -1 with one line in err (an
+ * architecture kiln does not read is named). */
+int gpt_load_gguf_llama(kiln_ctx *ctx, const gguf_file *f, const char *path, const char *arch, gpt_model **out,
+                        char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""kiln reads other tools' files of the Llama family and gives the logits of a float64
+PyTorch forward from Hugging Face's modeling semantics (tests/llama_parity.py's Reference).
+
+  io_checks.py --kiln PATH/kiln --workdir DIR [--backend cpu|vulkan|opencl]
+
+For random models of each architecture (llama: GQA 4/2, tied, Llama 3 rope scaling; qwen2:
+q/k/v biases, GQA 4/1, untied, theta 1e6; qwen3: q/k norm, a head width that is not
+dim / heads, untied):
+- Hugging Face folders (config.json + model.safetensors) at F32, F16 and BF16, and a
+  sharded one (model.safetensors.index.json), given as the folder or its config.json;
+- GGUF files with llama.cpp's keys and names (llama's q/k rows permuted as
+  convert_hf_to_gguf.py does) at F32, F16, BF16 and Q8_0.
+`kiln dev parity --steps 0` dumps the logits; the reference computes with the values the
+file holds (rounded to its type), so F32/F16/BF16 must agree to 1e-5 relative; Q8_0 to 3e-2
+(kiln's CPU rounds activations to int8 as ggml does; a wrong row order is off by O(1)).
+Then bad input: an unknown class, a missing and a misshapen tensor, an architecture kiln
+does not read: a non-zero exit and one line naming what and where.
+Exit 0: pass, 1: fail, 77: skipped."""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "samples"))
+from parity_checks import check, failures, kiln_dev, parity_args, rel_err  # noqa: E402  (77 without torch)
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
+import llama_parity as lp  # noqa: E402
+from io_files import (GGML_BF16, GGML_F16, GGML_F32, GGML_Q8_0, hf_write, gguf_write, llama_permute,  # noqa: E402
+                      round_to, tensor_bytes)
+
+MODELS = [
+    ("llama", "LlamaForCausalLM", {"heads": 4, "kv_heads": 2, "rope_scaling": lp.LLAMA3_SCALING}),
+    ("qwen2", "Qwen2ForCausalLM", {"heads": 4, "kv_heads": 1, "bias": "qkv", "rope_base": 1e6, "untied": 1}),
+    ("qwen3", "Qwen3ForCausalLM", {"heads": 4, "kv_heads": 2, "qk_norm": 1, "head_dim": 12, "untied": 1}),
+]
+
+
+def hf_names(ref):
+    """Reference weight -> Hugging Face name."""
+    m = {"embed_tokens": "model.embed_tokens.weight", "norm": "model.norm.weight", "lm_head": "lm_head.weight"}
+    per = {"input_layernorm": "input_layernorm.weight", "post_attention_layernorm": "post_attention_layernorm.weight",
+           "q_proj": "self_attn.q_proj.weight", "k_proj": "self_attn.k_proj.weight",
+           "v_proj": "self_attn.v_proj.weight", "o_proj": "self_attn.o_proj.weight",
+           "q_bias": "self_attn.q_proj.bias", "k_bias": "self_attn.k_proj.bias", "v_bias": "self_attn.v_proj.bias",
+           "q_norm": "self_attn.q_norm.weight", "k_norm": "self_attn.k_norm.weight",
+           "gate_proj": "mlp.gate_proj.weight", "up_proj": "mlp.up_proj.weight", "down_proj": "mlp.down_proj.weight"}
+    for k in ref.p:
+        layer, _, rest = k.partition(".")
+        if rest:
+            m[k] = f"model.layers.{layer}.{per[rest]}"
+    return m
+
+
+def gguf_names(ref):
+    m = {"embed_tokens": "token_embd.weight", "norm": "output_norm.weight", "lm_head": "output.weight"}
+    per = {"input_layernorm": "attn_norm.weight", "post_attention_layernorm": "ffn_norm.weight",
+           "q_proj": "attn_q.weight", "k_proj": "attn_k.weight", "v_proj": "attn_v.weight",
+           "o_proj": "attn_output.weight", "q_bias": "attn_q.bias", "k_bias": "attn_k.bias", "v_bias": "attn_v.bias",
+           "q_norm": "attn_q_norm.weight", "k_norm": "attn_k_norm.weight", "gate_proj": "ffn_gate.weight",
+           "up_proj": "ffn_up.weight", "down_proj": "ffn_down.weight"}
+    for k in ref.p:
+        layer, _, rest = k.partition(".")
+        if rest:
+            m[k] = f"blk.{layer}.{per[rest]}"
+    return m
+
+
+def hf_config(cls, ref, o):
+    c = {"architectures": [cls], "hidden_size": lp.C, "num_hidden_layers": lp.L, "num_attention_heads": ref.H,
+         "num_key_value_heads": ref.KVH, "head_dim": ref.hd, "intermediate_size": ref.F, "vocab_size": lp.V,
+         "max_position_embeddings": lp.T_POS, "rms_norm_eps": lp.EPS, "rope_theta": o.get("rope_base", 10000.0),
+         "tie_word_embeddings": not o.get("untied"), "hidden_act": "silu", "torch_dtype": "bfloat16"}
+    if o.get("rope_scaling"):
+        s = o["rope_scaling"]
+        c["rope_scaling"] = {"rope_type": "llama3", "factor": s["factor"], "low_freq_factor": s["low_freq_factor"],
+                             "high_freq_factor": s["high_freq_factor"],
+                             "original_max_position_embeddings": s["original_max"]}
+    return c
+
+
+def parity(args, name, path, tokens_path, ref, tol):
+    out = os.path.join(args.workdir, name + "_kiln.safetensors")
+    if not kiln_dev(args, name, "parity", "--ckpt", path, "--tokens", tokens_path, "--out", out, "--steps", "0"):
+        return
+    got, _ = load_safetensors(out)
+    tokens, _ = load_safetensors(tokens_path)
+    t = torch.from_numpy(tokens["tokens"].astype(np.int64))
+    with torch.no_grad():
+        logits, _ = ref(t[0, :, :-1], t[0, :, 1:])
+    e = rel_err(got["logits"], logits.numpy())
+    check(f"{name}: logits", e < tol, f"relative error {e:.2e} (tolerance {tol:g})")
+
+
+def held_reference(ref, held):
+    """The reference computing with the values a file holds."""
+    r = copy.copy(ref)
+    r.p = {k: torch.nn.Parameter(held.get(k, v.detach())) for k, v in ref.p.items()}
+    return r
+
+
+def hf_cases(args, arch, cls, o, ref, tokens_path):
+    names = hf_names(ref)
+    tensors = {names[k]: v.detach().float() for k, v in ref.p.items()}
+    for dtype, label, shards in ((torch.float32, "f32", 1), (torch.float16, "f16", 1), (torch.bfloat16, "bf16", 1),
+                                 (torch.bfloat16, "bf16_sharded", 3)):
+        folder = os.path.join(args.workdir, f"hf_{arch}_{label}")
+        hf_write(folder, hf_config(cls, ref, o), tensors, dtype, shards)
+        held = {k: round_to(v.float(), dtype) for k, v in ref.p.items()}
+        target = os.path.join(folder, "config.json") if shards > 1 else folder
+        parity(args, f"hf {arch} {label}", target, tokens_path, held_reference(ref, held), 1e-5)
+
+
+def gguf_kvs(arch, ref, o):
+    k = lambda s: f"{arch}.{s}"  # noqa: E731
+    return [("general.architecture", arch), (k("block_count"), lp.L), (k("context_length"), lp.T_POS),
+            (k("embedding_length"), lp.C), (k("feed_forward_length"), ref.F), (k("attention.head_count"), ref.H),
+            (k("attention.head_count_kv"), ref.KVH), (k("attention.key_length"), ref.hd),
+            (k("attention.value_length"), ref.hd), (k("rope.freq_base"), float(o.get("rope_base", 10000.0))),
+            (k("attention.layer_norm_rms_epsilon"), float(lp.EPS))]
+
+
+def gguf_file(path, arch, o, ref, mtype):
+    """The reference's weights as convert_hf_to_gguf.py lays them out; returns the values held."""
+    names, tensors, held = gguf_names(ref), [], {}
+    for key, v in ref.p.items():
+        w = v.detach().float()
+        # 1-D tensors stay f32; a matrix whose rows are not whole Q8_0 blocks falls back to f16
+        typ = GGML_F32 if w.dim() == 1 else mtype if mtype != GGML_Q8_0 or w.shape[1] % 32 == 0 else GGML_F16
+        raw, held[key] = tensor_bytes(w, typ)
+        rest = key.partition(".")[2]
+        if arch == "llama" and rest in ("q_proj", "k_proj"):
+            raw, _ = tensor_bytes(llama_permute(w, ref.H if rest == "q_proj" else ref.KVH), typ)
+        tensors.append((names[key], typ, list(w.shape), raw))
+    if ref.freq_factors is not None:
+        raw, _ = tensor_bytes(ref.freq_factors.float(), GGML_F32)
+        tensors.append(("rope_freqs.weight", GGML_F32, [ref.freq_factors.shape[0]], raw))
+    gguf_write(path, gguf_kvs(arch, ref, o), tensors)
+    return held
+
+
+def gguf_cases(args, arch, o, ref, tokens_path):
+    for mtype, label, tol in ((GGML_F32, "f32", 1e-5), (GGML_F16, "f16", 1e-5), (GGML_BF16, "bf16", 1e-5),
+                              (GGML_Q8_0, "q8_0", 3e-2)):
+        path = os.path.join(args.workdir, f"{arch}_{label}.gguf")
+        held = gguf_file(path, arch, o, ref, mtype)
+        parity(args, f"gguf {arch} {label}", path, tokens_path, held_reference(ref, held), tol)
+
+
+def refused(args, what, path, tokens_path, says):
+    out = os.path.join(args.workdir, "refused.safetensors")
+    r = subprocess.run([args.kiln, "dev", "parity", "--ckpt", path, "--tokens", tokens_path, "--out", out,
+                        "--steps", "0", "--backend", args.backend], capture_output=True, text=True)
+    lines = r.stderr.strip().splitlines()
+    errors = [ln for ln in lines if ln.startswith("kiln: error:")]
+    ok = r.returncode not in (0, 77) and len(errors) == 1 and all(s in errors[0] for s in says)
+    check(f"refused: {what}", ok, errors[0] if errors else f"exit {r.returncode}: {r.stderr.strip()}")
+
+
+def bad_inputs(args, tokens_path):
+    o = MODELS[0][2]
+    ref = lp.Reference(o, 5)
+    names = hf_names(ref)
+    tensors = {names[k]: v.detach().float() for k, v in ref.p.items()}
+    folder = os.path.join(args.workdir, "bad_class")
+    hf_write(folder, dict(hf_config("MistralForCausalLM", ref, o)), tensors, torch.float32)
+    refused(args, "an unknown class", folder, tokens_path, ["MistralForCausalLM", "config.json"])
+    folder = os.path.join(args.workdir, "bad_missing")
+    hf_write(folder, hf_config("LlamaForCausalLM", ref, o),
+             {n: t for n, t in tensors.items() if n != "model.layers.1.mlp.up_proj.weight"}, torch.float32)
+    refused(args, "a missing tensor", folder, tokens_path, ["model.layers.1.mlp.up_proj.weight", "bad_missing"])
+    folder = os.path.join(args.workdir, "bad_shape")
+    bad = dict(tensors)
+    bad["model.layers.0.self_attn.k_proj.weight"] = torch.zeros(ref.KVH * ref.hd + 2, lp.C)
+    hf_write(folder, hf_config("LlamaForCausalLM", ref, o), bad, torch.float32)
+    refused(args, "a misshapen tensor", folder, tokens_path, ["model.layers.0.self_attn.k_proj.weight", "bad_shape"])
+    path = os.path.join(args.workdir, "bad_arch.gguf")
+    gguf_write(path, [("general.architecture", "mamba")], [])
+    refused(args, "an architecture kiln does not read", path, tokens_path, ["mamba", "bad_arch.gguf"])
+
+
+def main():
+    args = parity_args()
+    g = torch.Generator().manual_seed(7)
+    tokens_path = os.path.join(args.workdir, "tokens.safetensors")
+    tokens = torch.randint(0, lp.V, (1, lp.BATCH, lp.T + 1), generator=g)
+    save_safetensors(tokens_path, {"tokens": tokens.numpy().astype(np.int64)})
+    for i, (arch, cls, o) in enumerate(MODELS):
+        ref = lp.Reference(o, 40 + i)
+        hf_cases(args, arch, cls, o, ref, tokens_path)
+        gguf_cases(args, arch, o, ref, tokens_path)
+    bad_inputs(args, tokens_path)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print("kiln reads the Llama family's HF folders and GGUF files to PyTorch's logits (HF's semantics, float64)")
+
+
+if __name__ == "__main__":
+    main()
