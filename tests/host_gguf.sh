@@ -81,9 +81,9 @@ expect_refused "a truncated GGUF" "cut.gguf" "$kiln" eval --ckpt cut.gguf --data
 "$py" -c '
 import struct
 def s(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
-kv = s("general.architecture") + struct.pack("<I", 8) + s("llama")
-open("llama.gguf", "wb").write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv)'
-expect_refused "another architecture" 'architecture "llama"' "$kiln" decode --ckpt llama.gguf --prompt x \
+kv = s("general.architecture") + struct.pack("<I", 8) + s("mamba")
+open("mamba.gguf", "wb").write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv)'
+expect_refused "another architecture" 'architecture "mamba"' "$kiln" decode --ckpt mamba.gguf --prompt x \
   "${common[@]}"
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
