@@ -33,6 +33,9 @@ typedef struct block_case {
     int layers;          /* blocks stacked (RealFormer passes scores between them) */
     int n_slots;
     block_slot slots[5]; /* the case's inputs after x, in order: these tensors are checked */
+    /* the Llama family's sizes (0: GPT-2's, H heads of C / H); rope_freqs: the rope's
+       frequency factors (Llama 3's scaling) are 1, 2.5, 8, ... rather than none */
+    int heads, kv_heads, head_dim, ffn, rope_freqs;
 } block_case;
 
 enum { C = 8, H = 2, S = 4 };
@@ -42,7 +45,18 @@ static block_config config_of(const block_options *o, int layers) {
                       .deepnorm_beta = 1.0f, .proj_std = 0.02f};
     if (!c.o.attn_temperature) c.o.attn_temperature = 1.0f;
     if (!c.o.gau_s) c.o.gau_s = S;
+    if (!c.o.rope_base) c.o.rope_base = 10000.0f;
     if (o->residual == BLOCK_RESIDUAL_DEEPNORM) block_deepnorm_constants(layers, 0, 0, &c.deepnorm_alpha, &c.deepnorm_beta);
+    return c;
+}
+
+/* A case's config: its options and the Llama family's sizes. */
+static block_config case_config(const block_case *bc, int layers) {
+    block_config c = config_of(&bc->o, layers);
+    if (bc->heads) c.n_head = bc->heads;
+    c.n_kv_head = bc->kv_heads;
+    c.head_dim = bc->head_dim;
+    c.n_ffn = bc->ffn;
     return c;
 }
 
@@ -51,7 +65,8 @@ static block_config config_of(const block_options *o, int layers) {
 static float test_value(block_slot slot, uint64_t stream, int64_t i) {
     float r = kiln_rng_normal(99, stream, (uint64_t)i);
     switch (slot) {
-    case BLOCK_LN1_W: case BLOCK_LN2_W: case BLOCK_LNX_W: return 1.0f + 0.1f * r;
+    case BLOCK_LN1_W: case BLOCK_LN2_W: case BLOCK_LNX_W: case BLOCK_Q_NORM_W: case BLOCK_K_NORM_W:
+        return 1.0f + 0.1f * r;
     case BLOCK_REZERO_ALPHA: return 0.7f;
     case BLOCK_ADMIN_OMEGA_1: case BLOCK_ADMIN_OMEGA_2: case BLOCK_ADMIN_OMEGA_X: return 1.2f + 0.1f * r;
     case BLOCK_GAU_QK_SCALE: return 1.0f + 0.3f * r;
@@ -130,12 +145,21 @@ static kiln_tensor *row_lengths(kiln_ctx *ctx, int32_t full, int32_t short_len) 
     return t && !kiln_upload(t, len, sizeof len) ? t : NULL;
 }
 
+/* Frequency factors [n]: 1, 2.5, 4, ... (f32, as a model's rope.freqs buffer). */
+static kiln_tensor *freq_factors(kiln_ctx *ctx, int64_t n) {
+    float f[16];
+    for (int64_t i = 0; i < n && i < 16; i++) f[i] = 1.0f + 1.5f * (float)i;
+    kiln_tensor *t = kiln_tensor_temp(ctx, KILN_F32, 1, &n);
+    return t && !kiln_upload_f32(t, f, n) ? t : NULL;
+}
+
 static kiln_tensor *build_block(kiln_tensor **in, const void *param) {
     const block_case *bc = param;
     int layers = bc->layers ? bc->layers : 1;
-    block_config c = config_of(&bc->o, layers);
+    block_config c = case_config(bc, layers);
     kiln_tensor *x = in[0];
     block_pass pass = {.pos0 = 0};
+    if (bc->rope_freqs) pass.rope_freqs = freq_factors(x->ctx, block_head_dim(&c) / 2);
     int first_slot = 1;
     if (bc->role == ROLE_ENCODER) {
         c.bidirectional = 1;
@@ -203,6 +227,27 @@ static const block_case DECODER_SIGMA = {.o = {.norm = BLOCK_NORM_NONE, .sigma_r
                                                    BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_CROSS_PROJ}};
 static const block_case DECODER_GAU = {.o = {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU}, .role = ROLE_DECODER};
 
+/* the Llama family's options: RMSNorm, rope, SwiGLU, grouped-query attention (4 query heads
+ * over 2 or 1 key/value heads), bias modes, Qwen3's q/k norm, a head width not C / H */
+#define LLAMA_O(...) {.norm_type = BLOCK_NORM_TYPE_RMSNORM, .mlp = BLOCK_MLP_SWIGLU, .rope = 1, __VA_ARGS__}
+static const block_case LLAMA_GQA = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .rope_layout = KILN_ROPE_HALF), .heads = 4, .kv_heads = 2, .layers = 2,
+                                     .n_slots = 2, .slots = {BLOCK_LN1_W, BLOCK_LN2_W}};
+static const block_case QWEN2_MQA = {.o = LLAMA_O(.bias = BLOCK_BIAS_QKV, .rope_base = 1e6f, .rope_layout = KILN_ROPE_HALF), .heads = 4,
+                                     .kv_heads = 1, .n_slots = 1, .slots = {BLOCK_QKV_B}};
+static const block_case QWEN3_QK_NORM = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .qk_norm = 1, .rope_layout = KILN_ROPE_HALF), .heads = 4, .kv_heads = 2, .head_dim = 6,
+                                         .n_slots = 2, .slots = {BLOCK_Q_NORM_W, BLOCK_K_NORM_W}};
+static const block_case LLAMA3_FREQS = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .rope_layout = KILN_ROPE_ADJACENT), .heads = 2, .kv_heads = 1,
+                                        .rope_freqs = 1};
+static const block_case RMS_POST_REZERO = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .norm = BLOCK_NORM_POST,
+                                                          .residual = BLOCK_RESIDUAL_REZERO),
+                                           .heads = 4, .kv_heads = 2, .n_slots = 2,
+                                           .slots = {BLOCK_REZERO_ALPHA, BLOCK_LN1_W}};
+static const block_case RMS_SIGMA = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .sigma_reparam = 1), .heads = 4, .kv_heads = 2, .ffn = 12,
+                                     .n_slots = 2,
+                                     .slots = {BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_QKV, BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_FC}};
+static const block_case GQA_GELU_LEARNED = {.o = {.norm = BLOCK_NORM_PRE, .bias = BLOCK_BIAS_ALL}, .heads = 4,
+                                            .kv_heads = 2, .ffn = 12, .n_slots = 1, .slots = {BLOCK_QKV_B}};
+
 static const kiln_verify_case cases[] = {
     {.name = "block_pre", .build = build_block, .param = &PRE, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
     {.name = "block_post", .build = build_block, .param = &POST, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
@@ -247,6 +292,22 @@ static const kiln_verify_case cases[] = {
      .in = {X_IN, MEMORY_IN, VEC_IN(1, 1.5f), VEC_IN(1, 1.2f), VEC_IN(1, 1.4f)}, .fwd_tol = 1e-9, .f16_tol = 2e-4},
     {.name = "block_decoder_gau", .build = build_block, .param = &DECODER_GAU, .n_in = 2, .in = {X_IN, MEMORY_IN},
      .fwd_tol = 1e-9},
+    {.name = "block_llama_gqa", .build = build_block, .param = &LLAMA_GQA, .n_in = 3,
+     .in = {X_IN, VEC_IN(C, 1.0f), VEC_IN(C, 1.0f)}, .fwd_tol = 1e-9},
+    {.name = "block_qwen2_mqa_bias", .build = build_block, .param = &QWEN2_MQA, .n_in = 2,
+     .in = {X_IN, VEC_IN(12, 0.0f)}, .fwd_tol = 1e-9},
+    {.name = "block_qwen3_qk_norm", .build = build_block, .param = &QWEN3_QK_NORM, .n_in = 3,
+     .in = {X_IN, VEC_IN(6, 1.0f), VEC_IN(6, 1.0f)}, .fwd_tol = 1e-9},
+    {.name = "block_llama3_freqs", .build = build_block, .param = &LLAMA3_FREQS, .n_in = 1, .in = {X_IN},
+     .fwd_tol = 1e-9},
+    {.name = "block_rmsnorm_post_rezero", .build = build_block, .param = &RMS_POST_REZERO, .n_in = 3,
+     .in = {X_IN, VEC_IN(1, 0.7f), VEC_IN(C, 1.0f)}, .fwd_tol = 1e-9},
+    /* gamma in f16 as above, summed here over SwiGLU's [C, 2F] (3.4e-4 on each backend, the
+     * CPU's f16 included: f16's rounding, not a backend's) */
+    {.name = "block_rmsnorm_sigma", .build = build_block, .param = &RMS_SIGMA, .n_in = 3,
+     .in = {X_IN, VEC_IN(1, 1.5f), VEC_IN(1, 1.2f)}, .fwd_tol = 1e-9, .f16_tol = 1e-3},
+    {.name = "block_gqa_gelu", .build = build_block, .param = &GQA_GELU_LEARNED, .n_in = 2,
+     .in = {X_IN, VEC_IN(16, 0.0f)}, .fwd_tol = 1e-9},
 };
 
 /* ---- formulas by hand ---- */

@@ -81,9 +81,8 @@ typedef struct block_options {
     int qk_norm;               /* Qwen3: RMSNorm over each head's channels of q and k, before the rope */
     int rope;                  /* rotary positions on q and k (kiln_rope) */
     float rope_base;           /* theta; 0 means 10000 */
-    int rope_layout;           /* kiln_rope_layout (0 adjacent, 1 half); stored whenever rope is on, and
-                                  half (HF's rotate_half, every family kiln reads) when a file says
-                                  rope without it */
+    kiln_rope_layout rope_layout; /* stored whenever rope is on; half (HF's rotate_half, every
+                                     family kiln reads) when a file says rope without it */
 } block_options;
 
 /* GPT-2's block: pre, plain, transformer, no sigma-reparam, no RealFormer, T = 1, s = 128,

@@ -81,11 +81,10 @@ static kiln_tensor *attention_probs(const block_config *c, int layer, kiln_tenso
 static kiln_tensor *rotate(const block_config *c, kiln_tensor *x, int64_t heads, const block_pass *pass) {
     if (!x) return NULL;
     int64_t shape[4] = {x->shape[0], x->shape[1], heads, x->shape[2] / heads};
-    (void)c;
-    (void)pass;
-    (void)shape;
-    kiln_set_error(KILN_ERR_UNSUPPORTED, "position rope: this engine has no rotary op yet");
-    return NULL;
+    kiln_rope_opts opts = {.base = c->o.rope_base, .layout = c->o.rope_layout,
+                           .pos0 = pass->pos0, .freq_factors = pass->rope_freqs};
+    kiln_tensor *y = kiln_rope(kiln_reshape(x, 4, shape), &opts);
+    return y ? kiln_reshape(y, 3, x->shape) : NULL;
 }
 
 /* Multi-head attention of queries q [B, T, H hd] over keys k and values v [B, Tk, KVH hd],

@@ -58,7 +58,7 @@ void block_options_to_meta(const block_options *o, block_meta_put put, void *ctx
     put(ctx, "kiln.rope", "1");
     snprintf(value, sizeof value, "%.9g", (double)o->rope_base);
     put(ctx, "kiln.rope_base", value);
-    put(ctx, "kiln.rope_layout", block_rope_layout_names[o->rope_layout ? 1 : 0]);
+    put(ctx, "kiln.rope_layout", block_rope_layout_names[o->rope_layout == KILN_ROPE_HALF]);
 }
 
 /* A flag's metadata: absent (left as it is), "0" or "1". */
@@ -84,14 +84,14 @@ static int rope_from_meta(block_options *o, block_meta_get get, void *ctx, char 
         }
         o->rope_base = (float)d;
     }
-    if (o->rope && !layout) o->rope_layout = 1; /* KILN_ROPE_HALF */
+    if (o->rope && !layout) o->rope_layout = KILN_ROPE_HALF;
     if (layout) {
         int k = block_choice(block_rope_layout_names, 2, layout);
         if (k < 0) {
             snprintf(err, errlen, "metadata kiln.rope_layout = \"%s\" is not adjacent or half", layout);
             return -1;
         }
-        o->rope_layout = k;
+        o->rope_layout = (kiln_rope_layout)k;
     }
     return 0;
 }

@@ -1,6 +1,6 @@
-/* The whole-model checks of `kiln verify` (model/verify_model.h): a small GPT built on the
- * device and on the CPU from the same seed, then one training step and one greedy decode
- * compared. */
+/* The whole-model checks of `kiln verify` (model/verify_model.h): a small GPT (GPT-2's block,
+ * and the Llama family's) built on the device and on the CPU from the same seed, then one
+ * training step and one greedy decode compared. */
 #include "model/verify_model.h"
 
 #include <math.h>
@@ -15,13 +15,22 @@
  * of 16, 4x MLP of 192, vocabulary 256), small enough for the quick check. */
 static const gpt_config MODEL = {.n_layer = 2, .n_head = 3, .n_embd = 48, .n_positions = 48,
                                  .vocab_size = GPT_BYTE_VOCAB, .ln_eps = GPT_DEFAULT_LN_EPS};
+/* The Llama family's block with every option at once: RMSNorm, rotary positions, SwiGLU,
+ * grouped-query attention (4 query heads over 2 key/value heads, each 16 wide: not dim /
+ * heads), Qwen2's q/k/v biases, Qwen3's q/k norm, an untied head. */
+static const gpt_config LLAMA = {.n_layer = 2, .n_head = 4, .n_embd = 48, .n_positions = 48,
+                                 .vocab_size = GPT_BYTE_VOCAB, .ln_eps = GPT_DEFAULT_LN_EPS,
+                                 .block = {.norm_type = BLOCK_NORM_TYPE_RMSNORM, .mlp = BLOCK_MLP_SWIGLU,
+                                           .bias = BLOCK_BIAS_QKV, .qk_norm = 1, .rope_layout = KILN_ROPE_HALF},
+                                 .n_kv_head = 2, .head_dim = 16, .n_ffn = 80, .untied = 1,
+                                 .position = GPT_POSITION_ROPE};
 enum { ROWS = 2, BLOCK = 24, PROMPT = 8, DECODE = 32 };
 static const uint64_t SEED = 20261127;
 
-/* The model on ctx, initialised from SEED (the init draws from the counter RNG on the host:
- * the same weights on every backend). NULL with the engine's error set. */
-static gpt_model *small_gpt(kiln_ctx *ctx) {
-    gpt_config cfg = MODEL;
+/* The model of config `model` on ctx, initialised from SEED (the init draws from the counter
+ * RNG on the host: the same weights on every backend). NULL with the engine's error set. */
+static gpt_model *small_gpt(kiln_ctx *ctx, const gpt_config *model) {
+    gpt_config cfg = *model;
     char err[200];
     if (gpt_config_check(&cfg, err, sizeof err)) {
         kiln_set_error(KILN_ERR_ARGUMENT, "verify: the check's model: %s", err);
@@ -62,9 +71,9 @@ typedef struct side {
     int ready;
 } side;
 
-static kiln_status side_open(side *s, kiln_ctx *ctx, kiln_dtype precision) {
+static kiln_status side_open(side *s, kiln_ctx *ctx, const gpt_config *model, kiln_dtype precision) {
     memset(s, 0, sizeof *s);
-    if (!(s->m = small_gpt(ctx))) return kiln_error_status();
+    if (!(s->m = small_gpt(ctx, model))) return kiln_error_status();
     train_hparams hp = train_nanogpt_hparams();
     hp.batch = ROWS, hp.block = BLOCK, hp.steps = 1, hp.warmup = 0, hp.precision = precision;
     char err[256];
@@ -84,7 +93,8 @@ static void side_close(side *s) {
  * f16: loss-scaled like the CPU's, by the same scale), every weight after the clipped AdamW
  * update from the same gradients (the f32 masters). Tolerances: 100x and more the errors
  * measured on lavapipe and PoCL. */
-static kiln_status train_step(kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precision, kiln_verify_result *r) {
+static kiln_status train_step_of(const gpt_config *model, kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precision,
+                                 kiln_verify_result *r) {
     int f16 = precision == KILN_F16;
     double loss_tol = f16 ? 1e-6 : 1e-10, grad_tol = f16 ? 1e-4 : 1e-8, weight_tol = 1e-10;
     int32_t x[ROWS * BLOCK], y[ROWS * BLOCK];
@@ -93,8 +103,8 @@ static kiln_status train_step(kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precision
         y[i] = (int32_t)(kiln_rng_u32(SEED, 2, (uint64_t)i) % GPT_BYTE_VOCAB);
     }
     side c, d;
-    kiln_status st = side_open(&c, cpu, precision);
-    if (st == KILN_OK) st = side_open(&d, dev, precision);
+    kiln_status st = side_open(&c, cpu, model, precision);
+    if (st == KILN_OK) st = side_open(&d, dev, model, precision);
     char err[256] = "";
     double loss_c = 0, loss_d = 0, norm_c, norm_d;
     int skipped_c = 0, skipped_d = 0;
@@ -155,9 +165,8 @@ static int argmax(const float *v, int n) {
 /* Both sides decode DECODE tokens after a fixed prompt, fed the CPU's choice each step (so
  * one near-tie cannot derail the rest); every step's logits are compared, and the device's
  * argmax must be the CPU's unless the two logits tie within 1e-5. */
-static kiln_status greedy_decode(kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precision, kiln_verify_result *r) {
-    (void)precision;
-    gpt_model *mc = small_gpt(cpu), *md = mc ? small_gpt(dev) : NULL;
+static kiln_status greedy_decode_of(const gpt_config *model, kiln_ctx *dev, kiln_ctx *cpu, kiln_verify_result *r) {
+    gpt_model *mc = small_gpt(cpu, model), *md = mc ? small_gpt(dev, model) : NULL;
     gpt_kv_cache *kc = md ? gpt_kv_new(mc) : NULL, *kd = kc ? gpt_kv_new(md) : NULL;
     kiln_status st = kd ? KILN_OK : kiln_error_status();
     kiln_ctx *ctxs[2] = {cpu, dev};
@@ -199,6 +208,23 @@ static kiln_status greedy_decode(kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precis
     return st;
 }
 
+/* The checks of each model. */
+static kiln_status train_step(kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precision, kiln_verify_result *r) {
+    return train_step_of(&MODEL, dev, cpu, precision, r);
+}
+static kiln_status greedy_decode(kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precision, kiln_verify_result *r) {
+    (void)precision;
+    return greedy_decode_of(&MODEL, dev, cpu, r);
+}
+static kiln_status llama_train_step(kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precision, kiln_verify_result *r) {
+    return train_step_of(&LLAMA, dev, cpu, precision, r);
+}
+static kiln_status llama_greedy_decode(kiln_ctx *dev, kiln_ctx *cpu, kiln_dtype precision, kiln_verify_result *r) {
+    (void)precision;
+    return greedy_decode_of(&LLAMA, dev, cpu, r);
+}
+
+#define LLAMA_SHAPES "2 layers, dim 48, 4 heads over 2 kv heads of 16, rmsnorm, rope, swiglu 80, qkv bias, qk-norm, untied"
 static const verify_model_check CHECKS[] = {
     {.name = "train_step", .precision = KILN_VERIFY_DECLARED, .quick = 1, .run = train_step,
      .shapes = "2 layers, dim 48, 3 heads, 256 tokens; batch 2x24"},
@@ -206,6 +232,14 @@ static const verify_model_check CHECKS[] = {
      .shapes = "2 layers, dim 48, 3 heads, 256 tokens; batch 2x24"},
     {.name = "greedy_decode_kv_cache", .precision = KILN_VERIFY_DECLARED, .quick = 1, .run = greedy_decode,
      .shapes = "8-token prompt, 32 tokens"},
+    /* grouped-query attention with the rest of the Llama family's block: forward and backward
+     * (every gradient), AdamW, and the KV cache holding KVH hd per position */
+    {.name = "llama_train_step", .precision = KILN_VERIFY_DECLARED, .run = llama_train_step,
+     .shapes = LLAMA_SHAPES "; batch 2x24"},
+    {.name = "llama_train_step", .precision = KILN_VERIFY_F16, .run = llama_train_step,
+     .shapes = LLAMA_SHAPES "; batch 2x24"},
+    {.name = "llama_greedy_decode_kv_cache", .precision = KILN_VERIFY_DECLARED, .run = llama_greedy_decode,
+     .shapes = LLAMA_SHAPES "; 8-token prompt, 32 tokens"},
 };
 
 const verify_model_check *verify_model_checks(int *count) {

@@ -4,7 +4,10 @@
  *                                gradient and every weight after AdamW; in f32, and in f16
  *                                (mixed precision with loss scaling);
  *   gpt/greedy_decode_kv_cache   32 greedily decoded tokens with the KV cache: every step's
- *                                logits and the chosen tokens. */
+ *                                logits and the chosen tokens;
+ *   gpt/llama_train_step, gpt/llama_greedy_decode_kv_cache
+ *                                the same for the Llama family's block: grouped-query attention
+ *                                (KV heads < heads), rope, SwiGLU, RMSNorm, q/k norm and biases. */
 #ifndef KILN_HOST_MODEL_VERIFY_MODEL_H
 #define KILN_HOST_MODEL_VERIFY_MODEL_H
 

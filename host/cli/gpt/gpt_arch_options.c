@@ -64,7 +64,7 @@ int gpt_arch_apply(const gpt_arch_options *a, block_options *block, gpt_config *
     block->qk_norm = a->qk_norm;
     block->rope = position == GPT_POSITION_ROPE;
     block->rope_base = a->rope_base;
-    block->rope_layout = 1; /* KILN_ROPE_HALF: HF's rotate_half, as every family kiln reads */
+    block->rope_layout = KILN_ROPE_HALF; /* HF's rotate_half, as every family kiln reads */
     cfg->block = *block;
     cfg->ln_eps = a->norm_eps;
     cfg->position = (gpt_position)position;
