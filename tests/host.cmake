@@ -88,6 +88,13 @@ if(KILN_TORCH_PYTHON)
       set_tests_properties(${name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300
         ENVIRONMENT "${env}")
     endforeach()
+    # llama_io: the Llama family's HF folders and GGUF files read to the reference's logits
+    kiln_host_test_name(llama_io ${backend} name)
+    kiln_host_test_env(${backend} "" env)
+    add_test(NAME ${name}
+      COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/llama/io_checks.py
+              --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/llama_io_${backend} --backend ${backend})
+    set_tests_properties(${name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${env}")
   endforeach()
 else()
   message(STATUS "kiln: /usr/bin/python3 not found; the PyTorch parity test of the GPT is skipped")

@@ -12,8 +12,9 @@ dim / heads, untied):
 - GGUF files with llama.cpp's keys and names (llama's q/k rows permuted as
   convert_hf_to_gguf.py does) at F32, F16, BF16 and Q8_0.
 `kiln dev parity --steps 0` dumps the logits; the reference computes with the values the
-file holds (rounded to its type), so F32/F16/BF16 must agree to 1e-5 relative; Q8_0 to 3e-2
-(kiln's CPU rounds activations to int8 as ggml does; a wrong row order is off by O(1)).
+file holds (rounded to its type), so F32/F16/BF16 must agree to 1e-5 relative; Q8_0 to 6e-2
+(kiln's quantized product rounds activations to int8 blocks as ggml's CPU does, about 3e-2
+here; a wrong row order or block is off by O(1)).
 Then bad input: an unknown class, a missing and a misshapen tensor, an architecture kiln
 does not read: a non-zero exit and one line naming what and where.
 Exit 0: pass, 1: fail, 77: skipped."""
@@ -147,7 +148,7 @@ def gguf_file(path, arch, o, ref, mtype):
 
 def gguf_cases(args, arch, o, ref, tokens_path):
     for mtype, label, tol in ((GGML_F32, "f32", 1e-5), (GGML_F16, "f16", 1e-5), (GGML_BF16, "bf16", 1e-5),
-                              (GGML_Q8_0, "q8_0", 3e-2)):
+                              (GGML_Q8_0, "q8_0", 6e-2)):
         path = os.path.join(args.workdir, f"{arch}_{label}.gguf")
         held = gguf_file(path, arch, o, ref, mtype)
         parity(args, f"gguf {arch} {label}", path, tokens_path, held_reference(ref, held), tol)
