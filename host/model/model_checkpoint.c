@@ -76,7 +76,7 @@ int model_checkpoint_match(const st_file *f, const char *path, model_name_fn can
     return 0;
 }
 
-int model_checkpoint_read(const char *path, const st_tensor *const *match, model_param *params, int n, char *err,
+int model_checkpoint_read(const st_file *f, const char *path, const st_tensor *const *match, model_param *params, int n, char *err,
                           size_t errlen) {
     float *host = NULL;
     int rc = 0;
@@ -93,6 +93,7 @@ int model_checkpoint_read(const char *path, const st_tensor *const *match, model
             snprintf(err, errlen, "%s: cannot load %s: %s", path, t->name, kiln_error_message());
             rc = -1;
         }
+        st_drop(f, t->data, t->nbytes); /* read: its pages go back, the weights are not held twice */
     }
     free(host);
     return rc;
@@ -115,7 +116,7 @@ int model_checkpoint_build(const st_file *f, const char *path, kiln_ctx *ctx, co
         snprintf(err, errlen, "%s: cannot allocate the model: %s", path, kiln_error_message());
         goto done;
     }
-    if (model_checkpoint_read(path, match, l->params(m), n, err, errlen)) goto done;
+    if (model_checkpoint_read(f, path, match, l->params(m), n, err, errlen)) goto done;
     *out = m;
     m = NULL;
     rc = 0;

@@ -28,8 +28,9 @@ typedef const char *(*model_name_fn)(const char *file_name);
 int model_checkpoint_match(const st_file *f, const char *path, model_name_fn canonical, const param_spec *specs,
                            int n_specs, const char *config, const st_tensor **match, char *err, size_t errlen);
 
-/* Reads the matched tensors into the table's f32 weights (any float dtype converts). */
-int model_checkpoint_read(const char *path, const st_tensor *const *match, model_param *params, int n, char *err,
+/* Reads the matched tensors of f into the table's f32 weights (any float dtype converts),
+ * giving each one's pages of the mapped file back once read (st_drop). */
+int model_checkpoint_read(const st_file *f, const char *path, const st_tensor *const *match, model_param *params, int n, char *err,
                           size_t errlen);
 
 /* How a model is built from a checkpoint whose config has been read: its tensors' specs, its

@@ -210,7 +210,11 @@ static int load_weight(gpt_model *m, gpt_param *p, const gguf_file *f, const cha
     const gguf_tensor *t = tensor_for(f, p, name, conv1d, path, err, errlen);
     if (!t) return -1;
     /* a weight with an f32 tensor is read into it; the others (stays_quantized) keep their blocks */
-    if (p->t) return load_f32(p, t, conv1d, err, errlen);
+    if (p->t) {
+        int rc = load_f32(p, t, conv1d, err, errlen);
+        gguf_drop(f, t->data, t->nbytes); /* read: its pages go back */
+        return rc;
+    }
     if (p->spec.layer >= 0) {
         kiln_qmatrix *q = device_blocks(m->ctx, t, err, errlen);
         if (!q) return -1;
