@@ -1,5 +1,6 @@
 /* GPT to GGUF (gpt_gguf.h). */
 #include "model/gpt/gpt_gguf.h"
+#include "model/gpt/gpt_gguf_llama.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +43,8 @@ int gpt_gguf_name(const char *hf, char *out, size_t size, int *conv1d) {
     return -1;
 }
 
-/* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other. The first option
- * that differs, by its name and value (model/block.h), into buf; NULL when none does. */
-static const char *unexportable(const block_options *o, char *buf, size_t size) {
+const char *gpt_not_gpt2(const gpt_config *c, char *buf, size_t size) {
+    const block_options *o = &c->block;
     block_options d = block_options_default();
     if (o->norm != d.norm) snprintf(buf, size, "norm %s", block_norm_names[o->norm]);
     else if (o->residual != d.residual) snprintf(buf, size, "residual %s", block_residual_names[o->residual]);
@@ -52,6 +52,12 @@ static const char *unexportable(const block_options *o, char *buf, size_t size) 
     else if (o->sigma_reparam) snprintf(buf, size, "sigma-reparam");
     else if (o->residual_attention) snprintf(buf, size, "residual-attention");
     else if (o->attn_temperature != 1.0f) snprintf(buf, size, "attn-temperature %g", (double)o->attn_temperature);
+    else if (o->bias != BLOCK_BIAS_ALL) snprintf(buf, size, "bias %s", block_bias_names[o->bias]);
+    else if (o->qk_norm) snprintf(buf, size, "qk-norm");
+    else if (c->n_kv_head && c->n_kv_head != c->n_head) snprintf(buf, size, "kv-heads %d", c->n_kv_head);
+    else if (c->head_dim && c->head_dim * c->n_head != c->n_embd) snprintf(buf, size, "head-dim %d", c->head_dim);
+    else if (c->n_ffn && c->n_ffn != 4 * c->n_embd) snprintf(buf, size, "ffn %d", c->n_ffn);
+    else if (c->untied) snprintf(buf, size, "untied");
     else return NULL;
     return buf;
 }
@@ -100,7 +106,7 @@ static void free_kept(keep *k) {
     free(k->p);
 }
 
-static int write_tokenizer(gguf_writer *w, const tokenizer *tok, keep *k) {
+static int write_tokenizer_kept(gguf_writer *w, const tokenizer *tok, keep *k) {
     int32_t n = tokenizer_vocab_size(tok), merges = tokenizer_merge_count(tok);
     const char **tokens = kept(k, malloc((size_t)n * sizeof *tokens));
     int32_t *types = kept(k, malloc((size_t)n * sizeof *types));
@@ -132,8 +138,16 @@ static int write_tokenizer(gguf_writer *w, const tokenizer *tok, keep *k) {
     return 0;
 }
 
+int gpt_gguf_write_tokenizer(gguf_writer *w, const tokenizer *tok, char *err, size_t errlen) {
+    keep k = {0}; /* the writer copies strings: what they were built in goes after */
+    int rc = write_tokenizer_kept(w, tok, &k);
+    free_kept(&k);
+    if (rc) snprintf(err, errlen, "out of memory for the tokenizer");
+    return rc;
+}
+
 /* A [rows, cols] f32 matrix (rows of cols values) in ggml type `type`, malloc'd. */
-static void *convert(const float *x, int64_t rows, int64_t cols, int type, uint64_t *nbytes) {
+void *gpt_gguf_convert(const float *x, int64_t rows, int64_t cols, int type, uint64_t *nbytes) {
     uint64_t row = gguf_row_bytes(type, cols);
     unsigned char *out = malloc((size_t)(row * (uint64_t)rows) + 1);
     if (!out) return NULL;
@@ -177,7 +191,7 @@ static int add_weight(gguf_writer *w, keep *k, const kiln_tensor *t, const char 
         cols = swap;
     }
     uint64_t nbytes;
-    void *bytes = kept(k, convert(x, rows, cols, t->ndim == 2 ? type : GGML_TYPE_F32, &nbytes));
+    void *bytes = kept(k, gpt_gguf_convert(x, rows, cols, t->ndim == 2 ? type : GGML_TYPE_F32, &nbytes));
     if (!bytes) return snprintf(err, errlen, "%s: out of memory", name), -1;
     int64_t ne[2] = {cols, rows};
     if (gguf_writer_tensor(w, name, t->ndim == 2 ? type : GGML_TYPE_F32, t->ndim == 2 ? 2 : 1, ne, bytes, nbytes)) {
@@ -199,7 +213,10 @@ int gpt_gguf_qformat(int type) {
 int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err, size_t errlen) {
     const gpt_config *c = &m->cfg;
     char option[64];
-    if (unexportable(&c->block, option, sizeof option)) {
+    if (c->block.norm_type != BLOCK_NORM_TYPE_LAYERNORM || c->block.mlp != BLOCK_MLP_GELU || c->block.rope ||
+        c->position != GPT_POSITION_LEARNED)
+        return gpt_export_gguf_llama(m, tok, type, path, err, errlen); /* the Llama family's architectures */
+    if (gpt_not_gpt2(c, option, sizeof option)) {
         snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, and llama.cpp's gpt2 "
                  "architecture is GPT-2's own block only", option);
         return -1;
@@ -234,7 +251,7 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
         gguf_writer_u32(w, "gpt2.block_count", (uint32_t)c->n_layer);
         gguf_writer_u32(w, "gpt2.attention.head_count", (uint32_t)c->n_head);
         gguf_writer_f32(w, "gpt2.attention.layer_norm_epsilon", c->ln_eps);
-        if (write_tokenizer(w, tok, &k)) rc = -1, snprintf(err, errlen, "out of memory for the tokenizer");
+        if (gpt_gguf_write_tokenizer(w, tok, err, errlen)) rc = -1;
     }
     for (int i = 0; rc == 0 && i < m->n_params; i++) {
         const gpt_param *p = &m->params[i];

@@ -12,6 +12,7 @@
 
 #include "formats/hf_config.h"
 #include "model/gpt/gpt.h"
+#include "text/tokenizer.h"
 
 /* 1 when path is a folder holding config.json, or a file named config.json. */
 int gpt_hf_is_folder(const char *path);
@@ -27,5 +28,16 @@ int gpt_config_from_hf(const hf_config *hf, gpt_config *cfg, char *err, size_t e
  * config (end ids, ...). Everything is checked (config, every tensor's presence and shape)
  * before the model is allocated. Returns 0, or -1 with one line in err. */
 int gpt_load_hf(kiln_ctx *ctx, const char *path, gpt_model **out, hf_config *hf_out, char *err, size_t errlen);
+
+/* Writes m (its f32 weights) as a Hugging Face folder dir (made when absent): config.json
+ * (LlamaForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM as gpt_llama_arch says, or
+ * GPT2LMHeadModel for GPT-2's block), model.safetensors in HF's names and [out, in] layout
+ * at dtype "F32", "F16" or "BF16" (GPT-2: "transformer." and its Conv1D layout, the tied
+ * head left out as transformers saves it), and, given tok, tokenizer.json (kiln's byte-level
+ * BPE as GPT-2's tokenizer.json spells it). Every file atomically (kiln/file.h). A model
+ * neither class holds, or with rope scaling (its parameters are not kept), is refused.
+ * Returns 0, or -1 with one line in err. */
+int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, const char *dir, char *err,
+                  size_t errlen);
 
 #endif
