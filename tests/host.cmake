@@ -97,6 +97,12 @@ if(KILN_TORCH_PYTHON)
               --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/llama_io_${backend} --backend ${backend})
     set_tests_properties(${name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${env}")
   endforeach()
+  # llama_export: kiln export's GGUF and HF folders against the formats (the host writes them: cpu)
+  add_test(NAME host_llama_export
+    COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/llama/io_export_checks.py
+            --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/llama_export)
+  set_tests_properties(host_llama_export PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "${_kiln_host_env}")
 else()
   message(STATUS "kiln: /usr/bin/python3 not found; the PyTorch parity test of the GPT is skipped")
 endif()

@@ -64,14 +64,17 @@ def llama_permute(w, n_head):
 
 
 def q8_0(t):
-    """ggml's Q8_0 blocks of t [rows, cols] and the values they stand for."""
-    x = t.detach().double().reshape(-1, 32)
+    """ggml's Q8_0 blocks of t [rows, cols] as quantize_row_q8_0_ref makes them (float32: d =
+    amax / 127, q = roundf(x * (1 / d)), d stored as f16), and the values they stand for."""
+    x = t.detach().float().reshape(-1, 32)
     d = x.abs().amax(1, keepdim=True) / 127
-    q = torch.where(d > 0, torch.round(x / torch.where(d > 0, d, torch.ones_like(d))), torch.zeros_like(x))
+    inv = torch.where(d > 0, 1 / torch.where(d > 0, d, torch.ones_like(d)), torch.zeros_like(d))
+    v = x * inv
+    q = torch.sign(v) * torch.floor(v.abs() + 0.5)  # roundf: halves away from zero
     d16 = d.to(torch.float16)
     raw = b"".join(d16[i].view(torch.uint8).numpy().tobytes() + q[i].to(torch.int8).numpy().tobytes()
                    for i in range(x.shape[0]))
-    return raw, (d16.double() * q).reshape(t.shape)
+    return raw, (d16.double() * q.double()).reshape(t.shape)
 
 
 def tensor_bytes(t, ggml_type):
@@ -114,3 +117,87 @@ def gguf_write(path, kvs, tensors):
     head += b"\0" * ((32 - len(head) % 32) % 32)
     with open(path, "wb") as f:
         f.write(head + b"".join(datas))
+
+
+def gguf_read(path):
+    """A GGUF file's key-values {key: value} and tensors {name: (ggml type, torch shape, raw
+    bytes)}, read by the format's specification (ggml's docs/gguf.md)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    at = [0]
+
+    def take(fmt):
+        v = struct.unpack_from("<" + fmt, data, at[0])
+        at[0] += struct.calcsize("<" + fmt)
+        return v[0] if len(v) == 1 else v
+
+    def string():
+        n = take("Q")
+        s = data[at[0]:at[0] + n].decode()
+        at[0] += n
+        return s
+
+    scalars = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t == _STR:
+            return string()
+        if t == _ARR:
+            et, n = take("I"), take("Q")
+            return [value(et) for _ in range(n)]
+        return take(scalars[t])
+
+    assert data[:4] == b"GGUF"
+    at[0] = 4
+    _, n_tensors, n_kv = take("I"), take("Q"), take("Q")
+    kvs = {}
+    for _ in range(n_kv):
+        key = string()
+        kvs[key] = value(take("I"))
+    infos = []
+    for _ in range(n_tensors):
+        name, nd = string(), take("I")
+        ne = [take("Q") for _ in range(nd)]
+        infos.append((name, take("I"), list(reversed(ne)), take("Q")))
+    align = kvs.get("general.alignment", 32)
+    base = (at[0] + align - 1) // align * align
+    sizes = {GGML_F32: 4, GGML_F16: 2, GGML_BF16: 2}
+    tensors = {}
+    for name, typ, shape, off in infos:
+        n = 1
+        for d in shape:
+            n *= d
+        nbytes = n * sizes[typ] if typ in sizes else n // 32 * 34  # Q8_0
+        tensors[name] = (typ, shape, data[base + off:base + off + nbytes])
+    return kvs, tensors
+
+
+def gguf_values(typ, shape, raw):
+    """A tensor's values (F32, F16, BF16, Q8_0) as float64 [shape]."""
+    if typ == GGML_F32:
+        t = torch.frombuffer(bytearray(raw), dtype=torch.float32)
+    elif typ in (GGML_F16, GGML_BF16):
+        t = torch.frombuffer(bytearray(raw), dtype=torch.float16 if typ == GGML_F16 else torch.bfloat16)
+    else:
+        b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 34)
+        d = torch.from_numpy(b[:, :2].copy().view(np.float16).astype(np.float64))
+        q = torch.from_numpy(b[:, 2:].copy().view(np.int8).astype(np.float64))
+        t = d * q
+    return t.double().reshape(shape)
+
+
+def st_read(path):
+    """A safetensors file's tensors {name: torch tensor as float64} (F32, F16, BF16)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    dtypes = {v: k for k, v in ST_DTYPES.items()}
+    out = {}
+    for name, info in header.items():
+        b, e = info["data_offsets"]
+        raw = bytearray(data[8 + n + b:8 + n + e])
+        out[name] = torch.frombuffer(raw, dtype=dtypes[info["dtype"]]).double().reshape(info["shape"]) if raw else \
+            torch.zeros(info["shape"], dtype=torch.float64)
+    return out
