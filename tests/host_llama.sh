@@ -7,8 +7,9 @@
 #   - eval in fp16 reads the f32 checkpoint within 0.01 of fp32's loss;
 #   - the stability toolkit composes with RMSNorm and rope: Post-LN with DeepNorm,
 #     sigma-reparam, a temperature schedule and the linear schedule train to a finite loss;
-#   - a loaded model keeps its architecture, and rope with GAU or RealFormer is refused, each
-#     with one line (cpu only: about the program, not the device).
+#   - a loaded model keeps its architecture, and rope with GAU or RealFormer is refused, as is
+#     a gpt2 GGUF export of the Llama family's block, each with one line (cpu only: about the
+#     program, not the device).
 #   host_llama.sh KILN WORKDIR [BACKEND]
 set -u
 . "$(dirname "$0")/host_common.sh"
@@ -65,6 +66,8 @@ if [ "$backend" = cpu ]; then
     train --model llama --heads 4 --kv-heads 3 --data text.txt --out refused4
   expect_kiln_refused "an unknown --mlp" "--mlp relu is not one of gelu, swiglu" \
     train --mlp relu --data text.txt --out refused5
+  expect_kiln_refused "a Llama-shaped model as llama.cpp's gpt2" "cannot be exported to GGUF: it was trained with" \
+    export --ckpt model/model.safetensors --format gguf --out model.gguf
   [ $fail -eq 0 ] || failures=$((failures + 1))
 fi
 [ $failures -eq 0 ] && echo "ok: the Llama family trains, resumes, decodes and refuses as the GPT does"
