@@ -57,7 +57,7 @@ endfunction()
 # precision run on every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
 # share between threads: one thread keeps them fast under a sanitizer and on a busy machine.
 foreach(backend ${_kiln_host_backends})
-  foreach(script bad_input resume decode_cache precision stability faults verify)
+  foreach(script bad_input resume decode_cache precision stability faults verify llama)
     if(script STREQUAL "bad_input" AND NOT backend STREQUAL "cpu")
       continue()
     endif()

@@ -75,3 +75,19 @@ expect_exact_resume() {
     { echo "FAIL: the optimizer states differ"; differs=1; }
   return $differs
 }
+
+# expect_cache_agrees CKPT WHAT DECODE-ARGS...: `kiln decode` of CKPT on $backend prints the
+# same text with the KV cache as without it (--no-cache); prints ok, or counts a fail.
+expect_cache_agrees() {
+  local ckpt=$1 what=$2 with without
+  shift 2
+  with=$("$kiln" decode --ckpt "$ckpt" --backend "$backend" "$@" 2>/dev/null)
+  without=$("$kiln" decode --ckpt "$ckpt" --backend "$backend" --no-cache "$@" 2>/dev/null)
+  if [ -n "$with" ] && [ "$with" = "$without" ]; then
+    echo "ok   $what: $(printf '%s' "$with" | head -c 60 | tr '\n' '|')"
+  else
+    fail "$what:"
+    echo "  with the cache:    $(printf '%s' "$with" | tr '\n' '|')"
+    echo "  without the cache: $(printf '%s' "$without" | tr '\n' '|')"
+  fi
+}

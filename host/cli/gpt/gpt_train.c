@@ -376,9 +376,10 @@ const train_kind gpt_train_kind = {
     .command = "train",
     .summary =
         "Trains a GPT on a text file, its bytes or --tokenizer's tokens: GPT-2's architecture, or with --model\n"
-        "llama the Llama family's (RMSNorm, rotary positions, SwiGLU, no biases; --norm-type to --ffn choose each\n"
-        "of its options). The last 10% of the tokens are held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
-        "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.",
+        "llama the Llama family's (RMSNorm, rotary positions, SwiGLU, no biases; --norm-type to --ffn choose\n"
+        "each of its options). The last 10% of the tokens are held out for evaluation; at the end it prints\n"
+        "`val loss X`. DIR receives model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and\n"
+        "metrics.jsonl.",
     .create = create,
     .check = check,
     .prepare = prepare,

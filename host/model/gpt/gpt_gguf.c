@@ -43,21 +43,26 @@ int gpt_gguf_name(const char *hf, char *out, size_t size, int *conv1d) {
     return -1;
 }
 
+/* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other (gpt_gguf.h). */
 const char *gpt_not_gpt2(const gpt_config *c, char *buf, size_t size) {
     const block_options *o = &c->block;
     block_options d = block_options_default();
+    int gpt2_ffn = c->n_ffn == 0 || c->n_ffn == 4 * c->n_embd;
     if (o->norm != d.norm) snprintf(buf, size, "norm %s", block_norm_names[o->norm]);
+    else if (o->norm_type != d.norm_type) snprintf(buf, size, "norm-type %s", block_norm_type_names[o->norm_type]);
+    else if (o->mlp != d.mlp) snprintf(buf, size, "mlp %s", block_mlp_names[o->mlp]);
+    else if (o->bias != d.bias) snprintf(buf, size, "bias %s", block_bias_names[o->bias]);
+    else if (o->qk_norm) snprintf(buf, size, "qk-norm");
+    else if (c->position != GPT_POSITION_LEARNED) snprintf(buf, size, "position %s", gpt_position_names[c->position]);
+    else if (c->n_kv_head && c->n_kv_head != c->n_head) snprintf(buf, size, "kv-heads %d", c->n_kv_head);
+    else if (c->head_dim && c->head_dim * c->n_head != c->n_embd) snprintf(buf, size, "head-dim %d", c->head_dim);
+    else if (!gpt2_ffn) snprintf(buf, size, "ffn %d", c->n_ffn);
+    else if (c->untied) snprintf(buf, size, "untied");
     else if (o->residual != d.residual) snprintf(buf, size, "residual %s", block_residual_names[o->residual]);
     else if (o->layer != d.layer) snprintf(buf, size, "layer-type %s", block_layer_names[o->layer]);
     else if (o->sigma_reparam) snprintf(buf, size, "sigma-reparam");
     else if (o->residual_attention) snprintf(buf, size, "residual-attention");
     else if (o->attn_temperature != 1.0f) snprintf(buf, size, "attn-temperature %g", (double)o->attn_temperature);
-    else if (o->bias != BLOCK_BIAS_ALL) snprintf(buf, size, "bias %s", block_bias_names[o->bias]);
-    else if (o->qk_norm) snprintf(buf, size, "qk-norm");
-    else if (c->n_kv_head && c->n_kv_head != c->n_head) snprintf(buf, size, "kv-heads %d", c->n_kv_head);
-    else if (c->head_dim && c->head_dim * c->n_head != c->n_embd) snprintf(buf, size, "head-dim %d", c->head_dim);
-    else if (c->n_ffn && c->n_ffn != 4 * c->n_embd) snprintf(buf, size, "ffn %d", c->n_ffn);
-    else if (c->untied) snprintf(buf, size, "untied");
     else return NULL;
     return buf;
 }
@@ -216,8 +221,7 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
     if (c->block.norm_type != BLOCK_NORM_TYPE_LAYERNORM || c->block.mlp != BLOCK_MLP_GELU || c->block.rope ||
         c->position != GPT_POSITION_LEARNED)
         return gpt_export_gguf_llama(m, tok, type, path, err, errlen); /* the Llama family's architectures */
-    if (gpt_not_gpt2(c, option, sizeof option)) {
-        snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, and llama.cpp's gpt2 "
+    if (gpt_not_gpt2(c, option, sizeof option)) {        snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, and llama.cpp's gpt2 "
                  "architecture is GPT-2's own block only", option);
         return -1;
     }
