@@ -6,7 +6,8 @@
 #   llama_peers_agree   the reference's greedy tokens equal llama.cpp's (no kiln involved);
 #   llama_decode[_B]    `kiln decode --prompt-ids ... --greedy --print-ids` on backend B prints
 #                       llama.cpp's tokens for every file and prompt;
-#   llama_hf[_B]        `kiln dev parity` on every folder gives the reference's logits to 1e-5;
+#   llama_logits[_B]    `kiln dev parity` on every folder (F32, F16, BF16) and GGUF file (F32,
+#                       F16) gives the reference's logits to 1e-5;
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
 #                       @lenml/tokenizers' ids for three real tokenizer.json files.
 # The npm peers are found through the environment variable KILN_NODE_PEERS (.ci/run sets it);
@@ -29,7 +30,7 @@ set_tests_properties(llama_peers_agree PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RE
   FIXTURES_REQUIRED kiln_llama_models)
 
 foreach(backend ${_kiln_host_backends})
-  foreach(what decode hf)
+  foreach(what decode logits)
     kiln_host_test_name(${what} ${backend} name)
     string(REPLACE "host_" "llama_" name ${name})
     kiln_host_test_env(${backend} "OMP_NUM_THREADS=1" env)
