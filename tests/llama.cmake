@@ -8,6 +8,9 @@
 #                       llama.cpp's tokens for every file and prompt;
 #   llama_logits[_B]    `kiln dev parity` on every folder (F32, F16, BF16) and GGUF file (F32,
 #                       F16) gives the reference's logits to 1e-5;
+#   llama_export        `kiln export --format hf` reads back in the reference with the model's
+#                       tensors; `kiln export --format gguf` decodes in llama.cpp as the
+#                       fixture's files do;
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
 #                       @lenml/tokenizers' ids for three real tokenizer.json files.
 # The npm peers are found through the environment variable KILN_NODE_PEERS (.ci/run sets it);
@@ -41,6 +44,12 @@ foreach(backend ${_kiln_host_backends})
       ENVIRONMENT "${env}" FIXTURES_REQUIRED kiln_llama_models)
   endforeach()
 endforeach()
+
+add_test(NAME llama_export
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_export.py --models ${_kiln_llama_models}
+          --kiln $<TARGET_FILE:kiln_host> --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_export)
+set_tests_properties(llama_export PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
+  FIXTURES_REQUIRED kiln_llama_models)
 
 add_test(NAME llama_tokenizers
   COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_tokenizers.py --kiln $<TARGET_FILE:kiln_host>
