@@ -13,7 +13,6 @@ fixture:
 Exit 0: all equal; 1: a mismatch or a kiln error; 77: skipped (kiln export has no --format
 hf yet, kiln cannot read these files yet, or the npm peers are absent for the GGUF half).
 """
-import argparse
 import json
 import os
 import subprocess
@@ -104,12 +103,9 @@ def decode_exports(a, m, jobs):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--models", required=True)
-    ap.add_argument("--kiln", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    os.makedirs(a.work, exist_ok=True)
+    a = pc.args()
+    if not a.work:
+        pc.skip("check_export.py needs --work DIR")
     torch.set_num_threads(1)
     m = pc.manifest(a.models)
     unsupported, jobs = set(), []

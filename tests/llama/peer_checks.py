@@ -17,13 +17,17 @@ def skip(why):
     sys.exit(77)
 
 
-def args(need_kiln=True):
-    """--models DIR (the fixture's output) [--kiln PATH --backend B]."""
+def args(need_models=True, need_kiln=True):
+    """--models DIR (the fixture's output), --kiln PATH, [--backend B] [--work DIR: made here]."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", required=True)
+    ap.add_argument("--models", required=need_models)
     ap.add_argument("--kiln", required=need_kiln)
     ap.add_argument("--backend", default="cpu")
-    return ap.parse_args()
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    if a.work:
+        os.makedirs(a.work, exist_ok=True)
+    return a
 
 
 def manifest(models_dir):
