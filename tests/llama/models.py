@@ -77,6 +77,20 @@ def vocabulary():
 VOCAB = len(vocabulary()[0])  # 320
 
 
+def tokenizer_json():
+    """The same vocabulary as Hugging Face's tokenizer.json: a byte-level BPE with GPT-2's
+    pre-tokenizer and decoder, <|endoftext|> an added special token."""
+    tokens, _, merges, eot = vocabulary()
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    return {"version": "1.0", "truncation": None, "padding": None,
+            "added_tokens": [{"id": eot, "content": tokens[eot], "single_word": False, "lstrip": False,
+                              "rstrip": False, "normalized": False, "special": True}],
+            "normalizer": None, "pre_tokenizer": byte_level, "post_processor": byte_level, "decoder": byte_level,
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                      "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                      "vocab": {t: i for i, t in enumerate(tokens[:eot])}, "merges": merges}}
+
+
 def seed(name):
     """The seed of a variant's weights: its place in the table, or its own (SEEDS: where
     select_prompts.py found too few decisive prompts with the first)."""
