@@ -48,7 +48,15 @@ static int export_model(const char *command, const char *format, const char *ckp
     tokenizer *tok = NULL;
     int rc = 1;
     if (!ctx || host_load_gpt(ctx, ckpt, tok_path, &m, &tok)) goto done;
-    if (hf ? gpt_export_hf(m, tok, dtype, out, err, sizeof err) : gpt_export_gguf(m, tok, type, out, err, sizeof err)) {
+    /* the rope scaling's parameters: kiln keeps its factors only, a Hugging Face source says them */
+    hf_config source;
+    gpt_rope_llama3 scaling;
+    char dir[4096];
+    gpt_hf_dir(ckpt, dir, sizeof dir);
+    int scaled = gpt_hf_is_folder(ckpt) && !hf_config_read(dir, &source, err, sizeof err) &&
+                 !gpt_hf_rope_scaling(&source, &scaling);
+    if (hf ? gpt_export_hf(m, tok, dtype, scaled ? &scaling : NULL, out, err, sizeof err)
+           : gpt_export_gguf(m, tok, type, out, err, sizeof err)) {
         host_error("%s", err);
         goto done;
     }

@@ -157,12 +157,19 @@ static int hf_files_open(hf_files *h, const char *dir, char *err, size_t errlen)
 
 /* ---- the model ---- */
 
+int gpt_hf_rope_scaling(const hf_config *hf, gpt_rope_llama3 *out) {
+    if (!hf->scaled) return 1;
+    *out = (gpt_rope_llama3){hf->rope_factor, hf->rope_low_freq_factor, hf->rope_high_freq_factor,
+                             (double)hf->rope_original_max_positions};
+    return 0;
+}
+
 /* Llama 3's rope scaling: rope.freqs from the config. */
 static int set_rope_freqs(gpt_model *m, const hf_config *hf, char *err, size_t errlen) {
     gpt_param *p = gpt_find_param(m, "rope.freqs");
     if (!p) return 0;
-    gpt_rope_llama3 s = {hf->rope_factor, hf->rope_low_freq_factor, hf->rope_high_freq_factor,
-                         (double)hf->rope_original_max_positions};
+    gpt_rope_llama3 s;
+    gpt_hf_rope_scaling(hf, &s);
     int64_t n = p->spec.shape[0];
     float *f = malloc((size_t)n * sizeof *f);
     int rc = !f ? (snprintf(err, errlen, "out of memory"), -1)

@@ -47,6 +47,29 @@ static void add_string(text *t, const char *s) {
     free(buf);
 }
 
+/* The shortest decimal that reads back as the same float (1e-05, not 9.99999975e-06), as
+ * Python writes a config's numbers. */
+static void add_float(text *t, float x) {
+    char buf[32];
+    for (int digits = 1; digits <= 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, (double)x);
+        if (strtof(buf, NULL) == x) break;
+    }
+    add(t, "%s", buf);
+}
+
+/* rope_scaling: llama3's parameters, or null. */
+static void add_rope_scaling(text *t, const gpt_rope_llama3 *s) {
+    if (!s) return add(t, ",\n  \"rope_scaling\": null");
+    add(t, ",\n  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": ");
+    add_float(t, (float)s->factor);
+    add(t, ", \"low_freq_factor\": ");
+    add_float(t, (float)s->low_freq_factor);
+    add(t, ", \"high_freq_factor\": ");
+    add_float(t, (float)s->high_freq_factor);
+    add(t, ", \"original_max_position_embeddings\": %.0f}", s->original_max_position_embeddings);
+}
+
 static void add_special_ids(text *t, const tokenizer *tok) {
     int32_t bos = tok ? tokenizer_special(tok, TOK_BOS) : -1, eos = tok ? tokenizer_special(tok, TOK_EOS) : -1;
     if (bos >= 0) add(t, ",\n  \"bos_token_id\": %d", bos);
@@ -54,13 +77,15 @@ static void add_special_ids(text *t, const tokenizer *tok) {
 }
 
 /* config.json as transformers' config classes spell it. */
-static void config_json(text *t, const gpt_config *c, const char *arch, const char *dtype, const tokenizer *tok) {
+static void config_json(text *t, const gpt_config *c, const char *arch, const char *dtype, const tokenizer *tok,
+                        const gpt_rope_llama3 *scaling) {
     if (!arch) {
         add(t, "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n  \"n_layer\": %d,\n"
                "  \"n_head\": %d,\n  \"n_embd\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_inner\": null,\n"
-               "  \"vocab_size\": %d,\n  \"layer_norm_epsilon\": %.9g,\n  \"activation_function\": \"gelu_new\",\n"
-               "  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"%s\"",
-            c->n_layer, c->n_head, c->n_embd, c->n_positions, c->n_positions, c->vocab_size, (double)c->ln_eps, dtype);
+               "  \"vocab_size\": %d,\n  \"activation_function\": \"gelu_new\",\n"
+               "  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"%s\",\n  \"layer_norm_epsilon\": ",
+            c->n_layer, c->n_head, c->n_embd, c->n_positions, c->n_positions, c->vocab_size, dtype);
+        add_float(t, c->ln_eps);
     } else {
         static const char *const classes[][2] = {{"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
                                                  {"qwen3", "Qwen3ForCausalLM"}};
@@ -69,12 +94,15 @@ static void config_json(text *t, const gpt_config *c, const char *arch, const ch
         add(t, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n  \"num_hidden_layers\": %d,\n"
                "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
                "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n  \"max_position_embeddings\": %d,\n"
-               "  \"vocab_size\": %d,\n  \"rms_norm_eps\": %.9g,\n  \"rope_theta\": %.9g,\n  \"rope_scaling\": null,\n"
-               "  \"hidden_act\": \"silu\",\n  \"attention_bias\": %s,\n  \"tie_word_embeddings\": %s,\n"
-               "  \"torch_dtype\": \"%s\"",
+               "  \"vocab_size\": %d,\n  \"hidden_act\": \"silu\",\n  \"attention_bias\": %s,\n"
+               "  \"tie_word_embeddings\": %s,\n  \"torch_dtype\": \"%s\",\n  \"rms_norm_eps\": ",
             cls, arch, c->n_layer, c->n_head, block_kv_heads(&b), block_head_dim(&b), c->n_embd, block_ffn(&b),
-            c->n_positions, c->vocab_size, (double)c->ln_eps, (double)(c->block.rope_base > 0 ? c->block.rope_base : 10000),
-            c->block.bias == BLOCK_BIAS_QKV ? "true" : "false", c->untied ? "false" : "true", dtype);
+            c->n_positions, c->vocab_size, c->block.bias == BLOCK_BIAS_QKV ? "true" : "false",
+            c->untied ? "false" : "true", dtype);
+        add_float(t, c->ln_eps);
+        add(t, ",\n  \"rope_theta\": ");
+        add_float(t, c->block.rope_base > 0 ? c->block.rope_base : 10000.0f);
+        add_rope_scaling(t, scaling);
     }
     add_special_ids(t, tok);
     add(t, "\n}\n");
@@ -174,8 +202,8 @@ static int write_text(const char *dir, const char *file, const text *t, char *er
     return kiln_file_write_all(path, t->s, t->n, err, errlen) ? -1 : 0;
 }
 
-int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, const char *dir, char *err,
-                  size_t errlen) {
+int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, const gpt_rope_llama3 *scaling,
+                  const char *dir, char *err, size_t errlen) {
     const gpt_config *c = &m->cfg;
     int gpt2 = c->block.norm_type == BLOCK_NORM_TYPE_LAYERNORM && c->block.mlp == BLOCK_MLP_GELU && !c->block.rope;
     const char *arch = gpt2 ? NULL : gpt_llama_arch(c, err, errlen);
@@ -183,16 +211,16 @@ int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, c
     char option[64];
     if (gpt2 && gpt_not_gpt2(c, option, sizeof option))
         return snprintf(err, errlen, "this model has %s, which Hugging Face's GPT2LMHeadModel cannot hold", option), -1;
-    if (c->rope_freqs)
-        return snprintf(err, errlen, "a model with rope scaling (rope.freqs) cannot be written as config.json's "
-                        "rope_scaling: export it as GGUF, which holds rope_freqs"), -1;
+    if (c->rope_freqs && !scaling)
+        return snprintf(err, errlen, "the rope scaling's parameters (config.json's rope_scaling) are not known for this "
+                        "model, only its rope.freqs: export it as GGUF, which holds rope_freqs"), -1;
     if (tok && tokenizer_vocab_size(tok) != c->vocab_size)
         return snprintf(err, errlen, "the tokenizer has %d tokens but the model %d", tokenizer_vocab_size(tok),
                         c->vocab_size), -1;
     if (mkdir(dir, 0777) && errno != EEXIST) return snprintf(err, errlen, "%s: %s", dir, strerror(errno)), -1;
     text config = {0}, tj = {0};
     config_json(&config, c, arch, !strcmp(dtype, "F32") ? "float32" : !strcmp(dtype, "F16") ? "float16" : "bfloat16",
-                tok);
+                tok, c->rope_freqs ? scaling : NULL);
     st_sink s = {.w = st_writer_new(), .dtype = dtype};
     gpt_names names = gpt_names_for(gpt2 ? GPT_NAMES_HF_GPT2 : GPT_NAMES_HF, c);
     names.prefix = "transformer.";
