@@ -234,14 +234,23 @@ static int read_model_options(hf_import *im, const json_value *model) {
 static int import_root(hf_import *im, const json_value *root, const json_value *config) {
     const json_value *model = json_get(root, "model"), *added = json_get(root, "added_tokens");
     const json_value *vocab = json_get(model, "vocab");
-    int32_t n;
+    int32_t n = 1;
+    const char *type = json_as_string(json_get(model, "type"));
     if (!model || model->type != JSON_OBJECT) return HF_ERROR(im, "no \"model\" object");
+    if (type && strcmp(type, "BPE")) return HF_ERROR(im, "model type %.40s is not supported (only BPE)", type);
     if (!json_get(model, "vocab") || vocab->type != JSON_OBJECT) return HF_ERROR(im, "model needs a \"vocab\" object");
     if (added && added->type != JSON_ARRAY) return HF_ERROR(im, "\"added_tokens\" must be an array");
-    if (vocab_size(im, vocab, added, &n)) return -1;
-    if (!(im->t = tok_new(n, PRETOK_STEPS))) return HF_ERROR(im, "out of memory");
+    /* the components first: a refused one is named even when the vocabulary is wrong too */
+    char size_msg[sizeof im->msg];
+    int size_rc = vocab_size(im, vocab, added, &n);
+    memcpy(size_msg, im->msg, sizeof size_msg);
+    if (!(im->t = tok_new(size_rc ? 1 : n, PRETOK_STEPS))) return HF_ERROR(im, "out of memory");
     im->t->version = 2;
     if (read_model_options(im, model) || hf_read_pipeline(im, root)) return -1;
+    if (size_rc) {
+        memcpy(im->msg, size_msg, sizeof size_msg);
+        return -1;
+    }
     im->t->byte_level |= im->decoder_byte_level;
     if (!im->t->byte_level && !im->t->byte_fallback)
         return HF_ERROR(im, "a model without ByteLevel needs model.byte_fallback true (characters without a token)");
