@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what kiln needs on Debian 12 (or Ubuntu 22.04+), skipping what is present.
 # Run as root or with sudo available. Used by the README's first command and by CI.
+#   scripts/install-deps.sh [--peers]
+# --peers (CI) adds node and npm, which install the npm test peers (.ci/run: llama.cpp
+# through node-llama-cpp, @lenml/tokenizers); the README's set-up needs neither.
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +18,12 @@ PACKAGES=(
   python3-regex                                     # GPT-2's tokenizer reference (tests/gpt2_reference.py)
   openmpi-bin libopenmpi-dev                        # data-parallel training (mpirun -np N kiln train)
 )
+
+# node and npm where no node is installed yet (a newer one, e.g. NodeSource's, is kept:
+# node-llama-cpp 3.21.1 asks for node >= 20, Debian 12's nodejs is 18)
+if [ "${1:-}" = "--peers" ] && ! { command -v node && command -v npm; } >/dev/null; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,47 @@
+# The Llama family against what others wrote (tests/llama/, issue 30's peer checks):
+#   llama_models        the fixture: random llama / qwen2 / qwen3 models (tied and untied, GQA
+#                       4/2 and 4/1) as GGUF at F32, F16 and Q8_0 and as Hugging Face folders at
+#                       F32, F16 and BF16, the float64 reference's logits, and llama.cpp's
+#                       greedy tokens (node-llama-cpp), written once per ctest run;
+#   llama_peers_agree   the reference's greedy tokens equal llama.cpp's (no kiln involved);
+#   llama_decode[_B]    `kiln decode --prompt-ids ... --greedy --print-ids` on backend B prints
+#                       llama.cpp's tokens for every file and prompt;
+#   llama_hf[_B]        `kiln dev parity` on every folder gives the reference's logits to 1e-5;
+#   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
+#                       @lenml/tokenizers' ids for three real tokenizer.json files.
+# The npm peers are found through the environment variable KILN_NODE_PEERS (.ci/run sets it);
+# without them, or while kiln lacks a feature these need, the tests skip (77) in one line.
+# Debian's python3 with python3-torch runs the scripts (KILN_TORCH_PYTHON, tests/host.cmake).
+if(NOT KILN_TORCH_PYTHON)
+  return()
+endif()
+set(_kiln_llama_dir ${CMAKE_CURRENT_SOURCE_DIR}/llama)
+set(_kiln_llama_models ${CMAKE_CURRENT_BINARY_DIR}/llama_models)
+
+add_test(NAME llama_models
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/make_models.py --out ${_kiln_llama_models})
+set_tests_properties(llama_models PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
+  FIXTURES_SETUP kiln_llama_models)
+
+add_test(NAME llama_peers_agree
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_reference.py --models ${_kiln_llama_models})
+set_tests_properties(llama_peers_agree PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77
+  FIXTURES_REQUIRED kiln_llama_models)
+
+foreach(backend ${_kiln_host_backends})
+  foreach(what decode hf)
+    kiln_host_test_name(${what} ${backend} name)
+    string(REPLACE "host_" "llama_" name ${name})
+    kiln_host_test_env(${backend} "OMP_NUM_THREADS=1" env)
+    add_test(NAME ${name}
+      COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_${what}.py --models ${_kiln_llama_models}
+              --kiln $<TARGET_FILE:kiln_host> --backend ${backend})
+    set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 300 SKIP_RETURN_CODE 77
+      ENVIRONMENT "${env}" FIXTURES_REQUIRED kiln_llama_models)
+  endforeach()
+endforeach()
+
+add_test(NAME llama_tokenizers
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_tokenizers.py --kiln $<TARGET_FILE:kiln_host>
+          --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_tokenizers)
+set_tests_properties(llama_tokenizers PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
