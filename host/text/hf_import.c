@@ -24,10 +24,6 @@
 #define HF_ERROR(im, ...) (error_printf((im)->msg, sizeof (im)->msg, __VA_ARGS__), -1)
 #define TOKEN_ARG(s, len) (int)((len) > 40 ? 40 : (len)), (s)
 
-/* Added tokens that end a generation besides EOS (llama.cpp's list, for these families). */
-static const char *const eog_names[] = {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                        "<|endoftext|>", "<|end_of_text|>", "<EOT>"};
-
 /* A token string's bytes into buf (room for len bytes): ByteLevel's spelling undone, or
  * the string itself. Returns the length, or -1 when a character spells no byte. */
 static long token_bytes(const tokenizer *t, const char *s, size_t len, uint8_t *buf) {
@@ -186,8 +182,7 @@ static unsigned token_roles(const hf_import *im, const json_value *config, const
     if (config && same(config_token(config, "pad_token"), content, len)) roles |= 1u << TOK_PAD;
     if (same(config && config_token(config, "unk_token") ? config_token(config, "unk_token") : unk, content, len))
         roles |= 1u << TOKROLE_UNK;
-    for (size_t k = 0; k < sizeof eog_names / sizeof eog_names[0]; k++)
-        if (!(roles >> TOK_EOS & 1) && same(eog_names[k], content, len)) roles |= 1u << TOKROLE_EOG;
+    if (!(roles >> TOK_EOS & 1) && tok_is_eog_name(content, len)) roles |= 1u << TOKROLE_EOG;
     return roles;
 }
 

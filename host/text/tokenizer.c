@@ -288,6 +288,15 @@ int tokenizer_merge_at(const tokenizer *t, int32_t rank, int32_t *left, int32_t 
     return 0;
 }
 
+int tok_is_eog_name(const char *s, size_t len) {
+    /* llama.cpp's list (llama-vocab.cpp), for the families kiln reads */
+    static const char *const names[] = {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+                                        "<|endoftext|>", "<|end_of_text|>", "<EOT>"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strlen(names[k]) == len && !memcmp(names[k], s, len)) return 1;
+    return 0;
+}
+
 int tokenizer_add_bos(const tokenizer *t) { return t->add_bos && t->role_id[TOK_BOS] >= 0; }
 
 int tokenizer_eog_ids(const tokenizer *t, int32_t *ids, int max) {

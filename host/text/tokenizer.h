@@ -121,6 +121,16 @@ int tokenizer_import_hf(const char *tokenizer_json_path, tokenizer **out, char *
 int tokenizer_import_hf_memory(const char *json, size_t len, const char *name, const char *config_json,
                                size_t config_len, tokenizer **out, char *err, size_t errlen);
 
+/* GGUF's tokenizer.ggml.* keys (llama.cpp's: model gpt2 or llama, pre, tokens, token_type,
+ * merges, scores, the special ids, add_bos_token; gguf_tokenizer_*.c, docs/tokenizers.md).
+ * Errors name the key; the caller adds the file's name. */
+struct gguf_file;
+struct gguf_writer;
+int tokenizer_from_gguf(const struct gguf_file *g, tokenizer **out, char *err, size_t errlen);
+/* The same keys into a writer; -1 with a message when the tokenizer has no GGUF spelling (a
+ * pre-tokenizer llama.cpp has no name for). */
+int tokenizer_to_gguf(const tokenizer *t, struct gguf_writer *w, char *err, size_t errlen);
+
 /* Learns a byte-level BPE of `vocab_size` ids from text (bpe_train.c): ids 0..255 are the
  * bytes, 256..261 the six specials, then one merge per id, each the most frequent pair of
  * adjacent tokens within GPT-2's pre-tokenized pieces. Ties go to the pair with the

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/gguf.h"
 #include "text/tokenizer.h"
 
 /* PRETOK_STEPS: a version 2 tokenizer's own normalizers and pre-tokenizers (tok_step). */
@@ -157,6 +158,14 @@ int tok_parse_step(tokenizer *t, const char *stage_word, size_t stage_len, const
                    char *err, size_t errlen);
 /* The option and step records, in file order. */
 int tok_serialize_steps(const tokenizer *t, tok_buf *out);
+/* The added tokens llama.cpp takes for an end of generation by their text (<|eot_id|>,
+ * <|im_end|>, ...). */
+int tok_is_eog_name(const char *s, size_t len);
+/* GGUF (gguf_tokenizer_*.c): a gpt2 vocabulary with GPT-2's pre-tokenizer as version 1 (-1
+ * when it does not fit), and llama.cpp's pre-tokenizer names: the k-th name with its
+ * patterns (NULL past the last). */
+int tok_from_gguf_v1(const gguf_kv *tokens, const gguf_kv *types, const gguf_kv *merges, tokenizer **out);
+const char *tok_gguf_pre_name(int k, const char *const **patterns);
 /* Appends what token id decodes to (first: it starts the text). */
 void tok_decode_append(const tokenizer *t, int32_t id, int first, tok_buf *out);
 
