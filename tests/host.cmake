@@ -163,6 +163,11 @@ target_include_directories(test_host_tokenizer_hf PRIVATE ${PROJECT_SOURCE_DIR}/
 add_test(NAME host_tokenizer_hf COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer_hf.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/tokenizer_hf)
 set_tests_properties(host_tokenizer_hf PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+# kiln decode --prompt-ids / --print-ids and the stop at an end-of-generation token
+add_test(NAME host_decode_ids COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_decode_ids.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/decode_ids)
+set_tests_properties(host_decode_ids PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${_kiln_host_env}")
 add_test(NAME host_tokenizer COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/tokenizer)
 set_tests_properties(host_tokenizer PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
