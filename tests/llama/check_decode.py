@@ -21,12 +21,14 @@ def main():
     for flag in ("--prompt-ids", "--print-ids"):
         if flag not in usage + err:
             pc.skip(f"kiln decode has no {flag} yet")
+    # llama.cpp's tokens do not stop at an end-of-generation token (llama_cpp_greedy.mjs)
+    ignore_eog = ["--ignore-eog"] if "--ignore-eog" in usage + err else []
     unsupported, checked = set(), 0
     for name, v in m["variants"].items():
         for kind, path in v["gguf"].items():
             for i, prompt in enumerate(v["prompts"]):
                 rc, out, err = pc.kiln(a, "decode", "--ckpt", path, "--prompt-ids", ",".join(map(str, prompt)),
-                                       "--max-new", str(STEPS), "--greedy", "--print-ids")
+                                       "--max-new", str(STEPS), "--greedy", "--print-ids", *ignore_eog)
                 if rc and pc.missing_feature(err):
                     unsupported.add(pc.missing_feature(err))
                     break

@@ -1,6 +1,7 @@
 /* kiln's GPT tensors out in other tools' layouts (gpt_export.h). */
 #include "model/gpt/gpt_export.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,4 +93,42 @@ int gpt_export_pieces(const gpt_model *m, const gpt_names *names, gpt_export_sin
         if (rc == 0 && export_one(p, &r, sink, ctx, err, errlen)) return -1;
     }
     return 0;
+}
+
+/* The wavelength of rope pair i at head width hd and base theta. */
+static double wavelength(int i, int hd, double base) { return 2.0 * 3.14159265358979323846 * pow(base, 2.0 * i / hd); }
+
+/* Where no pair lies between the bands, any original length between them gives the same
+ * factors: a power of two there (as the models' are), else the middle. */
+static double orig_between(const float *f, int n, int hd, double base, double factor, double high) {
+    double lo = 0, hi = 1e30;
+    for (int i = 0; i < n; i++) {
+        double wl = wavelength(i, hd, base);
+        if (f[i] <= 1.0f && high * wl > lo) lo = high * wl; /* kept: wl < orig / high */
+        if (f[i] >= (float)factor && wl < hi) hi = wl;      /* divided: wl > orig / low, low 1 */
+    }
+    for (double p = 1; p < hi; p *= 2)
+        if (p > lo) return p;
+    return hi < 1e30 ? floor((lo + hi) / 2) : lo * 2;
+}
+
+int gpt_rope_llama3_fit(const float *f, int n, int hd, double base, gpt_rope_llama3 *out) {
+    double factor = 1;
+    for (int i = 0; i < n; i++)
+        if (f[i] > factor) factor = f[i];
+    if (!(factor > 1) || n != hd / 2) return -1;
+    *out = (gpt_rope_llama3){.factor = factor, .low_freq_factor = 1, .high_freq_factor = 4};
+    for (int i = 0; i < n && !out->original_max_position_embeddings; i++)
+        if (f[i] > 1.0f + 1e-6f && f[i] < (float)factor * (1 - 1e-6f)) { /* smoothed: orig from its factor */
+            double s = (1.0 / f[i] - 1.0 / factor) / (1.0 - 1.0 / factor);
+            out->original_max_position_embeddings = floor(wavelength(i, hd, base) * (1 + 3 * s) + 0.5);
+        }
+    if (!out->original_max_position_embeddings) out->original_max_position_embeddings = orig_between(f, n, hd, base, factor, 4);
+    float *again = malloc((size_t)n * sizeof *again);
+    char err[160];
+    int rc = again && !gpt_rope_llama3_freqs(out, hd, base, again, err, sizeof err) ? 0 : -1;
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (fabsf(again[i] - f[i]) > 1e-4f * f[i]) rc = -1;
+    free(again);
+    return rc;
 }

@@ -28,4 +28,11 @@ int gpt_export_pieces(const gpt_model *m, const gpt_names *names, gpt_export_sin
  * (an option neither has: learned positions, LayerNorm, GELU, Post-LN, ...). */
 const char *gpt_llama_arch(const gpt_config *cfg, char *err, size_t errlen);
 
+/* Llama 3's rope scaling parameters that give n frequency factors f (rope.freqs, all kiln
+ * keeps: a GGUF file holds no more) at head width hd and base theta, under Llama 3.x's
+ * low_freq_factor 1 and high_freq_factor 4: the factor is the largest, the original context
+ * follows from a smoothed pair's factor (or lies between the bands), and every factor is
+ * recomputed (gpt_rope_llama3_freqs) to 1e-4. Returns 0, or -1 when none fits. */
+int gpt_rope_llama3_fit(const float *f, int n, int hd, double base, gpt_rope_llama3 *out);
+
 #endif

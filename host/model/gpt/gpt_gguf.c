@@ -67,27 +67,6 @@ const char *gpt_not_gpt2(const gpt_config *c, char *buf, size_t size) {
     return buf;
 }
 
-/* Token `id` as GGUF spells it (malloc'd): a special's name, else its bytes spelled. */
-static char *token_text(const tokenizer *tok, int32_t id) {
-    if (tokenizer_is_special(tok, id)) {
-        uint8_t *name;
-        size_t n;
-        char err[64];
-        if (tokenizer_decode(tok, &id, 1, &name, &n, err, sizeof err)) return NULL;
-        char *s = realloc(name, n + 1);
-        if (s) s[n] = '\0';
-        return s;
-    }
-    size_t n;
-    const uint8_t *bytes = tokenizer_token_bytes(tok, id, &n);
-    char *s = malloc(2 * n + 1);
-    if (!s || !bytes) return free(s), NULL;
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) at += (size_t)gpt2_byte_spell(bytes[i], s + at);
-    s[at] = '\0';
-    return s;
-}
-
 /* Everything allocated for the writer, freed after the save. */
 typedef struct keep {
     void **p;
@@ -109,46 +88,6 @@ static void *kept(keep *k, void *p) {
 static void free_kept(keep *k) {
     for (size_t i = 0; i < k->n; i++) free(k->p[i]);
     free(k->p);
-}
-
-static int write_tokenizer_kept(gguf_writer *w, const tokenizer *tok, keep *k) {
-    int32_t n = tokenizer_vocab_size(tok), merges = tokenizer_merge_count(tok);
-    const char **tokens = kept(k, malloc((size_t)n * sizeof *tokens));
-    int32_t *types = kept(k, malloc((size_t)n * sizeof *types));
-    const char **pairs = kept(k, malloc((size_t)(merges > 0 ? merges : 1) * sizeof *pairs));
-    if (!tokens || !types || !pairs) return -1;
-    for (int32_t id = 0; id < n; id++) {
-        if (!(tokens[id] = kept(k, token_text(tok, id)))) return -1;
-        types[id] = tokenizer_is_special(tok, id) ? 3 : 1; /* llama.cpp: CONTROL, NORMAL */
-    }
-    for (int32_t r = 0; r < merges; r++) {
-        int32_t left, right;
-        if (tokenizer_merge_at(tok, r, &left, &right)) return -1;
-        size_t len = strlen(tokens[left]) + strlen(tokens[right]) + 2;
-        char *pair = kept(k, malloc(len));
-        if (!pair) return -1;
-        snprintf(pair, len, "%s %s", tokens[left], tokens[right]);
-        pairs[r] = pair;
-    }
-    int32_t bos = tokenizer_special(tok, TOK_BOS), eos = tokenizer_special(tok, TOK_EOS);
-    /* a byte-level model has no end token: the NUL byte, which text does not hold */
-    gguf_writer_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_writer_str(w, "tokenizer.ggml.pre", "gpt-2");
-    gguf_writer_str_array(w, "tokenizer.ggml.tokens", tokens, (size_t)n);
-    gguf_writer_i32_array(w, "tokenizer.ggml.token_type", types, (size_t)n);
-    gguf_writer_str_array(w, "tokenizer.ggml.merges", pairs, (size_t)merges);
-    gguf_writer_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)(bos >= 0 ? bos : 0));
-    gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)(eos >= 0 ? eos : 0));
-    gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", 0);
-    return 0;
-}
-
-int gpt_gguf_write_tokenizer(gguf_writer *w, const tokenizer *tok, char *err, size_t errlen) {
-    keep k = {0}; /* the writer copies strings: what they were built in goes after */
-    int rc = write_tokenizer_kept(w, tok, &k);
-    free_kept(&k);
-    if (rc) snprintf(err, errlen, "out of memory for the tokenizer");
-    return rc;
 }
 
 /* A [rows, cols] f32 matrix (rows of cols values) in ggml type `type`, malloc'd. */
@@ -255,7 +194,7 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
         gguf_writer_u32(w, "gpt2.block_count", (uint32_t)c->n_layer);
         gguf_writer_u32(w, "gpt2.attention.head_count", (uint32_t)c->n_head);
         gguf_writer_f32(w, "gpt2.attention.layer_norm_epsilon", c->ln_eps);
-        if (gpt_gguf_write_tokenizer(w, tok, err, errlen)) rc = -1;
+        if (tokenizer_to_gguf(tok, w, err, errlen)) rc = -1;
     }
     for (int i = 0; rc == 0 && i < m->n_params; i++) {
         const gpt_param *p = &m->params[i];

@@ -47,12 +47,9 @@ int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer 
  * the config is GPT-2's. */
 const char *gpt_not_gpt2(const gpt_config *c, char *buf, size_t size);
 
-/* What the GGUF writers share (gpt_gguf.c, gpt_gguf_llama_write.c): the tokenizer as
- * tokenizer.ggml.* (see above), and a [rows, cols] f32 matrix in ggml type `type` (f32, f16,
- * q8_0, q4_0, q4_1: malloc'd, *nbytes long; NULL out of memory or for a row that is not whole
- * blocks). */
-struct gguf_writer;
-int gpt_gguf_write_tokenizer(struct gguf_writer *w, const tokenizer *tok, char *err, size_t errlen);
+/* What the GGUF writers share (gpt_gguf.c, gpt_gguf_llama_write.c): a [rows, cols] f32
+ * matrix in ggml type `type` (f32, f16, q8_0, q4_0, q4_1: malloc'd, *nbytes long; NULL out of
+ * memory or for a row that is not whole blocks). */
 void *gpt_gguf_convert(const float *x, int64_t rows, int64_t cols, int type, uint64_t *nbytes);
 
 /* The kiln block format (kiln/quant.h) of a quantized ggml type, Q8_0, Q4_0 or Q4_1; -1 for

@@ -81,7 +81,7 @@ int gpt_export_gguf_llama(const gpt_model *m, const tokenizer *tok, int type, co
     names.permuted = !strcmp(arch, "llama") && m->cfg.block.rope_layout == 1;
     names.rope_freqs_file = 1;
     write_keys(s.w, &m->cfg, arch, type);
-    int rc = gpt_gguf_write_tokenizer(s.w, tok, err, errlen);
+    int rc = tokenizer_to_gguf(tok, s.w, err, errlen);
     if (rc == 0) rc = gpt_export_pieces(m, &names, add_piece, &s, err, errlen);
     if (rc == 0) rc = gguf_writer_save(s.w, path, err, errlen);
     gguf_writer_free(s.w);

@@ -195,6 +195,20 @@ static int add_tensor(void *ctx, const char *name, int ndim, int64_t rows, int64
     return rc;
 }
 
+/* The llama3 parameters of the model's rope.freqs (gpt_rope_llama3_fit). */
+static int fit_rope_scaling(const gpt_model *m, gpt_rope_llama3 *out) {
+    gpt_param *p = gpt_find_param((gpt_model *)m, "rope.freqs");
+    block_config b = gpt_block_config(&m->cfg);
+    int64_t n = p ? kiln_numel(p->t) : 0;
+    float *f = n ? malloc((size_t)n * sizeof *f) : NULL;
+    int rc = f && !kiln_download_f32(p->t, f, n) &&
+                     !gpt_rope_llama3_fit(f, (int)n, block_head_dim(&b), m->cfg.block.rope_base > 0 ? m->cfg.block.rope_base : 10000, out)
+                 ? 0
+                 : -1;
+    free(f);
+    return rc;
+}
+
 static int write_text(const char *dir, const char *file, const text *t, char *err, size_t errlen) {
     char path[4096 + 32];
     snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -211,9 +225,13 @@ int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, c
     char option[64];
     if (gpt2 && gpt_not_gpt2(c, option, sizeof option))
         return snprintf(err, errlen, "this model has %s, which Hugging Face's GPT2LMHeadModel cannot hold", option), -1;
-    if (c->rope_freqs && !scaling)
-        return snprintf(err, errlen, "the rope scaling's parameters (config.json's rope_scaling) are not known for this "
-                        "model, only its rope.freqs: export it as GGUF, which holds rope_freqs"), -1;
+    gpt_rope_llama3 fitted;
+    if (c->rope_freqs && !scaling) {
+        if (fit_rope_scaling(m, &fitted))
+            return snprintf(err, errlen, "the rope scaling's parameters (config.json's rope_scaling) are not known for "
+                            "this model and no llama3 scaling gives its rope.freqs: export it as GGUF"), -1;
+        scaling = &fitted;
+    }
     if (tok && tokenizer_vocab_size(tok) != c->vocab_size)
         return snprintf(err, errlen, "the tokenizer has %d tokens but the model %d", tokenizer_vocab_size(tok),
                         c->vocab_size), -1;
