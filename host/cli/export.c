@@ -53,9 +53,11 @@ static int export_model(const char *command, const char *format, const char *ckp
     gpt_rope_llama3 scaling;
     char dir[4096];
     gpt_hf_dir(ckpt, dir, sizeof dir);
-    int scaled = gpt_hf_is_folder(ckpt) && !hf_config_read(dir, &source, err, sizeof err) &&
-                 !gpt_hf_rope_scaling(&source, &scaling);
-    if (hf ? gpt_export_hf(m, tok, dtype, scaled ? &scaling : NULL, out, err, sizeof err)
+    int folder = gpt_hf_is_folder(ckpt);
+    int scaled = folder && !hf_config_read(dir, &source, err, sizeof err) && !gpt_hf_rope_scaling(&source, &scaling);
+    /* the folder's tokenizer.json goes along unless --tokenizer chose another */
+    const char *tok_source = folder && !tok_path ? dir : NULL;
+    if (hf ? gpt_export_hf(m, tok, dtype, scaled ? &scaling : NULL, tok_source, out, err, sizeof err)
            : gpt_export_gguf(m, tok, type, out, err, sizeof err)) {
         host_error("%s", err);
         goto done;

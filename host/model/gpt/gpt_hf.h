@@ -33,13 +33,15 @@ int gpt_load_hf(kiln_ctx *ctx, const char *path, gpt_model **out, hf_config *hf_
  * (LlamaForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM as gpt_llama_arch says, or
  * GPT2LMHeadModel for GPT-2's block), model.safetensors in HF's names and [out, in] layout
  * at dtype "F32", "F16" or "BF16" (GPT-2: "transformer." and its Conv1D layout, the tied
- * head left out as transformers saves it), and, given tok, tokenizer.json (kiln's byte-level
- * BPE as GPT-2's tokenizer.json spells it). Every file atomically (kiln/file.h). A model
+ * head left out as transformers saves it), and, given tok, tokenizer.json: the source
+ * folder's (source: the model's Hugging Face folder, or NULL) byte for byte with its
+ * tokenizer_config.json, else kiln's byte-level BPE as GPT-2's tokenizer.json spells it (a
+ * tokenizer imported from elsewhere without its folder is refused). Every file atomically (kiln/file.h). A model
  * with rope scaling needs its llama3 parameters (`scaling`: kiln keeps only the factors,
  * rope.freqs; a Hugging Face source folder's config has them, gpt_hf_rope_scaling); a model
  * neither class holds is refused. Returns 0, or -1 with one line in err. */
 int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, const gpt_rope_llama3 *scaling,
-                  const char *dir, char *err, size_t errlen);
+                  const char *source, const char *dir, char *err, size_t errlen);
 
 /* The llama3 rope scaling of an HF config (0), or 1 when it has none. */
 int gpt_hf_rope_scaling(const hf_config *hf, gpt_rope_llama3 *out);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "formats/file_open.h"
 #include "formats/json.h"
 #include "formats/safetensors.h"
 #include "kiln/file.h"
@@ -108,9 +109,21 @@ static void config_json(text *t, const gpt_config *c, const char *arch, const ch
     add(t, "\n}\n");
 }
 
+/* 1 for a version 1 tokenizer (kiln's bytes, trained BPEs and GPT-2's): GPT-2's kind of
+ * tokenizer.json holds it; *regex says whether it splits with GPT-2's pattern. A version 2
+ * one (a Hugging Face import: its own pipeline) has no writer here. */
+static int gpt2_style(const tokenizer *tok, int *regex) {
+    size_t n;
+    char *s = tokenizer_serialize(tok, &n);
+    int v1 = s && !strncmp(s, TOKENIZER_MAGIC "\n", strlen(TOKENIZER_MAGIC) + 1);
+    *regex = v1 && !strstr(s, "\npretokenizer none\n");
+    free(s);
+    return v1;
+}
+
 /* tokenizer.json of a byte-level BPE (GPT-2's kind: kiln's byte and BPE tokenizers): the
  * vocabulary in GPT-2's byte spelling, the merges by rank, the specials as added tokens. */
-static int tokenizer_json(text *t, const tokenizer *tok) {
+static int tokenizer_json(text *t, const tokenizer *tok, int regex) {
     int32_t n = tokenizer_vocab_size(tok), merges = tokenizer_merge_count(tok);
     char **spelled = calloc((size_t)n, sizeof *spelled);
     if (!spelled) return -1;
@@ -140,8 +153,8 @@ static int tokenizer_json(text *t, const tokenizer *tok) {
             first = 0;
         }
     add(t, "],\n  \"normalizer\": null,\n  \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
-           "\"trim_offsets\": true, \"use_regex\": true},\n  \"post_processor\": null,\n"
-           "  \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, "
+           "\"trim_offsets\": true, \"use_regex\": %s},\n  \"post_processor\": null,\n", regex ? "true" : "false");
+    add(t, "  \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, "
            "\"use_regex\": true},\n  \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
            "\"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": false, "
            "\"byte_fallback\": false,\n    \"vocab\": {");
@@ -209,6 +222,7 @@ static int fit_rope_scaling(const gpt_model *m, gpt_rope_llama3 *out) {
     return rc;
 }
 
+
 static int write_text(const char *dir, const char *file, const text *t, char *err, size_t errlen) {
     char path[4096 + 32];
     snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -216,8 +230,44 @@ static int write_text(const char *dir, const char *file, const text *t, char *er
     return kiln_file_write_all(path, t->s, t->n, err, errlen) ? -1 : 0;
 }
 
+/* The source folder's tokenizer files, byte for byte (0 when it has tokenizer.json, 1 when
+ * not, -1 on an error). */
+static int copy_tokenizer(const char *source, const char *dir, char *err, size_t errlen) {
+    static const char *const files[] = {"tokenizer.json", "tokenizer_config.json"};
+    int found = 1;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char from[4096 + 32], *bytes;
+        size_t n;
+        snprintf(from, sizeof from, "%s/%s", source, files[i]);
+        FILE *probe = fopen(from, "rb");
+        if (!probe) continue;
+        fclose(probe);
+        if (file_read_all(from, files[i], &bytes, &n, err, errlen)) return -1;
+        text t = {.s = bytes, .n = n};
+        int rc = write_text(dir, files[i], &t, err, errlen);
+        free(bytes);
+        if (rc) return -1;
+        if (i == 0) found = 0;
+    }
+    return found;
+}
+
+/* tokenizer.json: the source folder's, else written for a version 1 tokenizer. */
+static int write_tokenizer(const tokenizer *tok, const char *source, const char *dir, char *err, size_t errlen) {
+    int regex, rc = source ? copy_tokenizer(source, dir, err, errlen) : 1;
+    if (rc <= 0) return rc;
+    if (!gpt2_style(tok, &regex))
+        return snprintf(err, errlen, "this tokenizer (imported from Hugging Face or GGUF) has no tokenizer.json writer: "
+                        "export from the model's Hugging Face folder, whose tokenizer.json is copied"), -1;
+    text tj = {0};
+    rc = tokenizer_json(&tj, tok, regex) ? (snprintf(err, errlen, "out of memory"), -1) : 0;
+    if (rc == 0) rc = write_text(dir, "tokenizer.json", &tj, err, errlen);
+    free(tj.s);
+    return rc;
+}
+
 int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, const gpt_rope_llama3 *scaling,
-                  const char *dir, char *err, size_t errlen) {
+                  const char *source, const char *dir, char *err, size_t errlen) {
     const gpt_config *c = &m->cfg;
     int gpt2 = c->block.norm_type == BLOCK_NORM_TYPE_LAYERNORM && c->block.mlp == BLOCK_MLP_GELU && !c->block.rope;
     const char *arch = gpt2 ? NULL : gpt_llama_arch(c, err, errlen);
@@ -236,7 +286,7 @@ int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, c
         return snprintf(err, errlen, "the tokenizer has %d tokens but the model %d", tokenizer_vocab_size(tok),
                         c->vocab_size), -1;
     if (mkdir(dir, 0777) && errno != EEXIST) return snprintf(err, errlen, "%s: %s", dir, strerror(errno)), -1;
-    text config = {0}, tj = {0};
+    text config = {0};
     config_json(&config, c, arch, !strcmp(dtype, "F32") ? "float32" : !strcmp(dtype, "F16") ? "float16" : "bfloat16",
                 tok, c->rope_freqs ? scaling : NULL);
     st_sink s = {.w = st_writer_new(), .dtype = dtype};
@@ -249,10 +299,8 @@ int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, c
     if (rc == 0) rc = gpt_export_pieces(m, &names, add_tensor, &s, err, errlen);
     if (rc == 0) rc = st_writer_save(s.w, path, err, errlen);
     if (rc == 0) rc = write_text(dir, "config.json", &config, err, errlen);
-    if (rc == 0 && tok) rc = tokenizer_json(&tj, tok) ? (snprintf(err, errlen, "out of memory"), -1) : 0;
-    if (rc == 0 && tok) rc = write_text(dir, "tokenizer.json", &tj, err, errlen);
+    if (rc == 0 && tok) rc = write_tokenizer(tok, source, dir, err, errlen);
     st_writer_free(s.w);
     free(config.s);
-    free(tj.s);
     return rc;
 }
