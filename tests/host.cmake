@@ -17,6 +17,7 @@ target_link_libraries(test_host_seq2seq PRIVATE kiln_model)
 target_link_libraries(test_host_bert PRIVATE kiln_model)
 target_link_libraries(test_host_gpt_quantize PRIVATE kiln_model)
 target_link_libraries(test_host_load_memory PRIVATE kiln_model)
+target_link_libraries(test_host_gpt_import PRIVATE kiln_model)
 target_link_libraries(test_host_checkpoint_atomic PRIVATE kiln_model)
 target_link_libraries(test_host_bleu PRIVATE kiln_text)
 # the parsers' tests replay the fuzz seeds (fuzz/corpus/<target>/) through the parser
