@@ -9,6 +9,7 @@
 #include "model/gpt/gpt_checkpoint.h"
 #include "model/gpt/gpt_gguf.h"
 #include "model/gpt/gpt_hf.h"
+#include "formats/gguf.h"
 
 int host_is_gguf(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -42,11 +43,30 @@ static int hf_tokenizer(const char *path, int32_t vocab, tokenizer **tok) {
     if (!probe) return gpt_tokenizer_choose(NULL, NULL, vocab, tok);
     fclose(probe);
     if (tokenizer_import_hf(json, tok, err, sizeof err)) return host_error("%s", err);
-    if (tokenizer_vocab_size(*tok) <= vocab) return 0;
+    if (vocab < 0 || tokenizer_vocab_size(*tok) <= vocab) return 0;
     host_error("%s has %d tokens but the model's vocabulary %d", json, tokenizer_vocab_size(*tok), vocab);
     tokenizer_free(*tok);
     *tok = NULL;
     return 1;
+}
+
+int host_load_tokenizer(const char *path, const char *tok_path, int32_t vocab, tokenizer **tok) {
+    char err[1024];
+    *tok = NULL;
+    if (tok_path) return gpt_tokenizer_choose(tok_path, NULL, vocab, tok);
+    if (gpt_hf_is_folder(path)) return hf_tokenizer(path, vocab, tok);
+    if (!host_is_gguf(path)) return gpt_tokenizer_choose(NULL, path, vocab, tok);
+    gguf_file *f;
+    if (gguf_open(path, &f, err, sizeof err)) return host_error("%s", err);
+    int rc = gguf_find_kv(f, "tokenizer.ggml.model") && tokenizer_from_gguf(f, tok, err, sizeof err) ? 1 : 0;
+    gguf_close(f);
+    if (rc) return host_error("%s: %s", path, err);
+    if (*tok && vocab >= 0 && tokenizer_vocab_size(*tok) != vocab) {
+        tokenizer_free(*tok);
+        *tok = NULL;
+        return host_error("%s: tokenizer.ggml.tokens is not %d strings", path, vocab);
+    }
+    return *tok ? 0 : gpt_tokenizer_choose(NULL, NULL, vocab, tok);
 }
 
 int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok) {
@@ -61,6 +81,5 @@ int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_mod
         return gpt_tokenizer_choose(tok_path, NULL, (*m)->cfg.vocab_size, tok);
     }
     if (host_load_gpt_model(ctx, path, m, err, sizeof err)) return host_error("%s", err);
-    if (gpt_hf_is_folder(path) && !tok_path) return hf_tokenizer(path, (*m)->cfg.vocab_size, tok);
-    return gpt_tokenizer_choose(tok_path, gpt_hf_is_folder(path) ? NULL : path, (*m)->cfg.vocab_size, tok);
+    return host_load_tokenizer(path, tok_path, (*m)->cfg.vocab_size, tok);
 }

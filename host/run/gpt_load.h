@@ -18,6 +18,11 @@ int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_mod
 /* The model alone (no tokenizer). Returns 0 with *m, or -1 with one line in err. */
 int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *err, size_t errlen);
 
+/* The tokenizer of the model at path (any of the files above): tok_path when given, else the
+ * file's own, else bytes for a 256-token model (vocab < 0: not known yet, nothing checked).
+ * Returns 0, or 1 with one line printed. */
+int host_load_tokenizer(const char *path, const char *tok_path, int32_t vocab, tokenizer **tok);
+
 /* 1 when the file starts as GGUF does. */
 int host_is_gguf(const char *path);
 
