@@ -1,14 +1,14 @@
 """Files of other tools, written here from their formats' specifications (not from kiln):
-Hugging Face folders (config.json, model.safetensors or a sharded index, F32/F16/BF16) and
-GGUF files with llama.cpp's keys and tensor names (convert_hf_to_gguf.py's layout: llama's
+Hugging Face folders (through h-peers' hf_folder.py: config.json, model.safetensors or a
+sharded index, F32/F16/BF16) and GGUF files with llama.cpp's keys and tensor names (convert_hf_to_gguf.py's layout: llama's
 q/k rows permuted, 1-D tensors in f32, matrices in the file's type, Q8_0 blocks as ggml's
 reference quantizer makes them)."""
-import json
-import os
 import struct
 
 import numpy as np
 import torch
+
+import hf_folder
 
 ST_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
 
@@ -18,38 +18,16 @@ def round_to(t, dtype):
     return t.detach().to(dtype).double()
 
 
-def st_write(path, tensors):
-    """{name: torch tensor} (f32, f16 or bf16) as safetensors."""
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        raw = t.detach().contiguous().view(torch.uint8).numpy().tobytes() if t.dim() else b""
-        header[name] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
 def hf_write(folder, config, tensors, dtype, shards=1):
-    """An HF folder: config.json and the tensors in dtype, in one file or `shards` files with
-    model.safetensors.index.json."""
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
-    names = list(tensors)
-    if shards == 1:
-        st_write(os.path.join(folder, "model.safetensors"), {n: tensors[n].to(dtype) for n in names})
-        return
-    weight_map = {}
-    for s in range(shards):
-        file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-        part = names[s::shards]
-        st_write(os.path.join(folder, file), {n: tensors[n].to(dtype) for n in part})
-        weight_map.update({n: file for n in part})
-    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
-        json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f)
+    """An HF folder through h-peers' hf_folder.write ({name: torch tensor}, dtype a torch
+    float type): each tensor rounded to dtype first, as the file holds it."""
+    exact = {n: t.detach().to(dtype).float().numpy() for n, t in tensors.items()}
+    hf_folder.write(folder, config, exact, ST_DTYPES[dtype], shards)
+
+
+def st_read(path):
+    """A safetensors file's tensors {name: torch tensor as float64} (hf_folder.read_safetensors)."""
+    return {n: torch.from_numpy(a).double() for n, a in hf_folder.read_safetensors(path).items()}
 
 
 # ---- GGUF ----
@@ -185,19 +163,3 @@ def gguf_values(typ, shape, raw):
         t = d * q
     return t.double().reshape(shape)
 
-
-def st_read(path):
-    """A safetensors file's tensors {name: torch tensor as float64} (F32, F16, BF16)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    header.pop("__metadata__", None)
-    dtypes = {v: k for k, v in ST_DTYPES.items()}
-    out = {}
-    for name, info in header.items():
-        b, e = info["data_offsets"]
-        raw = bytearray(data[8 + n + b:8 + n + e])
-        out[name] = torch.frombuffer(raw, dtype=dtypes[info["dtype"]]).double().reshape(info["shape"]) if raw else \
-            torch.zeros(info["shape"], dtype=torch.float64)
-    return out
