@@ -253,7 +253,7 @@ static void write_tensor_file(const char *path, const char *name) {
 static void expect_folder_refused(const char *dir, const char *says) {
     gpt_model *m;
     char err[512] = "";
-    ck_assert_int_eq(gpt_load_hf(kt_ctx(), dir, &m, NULL, err, sizeof err), -1);
+    ck_assert_int_eq(gpt_load_hf(kt_ctx(), dir, KILN_F32, &m, NULL, err, sizeof err), -1);
     ck_assert_msg(strstr(err, says) && !strchr(err, '\n'), "%s", err);
 }
 

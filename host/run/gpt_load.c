@@ -20,15 +20,24 @@ int host_is_gguf(const char *path) {
 }
 
 int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *err, size_t errlen) {
+    return host_load_gpt_model_as(ctx, path, KILN_F32, m, err, errlen);
+}
+
+int host_load_gpt_model_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **m, char *err, size_t errlen) {
     *m = NULL;
-    if (gpt_hf_is_folder(path)) return gpt_load_hf(ctx, path, m, NULL, err, errlen);
+    if (gpt_hf_is_folder(path)) return gpt_load_hf(ctx, path, dtype, m, NULL, err, errlen);
     if (host_is_gguf(path)) {
         tokenizer *tok;
-        int rc = gpt_load_gguf(ctx, path, m, &tok, err, errlen);
+        int rc = gpt_load_gguf_as(ctx, path, dtype, m, &tok, err, errlen);
         if (rc == 0) tokenizer_free(tok);
         return rc;
     }
-    return gpt_checkpoint_load(ctx, path, m, err, errlen);
+    if (gpt_checkpoint_load(ctx, path, m, err, errlen)) return -1;
+    if (!gpt_set_precision(*m, dtype, 0)) return 0; /* a checkpoint is f32: converted after */
+    snprintf(err, errlen, "%s: %s", path, kiln_error_message());
+    gpt_free(*m);
+    *m = NULL;
+    return -1;
 }
 
 /* A Hugging Face folder's tokenizer.json (text/tokenizer.h: tokenizer_import_hf, which reads
@@ -70,16 +79,21 @@ int host_load_tokenizer(const char *path, const char *tok_path, int32_t vocab, t
 }
 
 int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok) {
+    return host_load_gpt_as(ctx, path, tok_path, KILN_F32, m, tok);
+}
+
+int host_load_gpt_as(kiln_ctx *ctx, const char *path, const char *tok_path, kiln_dtype dtype, gpt_model **m,
+                     tokenizer **tok) {
     char err[1024];
     *m = NULL;
     *tok = NULL;
     if (host_is_gguf(path)) {
-        if (gpt_load_gguf(ctx, path, m, tok, err, sizeof err)) return host_error("%s", err);
+        if (gpt_load_gguf_as(ctx, path, dtype, m, tok, err, sizeof err)) return host_error("%s", err);
         if (!tok_path && *tok) return 0; /* a Llama-family file may come without tokenizer.ggml.* */
         tokenizer_free(*tok); /* --tokenizer wins over the file's own */
         *tok = NULL;
         return gpt_tokenizer_choose(tok_path, NULL, (*m)->cfg.vocab_size, tok);
     }
-    if (host_load_gpt_model(ctx, path, m, err, sizeof err)) return host_error("%s", err);
+    if (host_load_gpt_model_as(ctx, path, dtype, m, err, sizeof err)) return host_error("%s", err);
     return host_load_tokenizer(path, tok_path, (*m)->cfg.vocab_size, tok);
 }

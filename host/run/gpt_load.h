@@ -15,8 +15,16 @@
 /* Returns 0 with *m and *tok, or 1 with one line printed. */
 int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok);
 
-/* The model alone (no tokenizer). Returns 0 with *m, or -1 with one line in err. */
+/* The same with the weights in dtype for eval and decode (KILN_F16: as gpt_set_precision(m,
+ * KILN_F16, 0) leaves them; a GGUF or Hugging Face file is converted as it is read, never
+ * held in f32). */
+int host_load_gpt_as(kiln_ctx *ctx, const char *path, const char *tok_path, kiln_dtype dtype, gpt_model **m,
+                     tokenizer **tok);
+
+/* The model alone (no tokenizer), f32 or in dtype. Returns 0 with *m, or -1 with one line in
+ * err. */
 int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *err, size_t errlen);
+int host_load_gpt_model_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **m, char *err, size_t errlen);
 
 /* The tokenizer of the model at path (any of the files above): tok_path when given, else the
  * file's own, else bytes for a 256-token model (vocab < 0: not known yet, nothing checked).

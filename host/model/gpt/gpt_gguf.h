@@ -52,6 +52,11 @@ const char *gpt_not_gpt2(const gpt_config *c, char *buf, size_t size);
  * memory or for a row that is not whole blocks). */
 void *gpt_gguf_convert(const float *x, int64_t rows, int64_t cols, int type, uint64_t *nbytes);
 
+/* The same with the float weights in dtype (KILN_F16: converted at load, as gpt_set_precision(m,
+ * KILN_F16, 0) leaves a model). */
+int gpt_load_gguf_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **model, tokenizer **tok, char *err,
+                     size_t errlen);
+
 /* The kiln block format (kiln/quant.h) of a quantized ggml type, Q8_0, Q4_0 or Q4_1; -1 for
  * any other type. */
 int gpt_gguf_qformat(int type);

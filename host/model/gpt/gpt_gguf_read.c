@@ -224,6 +224,11 @@ static int load_gpt2(kiln_ctx *ctx, const gguf_file *f, const char *path, gpt_mo
 }
 
 int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err, size_t errlen) {
+    return gpt_load_gguf_as(ctx, path, KILN_F32, model, tok, err, errlen);
+}
+
+int gpt_load_gguf_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **model, tokenizer **tok, char *err,
+                     size_t errlen) {
     gguf_file *f;
     *model = NULL;
     *tok = NULL;
@@ -231,7 +236,10 @@ int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer 
     const char *arch = NULL;
     int rc = gguf_get_string(f, "general.architecture", &arch, err, errlen), gpt2 = rc == 0 && !strcmp(arch, "gpt2");
     if (rc == 0 && gpt2) rc = load_gpt2(ctx, f, path, model, err, errlen);
-    else if (rc == 0) rc = gpt_load_gguf_llama(ctx, f, path, arch, model, err, errlen);
+    else if (rc == 0) rc = gpt_load_gguf_llama(ctx, f, path, arch, dtype, model, err, errlen);
+    /* gpt2's reader builds f32 weights: converted after (its files are GPT-2 sized) */
+    if (rc == 0 && gpt_set_precision(*model, dtype, 0))
+        rc = (snprintf(err, errlen, "%s: %s", path, kiln_error_message()), -1);
     /* a gpt2 file carries its tokenizer; the Llama family's may leave it to --tokenizer */
     if (rc == 0 && (gpt2 || gguf_find_kv(f, "tokenizer.ggml.model")))
         rc = load_tokenizer(f, path, (*model)->cfg.vocab_size, tok, err, errlen);

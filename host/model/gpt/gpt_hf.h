@@ -24,10 +24,13 @@ void gpt_hf_dir(const char *path, char *dir, size_t size);
  * GPT cannot build. */
 int gpt_config_from_hf(const hf_config *hf, gpt_config *cfg, char *err, size_t errlen);
 
-/* Reads the folder (or its config.json) into a GPT on ctx; *hf_out (may be NULL) receives its
- * config (end ids, ...). Everything is checked (config, every tensor's presence and shape)
- * before the model is allocated. Returns 0, or -1 with one line in err. */
-int gpt_load_hf(kiln_ctx *ctx, const char *path, gpt_model **out, hf_config *hf_out, char *err, size_t errlen);
+/* Reads the folder (or its config.json) into a GPT on ctx with its weights in dtype (KILN_F32,
+ * or KILN_F16 as gpt_set_precision(m, KILN_F16, 0) leaves a model: converted at load, never
+ * held in f32); *hf_out (may be NULL) receives its config (end ids, ...). Everything is
+ * checked (config, every tensor's presence and shape) before the model is allocated.
+ * Returns 0, or -1 with one line in err. */
+int gpt_load_hf(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **out, hf_config *hf_out, char *err,
+                size_t errlen);
 
 /* Writes m (its f32 weights) as a Hugging Face folder dir (made when absent): config.json
  * (LlamaForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM as gpt_llama_arch says, or
