@@ -1,6 +1,6 @@
 /* Rotary position embeddings: hand-computed rotations, the gradient of a norm-preserving
  * map, the KV cache's offset against a slice of a longer run, bad input, and (with
- * --torch-reference FILE, tests/rope.cmake) Hugging Face's rotate_half and Meta's complex
+ * --torch-reference FILE, tests/torch_reference.cmake) Hugging Face's rotate_half and Meta's complex
  * form from tests/rope_reference.py in float64. The case table (engine/verify/cases_rope.c)
  * adds finite differences on the cpu and agreement with it on the GPU backends. */
 #include <math.h>
