@@ -3,7 +3,7 @@
  * the per-parameter decay switch. Every check runs on the process's backend (kt_ctx), so
  * the same file checks the GPU kernels. With --torch-reference FILE it also replays the
  * torch.optim trajectories that tests/optim_reference.py printed (see
- * tests/torch_reference.cmake). */
+ * tests/op_references.cmake). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
