@@ -26,15 +26,8 @@ target_compile_definitions(test_host_mo PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOUR
 target_compile_definitions(test_host_gguf PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 target_compile_definitions(test_host_hf_config PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 
-# The backends this build can run the host tests on (each test skips with 77, or fails
-# clearly, when its backend cannot open on the machine).
-set(_kiln_host_backends cpu)
-if(KILN_VULKAN)
-  list(APPEND _kiln_host_backends vulkan)
-endif()
-if(KILN_OPENCL)
-  list(APPEND _kiln_host_backends opencl)
-endif()
+# The backends this build can run the host tests on (tests/CMakeLists.txt).
+set(_kiln_host_backends ${KILN_TEST_BACKENDS})
 
 # The test's name: host_<what> on cpu, host_<what>_<backend> elsewhere.
 function(kiln_host_test_name what backend out)

@@ -241,10 +241,12 @@ static const block_case QWEN3_QK_NORM = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .
                                          .n_slots = 2, .slots = {BLOCK_Q_NORM_W, BLOCK_K_NORM_W}};
 static const block_case LLAMA3_FREQS = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .rope_layout = KILN_ROPE_ADJACENT), .heads = 2, .kv_heads = 1,
                                         .rope_freqs = 1};
+/* SwiGLU's c_fc [C, 2F] as an input that requires grad: its training path (the gate's and
+ * up's column blocks as two products) */
 static const block_case RMS_POST_REZERO = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .norm = BLOCK_NORM_POST,
                                                           .residual = BLOCK_RESIDUAL_REZERO),
-                                           .heads = 4, .kv_heads = 2, .n_slots = 2,
-                                           .slots = {BLOCK_REZERO_ALPHA, BLOCK_LN1_W}};
+                                           .heads = 4, .kv_heads = 2, .ffn = 6, .n_slots = 3,
+                                           .slots = {BLOCK_REZERO_ALPHA, BLOCK_LN1_W, BLOCK_FC_W}};
 static const block_case RMS_SIGMA = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .sigma_reparam = 1), .heads = 4, .kv_heads = 2, .ffn = 12,
                                      .n_slots = 2,
                                      .slots = {BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_QKV, BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_FC}};
@@ -303,8 +305,10 @@ static const kiln_verify_case cases[] = {
      .in = {X_IN, VEC_IN(6, 1.0f), VEC_IN(6, 1.0f)}, .fwd_tol = 1e-9},
     {.name = "block_llama3_freqs", .build = build_block, .param = &LLAMA3_FREQS, .n_in = 1, .in = {X_IN},
      .fwd_tol = 1e-9},
-    {.name = "block_rmsnorm_post_rezero", .build = build_block, .param = &RMS_POST_REZERO, .n_in = 3,
-     .in = {X_IN, VEC_IN(1, 0.7f), VEC_IN(C, 1.0f)}, .fwd_tol = 1e-9},
+    {.name = "block_rmsnorm_post_rezero", .build = build_block, .param = &RMS_POST_REZERO, .n_in = 4,
+     .in = {X_IN, VEC_IN(1, 0.7f), VEC_IN(C, 1.0f),
+            {.dtype = KILN_F32, .ndim = 2, .shape = {C, 12}, .init = KILN_INIT_NORMAL, .hi = 0.35f, .grad = 1}},
+     .fwd_tol = 1e-9},
     /* gamma in f16 as above, summed here over SwiGLU's [C, 2F] (3.4e-4 on each backend, the
      * CPU's f16 included: f16's rounding, not a backend's) */
     {.name = "block_rmsnorm_sigma", .build = build_block, .param = &RMS_SIGMA, .n_in = 3,
