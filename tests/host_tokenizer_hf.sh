@@ -4,6 +4,9 @@
 # $KILN_NODE_PEERS/node_modules) encode a mixed sentence to the ids @lenml/tokenizers 3.7.2
 # gives (add_special_tokens: false; hard-coded below), read directly or through kiln's
 # version 2 file, and decode back byte for byte; the roles come from tokenizer_config.json.
+# Each goes into a GGUF file with a 1-step model (kiln export), where llama.cpp (node-llama-cpp,
+# llama_cpp_tokenize.mjs) tokenizes tests/data/tokenizer_mix.txt (2,472 characters of prose,
+# code, digits, whitespace runs, accents, CJK, emoji) to kiln's ids.
 # A component kiln does not run is refused in one line (this part runs without the peers).
 #   host_tokenizer_hf.sh KILN WORKDIR
 set -eu
@@ -58,6 +61,24 @@ for name in llama3 qwen3 llama2; do
     cmp -s back.txt text.txt || fail "$name ($tok): decode(encode(text)) differs from the text"
   done
   echo "ok: $name: @lenml/tokenizers' ids, and the text back"
+done
+here=$(cd "$(dirname "$0")" && pwd)
+mix=$here/data/tokenizer_mix.txt
+head -c 3000 "$mix" >train.txt
+for name in llama3 qwen3 llama2; do
+  "$kiln" train --data train.txt --tokenizer "$name.tok" --out "run_$name" --layers 1 --heads 2 --dim 32 --steps 1 \
+    --block 8 --batch 1 --backend cpu >/dev/null 2>&1 || { fail "$name: a 1-step model"; continue; }
+  "$kiln" export --format gguf --type f32 --ckpt "run_$name/model.safetensors" --out "$name.gguf" 2>/dev/null ||
+    { fail "$name: kiln export"; continue; }
+  set +e
+  node "$here/llama_cpp_tokenize.mjs" "$name.gguf" "$mix" >llama_cpp.txt 2>llama_cpp_err.txt
+  rc=$?
+  set -e
+  if [ $rc -eq 77 ]; then echo "skip: llama.cpp's side: $(cat llama_cpp.txt)"; break; fi
+  [ $rc -eq 0 ] || { fail "$name: llama.cpp: $(tail -3 llama_cpp_err.txt)"; continue; }
+  "$kiln" tokenizer encode --tokenizer "$name.tok" --input "$mix" >kiln.txt
+  cmp -s kiln.txt llama_cpp.txt && echo "ok: $name: llama.cpp tokenizes kiln's GGUF export to kiln's $(wc -w <kiln.txt) ids" ||
+    fail "$name: llama.cpp's ids of kiln's GGUF export differ from kiln's"
 done
 grep -q '^special 128009 <|eot_id|> eog$' llama3.tok || fail "llama3: <|eot_id|> is not an end of generation"
 grep -q '^special 151645 <|im_end|> eos$' qwen3.tok || fail "qwen3: tokenizer_config.json's eos_token is not EOS"

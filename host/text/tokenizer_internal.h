@@ -127,7 +127,8 @@ int32_t tok_pair_rank(const tokenizer *t, int32_t left, int32_t right);
 /* 1 when a special name is acceptable: 1..64 printable ASCII bytes, no space. */
 int tok_special_name_ok(const char *name, size_t len);
 
-/* A growing byte buffer; `failed` sticks after the first allocation failure. */
+/* A growing byte buffer, NUL-terminated after its len bytes; `failed` sticks after the
+ * first allocation failure. */
 typedef struct tok_buf {
     uint8_t *p;
     size_t len, cap;
