@@ -75,3 +75,16 @@ expect_exact_resume() {
     { echo "FAIL: the optimizer states differ"; differs=1; }
   return $differs
 }
+
+# expect_one_line_error WHAT WANT ARGS...: kiln ARGS fails, its stderr is one line
+# "kiln: error: ..." containing WANT
+expect_one_line_error() {
+  local what=$1 want=$2
+  shift 2
+  if "$kiln" "$@" >out.txt 2>err.txt; then fail "$what: succeeded"; return; fi
+  local lines
+  lines=$(wc -l <err.txt)
+  [ "$lines" -eq 1 ] || fail "$what: $lines lines on stderr: $(cat err.txt)"
+  grep -q "^kiln: error: .*$want" err.txt || fail "$what: stderr '$(cat err.txt)' lacks '$want'"
+  echo "ok: $what -> $(cat err.txt)"
+}

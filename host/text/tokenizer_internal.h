@@ -159,6 +159,10 @@ int tok_parse_step(tokenizer *t, const char *stage_word, size_t stage_len, const
                    char *err, size_t errlen);
 /* The option and step records, in file order. */
 int tok_serialize_steps(const tokenizer *t, tok_buf *out);
+/* A vocabulary string's bytes into buf (room for len): GPT-2's byte-to-unicode spelling
+ * undone where the tokens are bytes (byte_level), else the string itself. -1 when a
+ * character spells no byte. */
+long tok_unspell(const tokenizer *t, const char *s, size_t len, uint8_t *buf);
 /* The added tokens llama.cpp takes for an end of generation by their text (<|eot_id|>,
  * <|im_end|>, ...). */
 int tok_is_eog_name(const char *s, size_t len);
