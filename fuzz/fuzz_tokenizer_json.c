@@ -9,24 +9,9 @@
 #include <string.h>
 
 #include "fuzz_check.h"
+#include "fuzz_parts.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_internal.h"
-
-#define FUZZ_JSON_SEPARATOR "\n#--\n"
-
-/* The part after `data` up to the next separator (or the end); *rest is after it. */
-static size_t fuzz_json_part(const uint8_t *data, size_t size, const uint8_t **rest, size_t *rest_size) {
-    size_t sep = strlen(FUZZ_JSON_SEPARATOR);
-    for (size_t i = 0; i + sep <= size; i++)
-        if (!memcmp(data + i, FUZZ_JSON_SEPARATOR, sep)) {
-            *rest = data + i + sep;
-            *rest_size = size - i - sep;
-            return i;
-        }
-    *rest = data + size;
-    *rest_size = 0;
-    return size;
-}
 
 /* Does decoding give the text back: no normalizer, no decoder, tokens that are bytes, and
  * pre-tokenizers that neither drop nor add anything? */
@@ -71,8 +56,8 @@ static void fuzz_json_accepted(const tokenizer *t, const uint8_t *text, size_t n
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *p2, *p3;
     size_t n2, n3;
-    size_t n1 = fuzz_json_part(data, size, &p2, &n2);
-    size_t len2 = fuzz_json_part(p2, n2, &p3, &n3);
+    size_t n1 = fuzz_part(data, size, &p2, &n2);
+    size_t len2 = fuzz_part(p2, n2, &p3, &n3);
     char err[512] = "";
     tokenizer *t = NULL;
     int rc = tokenizer_import_hf_memory((const char *)data, n1, "tokenizer.json", len2 ? (const char *)p2 : NULL, len2,

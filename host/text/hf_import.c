@@ -16,32 +16,11 @@
 
 #include "formats/error_printf.h"
 #include "formats/file_open.h"
-#include "formats/utf8.h"
-#include "text/gpt2_bytes.h"
 #include "text/hf_import.h"
 #include "text/tokenizer_internal.h"
 
 #define HF_ERROR(im, ...) (error_printf((im)->msg, sizeof (im)->msg, __VA_ARGS__), -1)
 #define TOKEN_ARG(s, len) (int)((len) > 40 ? 40 : (len)), (s)
-
-/* A token string's bytes into buf (room for len bytes): ByteLevel's spelling undone, or
- * the string itself. Returns the length, or -1 when a character spells no byte. */
-static long token_bytes(const tokenizer *t, const char *s, size_t len, uint8_t *buf) {
-    if (!t->byte_level) {
-        memcpy(buf, s, len);
-        return (long)len;
-    }
-    long n = 0;
-    for (size_t pos = 0; pos < len;) {
-        uint32_t cp;
-        int l = utf8_decode((const uint8_t *)s + pos, len - pos, &cp);
-        int b = l ? gpt2_byte_of(cp) : -1;
-        if (b < 0) return -1;
-        buf[n++] = (uint8_t)b;
-        pos += (size_t)l;
-    }
-    return n;
-}
 
 /* "<0xNN>": the byte NN, else -1. */
 static int fallback_byte(const char *s, size_t len) {
@@ -88,7 +67,7 @@ static int read_vocab(hf_import *im, const json_value *vocab, const uint8_t *add
             json_as_int64(json_at(vocab, i), &id);
             if (added[id]) continue;
             if (klen > cap && !(buf = realloc(buf, cap = 2 * klen + 16))) return HF_ERROR(im, "out of memory");
-            long n = token_bytes(t, key, klen, buf);
+            long n = tok_unspell(t, key, klen, buf);
             if (n < 0) {
                 free(buf);
                 return HF_ERROR(im, "model.vocab: \"%.*s\" is not in ByteLevel's spelling of bytes", TOKEN_ARG(key, klen));
@@ -141,7 +120,7 @@ static int read_merge(hf_import *im, const json_value *m, size_t rank, tok_buf *
     for (int k = 0; k < 2; k++) {
         if (tok_buf_put(scratch, NULL, plen[k])) return HF_ERROR(im, "out of memory");
         at[k] = scratch->len - plen[k];
-        long n = token_bytes(im->t, part[k], plen[k], scratch->p + at[k]);
+        long n = tok_unspell(im->t, part[k], plen[k], scratch->p + at[k]);
         scratch->len = at[k] + (size_t)(n < 0 ? 0 : n);
         id[k] = n < 0 ? -1 : tok_lookup(im->t, scratch->p + at[k], (size_t)n);
         if (id[k] < 0) return HF_ERROR(im, "model.merges[%zu]: \"%.*s\" is not in the vocabulary", rank, TOKEN_ARG(part[k], plen[k]));

@@ -22,6 +22,7 @@ int tok_buf_put(tok_buf *b, const void *s, size_t n) {
     }
     if (n && s) memcpy(b->p + b->len, s, n); /* s NULL: room for n bytes the caller fills */
     b->len += n;
+    b->p[b->len] = 0; /* always a C string too */
     return 0;
 }
 

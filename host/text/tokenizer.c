@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "formats/error_printf.h"
+#include "formats/utf8.h"
+#include "text/gpt2_bytes.h"
 #include "text/tokenizer_internal.h"
 
 const char *const tokenizer_role_names[TOKROLE_COUNT] = {"pad", "bos", "eos", "cls", "sep", "mask", "unk", "eog"};
@@ -286,6 +288,23 @@ int tokenizer_merge_at(const tokenizer *t, int32_t rank, int32_t *left, int32_t 
     *left = t->merges[rank].left;
     *right = t->merges[rank].right;
     return 0;
+}
+
+long tok_unspell(const tokenizer *t, const char *s, size_t len, uint8_t *buf) {
+    if (!t->byte_level) {
+        memcpy(buf, s, len);
+        return (long)len;
+    }
+    long n = 0;
+    for (size_t pos = 0; pos < len;) {
+        uint32_t cp;
+        int l = utf8_decode((const uint8_t *)s + pos, len - pos, &cp);
+        int b = l ? gpt2_byte_of(cp) : -1;
+        if (b < 0) return -1;
+        buf[n++] = (uint8_t)b;
+        pos += (size_t)l;
+    }
+    return n;
 }
 
 int tok_is_eog_name(const char *s, size_t len) {

@@ -1,5 +1,8 @@
-/* Tokenizers: byte-level (ids 0..255 are the bytes), byte-level BPE trained by kiln, and
- * GPT-2's own BPE imported from Hugging Face's vocab.json and merges.txt.
+/* Tokenizers: byte-level (ids 0..255 are the bytes), byte-level BPE trained by kiln,
+ * GPT-2's own BPE imported from Hugging Face's vocab.json and merges.txt, and (version 2 of
+ * the file) the Llama family's BPE tokenizers from a tokenizer.json or a GGUF file, run with
+ * their normalizers, pre-tokenizers and decoders (docs/tokenizers.md, "Hugging Face
+ * tokenizers"). What follows describes version 1; version 2 adds tokens given by their bytes.
  *
  * A tokenizer is a vocabulary of N ids, each one either a byte, the result of a merge of two
  * earlier tokens (its bytes are theirs, concatenated), or a special token ([PAD], [BOS],

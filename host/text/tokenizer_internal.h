@@ -127,7 +127,8 @@ int32_t tok_pair_rank(const tokenizer *t, int32_t left, int32_t right);
 /* 1 when a special name is acceptable: 1..64 printable ASCII bytes, no space. */
 int tok_special_name_ok(const char *name, size_t len);
 
-/* A growing byte buffer; `failed` sticks after the first allocation failure. */
+/* A growing byte buffer, NUL-terminated after its len bytes; `failed` sticks after the
+ * first allocation failure. */
 typedef struct tok_buf {
     uint8_t *p;
     size_t len, cap;
@@ -158,6 +159,10 @@ int tok_parse_step(tokenizer *t, const char *stage_word, size_t stage_len, const
                    char *err, size_t errlen);
 /* The option and step records, in file order. */
 int tok_serialize_steps(const tokenizer *t, tok_buf *out);
+/* A vocabulary string's bytes into buf (room for len): GPT-2's byte-to-unicode spelling
+ * undone where the tokens are bytes (byte_level), else the string itself. -1 when a
+ * character spells no byte. */
+long tok_unspell(const tokenizer *t, const char *s, size_t len, uint8_t *buf);
 /* The added tokens llama.cpp takes for an end of generation by their text (<|eot_id|>,
  * <|im_end|>, ...). */
 int tok_is_eog_name(const char *s, size_t len);

@@ -63,7 +63,9 @@ def kiln(a, *argv, trust=True):
 # fails the check.
 MISSING = [(r'architecture "(\w+)"; kiln reads', "kiln cannot read GGUF architecture {0} yet"),
            (r"not a regular file \(it is a directory\)", "kiln cannot read Hugging Face folders yet"),
-           (r"\.gguf: header length .* \(not a safetensors file", "kiln dev parity cannot read GGUF files yet")]
+           (r"\.gguf: header length .* \(not a safetensors file", "kiln dev parity cannot read GGUF files yet"),
+           (r"no tokenizer inside: give it with --tokenizer",
+            "kiln does not take the tokenizer from a Hugging Face folder's tokenizer.json yet")]
 
 
 def missing_feature(err):
