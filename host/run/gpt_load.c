@@ -40,6 +40,17 @@ int host_load_gpt_model_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gp
     return -1;
 }
 
+/* config.json's (and generation_config.json's) BOS and first EOS where tokenizer.json and
+ * tokenizer_config.json name none: end-of-generation then stops decoding, and a GGUF export
+ * carries the ids (llama.cpp takes a BPE's EOS for id 11 otherwise). */
+static void apply_config_roles(const char *dir, tokenizer *tok) {
+    hf_config c;
+    char err[256];
+    if (hf_config_read(dir, &c, err, sizeof err)) return; /* the model's reader has said it */
+    if (tokenizer_special(tok, TOK_EOS) < 0 && c.n_eos > 0) tokenizer_set_role(tok, TOK_EOS, (int32_t)c.eos_ids[0]);
+    if (tokenizer_special(tok, TOK_BOS) < 0 && c.bos_id >= 0) tokenizer_set_role(tok, TOK_BOS, (int32_t)c.bos_id);
+}
+
 /* A Hugging Face folder's tokenizer.json (text/tokenizer.h: tokenizer_import_hf, which reads
  * tokenizer_config.json beside it too), else bytes for a 256-token model. Its vocabulary may
  * be smaller than the model's: HF models pad their embedding (Qwen2's 151,936 rows for
@@ -52,6 +63,7 @@ static int hf_tokenizer(const char *path, int32_t vocab, tokenizer **tok) {
     if (!probe) return gpt_tokenizer_choose(NULL, NULL, vocab, tok);
     fclose(probe);
     if (tokenizer_import_hf(json, tok, err, sizeof err)) return host_error("%s", err);
+    apply_config_roles(dir, *tok);
     if (vocab < 0 || tokenizer_vocab_size(*tok) <= vocab) return 0;
     host_error("%s has %d tokens but the model's vocabulary %d", json, tokenizer_vocab_size(*tok), vocab);
     tokenizer_free(*tok);

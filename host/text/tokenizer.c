@@ -327,6 +327,16 @@ int tokenizer_eog_ids(const tokenizer *t, int32_t *ids, int max) {
     return n;
 }
 
+int tokenizer_set_role(tokenizer *t, tokenizer_special_kind k, int32_t id) {
+    if ((int)k < 0 || k >= TOK_SPECIAL_COUNT || !tokenizer_is_special(t, id)) return -1;
+    for (int32_t i = 0; i < t->n_specials; i++) {
+        t->specials[i].roles &= ~(1u << k);
+        if (t->specials[i].id == id) t->specials[i].roles |= 1u << k;
+    }
+    t->role_id[k] = id;
+    return 0;
+}
+
 int32_t tokenizer_special(const tokenizer *t, tokenizer_special_kind k) {
     return (int)k >= 0 && k < TOK_SPECIAL_COUNT ? t->role_id[k] : -1;
 }

@@ -100,6 +100,10 @@ int tokenizer_add_bos(const tokenizer *t);
 /* The end-of-generation ids (EOS, then the end-of-turn and end-of-message tokens), at most
  * max of them; returns the count. */
 int tokenizer_eog_ids(const tokenizer *t, int32_t *ids, int max);
+/* Gives role k (TOK_BOS, TOK_EOS, ...) to the special token id, taking it from any other:
+ * a model's config.json says its BOS and EOS where the tokenizer's own files do not.
+ * Returns 0, or -1 when id is not a special token of t. */
+int tokenizer_set_role(tokenizer *t, tokenizer_special_kind k, int32_t id);
 
 /* One token's bytes (for streaming decode output), or NULL (and *len 0) outside the vocab. */
 const uint8_t *tokenizer_token_bytes(const tokenizer *t, int32_t id, size_t *len);
