@@ -100,6 +100,7 @@ START_TEST(bad_configs) {
         const char *cls, *extra, *says;
     } bad[] = {
         {"MistralForCausalLM", "", "the class \"MistralForCausalLM\" is not one kiln reads"},
+        {"Qw\\n3ForCausalLM", "", "the class \"Qw?3ForCausalLM\" is not one kiln reads"}, /* the fuzzer's find */
         {"LlamaForCausalLM", ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}", "\"yarn\" is not supported"},
         {"LlamaForCausalLM", ", \"hidden_act\": \"gelu\"", "hidden_act \"gelu\" is not supported"},
         {"Qwen2ForCausalLM", ", \"use_sliding_window\": true", "use_sliding_window = true is not supported"},

@@ -11,3 +11,8 @@ void error_printf(char *err, size_t errlen, const char *fmt, ...) {
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
 }
+
+void error_one_line(char *err, size_t errlen) {
+    for (size_t i = 0; err && i < errlen && err[i]; i++)
+        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f) err[i] = '?';
+}

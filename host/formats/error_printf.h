@@ -10,4 +10,8 @@
  * the message). */
 void error_printf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Replaces every control character of err (a name or value quoted from a file: "Qw\n3...")
+ * by '?', so that the message stays one line of printable text. */
+void error_one_line(char *err, size_t errlen);
+
 #endif

@@ -243,6 +243,7 @@ int hf_config_parse(const char *text, size_t len, const char *name, hf_config *o
     if (parse_object(text, len, name, &root, err, errlen)) return -1;
     int rc = read_config(root, name, out, err, errlen);
     json_free(root);
+    if (rc) error_one_line(err, errlen); /* a class or type quoted from the file */
     return rc;
 }
 
@@ -252,6 +253,7 @@ int hf_config_parse_generation(const char *text, size_t len, const char *name, h
     if (parse_object(text, len, name, &root, err, errlen)) return -1;
     int rc = read_eos(root, name, out, err, errlen);
     json_free(root);
+    if (rc) error_one_line(err, errlen);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/error_printf.h"
 #include "model/gpt/gpt_import.h"
 #include "model/gpt/gpt_names.h"
 
@@ -121,9 +122,12 @@ int gpt_load_gguf_llama(kiln_ctx *ctx, const gguf_file *f, const char *path, con
                         gpt_model **out, char *err, size_t errlen) {
     gpt_config cfg;
     *out = NULL;
-    if (!gpt_gguf_is_llama_family(arch))
-        return snprintf(err, errlen, "%s: a model of architecture \"%.40s\"; kiln reads gpt2, llama, qwen2 and qwen3",
-                        path, arch), -1;
+    if (!gpt_gguf_is_llama_family(arch)) {
+        snprintf(err, errlen, "%s: a model of architecture \"%.40s\"; kiln reads gpt2, llama, qwen2 and qwen3", path,
+                 arch);
+        error_one_line(err, errlen); /* the name is the file's */
+        return -1;
+    }
     if (read_config(f, path, arch, &cfg, err, errlen)) return -1;
     gpt_names names = gpt_names_for(GPT_NAMES_GGUF, &cfg);
     names.permuted = !strcmp(arch, "llama");

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "formats/error_printf.h"
 #include "formats/file_open.h"
 #include "formats/json.h"
 #include "formats/safetensors.h"
@@ -220,5 +221,6 @@ int gpt_load_hf(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **o
     if (rc == 0) rc = build(ctx, dir, &hf, &cfg, &h, dtype, out, err, errlen);
     hf_files_close(&h);
     if (rc == 0 && hf_out) *hf_out = hf;
+    if (rc) error_one_line(err, errlen); /* tensor and file names quoted from the folder */
     return rc;
 }
