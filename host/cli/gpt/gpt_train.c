@@ -339,14 +339,29 @@ static void opened(void *self, const trainer *t) {
                 (double)kiln_loss_scale_value(t->scaler));
 }
 
+/* The Llama family's choices of a model, for the run's first line ("" for GPT-2's). */
+static const char *llama_choices(const gpt_model *m, char *buf, size_t size) {
+    const block_config *b = &m->block;
+    if (!m->cfg.n_kv_head && !m->cfg.head_dim && !m->cfg.n_ffn && !m->cfg.untied && !b->o.rope &&
+        b->o.norm_type == BLOCK_NORM_TYPE_LAYERNORM && b->o.mlp == BLOCK_MLP_GELU && b->o.bias == BLOCK_BIAS_ALL &&
+        !b->o.qk_norm)
+        return "";
+    snprintf(buf, size, " (%d kv heads of %d, %s, %s positions, %s %d, bias %s%s%s)", block_kv_heads(b),
+             block_head_dim(b), block_norm_type_names[b->o.norm_type], b->o.rope ? "rope" : "learned",
+             block_mlp_names[b->o.mlp], block_ffn(b), block_bias_names[b->o.bias], b->o.qk_norm ? ", qk-norm" : "",
+             m->cfg.untied ? ", untied" : "");
+    return buf;
+}
+
 static void describe(void *self, const trainer *t) {
     gpt_run *r = self;
     const train_options *o = r->o;
     const train_hparams *hp = &o->hp;
-    fprintf(stderr, "kiln train: %d layers, %d heads, dim %d, block %d: %.2fM weights; %lld "
+    char choices[160];
+    fprintf(stderr, "kiln train: %d layers, %d heads, dim %d%s, block %d: %.2fM weights; %lld "
         "training and %lld validation tokens; steps %" PRId64 " to %d; %s\n", o->layers, o->heads,
-        o->dim, hp->block, (double)gpt_param_count(r->m) / 1e6, (long long)r->ds->n_train,
-        (long long)(r->ds->n_tokens - r->ds->n_train), t->step + 1, hp->steps,
+        o->dim, llama_choices(r->m, choices, sizeof choices), hp->block, (double)gpt_param_count(r->m) / 1e6,
+        (long long)r->ds->n_train, (long long)(r->ds->n_tokens - r->ds->n_train), t->step + 1, hp->steps,
         hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
 }
 
