@@ -250,26 +250,51 @@ static void decodes_to(const tokenizer *t, const int32_t *ids, int64_t n, int at
 static const char sentencepiece_json[] =
     "{\"added_tokens\": [{\"id\": 0, \"content\": \"<unk>\", \"special\": true}, {\"id\": 1, \"content\": \"<s>\", "
     "\"special\": true}, {\"id\": 2, \"content\": \"</s>\", \"special\": true}], "
-    "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}, "
-    "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}]}, \"pre_tokenizer\": null, "
+    "\"normalizer\": %s, \"pre_tokenizer\": %s, "
     "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}}, "
     "{\"Sequence\": {\"id\": \"A\"}}]}, "
-    "\"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, "
-    "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}, {\"type\": \"Strip\", \"content\": \" \", "
-    "\"start\": 1, \"stop\": 0}]}, \"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"byte_fallback\": true, "
+    "\"decoder\": %s, \"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", \"byte_fallback\": true, "
     "\"vocab\": {%s\"\u2581\": 259, \"a\": 260, \"b\": 261, \"\u2581a\": 262, \"\u2581b\": 263}, "
     "\"merges\": [\"\u2581 a\", \"\u2581 b\"]}}";
+static const char llama2_normalizer[] =
+    "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"\u2581\"}, "
+    "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\u2581\"}]}";
+static const char llama2_decoder[] =
+    "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\u2581\"}, "
+    "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}, {\"type\": \"Strip\", \"content\": \" \", "
+    "\"start\": 1, \"stop\": 0}]}";
 
-static tokenizer *sentencepiece(void) {
+static tokenizer *sentencepiece_with(const char *normalizer, const char *pre, const char *decoder) {
     char vocab[8192], *json = malloc(16384);
     size_t at = 0;
     at += (size_t)snprintf(vocab + at, sizeof vocab - at, "\"<unk>\": 0, \"<s>\": 1, \"</s>\": 2, ");
     for (int b = 0; b < 256; b++) at += (size_t)snprintf(vocab + at, sizeof vocab - at, "\"<0x%02X>\": %d, ", b, 3 + b);
-    snprintf(json, 16384, sentencepiece_json, vocab);
+    snprintf(json, 16384, sentencepiece_json, normalizer, pre, decoder, vocab);
     tokenizer *t = import(json);
     free(json);
     return t;
 }
+
+static tokenizer *sentencepiece(void) { return sentencepiece_with(llama2_normalizer, "null", llama2_decoder); }
+
+/* Metaspace as the pre-tokenizer and the decoder (newer Mistral and TinyLlama files). */
+START_TEST(metaspace_decoder) {
+    tokenizer *t = sentencepiece_with(
+        "null", "{\"type\": \"Metaspace\", \"replacement\": \"\u2581\", \"prepend_scheme\": \"always\", \"split\": true}",
+        "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Metaspace\", \"replacement\": \"\u2581\", "
+        "\"prepend_scheme\": \"always\"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]}");
+    /* "▁a▁b▁▁a" cut before each ▁ (a ▁ after a ▁ stands alone): ▁a ▁b ▁ ▁a */
+    static const int32_t ids[] = {262, 263, 259, 262};
+    encode_ids(t, "a b  a", ids, 4);
+    decodes_to(t, ids, 4, 1, "a b  a"); /* the first token's ▁ goes, the others' are spaces */
+    decodes_to(t, ids, 4, 0, " a b  a");
+    size_t n;
+    char *text = tokenizer_serialize(t, &n);
+    ck_assert_ptr_nonnull(strstr(text, "\ndecode metaspace %E2%96%81 always -\n"));
+    free(text);
+    tokenizer_free(t);
+}
+END_TEST
 
 START_TEST(byte_fallback_and_its_decoders) {
     tokenizer *t = sentencepiece();
@@ -604,6 +629,7 @@ static void add_tests(TCase *tc) {
     tcase_add_test(tc, nfc);
     tcase_add_test(tc, byte_fallback_and_its_decoders);
     tcase_add_test(tc, decoders_per_token);
+    tcase_add_test(tc, metaspace_decoder);
     tcase_add_test(tc, ignore_merges);
     tcase_add_test(tc, version_2_file_round_trip);
     tcase_add_test(tc, version_2_parse_errors);

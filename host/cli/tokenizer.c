@@ -1,13 +1,14 @@
-/* `kiln tokenizer`: train a byte-level BPE, import GPT-2's tokenizer, and inspect
- * tokenizers (encode, decode, bench).
+/* `kiln tokenizer`: train a byte-level BPE, import GPT-2's tokenizer or a Hugging Face
+ * tokenizer.json, and inspect tokenizers (encode, decode, bench).
  *
  *   kiln tokenizer train  --data FILE --vocab N --out FILE
  *   kiln tokenizer import --vocab vocab.json --merges merges.txt --out FILE
+ *   kiln tokenizer import --hf tokenizer.json --out FILE
  *   kiln tokenizer encode --tokenizer FILE [--input FILE]      ids on stdout, one line
  *   kiln tokenizer decode --tokenizer FILE [--input FILE]      bytes on stdout
  *   kiln tokenizer bench  --data FILE [--tokenizer FILE ...]   encoding MB/s, training time
- * Without --tokenizer, encode and decode use the byte-level tokenizer; without --input they
- * read stdin. */
+ * Without --tokenizer, encode and decode use the byte-level tokenizer (a name ending in .json
+ * is a tokenizer.json, imported as it is read); without --input they read stdin. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>

@@ -111,8 +111,8 @@ static int behaviour(hf_import *im, const json_value *v, tok_step *st) {
                         "MergedWithNext or Contiguous");
 }
 
-static int metaspace(hf_import *im, const json_value *v, tok_step *st) {
-    const char *what = "pre_tokenizer Metaspace";
+/* Metaspace's options (the pre-tokenizer's and the decoder's). */
+static int metaspace(hf_import *im, const json_value *v, const char *what, tok_step *st) {
     const char *scheme = json_as_string(json_get(v, "prepend_scheme"));
     int prefix;
     st->kind = STEP_METASPACE;
@@ -148,7 +148,7 @@ static int pretokenizer(hf_import *im, const json_value *v, int nested) {
         st.kind = STEP_DIGITS;
         rc = bool_member(im, v, "pre_tokenizer Digits", "individual_digits", 0, &st.individual);
     } else if (type_is(type, "Metaspace")) {
-        rc = metaspace(im, v, &st);
+        rc = metaspace(im, v, "pre_tokenizer Metaspace", &st);
     } else {
         return unsupported(im, what, type);
     }
@@ -186,6 +186,9 @@ static int decoder(hf_import *im, const json_value *v, int nested) {
     } else if (type_is(type, "Replace")) {
         st.kind = STEP_REPLACE;
         rc = pattern_member(im, v, what, &st) || string_member(im, v, "decoder Replace", "content", NULL, &st.b, &st.b_len);
+    } else if (type_is(type, "Metaspace")) {
+        rc = metaspace(im, v, "decoder Metaspace", &st);
+        st.split = 0; /* a decoder does not cut */
     } else {
         return unsupported(im, what, type);
     }

@@ -4,7 +4,8 @@
  *     normalize nfc | prepend S | replace string|regex S S
  *     pretokenize split string|regex S isolated|removed|merged_previous|merged_next|contiguous invert|-
  *                 bytelevel prefix|- regex|- | digits individual|runs | metaspace S always|first|never split|-
- *     decode bytelevel | bytefallback | fuse | strip S START STOP | replace string|regex S S */
+ *     decode bytelevel | bytefallback | fuse | strip S START STOP | replace string|regex S S
+ *            | metaspace S always|first|never - */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,8 @@ enum { N_KINDS = sizeof kind_names / sizeof kind_names[0] };
 static int kind_allowed(int stage, tok_step_kind k) {
     if (stage == TOK_STAGE_NORMALIZER) return k == STEP_NFC || k == STEP_PREPEND || k == STEP_REPLACE;
     if (stage == TOK_STAGE_PRETOKENIZER) return k == STEP_SPLIT || k == STEP_BYTELEVEL || k == STEP_DIGITS || k == STEP_METASPACE;
-    return k == STEP_BYTELEVEL || k == STEP_BYTEFALLBACK || k == STEP_FUSE || k == STEP_STRIP || k == STEP_REPLACE;
+    return k == STEP_BYTELEVEL || k == STEP_BYTEFALLBACK || k == STEP_FUSE || k == STEP_STRIP || k == STEP_REPLACE ||
+           k == STEP_METASPACE;
 }
 
 static int escaped(uint8_t c) { return c <= ' ' || c == '%' || c >= 0x7F; }

@@ -295,6 +295,22 @@ static void strip(const tok_step *st, tok_buf *b) {
     b->len = hi - lo;
 }
 
+/* Metaspace's decoder: each replacement is a space, except in the text's first token, where
+ * the replacements go (the library drops them all there unless the scheme is never). */
+static void metaspace_decode(const tok_step *st, int first, tok_buf *b) {
+    size_t w = 0, k = st->a_len;
+    for (size_t r = 0; r < b->len;) {
+        if (k && b->len - r >= k && !memcmp(b->p + r, st->a, k)) {
+            if (!first || st->prepend == PREPEND_NEVER) b->p[w++] = ' ';
+            r += k;
+        } else {
+            b->p[w++] = b->p[r++];
+        }
+    }
+    b->len = w;
+    b->p[w] = 0;
+}
+
 void tok_decode_append(const tokenizer *t, int32_t id, int first, tok_buf *out) {
     const uint8_t *s = t->blob + t->offset[id];
     size_t n = t->length[id];
@@ -311,6 +327,8 @@ void tok_decode_append(const tokenizer *t, int32_t id, int first, tok_buf *out) 
             fused = 1;
         } else if (st->kind == STEP_STRIP && (first || !fused)) {
             strip(st, &cur);
+        } else if (st->kind == STEP_METASPACE && t->kind[id] != TOKDEF_BYTE) {
+            metaspace_decode(st, first, &cur);
         } else if (st->kind == STEP_REPLACE && t->kind[id] != TOKDEF_BYTE) {
             tok_buf next = {0};
             if (replace_all(st, cur.p, cur.len, &next)) next.failed = 1;

@@ -30,7 +30,8 @@ typedef enum tok_step_kind {
     STEP_BYTELEVEL,      /* pre-tokenizer: `prefix_space`, and GPT-2's pattern when `use_regex`;
                             decoder: the bytes of the tokens as they are */
     STEP_DIGITS,         /* pre-tokenizer: each digit alone (`individual`) or runs of digits */
-    STEP_METASPACE,      /* pre-tokenizer: spaces become `a`, prefix by `prepend`, split before `a` */
+    STEP_METASPACE,      /* pre-tokenizer: spaces become `a`, prefix by `prepend`, split before `a`;
+                            decoder: `a` becomes a space (dropped in the first token unless never) */
     STEP_BYTEFALLBACK,   /* decoder: <0xNN> tokens are their bytes */
     STEP_FUSE,           /* decoder: the tokens are joined (what follows sees one string) */
     STEP_STRIP           /* decoder: up to `start` leading and `stop` trailing `a`s removed */
