@@ -16,9 +16,9 @@
   OUT/llama_cpp.json                llama.cpp's greedy tokens of every GGUF file and prompt
                                     (node-llama-cpp; absent without the peers)
 
-All of it from models.py's seeds and prompts; nothing random at run time. The prompts'
-margins are checked again here (select_prompts.py chose them): a change of the weights that
-makes them near ties fails loudly instead of making the peers disagree.
+All of it from models.py's seeds and prompts; nothing random at run time. The prompts are
+checked again here to be decisive (select_prompts.py chose them): a change of the weights
+that makes them near ties fails loudly instead of making the peers disagree.
 
     make_models.py --out OUT
 Exit 0: written; 1: an error; 77: no torch here.
@@ -42,7 +42,6 @@ import gguf_file  # noqa: E402
 import hf_folder  # noqa: E402
 import models  # noqa: E402
 import peers  # noqa: E402
-import reference  # noqa: E402
 import select_prompts  # noqa: E402
 
 STEPS = select_prompts.STEPS
@@ -63,16 +62,15 @@ def write_variant(name, out, quantize):
             continue
         ggufs[t] = os.path.join(d, f"{name}-{t}.gguf")
         gguf_file.write(ggufs[t], name, cfg, w, t, quantize)
-    ref = reference.Reference(os.path.join(d, "hf-F32"))
+    ref, rounded = select_prompts.references(os.path.join(d, "hf-F32"))
     prompts, greedy, margins = models.PROMPTS[name], [], []
     for p in prompts:
-        tokens, m = ref.greedy(p, STEPS)
-        rel = select_prompts.relative_margin(ref, p, tokens, m)
-        if rel < select_prompts.MARGIN:
-            raise SystemExit(f"FAIL {name}: prompt {p} has a greedy step won by {rel:.3f} of the logits' "
-                             f"spread (< {select_prompts.MARGIN}): rerun select_prompts.py")
-        greedy.append(tokens)
-        margins.append(rel)
+        found = select_prompts.decisive(ref, rounded, p)
+        if not found:
+            raise SystemExit(f"FAIL {name}: prompt {p} is no longer decisive (select_prompts.py: a greedy step "
+                             f"won by < {select_prompts.MARGIN} of the logits' spread): rerun select_prompts.py")
+        greedy.append(found[0])
+        margins.append(found[1])
     rows = np.array([(p + g)[:BATCH_T + 1] for p, g in zip(prompts, greedy)], np.int64)
     hf_folder.write_safetensors(os.path.join(d, "batch.safetensors"), {"tokens": rows[None]})
     logits = ref.logits(torch.from_numpy(rows[:, :-1])).numpy()

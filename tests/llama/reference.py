@@ -73,13 +73,13 @@ class Reference:
         return self.rmsnorm(x, w["model.norm.weight"]) @ self.head.T
 
     def greedy(self, prompt, n):
-        """The n greedy tokens after prompt, and each step's margin (best logit minus the
-        second best)."""
+        """The n greedy tokens after prompt, and each step's margin: the best logit less the
+        second best, over the spread (standard deviation) of that step's logits."""
         ids, margins = list(prompt), []
         for _ in range(n):
             last = self.logits(torch.tensor([ids]))[0, -1]
             top = torch.topk(last, 2).values
-            margins.append(float(top[0] - top[1]))
+            margins.append(float((top[0] - top[1]) / last.std()))
             ids.append(int(torch.argmax(last)))
         return ids[len(prompt):], margins
 
