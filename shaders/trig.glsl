@@ -47,14 +47,14 @@ float kiln_cos_poly(float r) {
     return 1.0 + r2 * p;
 }
 
-// (sin(angle), cos(angle)) for angle >= 0
+// (sin(angle), cos(angle)), for angles of either sign
 vec2 kiln_sincos(float angle) {
     const float HALF_PI_A = 1.5703125;               // 8 significant bits: k * A is exact
     const float HALF_PI_B = 4.838267923332751e-4;
     const float HALF_PI_C = 2.5632829192545614e-12;
     float k = floor(angle * 0.6366197723675814 + 0.5);
     float r = ((angle - k * HALF_PI_A) - k * HALF_PI_B) - k * HALF_PI_C;
-    uint q = uint(k) & 3u;  // angle = k pi/2 + r
+    uint q = uint(int(k) & 3);  // angle = k pi/2 + r; k mod 4 also for k < 0 (two's complement)
     float s = kiln_sin_poly(r), c = kiln_cos_poly(r);
     return q == 0u ? vec2(s, c) : q == 1u ? vec2(c, -s) : q == 2u ? vec2(-s, -c) : vec2(-c, s);
 }

@@ -57,6 +57,11 @@ static const kiln_verify_case cases[] = {
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {1, 11, 2, 32}, .grad = 1}, FACTORS(16)}, .fwd_tol = 1e-9},
     {.name = "rope_half_decode_step", .build = build_rope, .param = &HALF_DECODE, .n_in = 2,
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 1, 3, 64}, .grad = 1}, FACTORS(32)}, .fwd_tol = 1e-9},
+    /* negative factors turn the other way: angles of both signs through the devices' sin and cos */
+    {.name = "rope_adjacent_negative_factors", .build = build_rope, .param = &ADJ_FACTORS, .n_in = 2,
+     .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {1, 4, 3, 8}, .grad = 1},
+            {.dtype = KILN_F32, .ndim = 1, .shape = {4}, .init = KILN_INIT_UNIFORM, .lo = -4, .hi = -1}},
+     .fwd_tol = 1e-9},
     {.name = "rope_half_long_context", .build = build_rope, .param = &HALF_LONG, .n_in = 1,
      .in = {{.dtype = KILN_F32, .ndim = 4, .shape = {2, 33, 4, 64}, .grad = 1}},
      .fwd_tol = 1e-8, .bwd_tol = 1e-8},

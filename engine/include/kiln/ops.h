@@ -100,7 +100,8 @@ typedef struct kiln_rope_opts {
  * pairs by their angles; differentiable in x (the gradient rotates back), not in the factors.
  * Pair i of a head, (a, b) = (x[2i], x[2i+1]) or (x[i], x[i + D/2]) by layout, becomes
  * (a cos - b sin, a sin + b cos) at angle p * base^(-2i/D) / freq_factors[i].
- * 0 <= pos0 and pos0 + T <= 2^24 (positions exact in f32). opts may be NULL (base 10000,
+ * 0 <= pos0 and pos0 + T <= 2^24 (positions exact in f32). The factors are not read back
+ * to be checked: llama.cpp's are >= 1, and a zero one gives NaN. opts may be NULL (base 10000,
  * KILN_ROPE_ADJACENT, pos0 0, no factors). The angle is computed in f32 on devices, as
  * PyTorch and llama.cpp compute it (the CPU reference takes it in double). */
 kiln_tensor *kiln_rope(kiln_tensor *x, const kiln_rope_opts *opts);
