@@ -178,9 +178,45 @@ kn_pass_avx2(const gemv *g, float *tile, int m, int rows, int64_t p, int64_t j0,
     }
 }
 
+/* One row of C (decoding a token), a strip of nv (a multiple of 8) columns: KN_ONE_ROWS
+ * rows of B per pass over the sums, each row a plain pointer, f16 or f32 as a constant. The
+ * generic pass above recomputed every load's address from the gemv and kept its counters in
+ * memory: decoding an f16 model ran at half the bandwidth a token's bytes allow. The terms
+ * still reach each sum in the order of K, one fused multiply-add each, as in the pass above. */
+#define KN_ONE_ROWS 8
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+kn_one_pass(const gemv *g, float *tile, int rows, int f16, int64_t p, int64_t j0, int nv) {
+    const size_t stride = (size_t)g->ldb * (f16 ? sizeof(uint16_t) : sizeof(float));
+    const char *row[KN_ONE_ROWS];
+    __m256 xv[KN_ONE_ROWS];
+    for (int r = 0; r < rows; r++) row[r] = (const char *)b_at(g, p, j0) + r * stride, xv[r] = _mm256_set1_ps(g->x[p + r]);
+    for (int j = 0; j < nv; j += 8) {
+        __m256 sum = _mm256_load_ps(tile + j);
+        for (int r = 0; r < rows; r++) {
+            const __m256 b = f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row[r] + 2 * j)))
+                                 : _mm256_loadu_ps((const float *)(const void *)row[r] + j);
+            sum = _mm256_fmadd_ps(xv[r], b, sum);
+        }
+        _mm256_store_ps(tile + j, sum);
+    }
+}
+
+/* The rows [pc, pe) of one K block into the strip's sums, for one row of C. */
+__attribute__((target("avx2,fma,f16c"))) static void kn_one_block(const gemv *g, float *tile, int64_t pc, int64_t pe,
+                                                                   int64_t j0, int nv) {
+    int64_t p = pc;
+    if (g->b_f16) {
+        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass(g, tile, KN_ONE_ROWS, 1, p, j0, nv);
+        for (; p < pe; p++) kn_one_pass(g, tile, 1, 1, p, j0, nv);
+    } else {
+        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass(g, tile, KN_ONE_ROWS, 0, p, j0, nv);
+        for (; p < pe; p++) kn_one_pass(g, tile, 1, 0, p, j0, nv);
+    }
+}
+
 /* B stored k x n: one strip of C's columns. Four rows of B per pass over the strip's sums
  * (four streams for the prefetchers, a quarter of the sums' loads and stores), each sum
- * still taking its terms in the order of K. */
+ * still taking its terms in the order of K; one row of C takes kn_one_block. */
 __attribute__((target("avx2,fma,f16c"))) static void kn_task_avx2(const gemv *g, int64_t task) {
     const int m = g->m;
     const int64_t k = g->k, j0 = task * g->strip;
@@ -188,13 +224,11 @@ __attribute__((target("avx2,fma,f16c"))) static void kn_task_avx2(const gemv *g,
     float tile[CPU_GEMV_MAX_ROWS * GEMV_STRIP_MAX] __attribute__((aligned(32)));
     for (int64_t pc = 0; pc < k; pc += CPU_GEMM_KC) {
         const int64_t pe = min64(k, pc + CPU_GEMM_KC);
-        memset(tile, 0, sizeof(float) * (size_t)m * GEMV_STRIP_MAX);
-        for (int64_t p = pc; p < pe; p += 4) {
-            const int rows = (int)min64(4, pe - p);
-            if (rows == 4 && m == 1 && nv % 8 == 0)
-                kn_pass_avx2(g, tile, 1, 4, p, j0, nv);
-            else
-                kn_pass_avx2(g, tile, m, rows, p, j0, nv);
+        memset(tile, 0, sizeof(float) * (size_t)(m == 1 ? nv : m * GEMV_STRIP_MAX));
+        if (m == 1 && nv % 8 == 0) {
+            kn_one_block(g, tile, pc, pe, j0, nv);
+        } else {
+            for (int64_t p = pc; p < pe; p += 4) kn_pass_avx2(g, tile, m, (int)min64(4, pe - p), p, j0, nv);
         }
         gemv_fold(g, tile, GEMV_STRIP_MAX, j0, nv, pc == 0);
     }
