@@ -57,6 +57,7 @@ typedef struct gemv {
     int m;
     int64_t n, k;
     int64_t strip;    /* columns of C per task, a multiple of 8 (B stored k x n) */
+    int avx512;       /* the CPU has AVX-512F (kn_one_block16) */
     float alpha, beta;
 } gemv;
 
@@ -201,10 +202,52 @@ kn_one_pass(const gemv *g, float *tile, int rows, int f16, int64_t p, int64_t j0
     }
 }
 
+/* kn_one_pass with 16 lanes (AVX-512): half the instructions for the same products, each
+ * lane's sum the same as in 8 lanes. The eight rows read side by side are eight streams,
+ * which the hardware prefetchers followed too late: each new cache line of a row fetches
+ * the line two passes further down (f16 decoding of a SmolLM2-135M shape took 15.5 ms of
+ * CPU per token without, 11.8 with; one pass ahead, 12.3). A prefetch past B's end is
+ * harmless: it never faults. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+kn_one_pass16(const gemv *g, float *tile, int rows, int f16, int64_t p, int64_t j0, int nv) {
+    const size_t stride = (size_t)g->ldb * (f16 ? sizeof(uint16_t) : sizeof(float));
+    const char *row[KN_ONE_ROWS];
+    __m512 xv[KN_ONE_ROWS];
+    for (int r = 0; r < rows; r++) row[r] = (const char *)b_at(g, p, j0) + r * stride, xv[r] = _mm512_set1_ps(g->x[p + r]);
+    for (int j = 0; j < nv; j += 16) {
+        __m512 sum = _mm512_loadu_ps(tile + j);
+        if (!f16 || (j & 16)) /* 64 bytes of each row: a new line */
+            for (int r = 0; r < rows; r++) _mm_prefetch(row[r] + 2 * KN_ONE_ROWS * stride + 2 * j, _MM_HINT_T0);
+        for (int r = 0; r < rows; r++) {
+            const __m512 b = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(row[r] + 2 * j)))
+                                 : _mm512_loadu_ps((const float *)(const void *)row[r] + j);
+            sum = _mm512_fmadd_ps(xv[r], b, sum);
+        }
+        _mm512_storeu_ps(tile + j, sum);
+    }
+}
+
+/* kn_one_block for nv a multiple of 16, on a CPU with AVX-512. */
+__attribute__((target("avx512f"))) static void kn_one_block16(const gemv *g, float *tile, int64_t pc, int64_t pe,
+                                                                int64_t j0, int nv) {
+    int64_t p = pc;
+    if (g->b_f16) {
+        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass16(g, tile, KN_ONE_ROWS, 1, p, j0, nv);
+        for (; p < pe; p++) kn_one_pass16(g, tile, 1, 1, p, j0, nv);
+    } else {
+        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass16(g, tile, KN_ONE_ROWS, 0, p, j0, nv);
+        for (; p < pe; p++) kn_one_pass16(g, tile, 1, 0, p, j0, nv);
+    }
+}
+
 /* The rows [pc, pe) of one K block into the strip's sums, for one row of C. */
 __attribute__((target("avx2,fma,f16c"))) static void kn_one_block(const gemv *g, float *tile, int64_t pc, int64_t pe,
                                                                    int64_t j0, int nv) {
     int64_t p = pc;
+    if (g->avx512 && nv % 16 == 0) {
+        kn_one_block16(g, tile, pc, pe, j0, nv);
+        return;
+    }
     if (g->b_f16) {
         for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass(g, tile, KN_ONE_ROWS, 1, p, j0, nv);
         for (; p < pe; p++) kn_one_pass(g, tile, 1, 1, p, j0, nv);
@@ -364,8 +407,11 @@ kiln_status cpu_gemv(const kiln_gemm_args *a, const cpu_gemm_kernel *kn) {
     if (!x) return kiln_set_error(KILN_ERR_MEMORY, "cpu gemm: out of memory for %lld floats of rows", (long long)(m * k));
     int nt = cpu_max_threads();
     if (m * n * k < GEMV_PAR_MIN || (nt > 1 && cpu_threads_contended())) nt = 1;
-    /* strips of at most GEMV_STRIP_MAX columns, as many as a multiple of the threads */
-    int64_t strips = (n + GEMV_STRIP_MAX - 1) / GEMV_STRIP_MAX;
+    /* strips of at most GEMV_STRIP_MAX columns, as many as a multiple of the threads; one
+     * row of C in the fused kernels' path fills the whole tile, all its rows' sums: one strip
+     * then reads B from end to end, in order */
+    const int64_t strip_max = m == 1 && kn->fused ? CPU_GEMV_MAX_ROWS * GEMV_STRIP_MAX : GEMV_STRIP_MAX;
+    int64_t strips = (n + strip_max - 1) / strip_max;
     strips = (strips + nt - 1) / nt * nt;
     gemv g = {
         .x = x,
@@ -384,6 +430,7 @@ kiln_status cpu_gemv(const kiln_gemm_args *a, const cpu_gemm_kernel *kn) {
     gemv_task_fn task = a->trans_b ? nk_task_generic : kn_task_generic;
 #ifdef CPU_GEMV_X86
     if (kn->fused) task = a->trans_b ? nk_task_avx2 : kn_task_avx2;
+    g.avx512 = kiln_cpu()->avx512f;
 #else
     (void)kn; /* only the generic kernel elsewhere */
 #endif
