@@ -11,11 +11,13 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_safetensors fuzz_gguf fuzz_hf_config fuzz_data fuzz_pairs fuzz_mo fuzz_tokenizer)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_safetensors fuzz_gguf fuzz_data fuzz_pairs fuzz_mo fuzz_tokenizer)
 build=${FUZZ_BUILD:-build-fuzz}
 out=${FUZZ_OUT:-fuzz-out}
 cc=${CC:-clang}
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
+[ $# -gt 0 ] || targets+=(fuzz_tokenizer_json)
+[ $# -gt 0 ] || targets+=(fuzz_hf_config)
 
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="$cc" -DKILN_FUZZ=ON -DKILN_VULKAN=OFF -DKILN_OPENCL=OFF \
       -DBUILD_TESTING=OFF >/dev/null
@@ -26,6 +28,7 @@ options() {
   case "$1" in
     fuzz_json | fuzz_safetensors | fuzz_hf_config) echo "-dict=fuzz/json.dict" ;;
     fuzz_tokenizer) echo "-max_len=8192" ;;
+    fuzz_tokenizer_json) echo "-max_len=16384 -dict=fuzz/json.dict" ;;
   esac
 }
 

@@ -1,4 +1,5 @@
-// rope: rotary position embeddings (kiln_rope_args), one invocation per pair of channels.
+// rope: rotary position embeddings (kiln_rope_args), one invocation per (row, pair), which
+// forms the pair's angle once and turns it in every head of the row:
 //   forward (turn 1):                     y  = R(angle) x
 //   backward (turn -1, operands dy, dx): dx (+)= R(-angle) dy   (accumulate != 0: "+=")
 // Rows row0 .. row0 + rows - 1 of the [batch * seq] rows, each heads * 2 pairs channels; the
@@ -19,24 +20,25 @@ layout(push_constant) uniform Push { ROPE_PUSH } pc;
 
 void main() {
     uint i = kiln_flat_id();
-    uint half_ = pc.pairs;
-    if (i >= pc.rows * pc.heads * half_) return;
-    uint pair = i % half_, rh = i / half_;
-    uint r = rh / pc.heads;  // the row within this dispatch's rows
+    uint pairs = pc.pairs;
+    if (i >= pc.rows * pairs) return;
+    uint pair = i % pairs, r = i / pairs;  // r: the row within this dispatch's rows
     uint t = (pc.row0 + r) % pc.seq;
-    float freq = kiln_exp2_neg(float(2u * pair) * pc.log2_base / float(2u * half_));
+    float freq = kiln_exp2_neg(float(2u * pair) * pc.log2_base / float(2u * pairs));
     if (kiln_has(pc.off[1])) freq /= factors[pc.off[1] + pair];
     vec2 sc = kiln_sincos(float(pc.pos0 + t) * freq);
     float s = pc.turn * sc.x, c = sc.y;
     bool adjacent = pc.pairing == KILN_ABI_ROPE_ADJACENT;
-    uint lo = rh * 2u * half_ + (adjacent ? 2u * pair : pair), hi = lo + (adjacent ? 1u : half_);
-    float x0 = LD(x[pc.off[0] + lo]), x1 = LD(x[pc.off[0] + hi]);
-    float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
-    uint o = pc.off[2];
-    if (pc.accumulate != 0u) {
-        y0 += LD(y[o + lo]);
-        y1 += LD(y[o + hi]);
+    uint lo = r * pc.heads * 2u * pairs + (adjacent ? 2u * pair : pair), step = adjacent ? 1u : pairs;
+    for (uint h = 0u; h < pc.heads; h++, lo += 2u * pairs) {
+        float x0 = LD(x[pc.off[0] + lo]), x1 = LD(x[pc.off[0] + lo + step]);
+        float y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
+        uint o = pc.off[2] + lo;
+        if (pc.accumulate != 0u) {
+            y0 += LD(y[o]);
+            y1 += LD(y[o + step]);
+        }
+        y[o] = ST(y0);
+        y[o + step] = ST(y1);
     }
-    y[o + lo] = ST(y0);
-    y[o + hi] = ST(y1);
 }

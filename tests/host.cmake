@@ -17,6 +17,7 @@ target_link_libraries(test_host_seq2seq PRIVATE kiln_model)
 target_link_libraries(test_host_bert PRIVATE kiln_model)
 target_link_libraries(test_host_gpt_quantize PRIVATE kiln_model)
 target_link_libraries(test_host_load_memory PRIVATE kiln_model)
+target_link_libraries(test_host_gpt_import PRIVATE kiln_model)
 target_link_libraries(test_host_checkpoint_atomic PRIVATE kiln_model)
 target_link_libraries(test_host_bleu PRIVATE kiln_text)
 # the parsers' tests replay the fuzz seeds (fuzz/corpus/<target>/) through the parser
@@ -25,15 +26,8 @@ target_compile_definitions(test_host_mo PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOUR
 target_compile_definitions(test_host_gguf PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 target_compile_definitions(test_host_hf_config PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
 
-# The backends this build can run the host tests on (each test skips with 77, or fails
-# clearly, when its backend cannot open on the machine).
-set(_kiln_host_backends cpu)
-if(KILN_VULKAN)
-  list(APPEND _kiln_host_backends vulkan)
-endif()
-if(KILN_OPENCL)
-  list(APPEND _kiln_host_backends opencl)
-endif()
+# The backends this build can run the host tests on (tests/CMakeLists.txt).
+set(_kiln_host_backends ${KILN_TEST_BACKENDS})
 
 # The test's name: host_<what> on cpu, host_<what>_<backend> elsewhere.
 function(kiln_host_test_name what backend out)
@@ -57,7 +51,7 @@ endfunction()
 # precision run on every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
 # share between threads: one thread keeps them fast under a sanitizer and on a busy machine.
 foreach(backend ${_kiln_host_backends})
-  foreach(script bad_input resume decode_cache precision stability faults verify)
+  foreach(script bad_input resume decode_cache precision stability faults verify llama)
     if(script STREQUAL "bad_input" AND NOT backend STREQUAL "cpu")
       continue()
     endif()
@@ -97,6 +91,12 @@ if(KILN_TORCH_PYTHON)
               --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/llama_io_${backend} --backend ${backend})
     set_tests_properties(${name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${env}")
   endforeach()
+  # llama_export: kiln export's GGUF and HF folders against the formats (the host writes them: cpu)
+  add_test(NAME host_llama_export
+    COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/llama/io_export_checks.py
+            --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/llama_export)
+  set_tests_properties(host_llama_export PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "${_kiln_host_env}")
 else()
   message(STATUS "kiln: /usr/bin/python3 not found; the PyTorch parity test of the GPT is skipped")
 endif()
@@ -161,6 +161,22 @@ target_compile_definitions(test_host_tokenizer PRIVATE
   KILN_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
   KILN_FUZZ_CORPUS_DIR="${PROJECT_SOURCE_DIR}/fuzz/corpus/tokenizer")
 target_include_directories(test_host_tokenizer PRIVATE ${PROJECT_SOURCE_DIR}/fuzz)
+# tokenizer.json's components (test_host_tokenizer_hf.c) and the real files of Llama 3, Qwen3
+# and Llama 2 against @lenml/tokenizers' ids (host_tokenizer_hf.sh; skipped (77) without
+# KILN_NODE_PEERS).
+target_link_libraries(test_host_tokenizer_hf PRIVATE kiln_text)
+target_compile_definitions(test_host_tokenizer_hf PRIVATE
+  KILN_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data"
+  KILN_FUZZ_CORPUS_DIR="${PROJECT_SOURCE_DIR}/fuzz/corpus/tokenizer_json")
+target_include_directories(test_host_tokenizer_hf PRIVATE ${PROJECT_SOURCE_DIR}/fuzz)
+add_test(NAME host_tokenizer_hf COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer_hf.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/tokenizer_hf)
+set_tests_properties(host_tokenizer_hf PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+# kiln decode --prompt-ids / --print-ids and the stop at an end-of-generation token
+add_test(NAME host_decode_ids COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_decode_ids.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/decode_ids)
+set_tests_properties(host_decode_ids PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${_kiln_host_env}")
 add_test(NAME host_tokenizer COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_tokenizer.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/tokenizer)
 set_tests_properties(host_tokenizer PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -14,6 +14,19 @@ fail() {
   failures=$((failures + 1))
 }
 
+# expect_one_line_error WHAT WANT ARGS...: kiln ARGS fails, its stderr is one line
+# "kiln: error: ..." containing WANT
+expect_one_line_error() {
+  local what=$1 want=$2
+  shift 2
+  if "$kiln" "$@" >out.txt 2>err.txt; then fail "$what: succeeded"; return; fi
+  local lines
+  lines=$(wc -l <err.txt)
+  [ "$lines" -eq 1 ] || fail "$what: $lines lines on stderr: $(cat err.txt)"
+  grep -q "^kiln: error: .*$want" err.txt || fail "$what: stderr '$(cat err.txt)' lacks '$want'"
+  echo "ok: $what -> $(cat err.txt)"
+}
+
 # host_setup KILN WORKDIR [BACKEND]: sets kiln, work and backend (cpu when not given), exits
 # 77 (skipped) when this machine has no device of that backend (`kiln info` lists "NAME:N"),
 # and starts in a fresh WORKDIR.
@@ -74,4 +87,20 @@ expect_exact_resume() {
   cmp whole/optimizer.safetensors split/optimizer.safetensors ||
     { echo "FAIL: the optimizer states differ"; differs=1; }
   return $differs
+}
+
+# expect_cache_agrees CKPT WHAT DECODE-ARGS...: `kiln decode` of CKPT on $backend prints the
+# same text with the KV cache as without it (--no-cache); prints ok, or counts a fail.
+expect_cache_agrees() {
+  local ckpt=$1 what=$2 with without
+  shift 2
+  with=$("$kiln" decode --ckpt "$ckpt" --backend "$backend" "$@" 2>/dev/null)
+  without=$("$kiln" decode --ckpt "$ckpt" --backend "$backend" --no-cache "$@" 2>/dev/null)
+  if [ -n "$with" ] && [ "$with" = "$without" ]; then
+    echo "ok   $what: $(printf '%s' "$with" | head -c 60 | tr '\n' '|')"
+  else
+    fail "$what:"
+    echo "  with the cache:    $(printf '%s' "$with" | tr '\n' '|')"
+    echo "  without the cache: $(printf '%s' "$without" | tr '\n' '|')"
+  fi
 }

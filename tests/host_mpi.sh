@@ -7,7 +7,8 @@
 #     small buckets (several reductions per step, started during the backward);
 #   - one rank on Vulkan and the other on OpenCL, the same (when this machine has both);
 #   - fp16: the f16 gradient sums, the ranks' weights identical, the losses close;
-#   - BERT and the encoder-decoder: the same trainer, the same agreement (the encoder-
+#   - --model llama (the Llama family's block), BERT and the encoder-decoder: the same
+#     trainer, the same agreement (the encoder-
 #     decoder's weights within 1e-4: Adam turns its near-zero gradients' last bits into more);
 #   - a checkpoint of 2 ranks resumes in one process with --grad-accum 2 and the reverse,
 #     ending as the uninterrupted run; another global batch resumes too, saying so;
@@ -112,6 +113,16 @@ if "${mpi[@]}" "$kiln" train "${gpt[@]}" --backend cpu --steps 30 --eval-every 3
   grep -q "the ranks' weights are identical" half2.err || fail "fp16: the ranks' weights differ"
 else
   fail "fp16 under mpirun: $(tail -n 3 half2.err)"
+fi
+
+# ---- the Llama family's block (GQA, rope, SwiGLU, RMSNorm, untied) through the same trainer ----
+llama=(--model llama --kv-heads 1 --untied --data text.txt --layers 2 --heads 2 --dim 32 --block 32 --batch 4
+       --steps 20 --eval-every 20 --dropout 0.1 --seed 5 --trust-device --backend cpu)
+"$kiln" train "${llama[@]}" --grad-accum 2 --out llama1 >/dev/null 2>&1
+if "${mpi[@]}" "$kiln" train "${llama[@]}" --out llama2 >/dev/null 2>llama2.err; then
+  compare_runs "--model llama: 2 ranks vs --grad-accum 2" llama1 llama2 1e-5 1e-5
+else
+  fail "--model llama under mpirun: $(tail -n 3 llama2.err)"
 fi
 
 # ---- BERT and the encoder-decoder train through the same trainer ----

@@ -12,19 +12,6 @@ data=$(cd "$(dirname "$0")/data/gpt2" && pwd)
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
-# expect_one_line_error WHAT WANT ARGS...: kiln ARGS fails, its stderr is one line
-# "kiln: error: ..." containing WANT
-expect_one_line_error() {
-  local what=$1 want=$2
-  shift 2
-  if "$kiln" "$@" >out.txt 2>err.txt; then fail "$what: succeeded"; return; fi
-  local lines
-  lines=$(wc -l <err.txt)
-  [ "$lines" -eq 1 ] || fail "$what: $lines lines on stderr: $(cat err.txt)"
-  grep -q "^kiln: error: .*$want" err.txt || fail "$what: stderr '$(cat err.txt)' lacks '$want'"
-  echo "ok: $what -> $(cat err.txt)"
-}
-
 "$kiln" tokenizer import --vocab "$data/vocab.json" --merges "$data/merges.txt" --out gpt2.tok 2>/dev/null
 $py -c "import random, sys; random.seed(7); sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(20000)))" >random.bin
 # decode(encode(x)) == x for bytes, GPT-2 and a trained BPE

@@ -6,7 +6,11 @@
 #   llama_peers_agree   the reference's greedy tokens equal llama.cpp's (no kiln involved);
 #   llama_decode[_B]    `kiln decode --prompt-ids ... --greedy --print-ids` on backend B prints
 #                       llama.cpp's tokens for every file and prompt;
-#   llama_hf[_B]        `kiln dev parity` on every folder gives the reference's logits to 1e-5;
+#   llama_logits[_B]    `kiln dev parity` on every folder (F32, F16, BF16) and GGUF file (F32,
+#                       F16) gives the reference's logits to 1e-5;
+#   llama_export        `kiln export --format hf` reads back in the reference with the model's
+#                       tensors; `kiln export --format gguf` decodes in llama.cpp as the
+#                       fixture's files do;
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
 #                       @lenml/tokenizers' ids for three real tokenizer.json files.
 # The npm peers are found through the environment variable KILN_NODE_PEERS (.ci/run sets it);
@@ -29,7 +33,7 @@ set_tests_properties(llama_peers_agree PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RE
   FIXTURES_REQUIRED kiln_llama_models)
 
 foreach(backend ${_kiln_host_backends})
-  foreach(what decode hf)
+  foreach(what decode logits)
     kiln_host_test_name(${what} ${backend} name)
     string(REPLACE "host_" "llama_" name ${name})
     kiln_host_test_env(${backend} "OMP_NUM_THREADS=1" env)
@@ -40,6 +44,12 @@ foreach(backend ${_kiln_host_backends})
       ENVIRONMENT "${env}" FIXTURES_REQUIRED kiln_llama_models)
   endforeach()
 endforeach()
+
+add_test(NAME llama_export
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_export.py --models ${_kiln_llama_models}
+          --kiln $<TARGET_FILE:kiln_host> --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_export)
+set_tests_properties(llama_export PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
+  FIXTURES_REQUIRED kiln_llama_models)
 
 add_test(NAME llama_tokenizers
   COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_tokenizers.py --kiln $<TARGET_FILE:kiln_host>

@@ -21,12 +21,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
 # parity_checks first: it exits 77 (skipped) where torch or numpy is missing
-from parity_checks import (adamw_losses, check, check_gradients, check_losses, kiln_adamw, kiln_dev,  # noqa: E402
-                           rel_err, run_configs)
-import numpy as np  # noqa: E402
+from parity_checks import Grad, kiln_adamw, replay_gpt, run_configs  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
+from nanogpt_torch import save_safetensors  # noqa: E402
 
 L, C, T_POS, V, EPS = 2, 32, 24, 64, 1e-5
 BATCH, T, STEPS, LR = 2, 11, 30, 3e-3
@@ -215,33 +213,8 @@ CONFIGS = [
 
 def run_config(args, name, o, seed):
     model = Reference(o, seed)
-    weights = os.path.join(args.workdir, f"{name}.safetensors")
-    tokens_path = os.path.join(args.workdir, f"{name}_tokens.safetensors")
-    result = os.path.join(args.workdir, f"{name}_kiln.safetensors")
-    model.save(weights)
-    g = torch.Generator().manual_seed(seed + 100)
-    tokens = torch.randint(0, V, (2, BATCH, T + 1), generator=g)
-    save_safetensors(tokens_path, {"tokens": tokens.numpy().astype(np.int64)})
-    if not kiln_dev(args, name, "parity", "--ckpt", weights, "--tokens", tokens_path, "--out", result,
-                    "--steps", str(STEPS), "--lr", str(LR), "--beta1", "0.9", "--beta2", "0.95",
-                    "--weight-decay", "0.1", "--clip", "0"):
-        return
-    got, _ = load_safetensors(result)
-    x, y = tokens[0, :, :-1], tokens[0, :, 1:]
-    logits, loss = model(x, y)
-    loss.backward()
-    e = rel_err(got["logits"], logits.detach().numpy())
-    check(f"{name}: logits", e < 1e-5, f"relative error {e:.2e}")
-    check_gradients(f"{name}: ", got, {n: _Grad(g) for n, g in model.kiln_tensors(lambda p: p.grad).items()})
-    losses = adamw_losses(model, STEPS, lambda step: model(tokens[step % 2, :, :-1], tokens[step % 2, :, 1:])[1])
-    check_losses(f"{name}: ", got, losses)
-
-
-class _Grad:
-    """check_gradients reads p.grad: a kiln-layout gradient wears that name."""
-
-    def __init__(self, grad):
-        self.grad = grad
+    replay_gpt(args, name, model, seed, V, BATCH, T, STEPS, LR,
+               lambda: {n: Grad(g) for n, g in model.kiln_tensors(lambda p: p.grad).items()})
 
 
 if __name__ == "__main__":

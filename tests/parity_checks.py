@@ -1,7 +1,8 @@
-"""What the PyTorch parity scripts (gpt_parity.py, block_parity.py, seq2seq_parity.py,
-bert_parity.py) share: the skip without torch, their command line, running `kiln dev`, one
-line per check with the failures kept for the exit code, the relative error they compare
-with, and the losses of the AdamW steps they replay."""
+"""What the PyTorch parity scripts (gpt_parity.py, block_parity.py, llama_parity.py,
+seq2seq_parity.py, bert_parity.py) share: the skip without torch, their command line,
+running `kiln dev`, one line per check with the failures kept for the exit code, the
+relative error they compare with, the losses of the AdamW steps they replay, and the replay
+of a decoder-only reference model against `kiln dev parity`."""
 import argparse
 import os
 import subprocess
@@ -95,6 +96,42 @@ def adamw_losses(model, steps, loss_at):
         opt.step()
         losses.append(loss.item())
     return losses
+
+
+class Grad:
+    """check_gradients reads p.grad: a gradient mapped to kiln's layout wears that name."""
+
+    def __init__(self, grad):
+        self.grad = grad
+
+
+def replay_gpt(args, name, model, seed, vocab, batch, t, steps, lr, grads=None):
+    """A decoder-only reference model against `kiln dev parity` from the weights model.save
+    writes: logits, loss and gradients of batch 0 (grads(): {kiln name: tensor with .grad},
+    model.p by default), then the losses of STEPS AdamW steps of model.optimizer() over two
+    alternating random batches [batch, t + 1] of tokens below vocab."""
+    import numpy as np
+    import torch
+    from nanogpt_torch import load_safetensors, save_safetensors
+    weights = os.path.join(args.workdir, f"{name}.safetensors")
+    tokens_path = os.path.join(args.workdir, f"{name}_tokens.safetensors")
+    result = os.path.join(args.workdir, f"{name}_kiln.safetensors")
+    model.save(weights)
+    g = torch.Generator().manual_seed(seed + 100)
+    tokens = torch.randint(0, vocab, (2, batch, t + 1), generator=g)
+    save_safetensors(tokens_path, {"tokens": tokens.numpy().astype(np.int64)})
+    if not kiln_dev(args, name, "parity", "--ckpt", weights, "--tokens", tokens_path, "--out", result,
+                    "--steps", str(steps), "--lr", str(lr), "--beta1", "0.9", "--beta2", "0.95",
+                    "--weight-decay", "0.1", "--clip", "0"):
+        return
+    got, _ = load_safetensors(result)
+    logits, loss = model(tokens[0, :, :-1], tokens[0, :, 1:])
+    loss.backward()
+    e = rel_err(got["logits"], logits.detach().numpy())
+    check(f"{name}: logits", e < 1e-5, f"relative error {e:.2e}")
+    check_gradients(f"{name}: ", got, grads() if grads else model.p)
+    losses = adamw_losses(model, steps, lambda step: model(tokens[step % 2, :, :-1], tokens[step % 2, :, 1:])[1])
+    check_losses(f"{name}: ", got, losses)
 
 
 def run_configs(configs, run_config, seed, passed):

@@ -1,5 +1,5 @@
 """Rotary position embeddings as the models' own code computes them, in float64, for
-test_op_rope --torch-reference (tests/rope.cmake).
+test_op_rope --torch-reference (tests/op_references.cmake).
 
 Two independent formulations, neither kiln's:
   - Hugging Face's rotate_half (modeling_llama.py's apply_rotary_pos_emb): pairs (i, i + D/2),

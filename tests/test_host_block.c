@@ -1,13 +1,15 @@
-/* The shared transformer block and its stability options (host/model/block.h), on every
- * backend:
+/* The shared transformer block, its stability options and the Llama family's
+ * (host/model/block.h), on every backend:
  *   - one table of block configurations: on cpu each one's backward (the input's gradient
  *     and the option's own learned tensors) against finite differences, elsewhere forward
  *     and gradients against the CPU, and every case again in f16;
  *   - the formulas by hand: DeepNorm's constants and init, ReZero's identity at init, the
  *     temperature as scaled queries, RealFormer's score accumulation, sigma against the top
  *     singular value, GAU's small output at init, Admin's profiling recurrence;
- *   - whole GPTs with each option: a checkpoint round trip gives the same logits, the KV
- *     cache gives the full pass's, entropy falls with the temperature;
+ *   - whole GPTs with each option (the Llama family's too): a checkpoint round trip gives the
+ *     same logits and config, the KV cache gives the full pass's, entropy falls with the
+ *     temperature; the Llama family's keys are written only where a model is not GPT-2;
+ *   - Llama 3's rope scaling against transformers' numbers;
  *   - the combinations refused. */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "model/block.h"
 #include "model/gpt/gpt.h"
 #include "model/gpt/gpt_checkpoint.h"
+#include "model/model_checkpoint.h"
 #include "testutil.h"
 
 /* ---- the table ---- */
@@ -238,10 +241,12 @@ static const block_case QWEN3_QK_NORM = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .
                                          .n_slots = 2, .slots = {BLOCK_Q_NORM_W, BLOCK_K_NORM_W}};
 static const block_case LLAMA3_FREQS = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .rope_layout = KILN_ROPE_ADJACENT), .heads = 2, .kv_heads = 1,
                                         .rope_freqs = 1};
+/* SwiGLU's c_fc [C, 2F] as an input that requires grad: its training path (the gate's and
+ * up's column blocks as two products) */
 static const block_case RMS_POST_REZERO = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .norm = BLOCK_NORM_POST,
                                                           .residual = BLOCK_RESIDUAL_REZERO),
-                                           .heads = 4, .kv_heads = 2, .n_slots = 2,
-                                           .slots = {BLOCK_REZERO_ALPHA, BLOCK_LN1_W}};
+                                           .heads = 4, .kv_heads = 2, .ffn = 6, .n_slots = 3,
+                                           .slots = {BLOCK_REZERO_ALPHA, BLOCK_LN1_W, BLOCK_FC_W}};
 static const block_case RMS_SIGMA = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .sigma_reparam = 1), .heads = 4, .kv_heads = 2, .ffn = 12,
                                      .n_slots = 2,
                                      .slots = {BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_QKV, BLOCK_SIGMA_GAMMA + BLOCK_LINEAR_FC}};
@@ -300,8 +305,10 @@ static const kiln_verify_case cases[] = {
      .in = {X_IN, VEC_IN(6, 1.0f), VEC_IN(6, 1.0f)}, .fwd_tol = 1e-9},
     {.name = "block_llama3_freqs", .build = build_block, .param = &LLAMA3_FREQS, .n_in = 1, .in = {X_IN},
      .fwd_tol = 1e-9},
-    {.name = "block_rmsnorm_post_rezero", .build = build_block, .param = &RMS_POST_REZERO, .n_in = 3,
-     .in = {X_IN, VEC_IN(1, 0.7f), VEC_IN(C, 1.0f)}, .fwd_tol = 1e-9},
+    {.name = "block_rmsnorm_post_rezero", .build = build_block, .param = &RMS_POST_REZERO, .n_in = 4,
+     .in = {X_IN, VEC_IN(1, 0.7f), VEC_IN(C, 1.0f),
+            {.dtype = KILN_F32, .ndim = 2, .shape = {C, 12}, .init = KILN_INIT_NORMAL, .hi = 0.35f, .grad = 1}},
+     .fwd_tol = 1e-9},
     /* gamma in f16 as above, summed here over SwiGLU's [C, 2F] (3.4e-4 on each backend, the
      * CPU's f16 included: f16's rounding, not a backend's) */
     {.name = "block_rmsnorm_sigma", .build = build_block, .param = &RMS_SIGMA, .n_in = 3,
@@ -599,22 +606,35 @@ END_TEST
 
 /* ---- whole models ---- */
 
-static const block_options model_options[] = {
-    {.norm = BLOCK_NORM_PRE},
-    {.norm = BLOCK_NORM_POST},
-    {.norm = BLOCK_NORM_NONE, .residual = BLOCK_RESIDUAL_REZERO},
-    {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_ADMIN},
-    {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_DEEPNORM},
-    {.norm = BLOCK_NORM_PRE, .sigma_reparam = 1},
-    {.norm = BLOCK_NORM_POST, .residual_attention = 1, .attn_temperature = 0.5f},
-    {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU, .gau_s = 4},
-    {.norm = BLOCK_NORM_POST, .layer = BLOCK_LAYER_GAU, .gau_s = 4, .gau_attn = BLOCK_GAU_SOFTMAX, .sigma_reparam = 1},
+/* The block options and, for the Llama family, the model's sizes and choices. */
+static const gpt_config model_options[] = {
+    {.block = {.norm = BLOCK_NORM_PRE}},
+    {.block = {.norm = BLOCK_NORM_POST}},
+    {.block = {.norm = BLOCK_NORM_NONE, .residual = BLOCK_RESIDUAL_REZERO}},
+    {.block = {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_ADMIN}},
+    {.block = {.norm = BLOCK_NORM_POST, .residual = BLOCK_RESIDUAL_DEEPNORM}},
+    {.block = {.norm = BLOCK_NORM_PRE, .sigma_reparam = 1}},
+    {.block = {.norm = BLOCK_NORM_POST, .residual_attention = 1, .attn_temperature = 0.5f}},
+    {.block = {.norm = BLOCK_NORM_PRE, .layer = BLOCK_LAYER_GAU, .gau_s = 4}},
+    {.block = {.norm = BLOCK_NORM_POST, .layer = BLOCK_LAYER_GAU, .gau_s = 4, .gau_attn = BLOCK_GAU_SOFTMAX,
+               .sigma_reparam = 1}},
+    /* Llama: GQA, rope, SwiGLU, RMSNorm, untied; Qwen3: q/k norm, head_dim 6, qkv biases,
+       Llama 3's rope.freqs; RMSNorm Post-LN with sigma-reparam and learned positions */
+    {.block = {.norm_type = BLOCK_NORM_TYPE_RMSNORM, .mlp = BLOCK_MLP_SWIGLU, .bias = BLOCK_BIAS_NONE,
+               .rope_layout = KILN_ROPE_HALF},
+     .n_kv_head = 1, .untied = 1, .position = GPT_POSITION_ROPE},
+    {.block = {.norm_type = BLOCK_NORM_TYPE_RMSNORM, .mlp = BLOCK_MLP_SWIGLU, .bias = BLOCK_BIAS_QKV, .qk_norm = 1,
+               .rope_base = 1e6f, .rope_layout = KILN_ROPE_HALF},
+     .n_kv_head = 1, .head_dim = 6, .n_ffn = 10, .position = GPT_POSITION_ROPE, .rope_freqs = 1},
+    {.block = {.norm = BLOCK_NORM_POST, .norm_type = BLOCK_NORM_TYPE_RMSNORM, .sigma_reparam = 1},
+     .n_kv_head = 1, .n_ffn = 12},
 };
 enum { N_MODEL_OPTIONS = sizeof model_options / sizeof model_options[0] };
 
 static gpt_model *tiny_model(int which) {
-    gpt_config cfg = TINY;
-    cfg.block = model_options[which];
+    gpt_config cfg = model_options[which];
+    cfg.n_layer = TINY.n_layer, cfg.n_head = TINY.n_head, cfg.n_embd = TINY.n_embd;
+    cfg.n_positions = TINY.n_positions, cfg.vocab_size = TINY.vocab_size, cfg.ln_eps = TINY.ln_eps;
     char err[256];
     ck_assert_msg(gpt_config_check(&cfg, err, sizeof err) == 0, "%s", err);
     gpt_model *m = gpt_new(kt_ctx(), &cfg);
@@ -625,6 +645,8 @@ static gpt_model *tiny_model(int which) {
         if (m->params[i].spec.layer >= 0 && (slot == BLOCK_REZERO_ALPHA || slot == BLOCK_ADMIN_OMEGA_1))
             ck_assert_int_eq(kiln_fill(m->params[i].t, 0.8f), KILN_OK);
     }
+    /* frequency factors that change the rotation, as Llama 3's scaling has them */
+    if (m->rope_freqs) ck_assert_int_eq(kiln_upload_f32(m->rope_freqs, (const float[]){1.0f, 3.0f, 8.0f}, 3), KILN_OK);
     return m;
 }
 
@@ -650,6 +672,7 @@ START_TEST(checkpoint_round_trip_keeps_every_option) {
         ck_assert_int_eq(back->n_params, m->n_params);
         ck_assert_int_eq(back->n_buffers, m->n_buffers);
         ck_assert(memcmp(&back->block.o, &m->block.o, sizeof m->block.o) == 0);
+        ck_assert(memcmp(&back->cfg, &m->cfg, sizeof m->cfg) == 0);
         logits_of(back, tiny_ids(ctx, 2, 8, k), b);
         ck_assert_msg(kt_normalized_error(a, b, 2 * 8 * 16) == 0.0, "option set %d: logits differ after a reload", k);
         kiln_step_reset(ctx);
@@ -732,6 +755,76 @@ START_TEST(nonsense_combinations_are_refused) {
     }
     block_options fine = block_options_default();
     ck_assert_int_eq(block_options_check(&fine, err, sizeof err), 0);
+    /* rotary positions turn attention heads: GAU and RealFormer are refused by name */
+    block_options gau = fine, realformer = fine;
+    gau.rope = realformer.rope = 1;
+    gau.layer = BLOCK_LAYER_GAU;
+    realformer.residual_attention = 1;
+    ck_assert_int_eq(block_options_check(&gau, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "position rope does not apply to layer-type gau") != NULL, "got: %s", err);
+    ck_assert_int_eq(block_options_check(&realformer, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "position rope does not combine with residual-attention") != NULL, "got: %s", err);
+    /* the model's sizes */
+    const struct { gpt_config c; const char *says; } sizes[] = {
+        {.c = {.n_kv_head = 3}, .says = "n_kv_head = 3 is out of range"},
+        {.c = {.n_head = 4, .n_kv_head = 3}, .says = "n_kv_head = 3 does not divide n_head = 4"},
+        {.c = {.head_dim = 3, .position = GPT_POSITION_ROPE}, .says = "needs an even head width"},
+        {.c = {.rope_freqs = 1}, .says = "rope_freqs (rope scaling) needs position rope"},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        gpt_config c = sizes[i].c;
+        c.n_layer = 1, c.n_embd = 8, c.n_positions = 8, c.vocab_size = 16, c.ln_eps = 1e-5f;
+        if (!c.n_head) c.n_head = 2;
+        ck_assert_int_eq(gpt_config_check(&c, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, sizes[i].says) != NULL, "got: %s", err);
+    }
+}
+END_TEST
+
+/* Llama 3's rope scaling as frequency factors, against transformers'
+ * _compute_llama3_parameters evaluated in float64 (tests' PyTorch, printed once): Llama
+ * 3.2's own constants (head 64, theta 500000, factor 32, bands 1 and 4, 8192 positions) and
+ * a small head whose four pairs fall in each band. */
+START_TEST(llama3_rope_scaling_is_hf_s) {
+    char err[256];
+    float f[32];
+    gpt_rope_llama3 llama32 = {.factor = 32, .low_freq_factor = 1, .high_freq_factor = 4,
+                               .original_max_position_embeddings = 8192};
+    ck_assert_int_eq(gpt_rope_llama3_freqs(&llama32, 64, 500000.0, f, err, sizeof err), 0);
+    const struct { int i; double want; } at[] = {{0, 1}, {14, 1}, {15, 1.65132925}, {16, 3.2922621},
+                                                 {17, 9.66672898}, {18, 32}, {31, 32}};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
+        ck_assert_msg(fabs(f[at[k].i] - at[k].want) < 1e-6 * at[k].want, "pair %d: %.9g, want %.9g", at[k].i,
+                      (double)f[at[k].i], at[k].want);
+    gpt_rope_llama3 small = {.factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                             .original_max_position_embeddings = 64};
+    ck_assert_int_eq(gpt_rope_llama3_freqs(&small, 8, 10000.0, f, err, sizeof err), 0);
+    const double want[4] = {1, 7.66738513, 8, 8};
+    for (int i = 0; i < 4; i++) ck_assert_msg(fabs(f[i] - want[i]) < 1e-6 * want[i], "pair %d: %.9g", i, (double)f[i]);
+    gpt_rope_llama3 bad = small;
+    bad.high_freq_factor = 0.5;
+    ck_assert_int_eq(gpt_rope_llama3_freqs(&bad, 8, 10000.0, f, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "high_freq_factor above") != NULL, "got: %s", err);
+}
+END_TEST
+
+/* A GPT-2 checkpoint carries none of the Llama family's keys (its file is what it was before
+ * they existed); a Llama-shaped one carries those that differ. */
+START_TEST(llama_keys_only_where_they_differ) {
+    char path[64], err[256], value[32];
+    snprintf(path, sizeof path, "/tmp/kiln_block_keys_%d.safetensors", (int)getpid());
+    static const char *const keys[] = {"kiln.norm_type", "kiln.mlp", "kiln.bias", "kiln.rope", "n_kv_head",
+                                       "untied", "position"};
+    for (int which = 0; which < 2; which++) {
+        gpt_model *m = tiny_model(which ? 9 : 0);
+        ck_assert_msg(gpt_checkpoint_save(m, path, NULL, 0, err, sizeof err) == 0, "%s", err);
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            ck_assert_int_eq(model_checkpoint_meta(path, keys[k], value, sizeof value, err, sizeof err), which);
+        gpt_free(m);
+    }
+    ck_assert_int_eq(model_checkpoint_meta(path, "kiln.mlp", value, sizeof value, err, sizeof err), 1);
+    ck_assert_str_eq(value, "swiglu");
+    unlink(path);
 }
 END_TEST
 
@@ -750,6 +843,8 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, kv_cache_matches_the_full_pass);
     tcase_add_test(tc, entropy_falls_with_the_temperature);
     tcase_add_test(tc, nonsense_combinations_are_refused);
+    tcase_add_test(tc, llama3_rope_scaling_is_hf_s);
+    tcase_add_test(tc, llama_keys_only_where_they_differ);
 }
 
 int main(int argc, char **argv) {

@@ -388,7 +388,7 @@ START_TEST(parse_errors_name_the_line) {
         const char *tail; /* lines after it */
         const char *want;
     } cases[] = {
-        {"kiln-tokenizer 2\n", "", "x:1: not a kiln tokenizer"},
+        {"kiln-tokenizer 3\n", "", "x:1: not a kiln tokenizer"},
         {"kiln-tokenizer 1\nvocab 255\npretokenizer none\n", "", "x:2: expected \"vocab N\" with 256 <= N"},
         {"kiln-tokenizer 1\nvocab 99999999\npretokenizer none\n", "", "x:2: expected \"vocab N\""},
         {"kiln-tokenizer 1\nvocab 0257\npretokenizer none\n", "", "x:2: expected \"vocab N\""},

@@ -2,7 +2,8 @@
  * steps against a plain reference loop, clipping, the skip flag, f16 working copies and
  * the per-parameter decay switch. Every check runs on the process's backend (kt_ctx), so
  * the same file checks the GPU kernels. With --torch-reference FILE it also replays the
- * torch.optim trajectories that tests/optim_reference.py printed (see tests/optim.cmake). */
+ * torch.optim trajectories that tests/optim_reference.py printed (see
+ * tests/op_references.cmake). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -65,12 +65,12 @@ kiln_backend_test(test_op_quant_vulkan_min_limits_lanes test_op_quant vulkan
   ENV KILN_VK_MIN_LIMITS=1 KILN_VK_QMATMUL_LANES=32 ${KILN_VK_VALIDATE})
 
 # tensors larger than one binding: the kernels that split their work (vk_split.c,
-# vk_embedding.c, vk_gemm_split.c) with the binding lowered to a few KiB, so that the cases'
+# vk_embedding.c, vk_gemm_split.c, vk_rope.c) with the binding lowered to a few KiB, so that the cases'
 # tensors span many bindings; and the memory tests with a 256 MiB heap to run out of
 # (64 KiB for the GEMM, whose 256^3 case would otherwise run as a thousand products; 16 KiB
 # for the softmax, whose largest case has 8.4 KB slabs: it splits heads, never a slab)
 foreach(stem test_vulkan_gemm test_op_embedding test_op_optim test_op_activation test_op_reduce test_loss_scale
-             test_op_cross_entropy test_op_softmax)
+             test_op_cross_entropy test_op_softmax test_op_rope)
   set(binding 4096)
   if(stem STREQUAL "test_vulkan_gemm")
     set(binding 65536)

@@ -10,17 +10,24 @@
 #include "cpu/cpu_f16.h"
 #include "cpu/cpu_internal.h"
 
-/* cos and sin of every (t, i), interleaved: cs[2 (t half + i)] = cos, + 1 = sign * sin. */
+/* cos and sin of every (t, i), interleaved: cs[2 (t half + i)] = cos, + 1 = sign * sin;
+ * the pairs' inverse frequencies after them (cs[2 seq half + i]). */
 static double *rope_table(const kiln_rope_args *a, double sign) {
-    const int64_t half = a->dim / 2;
-    double *cs = malloc((size_t)(a->seq * half) * 2 * sizeof *cs);
+    const int64_t half = a->dim / 2, seq = a->seq;
+    double *cs = malloc((size_t)(2 * seq * half + half) * sizeof *cs);
     if (!cs) return NULL;
+    double *inv = cs + 2 * seq * half;
     const float *factors = a->freq_factors.buf ? CPU_PTR(a->freq_factors, float) : NULL;
-    for (int64_t i = 0; i < half; i++) {
-        double inv = pow((double)a->base, -(double)(2 * i) / (double)a->dim);
-        if (factors) inv /= (double)factors[i];
-        for (int64_t t = 0; t < a->seq; t++) {
-            double angle = (double)(a->pos0 + t) * inv;
+    for (int64_t i = 0; i < half; i++)
+        inv[i] = pow((double)a->base, -(double)(2 * i) / (double)a->dim) / (factors ? (double)factors[i] : 1.0);
+    /* an entry (a double cos and sin) costs about what 40 elements of a memory-bound
+     * kernel do, the unit of CPU_PAR_MIN */
+    const int threads = cpu_use_threads(seq * half * 40, CPU_PAR_MIN);
+    (void)threads;
+#pragma omp parallel for if (threads)
+    for (int64_t t = 0; t < seq; t++) {
+        for (int64_t i = 0; i < half; i++) {
+            double angle = (double)(a->pos0 + t) * inv[i];
             cs[2 * (t * half + i)] = cos(angle);
             cs[2 * (t * half + i) + 1] = sign * sin(angle);
         }
@@ -63,8 +70,9 @@ static kiln_status rope_f32(const kiln_rope_args *a, kiln_ref in_ref, kiln_ref o
 /* f32 directly; f16 on widened copies (cpu_f16.h). The factors are f32 either way. */
 static kiln_status rope_run(const kiln_rope_args *a, kiln_ref in, kiln_ref out, double sign, int accumulate,
                             const char *name) {
-    if (a->dtype == KILN_F32) return rope_f32(a, in, out, sign, accumulate);
     const int64_t n = a->batch * a->seq * a->heads * a->dim;
+    if (n == 0) return KILN_OK;
+    if (a->dtype == KILN_F32) return rope_f32(a, in, out, sign, accumulate);
     cpu_widen w;
     cpu_widen_init(&w, a->dtype, name);
     cpu_widen_operand(&w, &in, n, CPU_IN);

@@ -11,6 +11,7 @@ static kiln_status cl_rope(cl_dev *d, const kiln_rope_args *a, kiln_ref in, kiln
     cl_arg_op(&c, CL_OP(rope, factors), a->freq_factors, 4);
     cl_arg_op(&c, CL_OP(rope, y), out, es);
     cl_arg_i64(&c, a->seq);
+    cl_arg_i64(&c, a->heads);
     cl_arg_i64(&c, a->dim / 2);
     cl_arg_i64(&c, a->pos0);
     cl_arg_f32(&c, (float)log2((double)a->base));
@@ -18,8 +19,8 @@ static kiln_status cl_rope(cl_dev *d, const kiln_rope_args *a, kiln_ref in, kiln
     cl_arg_f32(&c, turn);
     cl_arg_i32(&c, accumulate);
     cl_arg_i32(&c, cl_has(a->freq_factors));
-    size_t global[3] = {(size_t)(a->dim / 2), (size_t)a->heads, (size_t)(a->batch * a->seq)};
-    return cl_run(&c, 3, global, NULL);
+    size_t global[2] = {(size_t)(a->dim / 2), (size_t)(a->batch * a->seq)};
+    return cl_run(&c, 2, global, NULL);
 }
 
 kiln_status cl_rope_fwd(void *dev, const kiln_rope_args *a) { return cl_rope(dev, a, a->x, a->y, 1.0f, 0); }

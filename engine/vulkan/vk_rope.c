@@ -1,6 +1,6 @@
 /* Host side of rotary position embeddings (kiln_rope_args): one kernel, shaders/rope.comp,
- * forward (turn 1, x -> y) and backward (turn -1, dy -> dx, accumulating or not); its
- * "_f16" build for f16 data. A tensor larger than one binding runs in pieces of whole rows
+ * forward (turn 1, x -> y) and backward (turn -1, dy -> dx, accumulating or not), one
+ * invocation per (row, pair) for all the row's heads; its "_f16" build for f16 data. A tensor larger than one binding runs in pieces of whole rows
  * (each row is one position's heads), the piece's first row telling the kernel where the
  * positions stand. */
 #include <math.h>
@@ -34,7 +34,7 @@ static kiln_status vk_rope(vk_dev *d, const kiln_rope_args *a, kiln_ref in, kiln
         l.ops[VK_OP(rope, x)] = vk_in(vk_ref_at(in, r0 * width * es), n, es);
         l.ops[VK_OP(rope, factors)] = vk_in(a->freq_factors, a->dim / 2, 4);
         l.ops[VK_OP(rope, y)] = vk_out(vk_ref_at(out, r0 * width * es), n, es);
-        s = vk_run_flat(d, &l, (uint64_t)(n / 2));
+        s = vk_run_flat(d, &l, (uint64_t)(count * (a->dim / 2)));
     }
     return s;
 }

@@ -1,7 +1,9 @@
-/* `kiln export --format gguf` and `kiln quantize`: a GPT checkpoint as a GGUF file of
- * llama.cpp's gpt2 architecture (model/gpt/gpt_gguf.h), at f32 or f16, or quantized to Q8_0,
- * Q4_0 or Q4_1 in ggml's blocks. The conversion runs on the host (the CPU backend holds the
- * weights while they are read): no device is needed. */
+/* `kiln export --format gguf|hf` and `kiln quantize`: a GPT (a kiln checkpoint, a GGUF file or a
+ * Hugging Face folder) as a GGUF file of llama.cpp's gpt2 architecture (model/gpt/gpt_gguf.h)
+ * or of the Llama family's llama, qwen2 or qwen3 (model/gpt/gpt_gguf_llama.h), at f32 or f16,
+ * or quantized to Q8_0, Q4_0 or Q4_1 in ggml's blocks; or as a Hugging Face folder
+ * (model/gpt/gpt_hf.h) at f32, f16 or bf16. The conversion runs on the host (the CPU backend
+ * holds the weights while they are read): no device is needed. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,8 +12,9 @@
 #include "run/device.h"
 #include "run/gpt_tokenizer.h"
 #include "formats/gguf.h"
-#include "model/gpt/gpt_checkpoint.h"
 #include "model/gpt/gpt_gguf.h"
+#include "model/gpt/gpt_hf.h"
+#include "run/gpt_load.h"
 
 /* The ggml type named by the user: f32, f16, q8_0, q4_0, q4_1 (-1 otherwise). */
 static int type_of(const char *name) {
@@ -25,24 +28,37 @@ static int type_of(const char *name) {
     return -1;
 }
 
-static int export_gguf(const char *command, const char *ckpt, const char *tok_path, const char *type_name,
-                       const char *out) {
-    int type = type_of(type_name);
-    if (type < 0) return host_error("--type %s is not one of f32, f16, q8_0, q4_0, q4_1", type_name);
+/* The safetensors dtype of --type for a Hugging Face folder (NULL otherwise). */
+static const char *hf_dtype_of(const char *name) {
+    return !strcmp(name, "f32") ? "F32" : !strcmp(name, "f16") ? "F16" : !strcmp(name, "bf16") ? "BF16" : NULL;
+}
+
+/* The model at ckpt (any file kiln reads: run/gpt_load.h) written as `format` (gguf or hf). */
+static int export_model(const char *command, const char *format, const char *ckpt, const char *tok_path,
+                        const char *type_name, const char *out) {
+    int hf = !strcmp(format, "hf"), type = hf ? 0 : type_of(type_name);
+    const char *dtype = hf ? hf_dtype_of(type_name) : NULL;
+    if (!hf && type < 0) return host_error("--type %s is not one of f32, f16, q8_0, q4_0, q4_1", type_name);
+    if (hf && !dtype) return host_error("--type %s: a Hugging Face folder holds f32, f16 or bf16", type_name);
     if (!ckpt) return host_error("kiln %s needs --ckpt FILE", command);
-    if (!out) return host_error("kiln %s needs --out FILE", command);
+    if (!out) return host_error("kiln %s needs --out %s", command, hf ? "FOLDER" : "FILE");
     char err[1024];
     kiln_ctx *ctx = host_open_device("cpu", -1);
     gpt_model *m = NULL;
     tokenizer *tok = NULL;
     int rc = 1;
-    if (!ctx) goto done;
-    if (gpt_checkpoint_load(ctx, ckpt, &m, err, sizeof err)) {
-        host_error("%s", err);
-        goto done;
-    }
-    if (gpt_tokenizer_choose(tok_path, ckpt, m->cfg.vocab_size, &tok)) goto done;
-    if (gpt_export_gguf(m, tok, type, out, err, sizeof err)) {
+    if (!ctx || host_load_gpt(ctx, ckpt, tok_path, &m, &tok)) goto done;
+    /* the rope scaling's parameters: kiln keeps its factors only, a Hugging Face source says them */
+    hf_config source;
+    gpt_rope_llama3 scaling;
+    char dir[4096];
+    gpt_hf_dir(ckpt, dir, sizeof dir);
+    int folder = gpt_hf_is_folder(ckpt);
+    int scaled = folder && !hf_config_read(dir, &source, err, sizeof err) && !gpt_hf_rope_scaling(&source, &scaling);
+    /* the folder's tokenizer.json goes along unless --tokenizer chose another */
+    const char *tok_source = folder && !tok_path ? dir : NULL;
+    if (hf ? gpt_export_hf(m, tok, dtype, scaled ? &scaling : NULL, tok_source, out, err, sizeof err)
+           : gpt_export_gguf(m, tok, type, out, err, sizeof err)) {
         host_error("%s", err);
         goto done;
     }
@@ -57,23 +73,27 @@ done:
 }
 
 int cmd_export(int argc, char **argv) {
-    const char *ckpt = NULL, *out = NULL, *format = NULL, *type = "f16", *tok_path = NULL;
+    const char *ckpt = NULL, *out = NULL, *format = NULL, *type = NULL, *tok_path = NULL;
     cli_opt opts[] = {
-        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
-         .help = "the GPT checkpoint (safetensors, GPT-2 layout)"},
-        {.name = "--format", .kind = CLI_STRING, .target = &format, .meta = "NAME", .help = "gguf"},
+        {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "PATH",
+         .help = "the GPT: a kiln checkpoint, a GGUF file or a Hugging Face folder"},
+        {.name = "--format", .kind = CLI_STRING, .target = &format, .meta = "NAME",
+         .help = "gguf (llama.cpp: gpt2, llama, qwen2 or qwen3 as the model is) or hf (a Hugging Face folder)"},
         {.name = "--type", .kind = CLI_STRING, .target = &type, .meta = "TYPE",
-         .help = "the matrices' type: f32, f16, q8_0, q4_0 or q4_1 (docs/quantization.md says which tensors each changes)"},
+         .help = "gguf: the matrices' f32, f16 (default), q8_0, q4_0 or q4_1 (docs/quantization.md); hf: f32 "
+                 "(default), f16 or bf16"},
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
          .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
         {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE", .help = "the file to write"},
     };
-    const char *summary = "Writes a GPT checkpoint as a GGUF file that llama.cpp loads as GPT-2 (with its tokenizer).";
+    const char *summary = "Writes a GPT as a GGUF file that llama.cpp loads (GPT-2, or the Llama family's llama,\n"
+                          "qwen2 or qwen3) or as a Hugging Face folder (config.json, model.safetensors,\n"
+                          "tokenizer.json), with its tokenizer.";
     int rc = cli_parse("export", summary, argc, argv, 2, opts, (int)(sizeof opts / sizeof opts[0]));
     if (rc) return rc < 0 ? 1 : 0;
-    if (!format) return host_error("kiln export needs --format gguf");
-    if (strcmp(format, "gguf")) return host_error("--format %s: kiln export writes gguf", format);
-    return export_gguf("export", ckpt, tok_path, type, out);
+    if (!format) return host_error("kiln export needs --format gguf|hf");
+    if (strcmp(format, "gguf") && strcmp(format, "hf")) return host_error("--format %s: kiln export writes gguf or hf", format);
+    return export_model("export", format, ckpt, tok_path, type ? type : !strcmp(format, "hf") ? "f32" : "f16", out);
 }
 
 int cmd_quantize(int argc, char **argv) {
@@ -94,5 +114,5 @@ int cmd_quantize(int argc, char **argv) {
     if (!format) return host_error("kiln quantize needs --format q8_0|q4_0|q4_1");
     if (strcmp(format, "q8_0") && strcmp(format, "q4_0") && strcmp(format, "q4_1"))
         return host_error("--format %s is not q8_0, q4_0 or q4_1", format);
-    return export_gguf("quantize", ckpt, tok_path, format, out);
+    return export_model("quantize", "gguf", ckpt, tok_path, format, out);
 }

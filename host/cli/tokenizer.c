@@ -60,7 +60,10 @@ static tokenizer *open_tokenizer(const char *path) {
         if (!t) host_error("out of memory");
         return t;
     }
-    if (tokenizer_load(path, &t, err, sizeof err)) host_error("%s", err);
+    size_t len = strlen(path);
+    int json = len >= 5 && !strcmp(path + len - 5, ".json"); /* a tokenizer.json, imported as it is read */
+    if ((json ? tokenizer_import_hf(path, &t, err, sizeof err) : tokenizer_load(path, &t, err, sizeof err)))
+        host_error("%s", err);
     return t;
 }
 
@@ -107,20 +110,25 @@ static int cmd_train_tokenizer(int argc, char **argv) {
 }
 
 static int cmd_import(int argc, char **argv) {
-    const char *vocab = NULL, *merges = NULL, *out = NULL;
+    const char *vocab = NULL, *merges = NULL, *hf = NULL, *out = NULL;
     cli_opt opts[] = {
+        {.name = "--hf", .kind = CLI_STRING, .target = &hf, .meta = "tokenizer.json",
+         .help = "a Hugging Face tokenizer.json (its tokenizer_config.json beside it names the roles)"},
         {.name = "--vocab", .kind = CLI_STRING, .target = &vocab, .meta = "vocab.json", .help = "Hugging Face's GPT-2 vocab.json"},
         {.name = "--merges", .kind = CLI_STRING, .target = &merges, .meta = "merges.txt", .help = "Hugging Face's GPT-2 merges.txt"},
         {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE", .help = "the tokenizer file to write"},
     };
-    int rc = cli_parse("tokenizer import", "Imports GPT-2's tokenizer as Hugging Face publishes it.", argc, argv, 3,
-                       opts, 3);
+    int rc = cli_parse("tokenizer import",
+                       "Imports a Hugging Face tokenizer.json (--hf), or GPT-2's tokenizer as vocab.json and merges.txt.",
+                       argc, argv, 3, opts, 4);
     if (rc) return rc < 0 ? 1 : 0;
-    if (!vocab || !merges || !out)
-        return host_error("kiln tokenizer import needs --vocab vocab.json --merges merges.txt --out FILE");
+    if (!out || (hf ? vocab || merges : !vocab || !merges))
+        return host_error("kiln tokenizer import needs --hf tokenizer.json --out FILE, or --vocab vocab.json --merges "
+                          "merges.txt --out FILE");
     char err[512];
     tokenizer *t;
-    if (tokenizer_import_gpt2(vocab, merges, &t, err, sizeof err)) return host_error("%s", err);
+    if (hf ? tokenizer_import_hf(hf, &t, err, sizeof err) : tokenizer_import_gpt2(vocab, merges, &t, err, sizeof err))
+        return host_error("%s", err);
     rc = save(t, out);
     tokenizer_free(t);
     return rc;

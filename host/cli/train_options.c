@@ -164,7 +164,8 @@ static int run_options(train_options *o, cli_opt *opts) {
         {.name = "--data", .kind = CLI_STRING, .target = &o->data, .meta = "FILE",
          .help = "training data: a text file (gpt, bert) or source<TAB>target pairs, one per line (seq2seq)"},
         {.name = "--model", .kind = CLI_STRING, .target = &o->model, .meta = "KIND",
-         .help = "gpt (a decoder-only language model), seq2seq (the encoder-decoder Transformer), "
+         .help = "gpt (a decoder-only language model), llama (the same with the Llama family's defaults: "
+                 "rmsnorm, rope, swiglu, no biases), seq2seq (the encoder-decoder Transformer), "
                  "bert (a masked language model)"},
         {.name = "--out", .kind = CLI_STRING, .target = &o->out, .meta = "DIR",
          .help = "directory for the checkpoint and metrics"},

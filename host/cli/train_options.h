@@ -26,7 +26,7 @@ typedef struct stability_options {
 } stability_options;
 
 typedef struct train_options {
-    const char *model; /* gpt, seq2seq or bert */
+    const char *model; /* gpt (or its preset llama), seq2seq or bert */
     const char *data, *out, *init, *backend, *precision;
     const char *schedule, *optimizer;
     stability_options st;

@@ -129,6 +129,7 @@ int gguf_writer_bool(gguf_writer *w, const char *key, int value);
 /* Arrays: of strings (copied), of i32 and of f32 values (copied). */
 int gguf_writer_str_array(gguf_writer *w, const char *key, const char *const *values, size_t count);
 int gguf_writer_i32_array(gguf_writer *w, const char *key, const int32_t *values, size_t count);
+int gguf_writer_f32_array(gguf_writer *w, const char *key, const float *values, size_t count);
 /* A tensor of `type` with ndim dimensions ne[0..ndim) (ne[0] fastest) whose nbytes at data
  * must equal the rows' bytes (gguf_row_bytes(type, ne[0]) x the other dimensions). */
 int gguf_writer_tensor(gguf_writer *w, const char *name, int type, int ndim, const int64_t *ne, const void *data,

@@ -129,6 +129,18 @@ int gguf_writer_i32_array(gguf_writer *w, const char *key, const int32_t *values
     return 0;
 }
 
+int gguf_writer_f32_array(gguf_writer *w, const char *key, const float *values, size_t count) {
+    if (begin_kv(w, key, GGUF_ARRAY)) return -1;
+    put_le(w, GGUF_F32, 4);
+    put_le(w, count, 8);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t bits;
+        memcpy(&bits, &values[i], 4);
+        put_le(w, bits, 4);
+    }
+    return 0;
+}
+
 int gguf_writer_tensor(gguf_writer *w, const char *name, int type, int ndim, const int64_t *ne, const void *data,
                        uint64_t nbytes) {
     if (!w) return -1;

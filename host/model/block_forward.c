@@ -175,17 +175,31 @@ static kiln_tensor *cross_attention(const block_config *c, const block_weights *
     return linear(c, w, BLOCK_LINEAR_CROSS_PROJ, y);
 }
 
-/* GELU (or the role's activation): c_proj(act(c_fc x)). SwiGLU: c_fc x = [gate | up] (F
- * columns each), c_proj(silu(gate) * up), from the engine's ops (docs/design.md, "SwiGLU",
- * says why not a fused op). */
-static kiln_tensor *mlp(const block_config *c, const block_weights *w, kiln_tensor *x) {
-    kiln_tensor *h = linear(c, w, BLOCK_LINEAR_FC, x);
-    if (c->o.mlp == BLOCK_MLP_SWIGLU) {
-        int64_t F = block_ffn(c);
-        h = kiln_mul(kiln_silu(kiln_slice(h, -1, 0, F)), kiln_slice(h, -1, F, F));
+/* SwiGLU's silu(gate) * up [B, T, F], c_fc = [gate | up] (F columns each), from the
+ * engine's ops (docs/design.md, "SwiGLU: engine ops, not a fused op"). When the tape
+ * records, gate and up are two products with the weight's column blocks (a copy of C F
+ * values per step, not per token), so the step keeps gate, up, silu(gate) and the product
+ * (4F per token) and never c_fc's whole output and its two slices (6F); decoding and
+ * evaluation keep nothing for a backward and take one product, then its halves. */
+static kiln_tensor *swiglu(const block_config *c, const block_weights *w, kiln_tensor *x) {
+    int64_t F = block_ffn(c);
+    kiln_tensor *W = w->w[BLOCK_FC_W], *b = w->w[BLOCK_FC_B], *gate, *up;
+    if (!w->q[BLOCK_FC_W] && W && kiln_grad_enabled(W->ctx) && kiln_requires_grad(W)) {
+        W = linear_weight(c, w, BLOCK_LINEAR_FC);
+        gate = kiln_matmul(x, kiln_slice(W, -1, 0, F), b ? kiln_slice(b, -1, 0, F) : NULL, 0, 0);
+        up = kiln_matmul(x, kiln_slice(W, -1, F, F), b ? kiln_slice(b, -1, F, F) : NULL, 0, 0);
     } else {
-        h = kiln_activation(h, c->mlp_act);
+        kiln_tensor *h = linear(c, w, BLOCK_LINEAR_FC, x);
+        gate = kiln_slice(h, -1, 0, F);
+        up = kiln_slice(h, -1, F, F);
     }
+    return kiln_mul(kiln_silu(gate), up);
+}
+
+/* GELU (or the role's activation): c_proj(act(c_fc x)); SwiGLU: c_proj(silu(gate) * up). */
+static kiln_tensor *mlp(const block_config *c, const block_weights *w, kiln_tensor *x) {
+    kiln_tensor *h = c->o.mlp == BLOCK_MLP_SWIGLU ? swiglu(c, w, x)
+                                                  : kiln_activation(linear(c, w, BLOCK_LINEAR_FC, x), c->mlp_act);
     return linear(c, w, BLOCK_LINEAR_MLP_PROJ, h);
 }
 

@@ -10,12 +10,18 @@ model_param *model_params_new(kiln_ctx *ctx, const param_spec *specs, int n, int
 
 model_param *model_params_new_except(kiln_ctx *ctx, const param_spec *specs, int n, const unsigned char *absent,
                                      int *n_params, int *n_buffers) {
+    return model_params_new_typed(ctx, specs, n, absent, KILN_F32, n_params, n_buffers);
+}
+
+model_param *model_params_new_typed(kiln_ctx *ctx, const param_spec *specs, int n, const unsigned char *absent,
+                                    kiln_dtype dtype, int *n_params, int *n_buffers) {
     model_param *p = calloc((size_t)(n > 0 ? n : 1), sizeof *p);
     if (!p) return NULL;
     *n_params = *n_buffers = 0;
     for (int i = 0; i < n; i++) {
         kiln_tensor *t = NULL;
-        if (!(absent && absent[i]) && !(t = kiln_tensor_new(ctx, KILN_F32, specs[i].ndim, specs[i].shape))) {
+        kiln_dtype d = specs[i].buffer ? KILN_F32 : dtype; /* buffers stay f32 (model_params_to_half) */
+        if (!(absent && absent[i]) && !(t = kiln_tensor_new(ctx, d, specs[i].ndim, specs[i].shape))) {
             model_params_free(p, i);
             return NULL;
         }

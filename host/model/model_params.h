@@ -22,6 +22,11 @@ model_param *model_params_new(kiln_ctx *ctx, const param_spec *specs, int n, int
  * quantized model keeps in blocks instead, never allocated as f32 (absent may be NULL). */
 model_param *model_params_new_except(kiln_ctx *ctx, const param_spec *specs, int n, const unsigned char *absent,
                                      int *n_params, int *n_buffers);
+/* The same with the trained weights in dtype: KILN_F16 makes the table model_params_to_half
+ * leaves without masters (eval, decode), without an f32 copy on the way, for a loader that
+ * converts each weight as it reads it. */
+model_param *model_params_new_typed(kiln_ctx *ctx, const param_spec *specs, int n, const unsigned char *absent,
+                                    kiln_dtype dtype, int *n_params, int *n_buffers);
 /* Frees every tensor and the table (n = trained + buffers). */
 void model_params_free(model_param *p, int n);
 

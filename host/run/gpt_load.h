@@ -5,7 +5,7 @@
  * gpt2, llama, qwen2 and qwen3 at f32, f16, bf16, Q8_0, Q4_0 and Q4_1; the quantized matrices
  * stay quantized), else a kiln checkpoint (safetensors, GPT-2 layout); with its tokenizer:
  * --tokenizer FILE when given, else the file's own (the checkpoint's metadata, GGUF's
- * tokenizer.ggml.*), else bytes for a 256-token model. */
+ * tokenizer.ggml.*, the folder's tokenizer.json), else bytes for a 256-token model. */
 #ifndef KILN_HOST_RUN_GPT_LOAD_H
 #define KILN_HOST_RUN_GPT_LOAD_H
 
@@ -15,8 +15,21 @@
 /* Returns 0 with *m and *tok, or 1 with one line printed. */
 int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok);
 
-/* The model alone (no tokenizer). Returns 0 with *m, or -1 with one line in err. */
+/* The same with the weights in dtype for eval and decode (KILN_F16: as gpt_set_precision(m,
+ * KILN_F16, 0) leaves them; a GGUF or Hugging Face file is converted as it is read, never
+ * held in f32). */
+int host_load_gpt_as(kiln_ctx *ctx, const char *path, const char *tok_path, kiln_dtype dtype, gpt_model **m,
+                     tokenizer **tok);
+
+/* The model alone (no tokenizer), f32 or in dtype. Returns 0 with *m, or -1 with one line in
+ * err. */
 int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *err, size_t errlen);
+int host_load_gpt_model_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **m, char *err, size_t errlen);
+
+/* The tokenizer of the model at path (any of the files above): tok_path when given, else the
+ * file's own, else bytes for a 256-token model (vocab < 0: not known yet, nothing checked).
+ * Returns 0, or 1 with one line printed. */
+int host_load_tokenizer(const char *path, const char *tok_path, int32_t vocab, tokenizer **tok);
 
 /* 1 when the file starts as GGUF does. */
 int host_is_gguf(const char *path);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "formats/error_printf.h"
+#include "formats/utf8.h"
 #include "text/pretokenize.h"
 #include "text/tokenizer_internal.h"
 
@@ -73,12 +74,40 @@ static int push_pair(const tokenizer *t, bpe_work *w, int32_t a, int32_t b) {
     return heap_push(w, (heap_entry){.rank = rank, .pos = a, .left_id = w->id[a], .right_id = w->id[b]});
 }
 
+/* The symbols a piece starts from: its bytes' tokens where tokens are bytes; otherwise each
+ * character's token, or, for a character without one, its bytes' tokens (byte fallback). */
+static int32_t initial_symbols(const tokenizer *t, const uint8_t *s, size_t m, int32_t *id) {
+    int32_t n = 0;
+    if (t->byte_level || t->version < 2) {
+        for (size_t i = 0; i < m; i++) id[n++] = t->byte_id[s[i]];
+        return n;
+    }
+    for (size_t pos = 0; pos < m;) {
+        uint32_t cp;
+        int len = utf8_decode(s + pos, m - pos, &cp);
+        size_t l = len ? (size_t)len : 1;
+        int32_t whole = tok_lookup(t, s + pos, l);
+        if (whole >= 0) id[n++] = whole;
+        else
+            for (size_t k = 0; k < l; k++) id[n++] = t->byte_id[s[pos + k]];
+        pos += l;
+    }
+    return n;
+}
+
 /* Merges the piece s[0..m) and appends its ids to out (room for m more). Returns the count
  * appended, or -1 when out of memory. */
 static int64_t bpe_piece(const tokenizer *t, bpe_work *w, const uint8_t *s, size_t m, int32_t *out) {
-    if (m == 1) {
+    if (m == 1 && (t->byte_level || t->version < 2)) {
         out[0] = t->byte_id[s[0]];
         return 1;
+    }
+    if (t->ignore_merges) { /* a piece that is a token is that token */
+        int32_t whole = tok_lookup(t, s, m);
+        if (whole >= 0) {
+            out[0] = whole;
+            return 1;
+        }
     }
     if (m > INT32_MAX) return -1;
     if (m > w->cap) {
@@ -91,9 +120,8 @@ static int64_t bpe_piece(const tokenizer *t, bpe_work *w, const uint8_t *s, size
         if (!next) return -1;
         w->next = next, w->cap = cap;
     }
-    int32_t n = (int32_t)m;
+    int32_t n = initial_symbols(t, s, m, w->id);
     for (int32_t i = 0; i < n; i++) {
-        w->id[i] = t->byte_id[s[i]];
         w->prev[i] = i - 1;
         w->next[i] = i + 1 < n ? i + 1 : -1;
     }
@@ -170,8 +198,28 @@ static void cache_put(piece_cache *c, const uint8_t *text, size_t text_pos, size
     c->used++;
 }
 
+static int encode_text(const tokenizer *t, const uint8_t *text, size_t n, const tok_pieces *ps, int use_cache,
+                       int32_t **ids, int64_t *n_ids, char *err, size_t errlen);
+
 static int encode(const tokenizer *t, const uint8_t *text, size_t n, int use_cache, int32_t **ids, int64_t *n_ids,
                   char *err, size_t errlen) {
+    if (t->pretok != PRETOK_STEPS) return encode_text(t, text, n, NULL, use_cache, ids, n_ids, err, errlen);
+    /* version 2: the pipeline's pieces, which lie one after the other in ps.text */
+    tok_pieces ps;
+    *ids = NULL;
+    *n_ids = 0;
+    if (tok_pretokenize(t, text, n, &ps)) {
+        error_printf(err, errlen, "out of memory (encoding %zu bytes)", n);
+        return -1;
+    }
+    int rc = encode_text(t, ps.text.p, ps.text.len, &ps, use_cache, ids, n_ids, err, errlen);
+    tok_pieces_free(&ps);
+    return rc;
+}
+
+/* The text cut into pieces (ps's, or version 1's pre-tokenizer, or none), each merged by rank. */
+static int encode_text(const tokenizer *t, const uint8_t *text, size_t n, const tok_pieces *ps, int use_cache,
+                       int32_t **ids, int64_t *n_ids, char *err, size_t errlen) {
     *ids = NULL;
     *n_ids = 0;
     int32_t *out = malloc((n ? n : 1) * sizeof *out); /* never more ids than bytes */
@@ -180,7 +228,7 @@ static int encode(const tokenizer *t, const uint8_t *text, size_t n, int use_cac
         return -1;
     }
     int64_t count = 0;
-    if (t->n_merges == 0) {
+    if (t->n_merges == 0 && t->version < 2) {
         for (size_t i = 0; i < n; i++) out[i] = t->byte_id[text[i]];
         *ids = out;
         *n_ids = (int64_t)n;
@@ -189,8 +237,10 @@ static int encode(const tokenizer *t, const uint8_t *text, size_t n, int use_cac
     bpe_work w = {0};
     piece_cache cache = {0};
     int rc = 0;
+    size_t piece = 0;
     for (size_t pos = 0; pos < n && !rc;) {
-        size_t end = t->pretok == PRETOK_GPT2 ? pretokenize_next(text, n, pos) : n;
+        size_t end = ps ? ps->off[piece] + ps->len[piece] : t->pretok == PRETOK_GPT2 ? pretokenize_next(text, n, pos) : n;
+        piece++;
         size_t m = end - pos;
         uint64_t h = 0;
         if (m > 1 && m <= CACHE_MAX_PIECE && cache.cap) {

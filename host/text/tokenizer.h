@@ -1,5 +1,8 @@
-/* Tokenizers: byte-level (ids 0..255 are the bytes), byte-level BPE trained by kiln, and
- * GPT-2's own BPE imported from Hugging Face's vocab.json and merges.txt.
+/* Tokenizers: byte-level (ids 0..255 are the bytes), byte-level BPE trained by kiln,
+ * GPT-2's own BPE imported from Hugging Face's vocab.json and merges.txt, and (version 2 of
+ * the file) the Llama family's BPE tokenizers from a tokenizer.json or a GGUF file, run with
+ * their normalizers, pre-tokenizers and decoders (docs/tokenizers.md, "Hugging Face
+ * tokenizers"). What follows describes version 1; version 2 adds tokens given by their bytes.
  *
  * A tokenizer is a vocabulary of N ids, each one either a byte, the result of a merge of two
  * earlier tokens (its bytes are theirs, concatenated), or a special token ([PAD], [BOS],
@@ -46,6 +49,8 @@ typedef enum tokenizer_special_kind {
 
 /* The first line of the file format. */
 #define TOKENIZER_MAGIC "kiln-tokenizer 1"
+/* Version 2: Hugging Face's tokenizers (token records, option and step records). */
+#define TOKENIZER_MAGIC_V2 "kiln-tokenizer 2"
 /* Larger vocabularies are refused (a corrupt "vocab" line must not allocate gigabytes). */
 #define TOKENIZER_MAX_VOCAB (1 << 22)
 /* A trained BPE needs the 256 bytes and the six specials. */
@@ -86,6 +91,16 @@ int tokenizer_encode_uncached(const tokenizer *t, const uint8_t *text, size_t n,
  * ("[MASK]", "<|endoftext|>"); an id outside the vocab is an error. *bytes is malloc'd. */
 int tokenizer_decode(const tokenizer *t, const int32_t *ids, int64_t n, uint8_t **bytes, size_t *n_bytes, char *err,
                      size_t errlen);
+/* The same for ids that continue a text: at_start 0 when something came before them (a
+ * version 2 tokenizer's decoder may strip the text's first space, as Llama 2's does). */
+int tokenizer_decode_at(const tokenizer *t, const int32_t *ids, int64_t n, int at_start, uint8_t **bytes,
+                        size_t *n_bytes, char *err, size_t errlen);
+/* 1 when a prompt starts with the BOS token (the tokenizer's configuration says so). */
+int tokenizer_add_bos(const tokenizer *t);
+/* The end-of-generation ids (EOS, then the end-of-turn and end-of-message tokens), at most
+ * max of them; returns the count. */
+int tokenizer_eog_ids(const tokenizer *t, int32_t *ids, int max);
+
 /* One token's bytes (for streaming decode output), or NULL (and *len 0) outside the vocab. */
 const uint8_t *tokenizer_token_bytes(const tokenizer *t, int32_t id, size_t *len);
 
@@ -99,6 +114,25 @@ int tokenizer_import_gpt2(const char *vocab_path, const char *merges_path, token
 int tokenizer_import_gpt2_memory(const char *vocab, size_t vocab_len, const char *vocab_name, const char *merges,
                                  size_t merges_len, const char *merges_name, tokenizer **out, char *err,
                                  size_t errlen);
+
+/* A Hugging Face tokenizer.json (a BPE model with the normalizers, pre-tokenizers and
+ * decoders of the Llama family: docs/tokenizers.md) as a version 2 tokenizer (hf_import.c);
+ * tokenizer_config.json beside it, when there is one, names the special tokens' roles.
+ * A component kiln does not run is refused by name; errors start with the path. */
+int tokenizer_import_hf(const char *tokenizer_json_path, tokenizer **out, char *err, size_t errlen);
+/* The same from memory (config_json may be NULL); `name` stands for the file in errors. */
+int tokenizer_import_hf_memory(const char *json, size_t len, const char *name, const char *config_json,
+                               size_t config_len, tokenizer **out, char *err, size_t errlen);
+
+/* GGUF's tokenizer.ggml.* keys (llama.cpp's: model gpt2 or llama, pre, tokens, token_type,
+ * merges, scores, the special ids, add_bos_token; gguf_tokenizer_*.c, docs/tokenizers.md).
+ * Errors name the key; the caller adds the file's name. */
+struct gguf_file;
+struct gguf_writer;
+int tokenizer_from_gguf(const struct gguf_file *g, tokenizer **out, char *err, size_t errlen);
+/* The same keys into a writer; -1 with a message when the tokenizer has no GGUF spelling (a
+ * pre-tokenizer llama.cpp has no name for). */
+int tokenizer_to_gguf(const tokenizer *t, struct gguf_writer *w, char *err, size_t errlen);
 
 /* Learns a byte-level BPE of `vocab_size` ids from text (bpe_train.c): ids 0..255 are the
  * bytes, 256..261 the six specials, then one merge per id, each the most frequent pair of

@@ -60,6 +60,9 @@ typedef struct tok_parser {
     tokenizer *t;
     int32_t n_vocab;
     int saw_merge;
+    int version;     /* of the file, from its first line */
+    int saw_defined; /* version 2: a special or token record (the steps come before them) */
+    tok_buf scratch; /* version 2: an unescaped string */
 } tok_parser;
 
 /* err = "NAME:LINE: " + message, for the line being parsed; returns -1. */
@@ -81,8 +84,12 @@ enum { EXPECT_MAGIC, EXPECT_VOCAB, EXPECT_PRETOK, EXPECT_BYTES, EXPECT_BODY };
 
 static int parse_magic(tok_parser *ps, line_cursor *c, const char *f, size_t fl) {
     (void)fl; /* the magic line holds spaces: it is compared whole */
-    if ((size_t)(c->end - f) != strlen(TOKENIZER_MAGIC) || memcmp(f, TOKENIZER_MAGIC, strlen(TOKENIZER_MAGIC)))
-        return line_error(ps, "not a kiln tokenizer (the first line must be \"%s\")", TOKENIZER_MAGIC);
+    size_t len = (size_t)(c->end - f);
+    if (len == strlen(TOKENIZER_MAGIC) && !memcmp(f, TOKENIZER_MAGIC, len)) ps->version = 1;
+    else if (len == strlen(TOKENIZER_MAGIC_V2) && !memcmp(f, TOKENIZER_MAGIC_V2, len)) ps->version = 2;
+    else
+        return line_error(ps, "not a kiln tokenizer (the first line must be \"%s\" or \"%s\")", TOKENIZER_MAGIC,
+                          TOKENIZER_MAGIC_V2);
     return 0;
 }
 
@@ -98,15 +105,21 @@ static int parse_vocab(tok_parser *ps, line_cursor *c, const char *f, size_t fl)
     return 0;
 }
 
-/* "pretokenizer gpt2|none": the tokenizer is made here, now that its size is known. */
+/* "pretokenizer gpt2|none" (version 2: "pretokenizer steps"): the tokenizer is made here,
+ * now that its size is known. */
 static int parse_pretok(tok_parser *ps, line_cursor *c, const char *f, size_t fl) {
     const char *v;
     size_t vl;
-    if (!field_is(f, fl, "pretokenizer") || !next_field(c, &v, &vl) || c->p < c->end ||
-        !(field_is(v, vl, "gpt2") || field_is(v, vl, "none")))
+    if (ps->version >= 2) {
+        if (!field_is(f, fl, "pretokenizer") || !next_field(c, &v, &vl) || c->p < c->end || !field_is(v, vl, "steps"))
+            return line_error(ps, "expected \"pretokenizer steps\"");
+    } else if (!field_is(f, fl, "pretokenizer") || !next_field(c, &v, &vl) || c->p < c->end ||
+               !(field_is(v, vl, "gpt2") || field_is(v, vl, "none"))) {
         return line_error(ps, "expected \"pretokenizer gpt2\" or \"pretokenizer none\"");
-    ps->t = tok_new(ps->n_vocab, field_is(v, vl, "gpt2") ? PRETOK_GPT2 : PRETOK_NONE);
+    }
+    ps->t = tok_new(ps->n_vocab, ps->version >= 2 ? PRETOK_STEPS : field_is(v, vl, "gpt2") ? PRETOK_GPT2 : PRETOK_NONE);
     if (!ps->t) return line_error(ps, "out of memory");
+    ps->t->version = ps->version;
     return 0;
 }
 
@@ -148,10 +161,11 @@ static int parse_roles(tok_parser *ps, const char *s, size_t len, unsigned *role
     while (list.p < list.end) {
         const char *comma = memchr(list.p, ',', (size_t)(list.end - list.p));
         const char *stop = comma ? comma : list.end;
-        int k = 0;
-        while (k < TOK_SPECIAL_COUNT && !field_is(list.p, (size_t)(stop - list.p), tokenizer_role_names[k])) k++;
-        if (k == TOK_SPECIAL_COUNT || (*roles >> k & 1))
-            return line_error(ps, "ROLES must be \"-\" or a comma list of pad, bos, eos, cls, sep, mask");
+        int k = 0, count = ps->version >= 2 ? TOKROLE_COUNT : TOK_SPECIAL_COUNT;
+        while (k < count && !field_is(list.p, (size_t)(stop - list.p), tokenizer_role_names[k])) k++;
+        if (k == count || (*roles >> k & 1))
+            return line_error(ps, "ROLES must be \"-\" or a comma list of pad, bos, eos, cls, sep, mask%s",
+                              ps->version >= 2 ? ", unk, eog" : "");
         *roles |= 1u << k;
         list.p = comma ? comma + 1 : list.end;
         if (comma && list.p == list.end) return line_error(ps, "ROLES ends with a comma");
@@ -172,7 +186,46 @@ static int parse_special(tok_parser *ps, line_cursor *c) {
         return line_error(ps, "expected \"special ID NAME ROLES\" with an id below %ld", (long)ps->n_vocab);
     if (ps->saw_merge) return line_error(ps, "special tokens come before the merges");
     if (parse_roles(ps, v[2], vl[2], &roles)) return -1;
-    if (tok_add_special(ps->t, id, v[1], vl[1], roles, msg, sizeof msg)) return line_error(ps, "%s", msg);
+    const char *name = v[1];
+    size_t name_len = vl[1];
+    if (ps->version >= 2) {
+        if (tok_unescape(v[1], vl[1], &ps->scratch)) return line_error(ps, "a malformed escaped string");
+        name = (const char *)ps->scratch.p, name_len = ps->scratch.len;
+        ps->saw_defined = 1;
+    }
+    if (tok_add_special(ps->t, id, name, name_len, roles, msg, sizeof msg)) return line_error(ps, "%s", msg);
+    return 0;
+}
+
+/* Version 2: "token ID BYTES", before any merge */
+static int parse_token(tok_parser *ps, line_cursor *c) {
+    const char *v[2];
+    size_t vl[2];
+    int32_t id;
+    int k = 0;
+    char msg[200];
+    while (k < 2 && next_field(c, &v[k], &vl[k])) k++;
+    if (k < 2 || c->p < c->end || parse_id(v[0], vl[0], ps->n_vocab, &id))
+        return line_error(ps, "expected \"token ID BYTES\" with an id below %ld", (long)ps->n_vocab);
+    if (ps->saw_merge) return line_error(ps, "tokens come before the merges");
+    if (tok_unescape(v[1], vl[1], &ps->scratch)) return line_error(ps, "a malformed escaped string");
+    ps->saw_defined = 1;
+    if (tok_add_token(ps->t, id, ps->scratch.p, ps->scratch.len, msg, sizeof msg)) return line_error(ps, "%s", msg);
+    return 0;
+}
+
+/* Version 2: "option NAME" and the steps' records, before the tokens. */
+static int parse_v2_record(tok_parser *ps, line_cursor *c, const char *f, size_t fl) {
+    const char *v[8];
+    size_t vl[8];
+    int k = 0;
+    char msg[200];
+    while (k < 8 && next_field(c, &v[k], &vl[k])) k++;
+    if (c->p < c->end) return line_error(ps, "too many fields");
+    if (ps->saw_defined || ps->saw_merge) return line_error(ps, "options and steps come before the tokens");
+    if (field_is(f, fl, "option"))
+        return k == 1 && !tok_parse_option(ps->t, v[0], vl[0]) ? 0 : line_error(ps, "an unknown or repeated option");
+    if (tok_parse_step(ps->t, f, fl, v, vl, k, msg, sizeof msg)) return line_error(ps, "%s", msg);
     return 0;
 }
 
@@ -192,7 +245,10 @@ static int parse_line(tok_parser *ps, line_cursor *c) {
     }
     if (field_is(f, fl, "merge")) return parse_merge(ps, c);
     if (field_is(f, fl, "special")) return parse_special(ps, c);
-    return line_error(ps, "unknown record \"%.*s\" (expected merge or special)", (int)(fl > 40 ? 40 : fl), f);
+    if (ps->version >= 2 && field_is(f, fl, "token")) return parse_token(ps, c);
+    if (ps->version >= 2 && (field_is(f, fl, "option") || tok_is_step_record(f, fl))) return parse_v2_record(ps, c, f, fl);
+    return line_error(ps, "unknown record \"%.*s\" (expected merge or special%s)", (int)(fl > 40 ? 40 : fl), f,
+                      ps->version >= 2 ? ", token, option or a step" : "");
 }
 
 int tokenizer_parse(const char *text, size_t n, const char *name, tokenizer **out, char *err, size_t errlen) {
@@ -215,6 +271,7 @@ int tokenizer_parse(const char *text, size_t n, const char *name, tokenizer **ou
         rc = line_error(&ps, "the file ends before %s", wanted[ps.state]);
     }
     if (!rc && tok_finish(ps.t, msg, sizeof msg)) rc = line_error(&ps, "%s", msg);
+    free(ps.scratch.p);
     if (rc) {
         tokenizer_free(ps.t);
         return -1;
@@ -256,7 +313,48 @@ static void buf_printf(text_buf *b, const char *fmt, ...) {
     }
 }
 
+/* Version 2: the header, the steps, the specials and tokens with their bytes escaped, the
+ * merges. */
+static char *serialize_v2(const tokenizer *t, size_t *n) {
+    tok_buf b = {0};
+    char line[96];
+    snprintf(line, sizeof line, "%s\nvocab %ld\npretokenizer steps\nbytes", TOKENIZER_MAGIC_V2, (long)t->n_vocab);
+    tok_buf_put(&b, line, strlen(line));
+    for (int i = 0; i < 256; i++) tok_buf_put(&b, line, (size_t)snprintf(line, sizeof line, " %ld", (long)t->byte_id[i]));
+    tok_buf_put(&b, "\n", 1);
+    tok_serialize_steps(t, &b);
+    for (int32_t i = 0; i < t->n_specials; i++) {
+        const tokenizer_special_entry *s = &t->specials[i];
+        tok_buf_put(&b, line, (size_t)snprintf(line, sizeof line, "special %ld ", (long)s->id));
+        tok_escape(&b, t->blob + t->offset[s->id], t->length[s->id]);
+        int any = 0;
+        for (int k = 0; k < TOKROLE_COUNT; k++)
+            if (s->roles >> k & 1) {
+                tok_buf_put(&b, any++ ? "," : " ", 1);
+                tok_buf_put(&b, tokenizer_role_names[k], strlen(tokenizer_role_names[k]));
+            }
+        tok_buf_put(&b, any ? "\n" : " -\n", any ? 1 : 3);
+    }
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        if (t->kind[id] != TOKDEF_TOKEN) continue;
+        tok_buf_put(&b, line, (size_t)snprintf(line, sizeof line, "token %ld ", (long)id));
+        tok_escape(&b, t->blob + t->offset[id], t->length[id]);
+        tok_buf_put(&b, "\n", 1);
+    }
+    for (int32_t i = 0; i < t->n_merges; i++)
+        tok_buf_put(&b, line, (size_t)snprintf(line, sizeof line, "merge %ld %ld %ld\n", (long)t->merges[i].left,
+                                               (long)t->merges[i].right, (long)t->merges[i].result));
+    if (tok_buf_put(&b, NULL, 0)) {
+        free(b.p);
+        return NULL;
+    }
+    b.p[b.len] = 0;
+    *n = b.len;
+    return (char *)b.p;
+}
+
 char *tokenizer_serialize(const tokenizer *t, size_t *n) {
+    if (t->version >= 2) return serialize_v2(t, n);
     text_buf b = {.s = malloc(65536), .cap = 65536};
     if (!b.s) return NULL;
     buf_printf(&b, "%s\nvocab %ld\npretokenizer %s\nbytes", TOKENIZER_MAGIC, (long)t->n_vocab,

@@ -12,7 +12,6 @@ CJK and emoji.
 Exit 0: all equal; 1: a mismatch or a kiln error; 77: skipped (the npm peers are absent, or
 kiln tokenizer import has no --hf yet).
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -64,11 +63,9 @@ def check_one(a, name, folder, text):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kiln", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    os.makedirs(a.work, exist_ok=True)
+    a = pc.args(need_models=False)
+    if not a.work:
+        pc.skip("check_tokenizers.py needs --work DIR")
     found = peers.find()
     if "tokenizers" not in found:
         pc.skip(found["why_tokenizers"])

@@ -23,7 +23,7 @@ import models
 FILE_TYPE = {"F32": 0, "F16": 1, "Q8_0": 7}   # llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q8_0
 GGML_TYPE = {"F32": 0, "F16": 1, "Q8_0": 8}
 ALIGN = 32
-PRE = {"llama": "llama-bpe", "qwen2": "qwen2", "qwen3": "qwen2"}  # llama.cpp's pre-tokenizer names
+PRE = "gpt-2"  # llama.cpp's name of GPT-2's pre-tokenizer, the one models.tokenizer_json() has
 
 _U32, _I32, _F32, _BOOL, _STR, _ARR = 4, 5, 6, 7, 8, 9
 
@@ -141,7 +141,7 @@ def _metadata(name, cfg, ftype):
         kv += [_kv("llama.vocab_size", _U32, cfg["vocab_size"]), _kv("llama.rope.dimension_count", _U32, D)]
     kv.append(_kv("general.quantization_version", _U32, 2))
     tokens, types, merges, eot = models.vocabulary()
-    kv += [_kv("tokenizer.ggml.model", _STR, "gpt2"), _kv("tokenizer.ggml.pre", _STR, PRE[arch]),
+    kv += [_kv("tokenizer.ggml.model", _STR, "gpt2"), _kv("tokenizer.ggml.pre", _STR, PRE),
            _kv("tokenizer.ggml.tokens", _ARR, tokens, _STR), _kv("tokenizer.ggml.token_type", _ARR, types, _I32),
            _kv("tokenizer.ggml.merges", _ARR, merges, _STR),
            _kv("tokenizer.ggml.bos_token_id", _U32, cfg["bos_token_id"]),

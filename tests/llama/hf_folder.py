@@ -39,7 +39,7 @@ def _decode(raw, dtype, shape):
         a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
     else:
         raise ValueError(f"dtype {dtype} is not one these tests write")
-    return a.reshape(shape)
+    return a.reshape(shape).copy()  # writable, apart from the file's bytes
 
 
 def write_safetensors(path, tensors, dtype=None):
@@ -74,12 +74,16 @@ def read_safetensors(path):
             for name, i in header.items()}
 
 
-def write(folder, cfg, tensors, dtype, shards=1):
-    """The folder: config.json (torch_dtype as dtype says) and the weights in `shards` files."""
+def write(folder, cfg, tensors, dtype, shards=1, tokenizer=None):
+    """The folder: config.json (torch_dtype as dtype says), the weights in `shards` files,
+    and tokenizer.json when given (a dict)."""
     os.makedirs(folder, exist_ok=True)
     cfg = dict(cfg, torch_dtype={"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype])
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
+    if tokenizer is not None:
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(tokenizer, f, indent=1, ensure_ascii=False)
     if shards == 1:
         write_safetensors(os.path.join(folder, "model.safetensors"), tensors, dtype)
         return

@@ -19,7 +19,6 @@ Then bad input: an unknown class, a missing and a misshapen tensor, an architect
 does not read: a non-zero exit and one line naming what and where.
 Exit 0: pass, 1: fail, 77: skipped."""
 import copy
-import json
 import os
 import subprocess
 import sys

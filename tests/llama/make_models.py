@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes the peer tests' models once per ctest run (the fixture llama_models), into OUT:
 
-  OUT/<variant>/hf-F32, hf-F16      Hugging Face folders (config.json + model.safetensors)
+  OUT/<variant>/hf-F32, hf-F16      Hugging Face folders (config.json, model.safetensors and
+                                    tokenizer.json)
   OUT/<variant>/hf-BF16             the same in BF16, sharded in two (model.safetensors.index.json)
   OUT/<variant>/<variant>-F32.gguf, -F16.gguf, -Q8_0.gguf
                                     GGUF files as convert_hf_to_gguf.py writes them (Q8_0 only
@@ -52,9 +53,10 @@ def write_variant(name, out, quantize):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     cfg, w = models.config(name), models.weights(name, models.seed(name))
-    hf_folder.write(os.path.join(d, "hf-F32"), cfg, w, "F32")
-    hf_folder.write(os.path.join(d, "hf-F16"), cfg, w, "F16")
-    hf_folder.write(os.path.join(d, "hf-BF16"), cfg, w, "BF16", shards=2)
+    tok = models.tokenizer_json()
+    hf_folder.write(os.path.join(d, "hf-F32"), cfg, w, "F32", tokenizer=tok)
+    hf_folder.write(os.path.join(d, "hf-F16"), cfg, w, "F16", tokenizer=tok)
+    hf_folder.write(os.path.join(d, "hf-BF16"), cfg, w, "BF16", shards=2, tokenizer=tok)
     ggufs = {}
     for t in ("F32", "F16", "Q8_0"):
         if t == "Q8_0" and quantize is None:

@@ -1,4 +1,9 @@
 /* `kiln decode`: generates bytes from a prompt, streaming them to stdout as they come.
+ * The prompt is text (--prompt; the tokenizer's BOS in front when its configuration says
+ * so) or ids (--prompt-ids 1,2,3); --print-ids prints the generated ids instead of their
+ * text: decimal, one space between, a newline at the end (with --echo the prompt's first).
+ * Decoding stops after an end-of-generation id of the tokenizer (tokenizer_eog_ids), unless
+ * --ignore-eog.
  *
  * With the KV cache (the default) the prompt runs once and every new token costs one
  * position; --no-cache recomputes the whole window for every token (the reference the cache
@@ -58,8 +63,8 @@ static int next_logits(decoder *d, float *logits) {
 
 /* What the command line asks for. */
 typedef struct decode_options {
-    const char *ckpt, *prompt, *tok_path, *backend, *precision;
-    int device, max_new, greedy, no_cache, echo, trust;
+    const char *ckpt, *prompt, *prompt_ids, *tok_path, *backend, *precision;
+    int device, max_new, greedy, no_cache, echo, trust, print_ids, ignore_eog;
     sample_opts so;
     kiln_dtype dtype;
 } decode_options;
@@ -73,6 +78,12 @@ static int parse_options(int argc, char **argv, decode_options *o) {
          .help = "the model (safetensors, GPT-2 layout)"},
         {.name = "--prompt", .kind = CLI_STRING, .target = &o->prompt, .meta = "TEXT",
          .help = "the text to continue"},
+        {.name = "--prompt-ids", .kind = CLI_STRING, .target = &o->prompt_ids, .meta = "IDS",
+         .help = "the token ids to continue, comma-separated (instead of --prompt)"},
+        {.name = "--print-ids", .kind = CLI_FLAG, .target = &o->print_ids,
+         .help = "print the generated token ids (decimal, one space between) instead of text"},
+        {.name = "--ignore-eog", .kind = CLI_FLAG, .target = &o->ignore_eog,
+         .help = "go on after an end-of-generation token (the tokenizer's EOS, EOT, ...)"},
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tok_path, .meta = "FILE",
          .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
         {.name = "--max-new", .kind = CLI_INT, .target = &o->max_new, .meta = "N",
@@ -101,7 +112,7 @@ static int parse_options(int argc, char **argv, decode_options *o) {
     int rc = cli_parse("decode", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? -1 : 1;
     if (!o->ckpt) return -host_error("kiln decode needs --ckpt FILE");
-    if (!o->prompt) return -host_error("kiln decode needs --prompt TEXT");
+    if (!o->prompt == !o->prompt_ids) return -host_error("kiln decode needs --prompt TEXT or --prompt-ids IDS (one of them)");
     o->so.greedy = o->greedy;
     if (o->so.top_p <= 0.0f) return -host_error("--top-p must be above 0 (1 turns it off)");
     return host_parse_precision(o->precision, &o->dtype) ? -1 : 0;
@@ -120,20 +131,62 @@ typedef struct decode_run {
 static int open_model(decode_run *r, const decode_options *o) {
     r->ctx = host_open_checked_device("decode", o->backend, o->device, o->trust);
     if (!r->ctx || host_check_precision(r->ctx, o->dtype)) return 1;
-    if (host_load_gpt(r->ctx, o->ckpt, o->tok_path, &r->d.m, &r->tok)) return 1;
+    if (host_load_gpt_as(r->ctx, o->ckpt, o->tok_path, o->dtype, &r->d.m, &r->tok)) return 1;
     /* fp16: f16 weights, activations and KV cache (the f32 weights are released) */
     if (gpt_set_precision(r->d.m, o->dtype, 0)) return host_engine_error("--precision fp16");
     return 0;
 }
 
+/* --prompt-ids "1,2,3": each id in the model's vocabulary. *ids is malloc'd. */
+static int parse_prompt_ids(const char *s, int32_t vocab, int32_t **ids, int64_t *n_ids) {
+    size_t cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    *ids = malloc(cap * sizeof **ids);
+    if (!*ids) return host_error("out of host memory");
+    *n_ids = 0;
+    for (const char *p = s;; p++) {
+        char *end;
+        long long v = -1;
+        if (*p >= '0' && *p <= '9') v = strtoll(p, &end, 10);
+        if (v < 0 || (*end != ',' && *end != '\0'))
+            return host_error("--prompt-ids: \"%s\" is not a comma-separated list of ids (at id %lld)", s,
+                              (long long)*n_ids + 1);
+        if (v >= vocab)
+            return host_error("--prompt-ids: the id %lld (id %lld of the list) is outside the model's vocabulary "
+                              "(0..%ld)", v, (long long)*n_ids + 1, (long)vocab - 1);
+        (*ids)[(*n_ids)++] = (int32_t)v;
+        if (!*end) return 0;
+        p = end;
+    }
+}
+
+/* The prompt's ids: --prompt-ids, or --prompt encoded (BOS in front when the tokenizer's
+ * configuration asks for it). *ids is malloc'd. */
+static int prompt_ids(decode_run *r, const decode_options *o, int32_t **ids, int64_t *n_ids) {
+    char err[1024];
+    *ids = NULL;
+    if (o->prompt_ids) return parse_prompt_ids(o->prompt_ids, r->d.m->cfg.vocab_size, ids, n_ids);
+    if (tokenizer_encode(r->tok, (const uint8_t *)o->prompt, strlen(o->prompt), ids, n_ids, err, sizeof err))
+        return host_error("--prompt: %s", err);
+    if (!tokenizer_add_bos(r->tok)) return 0;
+    int32_t *with = realloc(*ids, ((size_t)*n_ids + 1) * sizeof *with);
+    if (!with) return host_error("out of host memory");
+    memmove(with + 1, with, (size_t)*n_ids * sizeof *with);
+    with[0] = tokenizer_special(r->tok, TOK_BOS);
+    *ids = with;
+    ++*n_ids;
+    return 0;
+}
+
 /* The prompt as tokens at the start of the decoder's, and room for what follows. */
 static int start_prompt(decode_run *r, const decode_options *o) {
-    char err[1024];
     const gpt_config *cfg = &r->d.m->cfg;
     int32_t *ids = NULL;
     int64_t n_ids = 0;
-    if (tokenizer_encode(r->tok, (const uint8_t *)o->prompt, strlen(o->prompt), &ids, &n_ids, err, sizeof err))
-        return host_error("--prompt: %s", err);
+    if (prompt_ids(r, o, &ids, &n_ids)) {
+        free(ids);
+        return 1;
+    }
     int rc = 0;
     if (n_ids > cfg->n_positions) {
         rc = host_error("the prompt is %lld tokens but the model's context is %d (n_positions): "
@@ -153,32 +206,71 @@ static int start_prompt(decode_run *r, const decode_options *o) {
     return rc;
 }
 
-/* max_new tokens, each written to stdout as it comes, then the speed on stderr. */
-static int generate(decode_run *r, const decode_options *o) {
+/* Writes ids[0..n) to stdout: as ids (a space before each but the very first), or as their
+ * text (at_start: nothing came before them). */
+static int put_tokens(decode_run *r, const decode_options *o, const int32_t *ids, int64_t n, int at_start) {
     char err[1024];
+    if (o->print_ids) {
+        for (int64_t i = 0; i < n; i++) printf(at_start && i == 0 ? "%ld" : " %ld", (long)ids[i]);
+        return 0;
+    }
+    uint8_t *bytes;
+    size_t nb;
+    if (tokenizer_decode_at(r->tok, ids, n, at_start, &bytes, &nb, err, sizeof err)) return host_error("%s", err);
+    fwrite(bytes, 1, nb, stdout);
+    free(bytes);
+    return 0;
+}
+
+/* The prompt when --echo asks for it: its text as given, or its ids (or their text). */
+static int echo_prompt(decode_run *r, const decode_options *o) {
+    if (!o->echo) return 0;
+    if (o->prompt && !o->print_ids) {
+        fwrite(o->prompt, 1, strlen(o->prompt), stdout);
+        return 0;
+    }
+    return put_tokens(r, o, r->d.tokens, r->d.len, 1);
+}
+
+static int is_eog(const int32_t *eog, int n_eog, int32_t id) {
+    for (int i = 0; i < n_eog; i++)
+        if (eog[i] == id) return 1;
+    return 0;
+}
+
+/* max_new tokens (fewer after an end of generation), each written to stdout as it comes,
+ * then the speed on stderr. */
+static int generate(decode_run *r, const decode_options *o) {
     decoder *d = &r->d;
+    int32_t eog[16];
+    int n_eog = o->ignore_eog ? 0 : tokenizer_eog_ids(r->tok, eog, 16), made = 0, prompt_len = d->len;
     if (!o->no_cache && !(d->cache = gpt_kv_new(d->m))) return host_engine_error("cannot allocate the KV cache");
     kiln_set_grad_enabled(r->ctx, 0);
     kiln_set_training(r->ctx, 0);
-    if (o->echo) fwrite(o->prompt, 1, strlen(o->prompt), stdout);
+    if (echo_prompt(r, o)) return 1;
+    int printed = o->echo && (prompt_len > 0 || (o->prompt && *o->prompt));
     double t0 = progress_now();
-    for (int i = 0; i < o->max_new; i++) {
+    for (; made < o->max_new; made++) {
         if (next_logits(d, r->logits)) {
             fflush(stdout);
             return host_engine_error("decoding");
         }
         int32_t next = sampler_next(r->smp, r->logits, (uint64_t)d->len);
         d->tokens[d->len++] = next;
-        uint8_t *bytes;
-        size_t nb;
-        if (tokenizer_decode(r->tok, &next, 1, &bytes, &nb, err, sizeof err)) return host_error("%s", err);
-        fwrite(bytes, 1, nb, stdout);
-        free(bytes);
+        /* text continues the prompt (the decoder strips a first space only at the start) */
+        if (put_tokens(r, o, &next, 1, o->print_ids ? !printed : d->len == 1)) return 1;
+        printed = 1;
         fflush(stdout);
+        if (is_eog(eog, n_eog, next)) {
+            made++;
+            break;
+        }
     }
+    if (o->print_ids) printf("\n");
+    if (fflush(stdout) || ferror(stdout)) return host_error("stdout: cannot write");
     double dt = progress_now() - t0;
-    fprintf(stderr, "\nkiln decode: %d tokens in %.2f s (%.1f tokens/s)%s\n", o->max_new, dt,
-            dt > 0 ? o->max_new / dt : 0.0, d->cache ? "" : " without the KV cache");
+    fprintf(stderr, "\nkiln decode: %d tokens in %.2f s (%.1f tokens/s)%s%s\n", made, dt, dt > 0 ? made / dt : 0.0,
+            d->cache ? "" : " without the KV cache", made < o->max_new ? ", stopped at an end-of-generation token" : "");
     return 0;
 }
 

@@ -30,6 +30,7 @@
 #include "model/block.h"
 #include "model/gpt/eval_loss.h"
 #include "model/gpt/gpt_checkpoint.h"
+#include "model/gpt/gpt_hf.h"
 #include "model/metrics.h"
 #include "model/precision.h"
 #include "model/trainer.h"
@@ -65,7 +66,8 @@ static int check_arch(const gpt_config *c, const cli_opt *opts, int n, const tra
     for (size_t i = 0; i < sizeof block / sizeof block[0]; i++)
         if (cli_find(opts, n, block[i].option)->seen && block[i].differs)
             return host_error("%s differs from the model in %s (%s)", block[i].option, path, block[i].value);
-    if (c->vocab_size != o->vocab)
+    /* a Hugging Face model may pad its embedding beyond its tokenizer (Qwen2's 151,936 rows) */
+    if (c->vocab_size != o->vocab && !(gpt_hf_is_folder(path) && c->vocab_size > o->vocab))
         return host_error("%s has vocab_size %d but the tokenizer %d tokens", path, c->vocab_size, o->vocab);
     if (o->hp.block > c->n_positions)
         return host_error("--block %d exceeds n_positions = %d in %s", o->hp.block, c->n_positions, path);
@@ -271,7 +273,8 @@ static void *create(train_options *o, cli_opt *own, int *n_own) {
         {.name = "--eval-windows", .kind = CLI_INT, .target = &o->eval_windows, .meta = "N",
          .help = "windows per evaluation before the last step (0: all)", .min = 0, .max = 1 << 30},
         {.name = "--init", .kind = CLI_STRING, .target = &o->init, .meta = "CKPT",
-         .help = "start from these weights (GPT-2 layout safetensors)"},
+         .help = "start from these weights: a kiln checkpoint, a GGUF file or a Hugging Face folder (the model's "
+                 "options come from it; any given must agree)"},
     };
     _Static_assert(sizeof gpt_only / sizeof gpt_only[0] + GPT_ARCH_OPTIONS <= TRAIN_KIND_OPTIONS,
                    "TRAIN_KIND_OPTIONS is too small");
@@ -292,6 +295,12 @@ static int check(void *self, const cli_opt *opts, int n) {
     return gpt_arch_apply(&r->arch, &r->o->st.block, &r->want);
 }
 
+/* The tokenizer of `from` (a checkpoint, GGUF file or HF folder: run/gpt_load.h) unless
+ * --tokenizer names another, or that one (else bytes) for a fresh model. */
+static int host_load_tokenizer_or(const char *from, const char *tok_path, tokenizer **tok) {
+    return from ? host_load_tokenizer(from, tok_path, -1, tok) : gpt_tokenizer_choose(tok_path, NULL, -1, tok);
+}
+
 /* The tokenizer (the run's own on resume, --init's unless --tokenizer names another) and
  * the data in its tokens. */
 static int prepare(void *self, const cli_opt *opts, int n, const run_paths *paths) {
@@ -300,7 +309,7 @@ static int prepare(void *self, const cli_opt *opts, int n, const run_paths *path
     r->n = n;
     r->paths = paths;
     const char *from = r->o->resume ? paths->model : r->o->init;
-    if (gpt_tokenizer_choose(r->o->tokenizer, from && train_file_exists(from) ? from : NULL, -1, &r->tok) ||
+    if (host_load_tokenizer_or(from && train_file_exists(from) ? from : NULL, r->o->tokenizer, &r->tok) ||
         gpt_tokenizer_load_data(r->tok, r->o->data, &r->ds))
         return 1;
     r->o->vocab = tokenizer_vocab_size(r->tok);
@@ -376,9 +385,10 @@ const train_kind gpt_train_kind = {
     .command = "train",
     .summary =
         "Trains a GPT on a text file, its bytes or --tokenizer's tokens: GPT-2's architecture, or with --model\n"
-        "llama the Llama family's (RMSNorm, rotary positions, SwiGLU, no biases; --norm-type to --ffn choose each\n"
-        "of its options). The last 10% of the tokens are held out for evaluation; at the end it prints `val loss X`. DIR receives\n"
-        "model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.",
+        "llama the Llama family's (RMSNorm, rotary positions, SwiGLU, no biases; --norm-type to --ffn choose\n"
+        "each of its options). The last 10% of the tokens are held out for evaluation; at the end it prints\n"
+        "`val loss X`. DIR receives model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and\n"
+        "metrics.jsonl.",
     .create = create,
     .check = check,
     .prepare = prepare,

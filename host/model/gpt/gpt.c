@@ -141,6 +141,10 @@ static void bind_handles(gpt_model *m) {
 gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg) { return gpt_new_except(ctx, cfg, NULL); }
 
 gpt_model *gpt_new_except(kiln_ctx *ctx, const gpt_config *cfg, const unsigned char *absent) {
+    return gpt_new_typed(ctx, cfg, absent, KILN_F32);
+}
+
+gpt_model *gpt_new_typed(kiln_ctx *ctx, const gpt_config *cfg, const unsigned char *absent, kiln_dtype dtype) {
     gpt_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->ctx = ctx;
@@ -154,8 +158,8 @@ gpt_model *gpt_new_except(kiln_ctx *ctx, const gpt_config *cfg, const unsigned c
     if (!specs || !m->blocks || !m->masters) goto fail;
     /* gpt_param_specs puts the buffers last */
     gpt_param_specs(cfg, specs);
-    if (!(m->params = model_params_new_except(ctx, specs, n, absent, &m->n_params, &m->n_buffers))) goto fail;
-    m->dtype = KILN_F32;
+    if (!(m->params = model_params_new_typed(ctx, specs, n, absent, dtype, &m->n_params, &m->n_buffers))) goto fail;
+    m->dtype = dtype;
     bind_handles(m);
     free(specs);
     return m;

@@ -131,6 +131,10 @@ gpt_model *gpt_new(kiln_ctx *ctx, const gpt_config *cfg);
 /* The same without the f32 tensors of the weights where absent[i] is set (i in
  * gpt_param_specs order): a quantized model's reader fills their blocks instead. */
 gpt_model *gpt_new_except(kiln_ctx *ctx, const gpt_config *cfg, const unsigned char *absent);
+/* The same with the weights in dtype from the start: KILN_F16 is the model gpt_set_precision(m,
+ * KILN_F16, 0) leaves (eval, decode), made without f32 weights, for a reader that converts
+ * each weight at load. */
+gpt_model *gpt_new_typed(kiln_ctx *ctx, const gpt_config *cfg, const unsigned char *absent, kiln_dtype dtype);
 void gpt_free(gpt_model *m);
 
 /* GPT-2 / nanoGPT initialisation from the counter RNG: every weight normal(0, 0.02) (lm_head

@@ -1,5 +1,6 @@
 /* GPT to GGUF (gpt_gguf.h). */
 #include "model/gpt/gpt_gguf.h"
+#include "model/gpt/gpt_gguf_llama.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +43,21 @@ int gpt_gguf_name(const char *hf, char *out, size_t size, int *conv1d) {
     return -1;
 }
 
-/* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other. The first option
- * that differs, by its name and value (model/block.h), into buf; NULL when none does. */
-static const char *unexportable(const block_options *o, char *buf, size_t size) {
+/* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other (gpt_gguf.h). */
+const char *gpt_not_gpt2(const gpt_config *c, char *buf, size_t size) {
+    const block_options *o = &c->block;
     block_options d = block_options_default();
+    int gpt2_ffn = c->n_ffn == 0 || c->n_ffn == 4 * c->n_embd;
     if (o->norm != d.norm) snprintf(buf, size, "norm %s", block_norm_names[o->norm]);
+    else if (o->norm_type != d.norm_type) snprintf(buf, size, "norm-type %s", block_norm_type_names[o->norm_type]);
+    else if (o->mlp != d.mlp) snprintf(buf, size, "mlp %s", block_mlp_names[o->mlp]);
+    else if (o->bias != d.bias) snprintf(buf, size, "bias %s", block_bias_names[o->bias]);
+    else if (o->qk_norm) snprintf(buf, size, "qk-norm");
+    else if (c->position != GPT_POSITION_LEARNED) snprintf(buf, size, "position %s", gpt_position_names[c->position]);
+    else if (c->n_kv_head && c->n_kv_head != c->n_head) snprintf(buf, size, "kv-heads %d", c->n_kv_head);
+    else if (c->head_dim && c->head_dim * c->n_head != c->n_embd) snprintf(buf, size, "head-dim %d", c->head_dim);
+    else if (!gpt2_ffn) snprintf(buf, size, "ffn %d", c->n_ffn);
+    else if (c->untied) snprintf(buf, size, "untied");
     else if (o->residual != d.residual) snprintf(buf, size, "residual %s", block_residual_names[o->residual]);
     else if (o->layer != d.layer) snprintf(buf, size, "layer-type %s", block_layer_names[o->layer]);
     else if (o->sigma_reparam) snprintf(buf, size, "sigma-reparam");
@@ -54,27 +65,6 @@ static const char *unexportable(const block_options *o, char *buf, size_t size) 
     else if (o->attn_temperature != 1.0f) snprintf(buf, size, "attn-temperature %g", (double)o->attn_temperature);
     else return NULL;
     return buf;
-}
-
-/* Token `id` as GGUF spells it (malloc'd): a special's name, else its bytes spelled. */
-static char *token_text(const tokenizer *tok, int32_t id) {
-    if (tokenizer_is_special(tok, id)) {
-        uint8_t *name;
-        size_t n;
-        char err[64];
-        if (tokenizer_decode(tok, &id, 1, &name, &n, err, sizeof err)) return NULL;
-        char *s = realloc(name, n + 1);
-        if (s) s[n] = '\0';
-        return s;
-    }
-    size_t n;
-    const uint8_t *bytes = tokenizer_token_bytes(tok, id, &n);
-    char *s = malloc(2 * n + 1);
-    if (!s || !bytes) return free(s), NULL;
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) at += (size_t)gpt2_byte_spell(bytes[i], s + at);
-    s[at] = '\0';
-    return s;
 }
 
 /* Everything allocated for the writer, freed after the save. */
@@ -100,40 +90,8 @@ static void free_kept(keep *k) {
     free(k->p);
 }
 
-static int write_tokenizer(gguf_writer *w, const tokenizer *tok, keep *k) {
-    int32_t n = tokenizer_vocab_size(tok), merges = tokenizer_merge_count(tok);
-    const char **tokens = kept(k, malloc((size_t)n * sizeof *tokens));
-    int32_t *types = kept(k, malloc((size_t)n * sizeof *types));
-    const char **pairs = kept(k, malloc((size_t)(merges > 0 ? merges : 1) * sizeof *pairs));
-    if (!tokens || !types || !pairs) return -1;
-    for (int32_t id = 0; id < n; id++) {
-        if (!(tokens[id] = kept(k, token_text(tok, id)))) return -1;
-        types[id] = tokenizer_is_special(tok, id) ? 3 : 1; /* llama.cpp: CONTROL, NORMAL */
-    }
-    for (int32_t r = 0; r < merges; r++) {
-        int32_t left, right;
-        if (tokenizer_merge_at(tok, r, &left, &right)) return -1;
-        size_t len = strlen(tokens[left]) + strlen(tokens[right]) + 2;
-        char *pair = kept(k, malloc(len));
-        if (!pair) return -1;
-        snprintf(pair, len, "%s %s", tokens[left], tokens[right]);
-        pairs[r] = pair;
-    }
-    int32_t bos = tokenizer_special(tok, TOK_BOS), eos = tokenizer_special(tok, TOK_EOS);
-    /* a byte-level model has no end token: the NUL byte, which text does not hold */
-    gguf_writer_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_writer_str(w, "tokenizer.ggml.pre", "gpt-2");
-    gguf_writer_str_array(w, "tokenizer.ggml.tokens", tokens, (size_t)n);
-    gguf_writer_i32_array(w, "tokenizer.ggml.token_type", types, (size_t)n);
-    gguf_writer_str_array(w, "tokenizer.ggml.merges", pairs, (size_t)merges);
-    gguf_writer_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)(bos >= 0 ? bos : 0));
-    gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)(eos >= 0 ? eos : 0));
-    gguf_writer_bool(w, "tokenizer.ggml.add_bos_token", 0);
-    return 0;
-}
-
 /* A [rows, cols] f32 matrix (rows of cols values) in ggml type `type`, malloc'd. */
-static void *convert(const float *x, int64_t rows, int64_t cols, int type, uint64_t *nbytes) {
+void *gpt_gguf_convert(const float *x, int64_t rows, int64_t cols, int type, uint64_t *nbytes) {
     uint64_t row = gguf_row_bytes(type, cols);
     unsigned char *out = malloc((size_t)(row * (uint64_t)rows) + 1);
     if (!out) return NULL;
@@ -177,7 +135,7 @@ static int add_weight(gguf_writer *w, keep *k, const kiln_tensor *t, const char 
         cols = swap;
     }
     uint64_t nbytes;
-    void *bytes = kept(k, convert(x, rows, cols, t->ndim == 2 ? type : GGML_TYPE_F32, &nbytes));
+    void *bytes = kept(k, gpt_gguf_convert(x, rows, cols, t->ndim == 2 ? type : GGML_TYPE_F32, &nbytes));
     if (!bytes) return snprintf(err, errlen, "%s: out of memory", name), -1;
     int64_t ne[2] = {cols, rows};
     if (gguf_writer_tensor(w, name, t->ndim == 2 ? type : GGML_TYPE_F32, t->ndim == 2 ? 2 : 1, ne, bytes, nbytes)) {
@@ -199,8 +157,10 @@ int gpt_gguf_qformat(int type) {
 int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err, size_t errlen) {
     const gpt_config *c = &m->cfg;
     char option[64];
-    if (unexportable(&c->block, option, sizeof option)) {
-        snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, and llama.cpp's gpt2 "
+    if (c->block.norm_type != BLOCK_NORM_TYPE_LAYERNORM || c->block.mlp != BLOCK_MLP_GELU || c->block.rope ||
+        c->position != GPT_POSITION_LEARNED)
+        return gpt_export_gguf_llama(m, tok, type, path, err, errlen); /* the Llama family's architectures */
+    if (gpt_not_gpt2(c, option, sizeof option)) {        snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, and llama.cpp's gpt2 "
                  "architecture is GPT-2's own block only", option);
         return -1;
     }
@@ -234,7 +194,7 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
         gguf_writer_u32(w, "gpt2.block_count", (uint32_t)c->n_layer);
         gguf_writer_u32(w, "gpt2.attention.head_count", (uint32_t)c->n_head);
         gguf_writer_f32(w, "gpt2.attention.layer_norm_epsilon", c->ln_eps);
-        if (write_tokenizer(w, tok, &k)) rc = -1, snprintf(err, errlen, "out of memory for the tokenizer");
+        if (tokenizer_to_gguf(tok, w, err, errlen)) rc = -1;
     }
     for (int i = 0; rc == 0 && i < m->n_params; i++) {
         const gpt_param *p = &m->params[i];

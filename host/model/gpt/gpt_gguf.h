@@ -42,6 +42,21 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
  * or -1 with one line in err. */
 int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err, size_t errlen);
 
+/* The first of m's choices that GPT-2's block (llama.cpp's gpt2, HF's GPT2LMHeadModel) does
+ * not have, by its option's name and value ("norm post", "kv-heads 2"), into buf; NULL when
+ * the config is GPT-2's. */
+const char *gpt_not_gpt2(const gpt_config *c, char *buf, size_t size);
+
+/* What the GGUF writers share (gpt_gguf.c, gpt_gguf_llama_write.c): a [rows, cols] f32
+ * matrix in ggml type `type` (f32, f16, q8_0, q4_0, q4_1: malloc'd, *nbytes long; NULL out of
+ * memory or for a row that is not whole blocks). */
+void *gpt_gguf_convert(const float *x, int64_t rows, int64_t cols, int type, uint64_t *nbytes);
+
+/* The same with the float weights in dtype (KILN_F16: converted at load, as gpt_set_precision(m,
+ * KILN_F16, 0) leaves a model). */
+int gpt_load_gguf_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **model, tokenizer **tok, char *err,
+                     size_t errlen);
+
 /* The kiln block format (kiln/quant.h) of a quantized ggml type, Q8_0, Q4_0 or Q4_1; -1 for
  * any other type. */
 int gpt_gguf_qformat(int type);

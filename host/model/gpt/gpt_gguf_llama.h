@@ -14,14 +14,25 @@
 
 #include "formats/gguf.h"
 #include "model/gpt/gpt.h"
+#include "text/tokenizer.h"
 
 /* 1 for "llama", "qwen2" and "qwen3". */
 int gpt_gguf_is_llama_family(const char *arch);
 
-/* Reads f (of architecture arch, named path in messages) into a GPT on ctx. Everything is
+/* Reads f (of architecture arch, named path in messages) into a GPT on ctx, its float weights
+ * in dtype (gpt_hf.h's gpt_load_hf says how). Everything is
  * checked before the model is allocated. Returns 0, or -1 with one line in err (an
  * architecture kiln does not read is named). */
-int gpt_load_gguf_llama(kiln_ctx *ctx, const gguf_file *f, const char *path, const char *arch, gpt_model **out,
-                        char *err, size_t errlen);
+int gpt_load_gguf_llama(kiln_ctx *ctx, const gguf_file *f, const char *path, const char *arch, kiln_dtype dtype,
+                        gpt_model **out, char *err, size_t errlen);
+
+/* Writes m (a Llama-family model: gpt_llama_arch names its architecture; its f32 weights)
+ * with tokenizer tok as GGUF at path, atomically: the keys and tensor names
+ * convert_hf_to_gguf.py writes (llama's q/k rows permuted, output only when untied,
+ * rope_freqs when the rope is scaled), the matrices in ggml type `type` (f32, f16, q8_0,
+ * q4_0, q4_1; a matrix whose rows are not whole blocks in f16), 1-D tensors in f32.
+ * Returns 0, or -1 with one line in err. */
+int gpt_export_gguf_llama(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err,
+                          size_t errlen);
 
 #endif

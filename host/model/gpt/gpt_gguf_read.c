@@ -91,111 +91,21 @@ static kiln_qmatrix *device_blocks(kiln_ctx *ctx, const gguf_tensor *t, char *er
     return NULL;
 }
 
-/* The one byte a token spells, or -1 when it spells none or several. */
-static int single_byte(const char *s) {
-    uint32_t cp;
-    size_t n = strlen(s);
-    if (n == 0) return -1;
-    int len = utf8_decode((const uint8_t *)s, n, &cp);
-    return len > 0 && (size_t)len == n ? gpt2_byte_of(cp) : -1;
-}
-
-/* qsort's comparison of token ids by their text (qsort takes no context argument). */
-static const char *const *g_sort_tokens;
-static int by_text(const void *a, const void *b) {
-    return strcmp(g_sort_tokens[*(const int32_t *)a], g_sort_tokens[*(const int32_t *)b]);
-}
-
-/* The first id whose text is s (ids sorted by text), or -1. */
-static int32_t find_token(const char *const *strs, const int32_t *sorted, int32_t n, const char *s) {
-    int32_t lo = 0, hi = n;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (strcmp(strs[sorted[mid]], s) < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < n && !strcmp(strs[sorted[lo]], s) ? sorted[lo] : -1;
-}
-
-/* The tokenizer of tokenizer.ggml.*: a byte-level vocabulary (each token one byte, no
- * merges) is kiln's byte tokenizer; a BPE is rebuilt in kiln's tokenizer format (its bytes,
- * its specials (token type 3), each merge "A B" as the ids of A, B and AB). */
+/* The tokenizer of tokenizer.ggml.* (text/tokenizer.h: tokenizer_from_gguf), of the model's
+ * vocabulary size. */
 static int load_tokenizer(const gguf_file *f, const char *path, int32_t vocab, tokenizer **out, char *err, size_t errlen) {
-    const gguf_kv *tokens = gguf_find_kv(f, "tokenizer.ggml.tokens"), *merges = gguf_find_kv(f, "tokenizer.ggml.merges");
-    const gguf_kv *types = gguf_find_kv(f, "tokenizer.ggml.token_type");
-    const char *model = NULL;
-    if (gguf_get_string(f, "tokenizer.ggml.model", &model, err, errlen)) return -1;
-    if (strcmp(model, "gpt2")) {
-        snprintf(err, errlen, "%s: a tokenizer of model \"%s\"; kiln reads gpt2's", path, model);
+    char msg[384];
+    if (tokenizer_from_gguf(f, out, msg, sizeof msg)) {
+        snprintf(err, errlen, "%s: %s", path, msg);
         return -1;
     }
-    if (!tokens || tokens->type != GGUF_ARRAY || tokens->elem_type != GGUF_STRING || (int64_t)tokens->count != vocab) {
+    if (tokenizer_vocab_size(*out) != vocab) {
         snprintf(err, errlen, "%s: tokenizer.ggml.tokens is not %d strings", path, vocab);
+        tokenizer_free(*out);
+        *out = NULL;
         return -1;
     }
-    uint64_t n_merges = merges && merges->type == GGUF_ARRAY && merges->elem_type == GGUF_STRING ? merges->count : 0;
-    int bytes_only = vocab == 256 && n_merges == 0;
-    for (int32_t i = 0; bytes_only && i < 256; i++) bytes_only = single_byte(tokens->strs[i]) == i;
-    if (bytes_only) {
-        *out = tokenizer_bytes(0);
-        return *out ? 0 : (snprintf(err, errlen, "out of memory"), -1);
-    }
-    /* kiln's text format: bytes, specials, merges by rank */
-    size_t cap = 64 + (size_t)vocab * 48 + (size_t)n_merges * 40, at = 0;
-    char *text = malloc(cap);
-    int32_t byte_id[256];
-    for (int b = 0; b < 256; b++) byte_id[b] = -1;
-    if (!text) return snprintf(err, errlen, "out of memory"), -1;
-    at += (size_t)snprintf(text + at, cap - at, "%s\nvocab %d\npretokenizer gpt2\n", TOKENIZER_MAGIC, vocab);
-    for (int32_t i = 0; i < vocab; i++) {
-        int b = single_byte(tokens->strs[i]);
-        if (b >= 0 && byte_id[b] < 0) byte_id[b] = i;
-    }
-    int rc = 0;
-    at += (size_t)snprintf(text + at, cap - at, "bytes");
-    for (int b = 0; b < 256 && rc == 0; b++) {
-        if (byte_id[b] < 0) rc = (snprintf(err, errlen, "%s: no token for byte %d", path, b), -1);
-        else at += (size_t)snprintf(text + at, cap - at, " %d", byte_id[b]);
-    }
-    at += (size_t)snprintf(text + at, cap - at, "\n");
-    for (int32_t i = 0; rc == 0 && i < vocab; i++) {
-        int32_t type = 1;
-        if (types && types->type == GGUF_ARRAY && types->elem_type == GGUF_I32 && (int64_t)types->count == vocab)
-            memcpy(&type, (const unsigned char *)types->data + 4 * (size_t)i, 4);
-        if (type == 3 && at + strlen(tokens->strs[i]) + 32 < cap)
-            at += (size_t)snprintf(text + at, cap - at, "special %d %s -\n", i, tokens->strs[i]);
-    }
-    /* the tokens sorted by text, so that each merge's three tokens are found by bisection */
-    int32_t *sorted = malloc((size_t)vocab * sizeof *sorted);
-    if (!sorted) rc = (snprintf(err, errlen, "out of memory"), -1);
-    for (int32_t i = 0; rc == 0 && i < vocab; i++) sorted[i] = i;
-    if (rc == 0) {
-        g_sort_tokens = tokens->strs;
-        qsort(sorted, (size_t)vocab, sizeof *sorted, by_text);
-    }
-    for (uint64_t r = 0; rc == 0 && r < n_merges; r++) {
-        const char *pair = merges->strs[r], *space = strchr(pair, ' ');
-        size_t len = strlen(pair);
-        char *left = malloc(len + 1), *joined = malloc(len + 1);
-        int32_t ids[3] = {-1, -1, -1};
-        if (left && joined && space) {
-            memcpy(left, pair, (size_t)(space - pair));
-            left[space - pair] = '\0';
-            snprintf(joined, len + 1, "%s%s", left, space + 1);
-            ids[0] = find_token(tokens->strs, sorted, vocab, left);
-            ids[1] = find_token(tokens->strs, sorted, vocab, space + 1);
-            ids[2] = find_token(tokens->strs, sorted, vocab, joined);
-        }
-        free(left);
-        free(joined);
-        if (ids[0] < 0 || ids[1] < 0 || ids[2] < 0)
-            rc = (snprintf(err, errlen, "%s: merge %llu \"%s\" names no tokens", path, (unsigned long long)r, pair), -1);
-        else at += (size_t)snprintf(text + at, cap - at, "merge %d %d %d\n", ids[0], ids[1], ids[2]);
-    }
-    free(sorted);
-    if (rc == 0 && tokenizer_parse(text, at, path, out, err, errlen)) rc = -1;
-    free(text);
-    return rc;
+    return 0;
 }
 
 /* Loads weight p from the file: quantized matrices stay quantized (the blocks' linears,
@@ -314,6 +224,11 @@ static int load_gpt2(kiln_ctx *ctx, const gguf_file *f, const char *path, gpt_mo
 }
 
 int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err, size_t errlen) {
+    return gpt_load_gguf_as(ctx, path, KILN_F32, model, tok, err, errlen);
+}
+
+int gpt_load_gguf_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **model, tokenizer **tok, char *err,
+                     size_t errlen) {
     gguf_file *f;
     *model = NULL;
     *tok = NULL;
@@ -321,7 +236,10 @@ int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer 
     const char *arch = NULL;
     int rc = gguf_get_string(f, "general.architecture", &arch, err, errlen), gpt2 = rc == 0 && !strcmp(arch, "gpt2");
     if (rc == 0 && gpt2) rc = load_gpt2(ctx, f, path, model, err, errlen);
-    else if (rc == 0) rc = gpt_load_gguf_llama(ctx, f, path, arch, model, err, errlen);
+    else if (rc == 0) rc = gpt_load_gguf_llama(ctx, f, path, arch, dtype, model, err, errlen);
+    /* gpt2's reader builds f32 weights: converted after (its files are GPT-2 sized) */
+    if (rc == 0 && gpt_set_precision(*model, dtype, 0))
+        rc = (snprintf(err, errlen, "%s: %s", path, kiln_error_message()), -1);
     /* a gpt2 file carries its tokenizer; the Llama family's may leave it to --tokenizer */
     if (rc == 0 && (gpt2 || gguf_find_kv(f, "tokenizer.ggml.model")))
         rc = load_tokenizer(f, path, (*model)->cfg.vocab_size, tok, err, errlen);

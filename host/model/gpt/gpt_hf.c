@@ -157,12 +157,19 @@ static int hf_files_open(hf_files *h, const char *dir, char *err, size_t errlen)
 
 /* ---- the model ---- */
 
+int gpt_hf_rope_scaling(const hf_config *hf, gpt_rope_llama3 *out) {
+    if (!hf->scaled) return 1;
+    *out = (gpt_rope_llama3){hf->rope_factor, hf->rope_low_freq_factor, hf->rope_high_freq_factor,
+                             (double)hf->rope_original_max_positions};
+    return 0;
+}
+
 /* Llama 3's rope scaling: rope.freqs from the config. */
 static int set_rope_freqs(gpt_model *m, const hf_config *hf, char *err, size_t errlen) {
     gpt_param *p = gpt_find_param(m, "rope.freqs");
     if (!p) return 0;
-    gpt_rope_llama3 s = {hf->rope_factor, hf->rope_low_freq_factor, hf->rope_high_freq_factor,
-                         (double)hf->rope_original_max_positions};
+    gpt_rope_llama3 s;
+    gpt_hf_rope_scaling(hf, &s);
     int64_t n = p->spec.shape[0];
     float *f = malloc((size_t)n * sizeof *f);
     int rc = !f ? (snprintf(err, errlen, "out of memory"), -1)
@@ -173,7 +180,7 @@ static int set_rope_freqs(gpt_model *m, const hf_config *hf, char *err, size_t e
 }
 
 static int build(kiln_ctx *ctx, const char *dir, const hf_config *hf, const gpt_config *cfg, const hf_files *h,
-                 gpt_model **out, char *err, size_t errlen) {
+                 kiln_dtype dtype, gpt_model **out, char *err, size_t errlen) {
     gpt_names names = gpt_names_for(hf->arch == HF_ARCH_GPT2 ? GPT_NAMES_HF_GPT2 : GPT_NAMES_HF, cfg);
     import_source src = {.tensors = h->t, .count = h->n, .path = dir};
     if (names.format == GPT_NAMES_HF_GPT2 && import_find(&src, "transformer.wte.weight")) names.prefix = "transformer.";
@@ -188,7 +195,7 @@ static int build(kiln_ctx *ctx, const char *dir, const hf_config *hf, const gpt_
     int rc = import_check(&src, specs, n, gpt_names_recipe, &names, config, err, errlen);
     free(specs);
     if (rc) return -1;
-    gpt_model *m = gpt_new(ctx, cfg);
+    gpt_model *m = gpt_new_typed(ctx, cfg, NULL, dtype);
     if (!m) return snprintf(err, errlen, "%s: %s", dir, kiln_error_message()), -1;
     if (import_fill(m, &src, gpt_names_recipe, &names, err, errlen) || set_rope_freqs(m, hf, err, errlen)) {
         gpt_free(m);
@@ -198,7 +205,8 @@ static int build(kiln_ctx *ctx, const char *dir, const hf_config *hf, const gpt_
     return 0;
 }
 
-int gpt_load_hf(kiln_ctx *ctx, const char *path, gpt_model **out, hf_config *hf_out, char *err, size_t errlen) {
+int gpt_load_hf(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **out, hf_config *hf_out, char *err,
+                size_t errlen) {
     char dir[4096], why[512];
     hf_config hf;
     gpt_config cfg;
@@ -209,7 +217,7 @@ int gpt_load_hf(kiln_ctx *ctx, const char *path, gpt_model **out, hf_config *hf_
     if (gpt_config_from_hf(&hf, &cfg, why, sizeof why))
         return snprintf(err, errlen, "%s/config.json: %s", dir, why), -1;
     int rc = hf_files_open(&h, dir, err, errlen);
-    if (rc == 0) rc = build(ctx, dir, &hf, &cfg, &h, out, err, errlen);
+    if (rc == 0) rc = build(ctx, dir, &hf, &cfg, &h, dtype, out, err, errlen);
     hf_files_close(&h);
     if (rc == 0 && hf_out) *hf_out = hf;
     return rc;

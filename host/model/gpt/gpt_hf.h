@@ -12,6 +12,7 @@
 
 #include "formats/hf_config.h"
 #include "model/gpt/gpt.h"
+#include "text/tokenizer.h"
 
 /* 1 when path is a folder holding config.json, or a file named config.json. */
 int gpt_hf_is_folder(const char *path);
@@ -23,9 +24,29 @@ void gpt_hf_dir(const char *path, char *dir, size_t size);
  * GPT cannot build. */
 int gpt_config_from_hf(const hf_config *hf, gpt_config *cfg, char *err, size_t errlen);
 
-/* Reads the folder (or its config.json) into a GPT on ctx; *hf_out (may be NULL) receives its
- * config (end ids, ...). Everything is checked (config, every tensor's presence and shape)
- * before the model is allocated. Returns 0, or -1 with one line in err. */
-int gpt_load_hf(kiln_ctx *ctx, const char *path, gpt_model **out, hf_config *hf_out, char *err, size_t errlen);
+/* Reads the folder (or its config.json) into a GPT on ctx with its weights in dtype (KILN_F32,
+ * or KILN_F16 as gpt_set_precision(m, KILN_F16, 0) leaves a model: converted at load, never
+ * held in f32); *hf_out (may be NULL) receives its config (end ids, ...). Everything is
+ * checked (config, every tensor's presence and shape) before the model is allocated.
+ * Returns 0, or -1 with one line in err. */
+int gpt_load_hf(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **out, hf_config *hf_out, char *err,
+                size_t errlen);
+
+/* Writes m (its f32 weights) as a Hugging Face folder dir (made when absent): config.json
+ * (LlamaForCausalLM, Qwen2ForCausalLM or Qwen3ForCausalLM as gpt_llama_arch says, or
+ * GPT2LMHeadModel for GPT-2's block), model.safetensors in HF's names and [out, in] layout
+ * at dtype "F32", "F16" or "BF16" (GPT-2: "transformer." and its Conv1D layout, the tied
+ * head left out as transformers saves it), and, given tok, tokenizer.json: the source
+ * folder's (source: the model's Hugging Face folder, or NULL) byte for byte with its
+ * tokenizer_config.json, else kiln's byte-level BPE as GPT-2's tokenizer.json spells it (a
+ * tokenizer imported from elsewhere without its folder is refused). Every file atomically (kiln/file.h). A model
+ * with rope scaling needs its llama3 parameters (`scaling`: kiln keeps only the factors,
+ * rope.freqs; a Hugging Face source folder's config has them, gpt_hf_rope_scaling); a model
+ * neither class holds is refused. Returns 0, or -1 with one line in err. */
+int gpt_export_hf(const gpt_model *m, const tokenizer *tok, const char *dtype, const gpt_rope_llama3 *scaling,
+                  const char *source, const char *dir, char *err, size_t errlen);
+
+/* The llama3 rope scaling of an HF config (0), or 1 when it has none. */
+int gpt_hf_rope_scaling(const hf_config *hf, gpt_rope_llama3 *out);
 
 #endif

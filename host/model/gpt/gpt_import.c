@@ -57,9 +57,7 @@ static void convert(const import_tensor *t, int64_t first, int64_t n, float *out
     }
 }
 
-/* The file row of logical row r (HF's order): convert_hf_to_gguf.py stores head h's row
- * a * hd/2 + b (a in {0, 1}) at h * hd + 2 b + a. */
-static int64_t file_row(const import_piece *p, int64_t r) {
+int64_t import_file_row(const import_piece *p, int64_t r) {
     int64_t hd = p->unpermute_hd;
     if (hd <= 0) return r;
     int64_t w = r % hd, half = hd / 2;
@@ -159,7 +157,7 @@ static int fill_rows(kiln_tensor *dst, const param_spec *s, const import_tensor 
         int64_t n = total - r0 < chunk ? total - r0 : chunk;
         for (int64_t k = 0; k < n; k++, local++) {
             for (; local == t[p]->rows; local = 0) drop_all(t[p++]);
-            convert(t[p], file_row(&r->piece[p], local) * cols, cols, buf + k * cols);
+            convert(t[p], import_file_row(&r->piece[p], local) * cols, cols, buf + k * cols);
         }
         if (upload_rows(dst, r0, n, buf, cols, s->name, err, errlen)) return -1;
         if (!r->piece[p].unpermute_hd && t[p]->drop) /* the rows converted: their pages go back */
@@ -180,7 +178,7 @@ static int fill_transposed(kiln_tensor *dst, const param_spec *s, const import_t
         int64_t n = in - i0 < width ? in - i0 : width, col = 0;
         for (int p = 0; p < r->n; p++)
             for (int64_t o = 0; o < t[p]->rows; o++, col++) {
-                convert(t[p], file_row(&r->piece[p], o) * in + i0, n, run);
+                convert(t[p], import_file_row(&r->piece[p], o) * in + i0, n, run);
                 for (int64_t k = 0; k < n; k++) buf[k * out + col] = run[k];
             }
         if (upload_rows(dst, i0, n, buf, out, s->name, err, errlen)) return -1;
@@ -218,7 +216,7 @@ static kiln_qmatrix *quant_matrix(kiln_ctx *ctx, const import_tensor *const *t, 
     if (q && (direct || stage)) {
         unsigned char *at = stage;
         for (int i = 0; !direct && i < r->n; i++)
-            for (int64_t o = 0; o < t[i]->rows; o++, at += rb) memcpy(at, t[i]->data + file_row(&r->piece[i], o) * rb, rb);
+            for (int64_t o = 0; o < t[i]->rows; o++, at += rb) memcpy(at, t[i]->data + import_file_row(&r->piece[i], o) * rb, rb);
         if (kiln_qmatrix_upload(q, direct ? t[0]->data : stage) == KILN_OK) {
             free(stage);
             for (int i = 0; i < r->n; i++) drop_all(t[i]);

@@ -66,6 +66,10 @@ typedef struct import_recipe {
     int transpose; /* kiln's [in, out] from the pieces' [out, in] */
 } import_recipe;
 
+/* The file's row of a piece's row r in HF's order: convert_hf_to_gguf.py stores head h's row
+ * a * hd/2 + b (a in {0, 1}) at h * hd + 2 b + a (r itself without unpermute_hd). */
+int64_t import_file_row(const import_piece *p, int64_t r);
+
 /* Fills r for spec s. Returns 0, 1 when the tensor is not in the file (the caller sets it:
  * rope.freqs from a config), or -1 when the format has no place for it (err). */
 typedef int (*import_recipe_fn)(const void *ctx, const param_spec *s, import_recipe *r, char *err, size_t errlen);
