@@ -5,7 +5,8 @@
  * GGUF file or a Hugging Face folder, of GPT-2 or the Llama family) and each format:
  *
  *   f32     the checkpoint's weights
- *   f16     f16 weights and activations (gpt_set_precision, as `kiln decode --precision fp16`)
+ *   f16     f16 weights and activations, as `kiln decode --precision fp16` (a file converted as
+ *           it is read, host_load_gpt_model_as; a named size by gpt_set_precision)
  *   q8_0    the matrices in ggml's blocks (gpt_quantize: the model `kiln quantize` writes and
  *   q4_0    `kiln decode` reads back), activations f32; a file quantized already (a Q8_0
  *           or Q4_0 GGUF) runs as read, in its own format only
@@ -65,9 +66,9 @@ static gpt_model *build_model(kiln_ctx *ctx, const decode_model *dm, int format,
     gpt_model *m = NULL;
     *missing = 0;
     if (dm->path) {
-        tokenizer *tok = NULL;
-        if (host_load_gpt(ctx, dm->path, NULL, &m, &tok)) return snprintf(why, whylen, "loading %s failed", dm->path), NULL;
-        tokenizer_free(tok);
+        /* f16 as `kiln decode --precision fp16` reads it: converted as read, never in f32 */
+        if (host_load_gpt_model_as(ctx, dm->path, format == FMT_F16 ? KILN_F16 : KILN_F32, &m, why, whylen))
+            return NULL;
         if (m->quant) {
             const int own = file_format(m);
             if (own == format) return m;
@@ -82,7 +83,7 @@ static gpt_model *build_model(kiln_ctx *ctx, const decode_model *dm, int format,
         return NULL;
     }
     int rc = 0;
-    if (format == FMT_F16 && gpt_set_precision(m, KILN_F16, 0))
+    if (format == FMT_F16 && m->dtype != KILN_F16 && gpt_set_precision(m, KILN_F16, 0))
         rc = snprintf(why, whylen, "f16: %s", kiln_error_message());
     else if (format >= FMT_Q8_0 && gpt_quantize(m, format == FMT_Q8_0 ? KILN_Q8_0 : KILN_Q4_0, why, whylen))
         rc = 1;
