@@ -202,6 +202,14 @@ kn_one_pass(const gemv *g, float *tile, int rows, int f16, int64_t p, int64_t j0
     }
 }
 
+/* A K block's rows from p to pe through PASS, KN_ONE_ROWS at a time, then one by one; F16 a
+ * constant, so that each call is specialized. */
+#define KN_ONE_BLOCK(PASS, F16)                                                                  \
+    do {                                                                                         \
+        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) PASS(g, tile, KN_ONE_ROWS, F16, p, j0, nv); \
+        for (; p < pe; p++) PASS(g, tile, 1, F16, p, j0, nv);                                    \
+    } while (0)
+
 /* kn_one_pass with 16 lanes (AVX-512): half the instructions for the same products, each
  * lane's sum the same as in 8 lanes. The eight rows read side by side are eight streams,
  * which the hardware prefetchers followed too late: each new cache line of a row fetches
@@ -232,11 +240,9 @@ __attribute__((target("avx512f"))) static void kn_one_block16(const gemv *g, flo
                                                                 int64_t j0, int nv) {
     int64_t p = pc;
     if (g->b_f16) {
-        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass16(g, tile, KN_ONE_ROWS, 1, p, j0, nv);
-        for (; p < pe; p++) kn_one_pass16(g, tile, 1, 1, p, j0, nv);
+        KN_ONE_BLOCK(kn_one_pass16, 1);
     } else {
-        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass16(g, tile, KN_ONE_ROWS, 0, p, j0, nv);
-        for (; p < pe; p++) kn_one_pass16(g, tile, 1, 0, p, j0, nv);
+        KN_ONE_BLOCK(kn_one_pass16, 0);
     }
 }
 
@@ -249,11 +255,9 @@ __attribute__((target("avx2,fma,f16c"))) static void kn_one_block(const gemv *g,
         return;
     }
     if (g->b_f16) {
-        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass(g, tile, KN_ONE_ROWS, 1, p, j0, nv);
-        for (; p < pe; p++) kn_one_pass(g, tile, 1, 1, p, j0, nv);
+        KN_ONE_BLOCK(kn_one_pass, 1);
     } else {
-        for (; p + KN_ONE_ROWS <= pe; p += KN_ONE_ROWS) kn_one_pass(g, tile, KN_ONE_ROWS, 0, p, j0, nv);
-        for (; p < pe; p++) kn_one_pass(g, tile, 1, 0, p, j0, nv);
+        KN_ONE_BLOCK(kn_one_pass, 0);
     }
 }
 
