@@ -7,7 +7,9 @@
  * for one row of C that copy is most of the work, and it writes an f16 B back out at twice
  * its width. Here B is read where it lies, once:
  *   B stored k x n (op(B) = B: the layers' weights, [in, out]): per strip of C's columns,
- *     each row of B is a contiguous run, scaled by x[p] and added into the strip's sums;
+ *     each row of B is a contiguous run, scaled by x[p] and added into the strip's sums (one
+ *     row of C, a decoded token: one strip over the whole width, eight rows of B per pass,
+ *     16 lanes on AVX-512, the rows two passes ahead fetched by software);
  *   B stored n x k (op(B) = B^T: the tied output embedding, [vocab, dim]): several rows of B
  *     are read along K together and turned into columns (a register transpose on x86), so
  *     that each output's sum still runs in the order of K.
