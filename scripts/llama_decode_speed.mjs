@@ -6,12 +6,19 @@
 // The prompt is token ids 0..vocab-1 drawn by a fixed rule; decoding is greedy. Prints one
 // JSON line: prefill and decode tokens/s (medians over the repeats; the first run is a
 // warm-up), each decode timed from the first generated token to the last, as kiln's.
-import {getLlama} from "node-llama-cpp";
+// node-llama-cpp is found in $KILN_NODE_PEERS/node_modules when that is set (the tests'
+// peers), else beside this script (npm's own resolution).
+import path from "node:path";
+import {pathToFileURL} from "node:url";
+
+const peers = process.env.KILN_NODE_PEERS;
+const {getLlama} = await import(peers ? pathToFileURL(path.join(peers, "node_modules", "node-llama-cpp", "dist", "index.js")).href
+                                      : "node-llama-cpp");
 
 const [modelPath, promptArg, tokensArg, threadsArg, repeatsArg, gpu] = process.argv.slice(2);
 const promptLen = Number(promptArg), tokens = Number(tokensArg), threads = Number(threadsArg);
 const repeats = Number(repeatsArg);
-const llama = await getLlama({gpu: gpu === "gpu" ? "vulkan" : false, logLevel: "error"});
+const llama = await getLlama({gpu: gpu === "gpu" ? "vulkan" : false, build: "never", logLevel: "error", progressLogs: false});
 const model = await llama.loadModel({modelPath});
 const vocab = 256; // every kiln model, byte-level or BPE, has the ids below 256
 const prompt = Array.from({length: promptLen}, (_, i) => (i * 7919 + 13) % vocab);

@@ -8,7 +8,9 @@
 #      on stderr, nothing on stdout, and a non-zero exit code;
 #   4. an unwritable --json path is refused before anything is measured;
 #   5. `kiln bench decode`: every format's rows, the quantized formats related to f16 (their
-#      bytes per token in the formats' ratios), a bad --formats refused.
+#      bytes per token in the formats' ratios), a bad --formats refused;
+#   6. `kiln bench decode --ckpt` of a Llama-family checkpoint (every format), and of a Q8_0
+#      GGUF file, which runs in its own format only (the others n/a, not errors).
 # usage: host_bench.sh KILN WORKDIR
 set -u
 kiln=$1
@@ -100,4 +102,30 @@ ratio=$(sed -n 's/^  tiny: q4_0 reads \([0-9.]*\)x the bytes of f16 per token an
 awk -v r="$ratio" 'BEGIN { exit !(r > 0.28 && r < 0.35) }' || fail "q4_0 reads ${ratio}x f16's bytes per token"
 "$kiln" bench decode --backend cpu --formats q5_k >"$work/bf.out" 2>"$work/bf.err" && fail "bench decode accepted --formats q5_k"
 grep -q "^kiln: error: --formats: unknown item 'q5_k'" "$work/bf.err" || { cat "$work/bf.err" >&2; fail "no error for --formats q5_k"; }
+# 6. --ckpt: a Llama-family model (RMSNorm, rope, SwiGLU, GQA 4/2) from one training step,
+# and a GPT's Q8_0 GGUF export
+for i in $(seq 1 300); do echo "line $i: to be, or not to be, that is the question"; done >"$work/text.txt"
+train() { # OUT ARGS...
+    local out=$1
+    shift
+    "$kiln" train --data "$work/text.txt" --out "$work/$out" --steps 1 --warmup 0 --eval-every 0 --eval-windows 1 \
+        --batch 1 --backend cpu --layers 2 --heads 4 --dim 64 --block 32 "$@" >"$work/$out.log" 2>&1 ||
+        { cat "$work/$out.log" >&2; fail "kiln train $out exited $?"; }
+}
+train llama --model llama --kv-heads 2
+"$kiln" bench decode --backend cpu --quick --ckpt "$work/llama/model.safetensors" >"$work/l.out" 2>"$work/l.err" ||
+    { cat "$work/l.out" "$work/l.err" >&2; fail "kiln bench decode --ckpt of a Llama-family model exited $?"; }
+for fmt in f32 f16 q8_0 q4_0; do
+    grep -Eq "^  ckpt $fmt decode +8 after 16 +[0-9.]+ tokens/s" "$work/l.out" ||
+        { cat "$work/l.out" >&2; fail "no $fmt decode row of the Llama-family checkpoint"; }
+done
+train gpt
+"$kiln" export --ckpt "$work/gpt/model.safetensors" --format gguf --type q8_0 --out "$work/gpt.q8_0.gguf" \
+    >"$work/export.out" 2>&1 || { cat "$work/export.out" >&2; fail "kiln export --type q8_0 exited $?"; }
+"$kiln" bench decode --backend cpu --quick --ckpt "$work/gpt.q8_0.gguf" >"$work/q.out" 2>"$work/q.err" ||
+    { cat "$work/q.out" "$work/q.err" >&2; fail "kiln bench decode --ckpt of a Q8_0 GGUF file exited $?"; }
+grep -Eq '^  ckpt q8_0 decode +8 after 16 +[0-9.]+ tokens/s' "$work/q.out" ||
+    { cat "$work/q.out" >&2; fail "the Q8_0 file did not decode in its own format"; }
+grep -Eq '^  ckpt f16 decode .*n/a: the file is quantized \(q8_0\): run in its own format only' "$work/q.out" ||
+    { cat "$work/q.out" >&2; fail "the Q8_0 file's f16 row does not say why it was not run"; }
 echo "ok"

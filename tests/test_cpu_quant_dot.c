@@ -83,9 +83,49 @@ START_TEST(selected_qdot_gives_the_exact_integer_sums) {
 }
 END_TEST
 
+/* Decoding's many-rows call (where this CPU has one) gives each weight row the bits of the
+ * one-row call, scales that are not 1 and the bias included. */
+START_TEST(qdot_n_gives_the_bits_of_one_row_calls) {
+    const kiln_qformat f = (kiln_qformat)_i;
+    cpu_qdot_n_fn *qdot_n = cpu_qdot_n_select();
+    if (!qdot_n) return; /* this CPU calls cpu_qdot_fn per row */
+    cpu_qdot_fn *qdot = cpu_qdot_select(NULL);
+    enum { N = 7 };
+    const size_t block_bytes = kiln_qformat_block_bytes(f), row_stride = BLOCKS * block_bytes + 6;
+    unsigned char w[N * (BLOCKS * 34 + 6)];
+    cpu_qx x[BLOCKS];
+    float bias[N], y[N];
+    for (int r = 0; r < N; r++) {
+        fill_row(f, w + r * row_stride, block_bytes);
+        for (int b = 0; b < BLOCKS; b++) { /* scales of f16 values between 1/64 and 2 */
+            const uint16_t d = kiln_f32_to_f16((float)(1 + rnd() % 128) / 64.0f);
+            w[r * row_stride + b * block_bytes] = (unsigned char)(d & 0xff);
+            w[r * row_stride + b * block_bytes + 1] = (unsigned char)(d >> 8);
+        }
+        bias[r] = (float)((int)(rnd() % 200) - 100) / 7.0f;
+    }
+    for (int b = 0; b < BLOCKS; b++) {
+        int sum = 0;
+        for (int j = 0; j < KILN_QBLOCK; j++) sum += x[b].q[j] = rnd_int8();
+        x[b].d = (float)(1 + rnd() % 1000) / 997.0f, x[b].s = x[b].d * (float)sum;
+    }
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        qdot_n(f, w, row_stride, block_bytes, BLOCKS, N, x, with_bias ? bias : NULL, y);
+        for (int r = 0; r < N; r++) {
+            float acc;
+            qdot(f, w + r * row_stride, block_bytes, BLOCKS, x, 1, &acc);
+            const float want = acc + (with_bias ? bias[r] : 0.0f);
+            ck_assert_msg(!memcmp(&y[r], &want, sizeof want), "%s row %d (bias %d): %.9g, one row gives %.9g",
+                          kiln_qformat_name(f), r, with_bias, y[r], want);
+        }
+    }
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_loop_test(tc, selected_qdot_gives_the_exact_integer_sums, 0, KILN_QFORMAT_COUNT);
+    tcase_add_loop_test(tc, qdot_n_gives_the_bits_of_one_row_calls, 0, KILN_QFORMAT_COUNT);
 }
 
 int main(int argc, char **argv) { return kt_main(argc, argv, "cpu_quant_dot", add_tests, NULL, 0); }

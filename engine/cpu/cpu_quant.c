@@ -24,8 +24,18 @@ static kiln_status qmatmul_f32(const kiln_qmatmul_args *a) {
     cpu_qx *xq = malloc((size_t)(m * blocks) * sizeof *xq);
     if (!xq) return kiln_set_error(KILN_ERR_MEMORY, "cpu qmatmul: out of host memory");
     cpu_qdot_fn *dot = cpu_qdot_select(NULL);
+    cpu_qdot_n_fn *dot_n = m == 1 ? cpu_qdot_n_select() : NULL;
 #pragma omp parallel for schedule(static) if (cpu_use_threads(m * a->k, 1 << 16))
     for (int64_t i = 0; i < m; i++) cpu_qx_quantize(x + i * a->k, blocks, xq + i * blocks);
+    if (dot_n) { /* one token: runs of QDOT_RUN rows per call */
+        enum { QDOT_RUN = 64 };
+#pragma omp parallel for schedule(static) if (cpu_use_threads(n * a->k, 1 << 18))
+        for (int64_t r = 0; r < n; r += QDOT_RUN)
+            dot_n(format, w + (size_t)r * row_stride, row_stride, block_bytes, blocks, n - r < QDOT_RUN ? n - r : QDOT_RUN,
+                  xq, bias ? bias + r : NULL, y + r);
+        free(xq);
+        return KILN_OK;
+    }
 #pragma omp parallel for schedule(static) if (cpu_use_threads(m * n * a->k, 1 << 18))
     for (int64_t r = 0; r < n; r++) {
         const unsigned char *row = w + (size_t)r * row_stride;

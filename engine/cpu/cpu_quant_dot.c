@@ -2,6 +2,7 @@
 #include "cpu/cpu_quant_dot.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/cpu_features.h"
@@ -161,6 +162,30 @@ qdot_avx2_rows(const kiln_qformat format, const unsigned char *row, size_t block
     for (int i = 0; i < rows; i++) acc[i] = hsum_avx(sum[i]) + min_sum[i];
 }
 
+/* Decoding's one activation row against n weight rows, one after another, each by
+ * qdot_avx2_one: the call through a pointer, the format's and the row count's branches and
+ * the caller's loop leave the path of every row. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+qdot_n_avx2_rows(const kiln_qformat format, const unsigned char *w, size_t row_stride, size_t block_bytes,
+                 int64_t blocks, int64_t n, const cpu_qx *x, const float *bias, float *y) {
+    for (int64_t r = 0; r < n; r++, w += row_stride) {
+        float acc;
+        qdot_avx2_one(format, w, block_bytes, blocks, x, &acc);
+        y[r] = acc + (bias ? bias[r] : 0.0f);
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void qdot_n_avx2(kiln_qformat format, const unsigned char *w,
+                                                                  size_t row_stride, size_t block_bytes, int64_t blocks,
+                                                                  int64_t n, const cpu_qx *x, const float *bias,
+                                                                  float *y) {
+    switch (format) {
+    case KILN_Q8_0: qdot_n_avx2_rows(KILN_Q8_0, w, row_stride, block_bytes, blocks, n, x, bias, y); return;
+    case KILN_Q4_0: qdot_n_avx2_rows(KILN_Q4_0, w, row_stride, block_bytes, blocks, n, x, bias, y); return;
+    default: qdot_n_avx2_rows(KILN_Q4_1, w, row_stride, block_bytes, blocks, n, x, bias, y); return;
+    }
+}
+
 /* qdot_avx2_rows for each format and row count, as constants. */
 #define QDOT_AVX2_ROWS(format)                                                                  \
     switch (rows) {                                                                             \
@@ -231,6 +256,14 @@ static void qdot_neon(kiln_qformat format, const unsigned char *row, size_t bloc
     }
 }
 #endif
+
+cpu_qdot_n_fn *cpu_qdot_n_select(void) {
+#ifdef QDOT_AVX2
+    const kiln_cpu_features *cpu = kiln_cpu();
+    if (cpu->avx2 && cpu->fma && cpu->f16c) return qdot_n_avx2;
+#endif
+    return NULL;
+}
 
 cpu_qdot_fn *cpu_qdot_select(const char **name) {
 #ifdef QDOT_AVX2

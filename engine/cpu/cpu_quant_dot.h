@@ -40,4 +40,13 @@ typedef void cpu_qdot_fn(kiln_qformat format, const unsigned char *row, size_t b
  * "generic"). */
 cpu_qdot_fn *cpu_qdot_select(const char **name);
 
+/* Decoding's case, one activation row x against the n weight rows from w (row_stride bytes
+ * apart): y[r] = their dot product + bias[r] (bias may be NULL), each with the bits of
+ * cpu_qdot_fn with rows = 1 on that row. One call for all the rows keeps the call and the
+ * format's branches out of every row's path. NULL where no implementation does better than
+ * calling cpu_qdot_fn per row (all but AVX2). */
+typedef void cpu_qdot_n_fn(kiln_qformat format, const unsigned char *w, size_t row_stride, size_t block_bytes,
+                           int64_t blocks, int64_t n, const cpu_qx *x, const float *bias, float *y);
+cpu_qdot_n_fn *cpu_qdot_n_select(void);
+
 #endif

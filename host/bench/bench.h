@@ -102,12 +102,15 @@ typedef struct bench_run {
     int n_devices;
 } bench_run;
 
+/* The named model sizes of the models and decode sections (bench_model.c). */
+enum { BENCH_TINY, BENCH_GPT2_SMALL, BENCH_SMOLLM2_135M, BENCH_MODEL_SIZES };
+
 /* The options of `kiln bench`. */
 typedef struct bench_options {
     int repeat;       /* timed repeats of ceilings and kernels */
     int quick;        /* small sizes, few repeats, tiny model only: a smoke run */
     int ceilings, kernels, models; /* sections to run (from --only) */
-    int tiny, gpt2_small;          /* model sizes to run (from --models) */
+    int sizes[BENCH_MODEL_SIZES];  /* the named model sizes to run (from --models) */
     int fp32, fp16;                /* model precisions to run (from --precision) */
     int decode;                    /* the decode section (from --only) */
     int formats[4];                /* decode's weight formats: f32, f16, q8_0, q4_0 (from --formats) */
@@ -194,9 +197,10 @@ void bench_models(kiln_ctx *ctx, const bench_options *o, bench_device *d);
 void bench_decode(kiln_ctx *ctx, const bench_options *o, bench_device *d);
 /* The copy-bandwidth ceiling alone, when the ceilings section did not run (bench_ceilings.c). */
 void bench_copy_ceiling(kiln_ctx *ctx, const bench_options *o, bench_device *d);
-/* The model sizes of the models and decode sections ("tiny", "gpt2-small"; bench_model.c),
- * NULL for another name. */
-const gpt_config *bench_model_config(const char *name);
+/* A named model size (BENCH_TINY...): its name ("tiny", "gpt2-small", "smollm2-135m") and
+ * its config (bench_model.c). */
+const char *bench_model_name(int size);
+const gpt_config *bench_model_config(int size);
 
 /* Relates a compute-bound figure (a GEMM, a model's FLOP/s) to the FMA ceiling `ceiling_key`
  * ("fma.f32" or "fma.f16"). Above 100% is impossible, unless the ceiling's runs were all

@@ -1,12 +1,15 @@
 /* The decode section of `kiln bench` and `kiln bench decode`: what a user running a trained
  * model on a device gets from each weight format.
  *
- * For each model (the named sizes from their random init, or --ckpt) and each format:
+ * For each model (the named sizes from their random init, or --ckpt: a kiln checkpoint, a
+ * GGUF file or a Hugging Face folder, of GPT-2 or the Llama family) and each format:
  *
  *   f32     the checkpoint's weights
- *   f16     f16 weights and activations (gpt_set_precision, as `kiln decode --precision fp16`)
+ *   f16     f16 weights and activations, as `kiln decode --precision fp16` (a file converted as
+ *           it is read, host_load_gpt_model_as; a named size by gpt_set_precision)
  *   q8_0    the matrices in ggml's blocks (gpt_quantize: the model `kiln quantize` writes and
- *   q4_0    `kiln decode` reads back), activations f32
+ *   q4_0    `kiln decode` reads back), activations f32; a file quantized already (a Q8_0
+ *           or Q4_0 GGUF) runs as read, in its own format only
  *
  * the rows are: single-stream decoding in tokens/s (one token at a time after a prompt, each
  * token's logits read back and the next token picked on the host, as `kiln decode --greedy`
@@ -44,17 +47,35 @@ typedef struct decode_model {
     const gpt_config *cfg;
 } decode_model;
 
-/* The model in `format` on ctx: built from its init or file, then converted. NULL with the
- * reason in why. */
-static gpt_model *build_model(kiln_ctx *ctx, const decode_model *dm, int format, char *why, size_t whylen) {
+/* The format of a model read from a quantized file (its matrices' blocks), or -1. */
+static int file_format(const gpt_model *m) {
+    for (int l = 0; m->quant && l < m->cfg.n_layer; l++)
+        for (int s = 0; s < BLOCK_SLOT_COUNT; s++)
+            if (m->blocks[l].q[s]) {
+                const kiln_qformat f = kiln_qmatrix_format(m->blocks[l].q[s]);
+                return f == KILN_Q8_0 ? FMT_Q8_0 : f == KILN_Q4_0 ? FMT_Q4_0 : -1;
+            }
+    return -1;
+}
+
+/* The model in `format` on ctx: built from its init or file, then converted (a quantized
+ * file runs in its own format only: the blocks are what it holds). NULL with the reason in
+ * why; *missing set when the file cannot give this format (not a failure of the run). */
+static gpt_model *build_model(kiln_ctx *ctx, const decode_model *dm, int format, char *why, size_t whylen,
+                              int *missing) {
     gpt_model *m = NULL;
+    *missing = 0;
     if (dm->path) {
-        tokenizer *tok = NULL;
-        if (host_load_gpt(ctx, dm->path, NULL, &m, &tok)) return snprintf(why, whylen, "loading %s failed", dm->path), NULL;
-        tokenizer_free(tok);
+        /* f16 as `kiln decode --precision fp16` reads it: converted as read, never in f32 */
+        if (host_load_gpt_model_as(ctx, dm->path, format == FMT_F16 ? KILN_F16 : KILN_F32, &m, why, whylen))
+            return NULL;
         if (m->quant) {
+            const int own = file_format(m);
+            if (own == format) return m;
             gpt_free(m);
-            return snprintf(why, whylen, "%s is quantized already: give an f32 checkpoint", dm->path), NULL;
+            *missing = 1;
+            return snprintf(why, whylen, "the file is quantized (%s): run in its own format only",
+                            own < 0 ? "a format bench decode does not time" : format_names[own]), NULL;
         }
     } else if (!(m = gpt_new(ctx, dm->cfg)) || gpt_init(m, 1337)) {
         snprintf(why, whylen, "the model: %s", kiln_error_message());
@@ -62,7 +83,7 @@ static gpt_model *build_model(kiln_ctx *ctx, const decode_model *dm, int format,
         return NULL;
     }
     int rc = 0;
-    if (format == FMT_F16 && gpt_set_precision(m, KILN_F16, 0))
+    if (format == FMT_F16 && m->dtype != KILN_F16 && gpt_set_precision(m, KILN_F16, 0))
         rc = snprintf(why, whylen, "f16: %s", kiln_error_message());
     else if (format >= FMT_Q8_0 && gpt_quantize(m, format == FMT_Q8_0 ? KILN_Q8_0 : KILN_Q4_0, why, whylen))
         rc = 1;
@@ -178,9 +199,11 @@ static int stream_setup(const bench_options *o, bench_device *d, const decode_mo
                         stream_work *w) {
     const char *fmt = format_names[format];
     char why[512] = "";
-    if (!(w->m = build_model(ctx, dm, format, why, sizeof why))) {
-        /* out of memory is what the device lacks; anything else is a failure */
-        format_failed(d, dm->name, fmt, why, kiln_error_status() != KILN_ERR_MEMORY);
+    int missing;
+    if (!(w->m = build_model(ctx, dm, format, why, sizeof why, &missing))) {
+        /* out of memory is what the device lacks, as a format the file does not hold;
+         * anything else is a failure */
+        format_failed(d, dm->name, fmt, why, !missing && kiln_error_status() != KILN_ERR_MEMORY);
         kiln_clear_error();
         return -1;
     }
@@ -304,12 +327,11 @@ void bench_decode(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
     if (!bench_find(d, "copy")) bench_copy_ceiling(ctx, o, d);
     fprintf(stderr, "kiln bench: %s: decode\n", d->id);
     bench_print_section(stdout, BENCH_DECODE);
-    decode_model models[3];
+    decode_model models[BENCH_MODEL_SIZES];
     int n = 0;
     if (o->ckpt) models[n++] = (decode_model){.name = "ckpt", .path = o->ckpt};
-    if (!o->ckpt && o->tiny) models[n++] = (decode_model){.name = "tiny", .cfg = bench_model_config("tiny")};
-    if (!o->ckpt && o->gpt2_small)
-        models[n++] = (decode_model){.name = "gpt2-small", .cfg = bench_model_config("gpt2-small")};
+    for (int i = 0; !o->ckpt && i < BENCH_MODEL_SIZES; i++)
+        if (o->sizes[i]) models[n++] = (decode_model){.name = bench_model_name(i), .cfg = bench_model_config(i)};
     for (int i = 0; i < n; i++) {
         format_result r[4];
         for (int fmt = 0; fmt < 4; fmt++) {

@@ -6,6 +6,10 @@
  *                the tokens per step are sized from the device's f32 ceiling (a CPU device
  *                gets a short context so a step takes about a second; a GPU gets up to
  *                8 x 1024), and the rows say what was used
+ *   smollm2-135m SmolLM2-135M's shape (HF's config.json of HuggingFaceTB/SmolLM2-135M): the
+ *                Llama family's block (RMSNorm, rotary positions with base 100000, SwiGLU,
+ *                no biases), 30 layers, 9 heads over 3 key/value heads of 64, 576 wide, MLP
+ *                1536, vocabulary 49152, tied, context 8192; tokens per step as gpt2-small
  *
  * in each precision asked for: fp32, then fp16 (mixed precision: f16 weights, activations
  * and gradients, f32 masters and moments, dynamic loss scaling), on the same weights.
@@ -37,7 +41,7 @@ typedef struct model_size {
     int batch, context; /* 0: sized from the ceiling */
 } model_size;
 
-static const model_size model_sizes[] = {
+static const model_size model_sizes[BENCH_MODEL_SIZES] = {
     {.name = "tiny",
      .cfg = {.n_layer = 4, .n_head = 4, .n_embd = 128, .n_positions = 64, .vocab_size = GPT_BYTE_VOCAB,
              .ln_eps = GPT_DEFAULT_LN_EPS},
@@ -45,13 +49,15 @@ static const model_size model_sizes[] = {
     {.name = "gpt2-small",
      .cfg = {.n_layer = 12, .n_head = 12, .n_embd = 768, .n_positions = 1024, .vocab_size = 50257,
              .ln_eps = GPT_DEFAULT_LN_EPS}},
+    {.name = "smollm2-135m",
+     .cfg = {.n_layer = 30, .n_head = 9, .n_kv_head = 3, .n_embd = 576, .n_ffn = 1536, .n_positions = 8192,
+             .vocab_size = 49152, .ln_eps = 1e-5f, .position = GPT_POSITION_ROPE,
+             .block = {.norm_type = BLOCK_NORM_TYPE_RMSNORM, .mlp = BLOCK_MLP_SWIGLU, .bias = BLOCK_BIAS_NONE,
+                       .rope = 1, .rope_base = 100000.0f, .rope_layout = KILN_ROPE_HALF}}},
 };
 
-const gpt_config *bench_model_config(const char *name) {
-    for (size_t i = 0; i < sizeof model_sizes / sizeof model_sizes[0]; i++)
-        if (!strcmp(model_sizes[i].name, name)) return &model_sizes[i].cfg;
-    return NULL;
-}
+const char *bench_model_name(int size) { return model_sizes[size].name; }
+const gpt_config *bench_model_config(int size) { return &model_sizes[size].cfg; }
 
 /* The weights that take part in matrix products: all but the position table. */
 static double matmul_weights(const gpt_config *c) {
@@ -368,6 +374,6 @@ static void bench_model(kiln_ctx *ctx, const bench_options *o, bench_device *d, 
 void bench_models(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
     fprintf(stderr, "kiln bench: %s: models\n", d->id);
     bench_print_section(stdout, BENCH_MODELS);
-    if (o->tiny) bench_model(ctx, o, d, &model_sizes[0]);
-    if (o->gpt2_small) bench_model(ctx, o, d, &model_sizes[1]);
+    for (int i = 0; i < BENCH_MODEL_SIZES; i++)
+        if (o->sizes[i]) bench_model(ctx, o, d, &model_sizes[i]);
 }

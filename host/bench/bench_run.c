@@ -383,8 +383,10 @@ static const char BENCH_SUMMARY[] =
     "kiln bench gemm (f32 GEMM vs OpenBLAS/CLBlast), kiln bench train (vs PyTorch).";
 static const char DECODE_SUMMARY[] =
     "Single-stream decoding on each device (cpu, every vulkan:N and opencl:N, or the one named)\n"
-    "at each weight format (f32, f16, Q8_0, Q4_0), for the tiny and gpt2-small shapes from a\n"
-    "random init or for --ckpt: tokens/s (greedy, each token's logits read back), the weight\n"
+    "at each weight format (f32, f16, Q8_0, Q4_0), for the named shapes from a random init\n"
+    "(--models: tiny, gpt2-small; smollm2-135m, the Llama family's, on request) or for --ckpt\n"
+    "(a checkpoint, GGUF file or Hugging Face folder; a quantized file runs in its own format\n"
+    "only): tokens/s (greedy, each token's logits read back), the weight\n"
     "bytes a token reads against the copy bandwidth the run measures, prefill tokens/s and the\n"
     "memory each format needs. The decode section of `kiln bench`, alone.";
 
@@ -400,13 +402,14 @@ static int parse_lists(const bench_args *a, bench_options *o) {
     int *section_flags[] = {&o->ceilings, &o->kernels, &o->models, &o->decode};
     const char *format_names[] = {"f32", "f16", "q8_0", "q4_0"};
     int *format_flags[] = {&o->formats[0], &o->formats[1], &o->formats[2], &o->formats[3]};
-    const char *model_names[] = {"tiny", "gpt2-small"};
-    int *model_flags[] = {&o->tiny, &o->gpt2_small};
+    const char *model_names[BENCH_MODEL_SIZES];
+    int *model_flags[BENCH_MODEL_SIZES];
+    for (int i = 0; i < BENCH_MODEL_SIZES; i++) model_names[i] = bench_model_name(i), model_flags[i] = &o->sizes[i];
     const char *precision_names[] = {"fp32", "fp16"};
     int *precision_flags[] = {&o->fp32, &o->fp16};
     return parse_list("--only", a->only, section_names, section_flags, 4) ||
            parse_list("--formats", a->formats, format_names, format_flags, 4) ||
-           parse_list("--models", a->models, model_names, model_flags, 2) ||
+           parse_list("--models", a->models, model_names, model_flags, BENCH_MODEL_SIZES) ||
            parse_list("--precision", a->precisions, precision_names, precision_flags, 2);
 }
 
@@ -426,13 +429,13 @@ static int parse_options(int argc, char **argv, int decode_only, bench_args *a, 
         {.name = "--only", .kind = CLI_STRING, .target = &a->only, .meta = "LIST",
          .help = "sections to run: ceilings, kernels, models, decode"},
         {.name = "--models", .kind = CLI_STRING, .target = &a->models, .meta = "LIST",
-         .help = "model sizes: tiny, gpt2-small"},
+         .help = "model sizes: tiny, gpt2-small, smollm2-135m (SmolLM2-135M's Llama-family shape)"},
         {.name = "--precision", .kind = CLI_STRING, .target = &a->precisions, .meta = "LIST",
          .help = "model precisions: fp32, fp16 (mixed precision)"},
         {.name = "--formats", .kind = CLI_STRING, .target = &a->formats, .meta = "LIST",
          .help = "decode: weight formats: f32, f16, q8_0, q4_0"},
         {.name = "--ckpt", .kind = CLI_STRING, .target = &o->ckpt, .meta = "FILE",
-         .help = "decode: an f32 GPT checkpoint (safetensors or GGUF) instead of --models"},
+         .help = "decode: a checkpoint, GGUF file or Hugging Face folder instead of --models"},
         {.name = "--prompt", .kind = CLI_INT, .target = &o->prompt, .meta = "N",
          .help = "decode: prompt tokens (at most half the model's context)", .min = 1, .max = 1 << 20},
         {.name = "--tokens", .kind = CLI_INT, .target = &o->tokens, .meta = "N",
@@ -448,7 +451,7 @@ static int parse_options(int argc, char **argv, int decode_only, bench_args *a, 
     *exit_code = rc < 0 ? 1 : 0;
     if (rc) return 1;
     if (parse_lists(a, o)) return *exit_code = 1;
-    if (o->quick && !cli_find(opts, n, "--models")->seen) o->gpt2_small = 0;
+    if (o->quick && !cli_find(opts, n, "--models")->seen) o->sizes[BENCH_GPT2_SMALL] = 0;
     if (o->quick && !cli_find(opts, n, "--repeat")->seen) o->repeat = 2;
     if (o->quick && !cli_find(opts, n, "--tokens")->seen) o->tokens = 8;
     if (o->quick && !cli_find(opts, n, "--prompt")->seen) o->prompt = 16;
