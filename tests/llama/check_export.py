@@ -86,7 +86,8 @@ def check_gguf(a, name, v, jobs, unsupported):
         if rc:
             pc.check(f"{name}: export --format gguf --type {kind.lower()}", False, err)
             continue
-        jobs.append({"model": out, "prompts": v["prompts"], "n": 32, "want": v["gguf"][kind]})
+        if kind in v["gguf"]:  # the fixture makes Q8_0 with the peers' ggml only
+            jobs.append({"model": out, "prompts": v["prompts"], "n": 32, "want": v["gguf"][kind]})
 
 
 def decode_exports(a, m, jobs):
