@@ -2,7 +2,6 @@
 #include "cpu/cpu_quant_dot.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/cpu_features.h"
