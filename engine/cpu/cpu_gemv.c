@@ -237,11 +237,35 @@ kn_one_pass16(const gemv *g, float *tile, int rows, int f16, int64_t p, int64_t 
     }
 }
 
+/* kn_one_pass16 for an f16 B, 32 columns per step: one whole cache line of each row per
+ * step (its prefetch with it, no test), and two independent sums per step. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+kn_one_pass32_f16(const gemv *g, float *tile, int rows, int f16, int64_t p, int64_t j0, int nv) {
+    (void)f16;
+    const size_t stride = (size_t)g->ldb * sizeof(uint16_t);
+    const char *row[KN_ONE_ROWS];
+    __m512 xv[KN_ONE_ROWS];
+    for (int r = 0; r < rows; r++) row[r] = (const char *)b_at(g, p, j0) + r * stride, xv[r] = _mm512_set1_ps(g->x[p + r]);
+    for (int j = 0; j < nv; j += 32) {
+        __m512 lo = _mm512_loadu_ps(tile + j), hi = _mm512_loadu_ps(tile + j + 16);
+        for (int r = 0; r < rows; r++) _mm_prefetch(row[r] + 2 * KN_ONE_ROWS * stride + 2 * j, _MM_HINT_T0);
+        for (int r = 0; r < rows; r++) {
+            const __m512i b = _mm512_loadu_si512((const void *)(row[r] + 2 * j));
+            lo = _mm512_fmadd_ps(xv[r], _mm512_cvtph_ps(_mm512_castsi512_si256(b)), lo);
+            hi = _mm512_fmadd_ps(xv[r], _mm512_cvtph_ps(_mm512_extracti64x4_epi64(b, 1)), hi);
+        }
+        _mm512_storeu_ps(tile + j, lo);
+        _mm512_storeu_ps(tile + j + 16, hi);
+    }
+}
+
 /* kn_one_block for nv a multiple of 16, on a CPU with AVX-512. */
 __attribute__((target("avx512f"))) static void kn_one_block16(const gemv *g, float *tile, int64_t pc, int64_t pe,
                                                                 int64_t j0, int nv) {
     int64_t p = pc;
-    if (g->b_f16) {
+    if (g->b_f16 && nv % 32 == 0) {
+        KN_ONE_BLOCK(kn_one_pass32_f16, 1);
+    } else if (g->b_f16) {
         KN_ONE_BLOCK(kn_one_pass16, 1);
     } else {
         KN_ONE_BLOCK(kn_one_pass16, 0);
