@@ -260,11 +260,15 @@ END_TEST
  * B in place: tails of 8 in N and K, several K blocks, B of either layout wider than one
  * strip, enough work for threads, batches with a shared B; one row of C with N a multiple of
  * 8 (a decoded token's own path), wider than a strip of several rows, K blocks with a tail of
- * rows beyond its passes of eight. */
+ * rows beyond its passes of eight; one row of C with K a multiple of 8 over several K blocks
+ * and N a multiple of 32 but not of 64 (the 32-column steps of AVX-512's f16 pass; an f16
+ * output head's 16-lane path, and its tail of rows); N a multiple of 16 but not of 32 (the
+ * 16-column steps). */
 static const shape few_rows_shapes[] = {{.m = 1, .n = 13, .k = 5, .batch = 1},    {.m = 2, .n = 40, .k = 257, .batch = 1},
                                         {.m = 3, .n = 2100, .k = 19, .batch = 1}, {.m = 4, .n = 67, .k = 600, .batch = 3},
                                         {.m = 1, .n = 1500, .k = 771, .batch = 1}, {.m = 4, .n = 2049, .k = 300, .batch = 1},
-                                        {.m = 1, .n = 2568, .k = 523, .batch = 1}};
+                                        {.m = 1, .n = 2568, .k = 523, .batch = 1}, {.m = 1, .n = 224, .k = 576, .batch = 1},
+                                        {.m = 1, .n = 208, .k = 40, .batch = 1}};
 static const variant few_rows_vars[] = {
     {.adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.0f, .bias = 1},
     {.tb = 1, .adt = F32, .bdt = F32, .alpha = 1.0f, .beta = 0.0f, .bias = 1},

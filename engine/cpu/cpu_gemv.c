@@ -237,11 +237,35 @@ kn_one_pass16(const gemv *g, float *tile, int rows, int f16, int64_t p, int64_t 
     }
 }
 
+/* kn_one_pass16 for an f16 B, 32 columns per step: one whole cache line of each row per
+ * step (its prefetch with it, no test), and two independent sums per step. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+kn_one_pass32_f16(const gemv *g, float *tile, int rows, int f16, int64_t p, int64_t j0, int nv) {
+    (void)f16;
+    const size_t stride = (size_t)g->ldb * sizeof(uint16_t);
+    const char *row[KN_ONE_ROWS];
+    __m512 xv[KN_ONE_ROWS];
+    for (int r = 0; r < rows; r++) row[r] = (const char *)b_at(g, p, j0) + r * stride, xv[r] = _mm512_set1_ps(g->x[p + r]);
+    for (int j = 0; j < nv; j += 32) {
+        __m512 lo = _mm512_loadu_ps(tile + j), hi = _mm512_loadu_ps(tile + j + 16);
+        for (int r = 0; r < rows; r++) _mm_prefetch(row[r] + 2 * KN_ONE_ROWS * stride + 2 * j, _MM_HINT_T0);
+        for (int r = 0; r < rows; r++) {
+            const __m512i b = _mm512_loadu_si512((const void *)(row[r] + 2 * j));
+            lo = _mm512_fmadd_ps(xv[r], _mm512_cvtph_ps(_mm512_castsi512_si256(b)), lo);
+            hi = _mm512_fmadd_ps(xv[r], _mm512_cvtph_ps(_mm512_extracti64x4_epi64(b, 1)), hi);
+        }
+        _mm512_storeu_ps(tile + j, lo);
+        _mm512_storeu_ps(tile + j + 16, hi);
+    }
+}
+
 /* kn_one_block for nv a multiple of 16, on a CPU with AVX-512. */
 __attribute__((target("avx512f"))) static void kn_one_block16(const gemv *g, float *tile, int64_t pc, int64_t pe,
                                                                 int64_t j0, int nv) {
     int64_t p = pc;
-    if (g->b_f16) {
+    if (g->b_f16 && nv % 32 == 0) {
+        KN_ONE_BLOCK(kn_one_pass32_f16, 1);
+    } else if (g->b_f16) {
         KN_ONE_BLOCK(kn_one_pass16, 1);
     } else {
         KN_ONE_BLOCK(kn_one_pass16, 0);
@@ -326,14 +350,75 @@ nk_block_avx2(const gemv *g, __m256 *acc, int acc_stride, int m, int64_t j, int 
             acc[i * acc_stride] = _mm256_fmadd_ps(_mm256_set1_ps(g->x[i * g->k + p + q]), r[q], acc[i * acc_stride]);
 }
 
+/* An f16 B's rows [j, j + 16) x columns [p, p + 8) as eight columns of 16 lanes: col[q]
+ * lane l = B[j + l][p + q]. Rows j + l and j + 8 + l share a 256-bit register, so one 8 x 8
+ * transpose of 16-bit values in 256-bit unpacks serves both halves (half the shuffles of
+ * two 128-bit transposes), and each column then widens once to 16 floats. */
+__attribute__((target("avx512f,avx2,fma,f16c"), always_inline)) static inline void
+load_columns16_f16(const gemv *g, __m512 col[8], int64_t j, int64_t p) {
+    const size_t stride = (size_t)g->ldb * sizeof(uint16_t);
+    const char *at = b_at(g, j, p);
+    __m256i r[8], t[8], u[8];
+#pragma GCC unroll 8
+    for (int l = 0; l < 8; l++)
+        r[l] = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const void *)(at + l * stride))),
+                                       _mm_loadu_si128((const void *)(at + (l + 8) * stride)), 1);
+    for (int i = 0; i < 4; i++) { /* pairs of rows interleaved */
+        t[2 * i] = _mm256_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* four rows, two columns per 128-bit lane */
+        u[4 * h + 0] = _mm256_unpacklo_epi32(t[4 * h + 0], t[4 * h + 2]);
+        u[4 * h + 1] = _mm256_unpackhi_epi32(t[4 * h + 0], t[4 * h + 2]);
+        u[4 * h + 2] = _mm256_unpacklo_epi32(t[4 * h + 1], t[4 * h + 3]);
+        u[4 * h + 3] = _mm256_unpackhi_epi32(t[4 * h + 1], t[4 * h + 3]);
+    }
+    for (int c = 0; c < 4; c++) { /* eight rows, one column per 128-bit lane */
+        col[2 * c] = _mm512_cvtph_ps(_mm256_unpacklo_epi64(u[c], u[c + 4]));
+        col[2 * c + 1] = _mm512_cvtph_ps(_mm256_unpackhi_epi64(u[c], u[c + 4]));
+    }
+}
+
 /* Sixteen rows of B read along K together are sixteen streams inside one block of memory,
  * which the hardware prefetchers do not follow well (an f16 B streamed at half the speed
  * of an f32 B, element for element). So while the rows before `next` are read, the rows
  * from `next` on are fetched ahead, a share for each step p of eight along K. */
-__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void prefetch_share(const gemv *g, int64_t next, int64_t p) {
-    const int64_t bytes = 16 * g->ldb * (g->b_f16 ? 2 : 4), share = bytes / ((g->k + 7) / 8);
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void prefetch_rows(const gemv *g, int64_t next, int64_t rows,
+                                                                                       int64_t p) {
+    const int64_t bytes = rows * g->ldb * (g->b_f16 ? 2 : 4), share = bytes / ((g->k + 7) / 8);
     const char *from = (const char *)b_at(g, next, 0) + p / 8 * share;
     for (int64_t o = 0; o < share + 64; o += 64) _mm_prefetch(from + o, _MM_HINT_T0);
+}
+
+/* One row of C from an f16 B stored n x k (the tied output head), on a CPU with AVX-512:
+ * NK16_SUMS groups of 16 rows at a time, each group's sums one 16-lane chain of fused
+ * multiply-adds along K (lane l, row j + l; the order of K as in nk_task_avx2). With the
+ * 8-lane path's two chains, each waiting on its previous add, the head read half the bytes
+ * per second of the [in, out] matrices. Rows [j, end) with k a multiple of 8 and end - j a
+ * multiple of 16 * NK16_SUMS; the rows after `j` are fetched ahead as in nk_task_avx2. */
+#define NK16_SUMS 4
+__attribute__((target("avx512f,avx2,fma,f16c"))) static void nk_rows16_f16(const gemv *g, int64_t j, int64_t end) {
+    const int64_t k = g->k, rows = 16 * NK16_SUMS;
+    float tile[16 * NK16_SUMS] __attribute__((aligned(64)));
+    for (; j < end; j += rows) {
+        for (int64_t pc = 0; pc < k; pc += CPU_GEMM_KC) {
+            const int64_t pe = min64(k, pc + CPU_GEMM_KC);
+            __m512 acc[NK16_SUMS];
+            for (int s = 0; s < NK16_SUMS; s++) acc[s] = _mm512_setzero_ps();
+            for (int64_t p = pc; p < pe; p += 8) {
+                if (j + 2 * rows <= g->n) prefetch_rows(g, j + rows, rows, p);
+                __m512 xb[8];
+                for (int q = 0; q < 8; q++) xb[q] = _mm512_set1_ps(g->x[p + q]);
+                for (int s = 0; s < NK16_SUMS; s++) {
+                    __m512 col[8];
+                    load_columns16_f16(g, col, j + 16 * s, p);
+                    for (int q = 0; q < 8; q++) acc[s] = _mm512_fmadd_ps(xb[q], col[q], acc[s]);
+                }
+            }
+            for (int s = 0; s < NK16_SUMS; s++) _mm512_store_ps(tile + 16 * s, acc[s]);
+            gemv_fold(g, tile, (int)rows, j, (int)rows, pc == 0);
+        }
+    }
 }
 
 /* B stored n x k: GEMV_GROUP outputs, 16 rows of B at a time, read eight along K and
@@ -346,7 +431,13 @@ __attribute__((target("avx2,fma,f16c"))) static void nk_task_avx2(const gemv *g,
     const int m = g->m;
     const int64_t k = g->k, end = min64(g->n, (task + 1) * GEMV_GROUP);
     float tile[CPU_GEMV_MAX_ROWS * 8 * NK_GROUPS] __attribute__((aligned(32)));
-    for (int64_t j0 = task * GEMV_GROUP; j0 < end; j0 += 8 * NK_GROUPS) {
+    int64_t start = task * GEMV_GROUP;
+    if (g->avx512 && m == 1 && g->b_f16 && k % 8 == 0) {
+        const int64_t whole = (end - start) / (16 * NK16_SUMS) * (16 * NK16_SUMS);
+        nk_rows16_f16(g, start, start + whole);
+        start += whole;
+    }
+    for (int64_t j0 = start; j0 < end; j0 += 8 * NK_GROUPS) {
         const int rows = (int)min64(8 * NK_GROUPS, end - j0);
         for (int64_t pc = 0; pc < k; pc += CPU_GEMM_KC) {
             const int64_t pe = min64(k, pc + CPU_GEMM_KC);
@@ -356,7 +447,7 @@ __attribute__((target("avx2,fma,f16c"))) static void nk_task_avx2(const gemv *g,
             if (m == 1 && rows == 8 * NK_GROUPS) { /* the common case, its sums in registers */
                 __m256 sum0 = acc[0], sum1 = acc[1];
                 for (; p + 8 <= pe; p += 8) {
-                    if (j0 + 32 <= g->n) prefetch_share(g, j0 + 16, p); /* (the next task's rows too) */
+                    if (j0 + 32 <= g->n) prefetch_rows(g, j0 + 16, 16, p); /* (the next task's rows too) */
                     nk_block_avx2(g, &sum0, 1, 1, j0, 8, p, 8);
                     nk_block_avx2(g, &sum1, 1, 1, j0 + 8, 8, p, 8);
                 }
