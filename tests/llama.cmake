@@ -17,7 +17,7 @@
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
 #                       @lenml/tokenizers' ids for three real tokenizer.json files.
 # The npm peers are found through the environment variable KILN_NODE_PEERS (.ci/run sets it);
-# without them, or while kiln lacks a feature these need, the tests skip (77) in one line.
+# without them the tests that need them skip (77) in one line; any refusal of kiln's fails.
 # Debian's python3 with python3-torch runs the scripts (KILN_TORCH_PYTHON, tests/host.cmake).
 if(NOT KILN_TORCH_PYTHON)
   return()

@@ -148,7 +148,7 @@ def main():
                         want[files[t]][i], ref, p)
             compare(f"{name} f32 prompt {i}: kiln decode of the checkpoint", kiln_tokens(a, ckpt, p) or [],
                     want[files["f32"]][i], ref, p)
-    pc.finish(set(), 0)
+    pc.finish()
 
 
 if __name__ == "__main__":
