@@ -25,26 +25,10 @@ from parity_checks import Grad, kiln_adamw, replay_gpt, run_configs  # noqa: E40
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from nanogpt_torch import save_safetensors  # noqa: E402
+from hf_rope import default_inv_freq, llama3_inv_freq, rotate_half  # noqa: E402
 
 L, C, T_POS, V, EPS = 2, 32, 24, 64, 1e-5
 BATCH, T, STEPS, LR = 2, 11, 30, 3e-3
-
-
-def llama3_inv_freq(inv_freq, s):
-    """transformers' _compute_llama3_parameters: the inverse frequencies Llama 3.x scales."""
-    factor, low, high, old = s["factor"], s["low_freq_factor"], s["high_freq_factor"], s["original_max"]
-    low_wavelen, high_wavelen = old / low, old / high
-    wavelen = 2 * math.pi / inv_freq
-    scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
-    smooth = (old / wavelen - low) / (high - low)
-    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
-    return torch.where(medium, smoothed, scaled)
-
-
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
 
 
 class Reference:
@@ -81,11 +65,12 @@ class Reference:
             P["norm"] = r(C, std=0.1, mean=1)
         if o.get("untied"):
             P["lm_head"] = r(V, C)
-        base = o.get("rope_base", 10000.0)
-        self.inv_freq = 1.0 / base ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        self.inv_freq = default_inv_freq(o.get("rope_base", 10000.0), hd)
         self.freq_factors = None
         if o.get("rope_scaling"):
-            scaled = llama3_inv_freq(self.inv_freq, o["rope_scaling"])
+            s = o["rope_scaling"]
+            scaled = llama3_inv_freq(self.inv_freq, s["factor"], s["low_freq_factor"], s["high_freq_factor"],
+                                     s["original_max"])
             self.freq_factors = (self.inv_freq / scaled).float()  # what kiln's rope.freqs holds
             self.inv_freq = self.inv_freq / self.freq_factors.double()
 

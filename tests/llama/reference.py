@@ -10,12 +10,15 @@ when tie_word_embeddings. transformers is not in Debian 12; this stands in for i
 
     reference.py FOLDER 1,2,3 [N]   prints the greedy continuation of N (32) tokens
 """
-import math
+import os
 import sys
 
 import torch
 
 import hf_folder
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from hf_rope import default_inv_freq, llama3_inv_freq, rotate_half  # noqa: E402
 
 
 class Reference:
@@ -84,30 +87,17 @@ class Reference:
         return ids[len(prompt):], margins
 
 
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
-
-
 def inv_freq(cfg, dim):
-    """_compute_default_rope_parameters, then _compute_llama3_parameters when
-    rope_scaling's rope_type is llama3."""
-    base = cfg.get("rope_theta", 10000.0)
-    f = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    """The inverse frequencies config.json asks for: rope_theta's, then llama3's scaling
+    when rope_scaling's rope_type is llama3."""
+    f = default_inv_freq(cfg.get("rope_theta", 10000.0), dim)
     s = cfg.get("rope_scaling")
     if not s:
         return f
     if s.get("rope_type", s.get("type")) != "llama3":
         raise ValueError(f"rope_scaling {s} is not one the reference knows")
-    factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
-    old = s["original_max_position_embeddings"]
-    low_wavelen, high_wavelen = old / low, old / high
-    wavelen = 2 * math.pi / f
-    f_llama = torch.where(wavelen > low_wavelen, f / factor, f)
-    smooth = (old / wavelen - low) / (high - low)
-    smoothed = (1 - smooth) * f_llama / factor + smooth * f_llama
-    medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
-    return torch.where(medium, smoothed, f_llama)
+    return llama3_inv_freq(f, s["factor"], s["low_freq_factor"], s["high_freq_factor"],
+                           s["original_max_position_embeddings"])
 
 
 if __name__ == "__main__":
