@@ -32,8 +32,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
 import llama_parity as lp  # noqa: E402
-from io_files import (GGML_BF16, GGML_F16, GGML_F32, GGML_Q8_0, hf_write, gguf_write, llama_permute,  # noqa: E402
-                      round_to, tensor_bytes)
+import gguf_file  # noqa: E402
+from gguf_file import GGML_BF16, GGML_F16, GGML_F32, GGML_Q8_0, permute, tensor_bytes  # noqa: E402
+from hf_folder import write_rounded as hf_write  # noqa: E402
 
 MODELS = [
     ("llama", "LlamaForCausalLM", {"heads": 4, "kv_heads": 2, "rope_scaling": lp.LLAMA3_SCALING}),
@@ -59,17 +60,8 @@ def hf_names(ref):
 
 
 def gguf_names(ref):
-    m = {"embed_tokens": "token_embd.weight", "norm": "output_norm.weight", "lm_head": "output.weight"}
-    per = {"input_layernorm": "attn_norm.weight", "post_attention_layernorm": "ffn_norm.weight",
-           "q_proj": "attn_q.weight", "k_proj": "attn_k.weight", "v_proj": "attn_v.weight",
-           "o_proj": "attn_output.weight", "q_bias": "attn_q.bias", "k_bias": "attn_k.bias", "v_bias": "attn_v.bias",
-           "q_norm": "attn_q_norm.weight", "k_norm": "attn_k_norm.weight", "gate_proj": "ffn_gate.weight",
-           "up_proj": "ffn_up.weight", "down_proj": "ffn_down.weight"}
-    for k in ref.p:
-        layer, _, rest = k.partition(".")
-        if rest:
-            m[k] = f"blk.{layer}.{per[rest]}"
-    return m
+    """Reference weight -> convert_hf_to_gguf.py's name."""
+    return {k: gguf_file.gguf_name(hf) for k, hf in hf_names(ref).items() if k in ref.p}
 
 
 def hf_config(cls, ref, o):
@@ -112,7 +104,7 @@ def hf_cases(args, arch, cls, o, ref, tokens_path):
                                  (torch.bfloat16, "bf16_sharded", 3)):
         folder = os.path.join(args.workdir, f"hf_{arch}_{label}")
         hf_write(folder, hf_config(cls, ref, o), tensors, dtype, shards)
-        held = {k: round_to(v.float(), dtype) for k, v in ref.p.items()}
+        held = {k: v.detach().float().to(dtype).double() for k, v in ref.p.items()}  # what the file holds
         target = os.path.join(folder, "config.json") if shards > 1 else folder
         parity(args, f"hf {arch} {label}", target, tokens_path, held_reference(ref, held), 1e-5)
 
@@ -126,7 +118,7 @@ def gguf_kvs(arch, ref, o):
             (k("attention.layer_norm_rms_epsilon"), float(lp.EPS))]
 
 
-def gguf_file(path, arch, o, ref, mtype):
+def write_gguf(path, arch, o, ref, mtype):
     """The reference's weights as convert_hf_to_gguf.py lays them out; returns the values held."""
     names, tensors, held = gguf_names(ref), [], {}
     for key, v in ref.p.items():
@@ -136,12 +128,12 @@ def gguf_file(path, arch, o, ref, mtype):
         raw, held[key] = tensor_bytes(w, typ)
         rest = key.partition(".")[2]
         if arch == "llama" and rest in ("q_proj", "k_proj"):
-            raw, _ = tensor_bytes(llama_permute(w, ref.H if rest == "q_proj" else ref.KVH), typ)
+            raw, _ = tensor_bytes(permute(w, ref.H if rest == "q_proj" else ref.KVH), typ)
         tensors.append((names[key], typ, list(w.shape), raw))
     if ref.freq_factors is not None:
         raw, _ = tensor_bytes(ref.freq_factors.float(), GGML_F32)
         tensors.append(("rope_freqs.weight", GGML_F32, [ref.freq_factors.shape[0]], raw))
-    gguf_write(path, gguf_kvs(arch, ref, o), tensors)
+    gguf_file.write_file(path, gguf_file.kvs(gguf_kvs(arch, ref, o)), tensors)
     return held
 
 
@@ -149,7 +141,7 @@ def gguf_cases(args, arch, o, ref, tokens_path):
     for mtype, label, tol in ((GGML_F32, "f32", 1e-5), (GGML_F16, "f16", 1e-5), (GGML_BF16, "bf16", 1e-5),
                               (GGML_Q8_0, "q8_0", 6e-2)):
         path = os.path.join(args.workdir, f"{arch}_{label}.gguf")
-        held = gguf_file(path, arch, o, ref, mtype)
+        held = write_gguf(path, arch, o, ref, mtype)
         parity(args, f"gguf {arch} {label}", path, tokens_path, held_reference(ref, held), tol)
 
 
@@ -181,7 +173,7 @@ def bad_inputs(args, tokens_path):
     hf_write(folder, hf_config("LlamaForCausalLM", ref, o), bad, torch.float32)
     refused(args, "a misshapen tensor", folder, tokens_path, ["model.layers.0.self_attn.k_proj.weight", "bad_shape"])
     path = os.path.join(args.workdir, "bad_arch.gguf")
-    gguf_write(path, [("general.architecture", "mamba")], [])
+    gguf_file.write_file(path, gguf_file.kvs([("general.architecture", "mamba")]), [])
     refused(args, "an architecture kiln does not read", path, tokens_path, ["mamba", "bad_arch.gguf"])
 
 

@@ -33,8 +33,9 @@ import torch  # noqa: E402
 from nanogpt_torch import GPT  # noqa: E402
 import llama_parity as lp  # noqa: E402
 from io_checks import MODELS, gguf_names, hf_config, hf_names  # noqa: E402
-from io_files import (GGML_F16, GGML_F32, GGML_Q8_0, gguf_read, gguf_values, hf_write, llama_permute,  # noqa: E402
-                      st_read, tensor_bytes)
+from gguf_file import GGML_F16, GGML_F32, GGML_Q8_0, permute, tensor_bytes  # noqa: E402
+from gguf_file import read as gguf_read, values as gguf_values  # noqa: E402
+from hf_folder import read_f64 as st_read, write_rounded as hf_write  # noqa: E402
 
 lp.V = 256  # the models speak bytes: kiln's byte tokenizer goes along
 
@@ -49,7 +50,7 @@ def file_values(arch, ref, key):
     w = ref.p[key].detach().float()
     rest = key.partition(".")[2]
     if arch == "llama" and rest in ("q_proj", "k_proj"):
-        w = llama_permute(w, ref.H if rest == "q_proj" else ref.KVH)
+        w = permute(w, ref.H if rest == "q_proj" else ref.KVH)
     return w.double()
 
 
