@@ -45,23 +45,12 @@ MODELS = [
 
 def hf_names(ref):
     """Reference weight -> Hugging Face name."""
-    m = {"embed_tokens": "model.embed_tokens.weight", "norm": "model.norm.weight", "lm_head": "lm_head.weight"}
-    per = {"input_layernorm": "input_layernorm.weight", "post_attention_layernorm": "post_attention_layernorm.weight",
-           "q_proj": "self_attn.q_proj.weight", "k_proj": "self_attn.k_proj.weight",
-           "v_proj": "self_attn.v_proj.weight", "o_proj": "self_attn.o_proj.weight",
-           "q_bias": "self_attn.q_proj.bias", "k_bias": "self_attn.k_proj.bias", "v_bias": "self_attn.v_proj.bias",
-           "q_norm": "self_attn.q_norm.weight", "k_norm": "self_attn.k_norm.weight",
-           "gate_proj": "mlp.gate_proj.weight", "up_proj": "mlp.up_proj.weight", "down_proj": "mlp.down_proj.weight"}
-    for k in ref.p:
-        layer, _, rest = k.partition(".")
-        if rest:
-            m[k] = f"model.layers.{layer}.{per[rest]}"
-    return m
+    return {k: lp.hf_name(k) for k in ref.p}
 
 
 def gguf_names(ref):
     """Reference weight -> convert_hf_to_gguf.py's name."""
-    return {k: gguf_file.gguf_name(hf) for k, hf in hf_names(ref).items() if k in ref.p}
+    return {k: gguf_file.gguf_name(hf) for k, hf in hf_names(ref).items()}
 
 
 def hf_config(cls, ref, o):

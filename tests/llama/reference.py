@@ -8,6 +8,9 @@ scaled by head_dim^-0.5, SwiGLU MLP down(silu(gate(x)) * up(x)), Qwen2's q/k/v b
 Qwen3's per-head RMSNorm of q and k before the rotation, and the head tied to the embedding
 when tie_word_embeddings. transformers is not in Debian 12; this stands in for it.
 
+llama_parity.py's training replay computes with the same methods (its Reference is a
+subclass that holds its weights as parameters).
+
     reference.py FOLDER 1,2,3 [N]   prints the greedy continuation of N (32) tokens
 """
 import os
@@ -32,6 +35,12 @@ class Reference:
         self.inv_freq = inv_freq(c, self.D)
         head = "model.embed_tokens.weight" if c.get("tie_word_embeddings") else "lm_head.weight"
         self.head = self.w[head]
+
+    def rotary(self, T):
+        """cos and sin of HF's cat(freqs, freqs) for positions 0..T-1."""
+        freqs = torch.arange(T, dtype=torch.float64)[:, None] * self.inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
 
     def rmsnorm(self, x, weight):
         return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
@@ -65,10 +74,7 @@ class Reference:
         """ids: LongTensor [B, T] -> float64 logits [B, T, V]."""
         w = self.w
         x = w["model.embed_tokens.weight"][ids]
-        pos = torch.arange(ids.shape[1], dtype=torch.float64)
-        freqs = pos[:, None] * self.inv_freq[None, :]
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos(), emb.sin()
+        cos, sin = self.rotary(ids.shape[1])
         for i in range(self.cfg["num_hidden_layers"]):
             p = f"model.layers.{i}."
             x = x + self.attention(self.rmsnorm(x, w[p + "input_layernorm.weight"]), p, cos, sin)
