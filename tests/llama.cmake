@@ -11,7 +11,7 @@
 #   llama_export        `kiln export --format hf` reads back in the reference with the model's
 #                       tensors; `kiln export --format gguf` decodes in llama.cpp as the
 #                       fixture's files do;
-#   llama_train_export `kiln train --model llama` (llama tied and untied, qwen2, qwen3 options),
+#   llama_train_export `kiln train --model llama` (llama tied, qwen2 untied, qwen3 options),
 #                       then `kiln export --format gguf` at F32, F16 and Q8_0: llama.cpp decodes
 #                       each file to `kiln decode --greedy`'s tokens;
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Training works: a model that `kiln train --model llama` trained exports as GGUF that
 llama.cpp decodes to kiln's tokens (issue 30). For each run of RUNS (2 layers, dim 64,
-4 heads, 2 KV heads, block 64, on tests/data/tokenizer_mix.txt's bytes: the llama
-architecture tied and untied, qwen2's q/k/v biases, qwen3's q/k norm):
+4 heads, 2 KV heads, block 64, 400 steps on tests/data/tokenizer_mix.txt's bytes: the llama
+architecture tied, qwen2's q/k/v biases with an untied head, qwen3's q/k norm):
 
   kiln train --model llama ... --out DIR
   kiln export --ckpt DIR/model.safetensors --format gguf --type f32|f16|q8_0 --out FILE.gguf
@@ -37,9 +37,9 @@ import select_prompts
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "tokenizer_mix.txt")
 SHAPE = ["--layers", "2", "--dim", "64", "--heads", "4", "--kv-heads", "2", "--block", "64",
-         "--steps", "600", "--batch", "8", "--lr", "3e-3", "--warmup", "10", "--eval-every", "0",
+         "--steps", "400", "--batch", "8", "--lr", "3e-3", "--warmup", "10", "--eval-every", "0",
          "--log-every", "1000", "--seed", "1337"]
-RUNS = {"llama": [], "llama-untied": ["--untied"], "qwen2": ["--bias", "qkv"], "qwen3": ["--qk-norm"]}
+RUNS = {"llama": [], "qwen2-untied": ["--bias", "qkv", "--untied"], "qwen3": ["--qk-norm"]}
 TYPES = ("f32", "f16", "q8_0")
 PROMPTS, PROMPT_LEN, EVERY = 3, 8, 60
 STEPS = select_prompts.STEPS  # 32
