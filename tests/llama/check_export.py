@@ -14,7 +14,6 @@ fixture:
 Exit 0: all equal; 1: a mismatch or a kiln error (a refusal too); 77: skipped (the npm peers
 are absent for the GGUF half; the HF half has run and passed).
 """
-import json
 import os
 import subprocess
 
@@ -24,9 +23,9 @@ import torch
 import hf_folder
 import models
 import peer_checks as pc
+import peers
 import reference
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG_KEYS = ("architectures", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
                "num_key_value_heads", "vocab_size")
 CONFIG_FLOATS = ("rms_norm_eps", "rope_theta")  # kiln holds them as float32
@@ -91,17 +90,10 @@ def decode_exports(a, m, jobs):
     if not os.path.exists(os.path.join(a.models, "llama_cpp.json")) or not found.get("node_llama_cpp"):
         return found.get("why", "the fixture did not run node-llama-cpp")
     want = pc.llama_cpp_tokens(a.models, m)
-    path = os.path.join(a.work, "jobs.json")
-    with open(path, "w") as f:
-        json.dump(jobs, f)
-    out = os.path.join(a.work, "llama_cpp.json")
-    r = subprocess.run([found["node"], os.path.join(HERE, "llama_cpp_greedy.mjs"), path, out],
-                       capture_output=True, text=True)
-    if r.returncode:
-        pc.check("llama.cpp loads kiln's GGUF exports", False, (r.stdout + r.stderr).strip()[-400:])
+    got, err = peers.llama_cpp_greedy(found, jobs, a.work)
+    if err:
+        pc.check("llama.cpp loads kiln's GGUF exports", False, err)
         return None
-    with open(out) as f:
-        got = json.load(f)
     for job in jobs:
         same = got[job["model"]] == want[job["want"]]
         pc.check(f"llama.cpp decodes {os.path.basename(job['model'])}", same,

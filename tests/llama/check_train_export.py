@@ -23,7 +23,6 @@ the reference's margin at the step where the peers part.
     check_train_export.py --kiln PATH/kiln --work DIR
 Exit 0: all equal; 1: a mismatch or a kiln error; 77: skipped (no npm peers or no torch).
 """
-import json
 import os
 import shutil
 import subprocess
@@ -73,19 +72,6 @@ def kiln_tokens(a, path, prompt):
     out = run_kiln(a, "decode", "--ckpt", path, "--prompt-ids", ",".join(map(str, prompt)), "--max-new", str(STEPS),
                    "--greedy", "--print-ids", "--ignore-eog", "--backend", "cpu")
     return None if out is None else [int(t) for t in out.split()]
-
-
-def llama_cpp_tokens(a, found, jobs):
-    path, out = os.path.join(a.work, "jobs.json"), os.path.join(a.work, "llama_cpp.json")
-    with open(path, "w") as f:
-        json.dump(jobs, f)
-    r = subprocess.run([found["node"], os.path.join(HERE, "llama_cpp_greedy.mjs"), path, out],
-                       capture_output=True, text=True)
-    if r.returncode:
-        pc.check("llama.cpp loads kiln's GGUF exports", False, (r.stdout + r.stderr).strip()[-400:])
-        return None
-    with open(out) as f:
-        return json.load(f)
 
 
 def choose_prompts(a, name, ckpt, text):
@@ -138,7 +124,9 @@ def main():
         if chosen:
             runs[name] = (*r, *chosen)
     jobs = [{"model": files[t], "prompts": prompts, "n": STEPS} for _, files, _, prompts in runs.values() for t in TYPES]
-    want = llama_cpp_tokens(a, found, jobs) if jobs else None
+    want, err = peers.llama_cpp_greedy(found, jobs, a.work) if jobs else (None, None)
+    if err:
+        pc.check("llama.cpp loads kiln's GGUF exports", False, err)
     for name, (ckpt, files, ref, prompts) in runs.items():
         if not want:
             break
