@@ -134,13 +134,18 @@ def replay_gpt(args, name, model, seed, vocab, batch, t, steps, lr, grads=None):
     check_losses(f"{name}: ", got, losses)
 
 
+def finish(passed="PASSED"):
+    """The end of a check script: exit 1 when any check failed, else print passed."""
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print(passed)
+
+
 def run_configs(configs, run_config, seed, passed):
     """main() of a script with a table of (name, options) configurations: each runs with
     seed + its index; exit 1 when any check failed, else print PASSED."""
     args = parity_args()
     for i, (name, o) in enumerate(configs):
         run_config(args, name, o, seed + i)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print(passed)
+    finish(passed)

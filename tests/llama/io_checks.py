@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "samples"))
-from parity_checks import check, failures, kiln_dev, parity_args, rel_err  # noqa: E402  (77 without torch)
+from parity_checks import check, finish, kiln_dev, parity_args, rel_err  # noqa: E402  (77 without torch)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from nanogpt_torch import load_safetensors, save_safetensors  # noqa: E402
@@ -177,10 +177,7 @@ def main():
         hf_cases(args, arch, cls, o, ref, tokens_path)
         gguf_cases(args, arch, o, ref, tokens_path)
     bad_inputs(args, tokens_path)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("kiln reads the Llama family's HF folders and GGUF files to PyTorch's logits (HF's semantics, float64)")
+    finish("kiln reads the Llama family's HF folders and GGUF files to PyTorch's logits (HF's semantics, float64)")
 
 
 if __name__ == "__main__":

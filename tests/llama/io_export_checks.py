@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "samples"))
-from parity_checks import check, failures, parity_args, rel_err  # noqa: E402  (77 without torch)
+from parity_checks import check, finish, parity_args, rel_err  # noqa: E402  (77 without torch)
 import torch  # noqa: E402
 from nanogpt_torch import GPT  # noqa: E402
 import llama_parity as lp  # noqa: E402
@@ -167,10 +167,7 @@ def main():
         gguf_export(args, arch, o, ref, folder)
         hf_export(args, arch, cls, o, ref)
     gpt2_export(args)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("kiln export writes GGUF as convert_hf_to_gguf.py does and HF folders as save_pretrained does")
+    finish("kiln export writes GGUF as convert_hf_to_gguf.py does and HF folders as save_pretrained does")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from parity_checks import check, failures, rel_err  # noqa: E402,F401  (exits 77 without torch)
+from parity_checks import check, failures, finish, rel_err  # noqa: E402,F401  (exits 77 without torch)
 
 
 def skip(why):
@@ -57,11 +57,3 @@ def kiln(a, *argv, trust=True):
         skip(r.stderr.strip())
     return r.returncode, r.stdout, r.stderr.strip()
 
-
-def finish():
-    """Exit: 1 on any failure, else 0."""
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("PASSED")
-    sys.exit(0)
