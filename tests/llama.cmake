@@ -50,7 +50,7 @@ endforeach()
 
 add_test(NAME llama_export
   COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_export.py --models ${_kiln_llama_models}
-          --kiln $<TARGET_FILE:kiln_host> --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_export)
+          --kiln $<TARGET_FILE:kiln_host> --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_peer_export)
 set_tests_properties(llama_export PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
   FIXTURES_REQUIRED kiln_llama_models)
 
