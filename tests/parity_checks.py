@@ -61,6 +61,16 @@ def parity_args():
     return args
 
 
+def kiln_ok(args, name, *argv):
+    """Runs kiln ARGV as given (no --backend added): its stdout, or None after a failed
+    check NAME with kiln's error."""
+    r = subprocess.run([args.kiln, *argv], capture_output=True, text=True)
+    if r.returncode:
+        check(name, False, r.stderr.strip()[-400:] or f"exit {r.returncode}")
+        return None
+    return r.stdout
+
+
 def kiln_dev(args, name, command, *argv):
     """Runs `kiln dev COMMAND ARGV... --backend B`. Exits 77 when the backend is not
     available here; any other failure is a failed check of config NAME and returns False."""

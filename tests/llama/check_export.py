@@ -15,7 +15,6 @@ Exit 0: all equal; 1: a mismatch or a kiln error (a refusal too); 77: skipped (t
 are absent for the GGUF half; the HF half has run and passed).
 """
 import os
-import subprocess
 
 import numpy as np
 import torch
@@ -46,16 +45,11 @@ def config_differences(cfg, want):
     return bad
 
 
-def kiln(a, *argv):
-    r = subprocess.run([a.kiln, *argv], capture_output=True, text=True)
-    return r.returncode, r.stderr.strip()
-
-
 def check_hf(a, name, v):
     out = os.path.join(a.work, f"{name}-hf")
-    rc, err = kiln(a, "export", "--ckpt", v["hf"]["F32"], "--format", "hf", "--out", out)
-    if rc:
-        return pc.check(f"{name}: export --format hf", False, err)
+    if pc.kiln_ok(a, f"{name}: export --format hf", "export", "--ckpt", v["hf"]["F32"], "--format", "hf",
+                  "--out", out) is None:
+        return
     cfg, got = hf_folder.read(out)
     bad = config_differences(cfg, models.config(name))
     pc.check(f"{name}: exported config.json", not bad, f"differs in {bad}" if bad else "the model's class and sizes")
@@ -75,9 +69,8 @@ def check_hf(a, name, v):
 def check_gguf(a, name, v, jobs):
     for kind in ("F32", "F16", "Q8_0"):
         out = os.path.join(a.work, f"{name}-{kind}.gguf")
-        rc, err = kiln(a, "export", "--ckpt", v["hf"]["F32"], "--format", "gguf", "--type", kind.lower(), "--out", out)
-        if rc:
-            pc.check(f"{name}: export --format gguf --type {kind.lower()}", False, err)
+        if pc.kiln_ok(a, f"{name}: export --format gguf --type {kind.lower()}", "export", "--ckpt", v["hf"]["F32"],
+                      "--format", "gguf", "--type", kind.lower(), "--out", out) is None:
             continue
         if kind in v["gguf"]:  # the fixture makes Q8_0 with the peers' ggml only
             jobs.append({"model": out, "prompts": v["prompts"], "n": 32, "want": v["gguf"][kind]})

@@ -25,7 +25,6 @@ Exit 0: all equal; 1: a mismatch or a kiln error; 77: skipped (no npm peers or n
 """
 import os
 import shutil
-import subprocess
 
 import torch
 
@@ -46,11 +45,7 @@ STEPS = select_prompts.STEPS  # 32
 
 def run_kiln(a, *argv):
     """kiln ARGV; its stdout, or None after a failed check naming the command."""
-    r = subprocess.run([a.kiln, *argv], capture_output=True, text=True)
-    if r.returncode:
-        pc.check(f"kiln {' '.join(argv[:1])}", False, f"{' '.join(argv)}: {r.stderr.strip()[-400:]}")
-        return None
-    return r.stdout
+    return pc.kiln_ok(a, f"kiln {' '.join(argv)}", *argv)
 
 
 def train_and_export(a, name, flags):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from parity_checks import check, failures, finish, rel_err  # noqa: E402,F401  (exits 77 without torch)
+from parity_checks import check, failures, finish, kiln_ok, rel_err  # noqa: E402,F401  (exits 77 without torch)
 
 
 def skip(why):
