@@ -11,10 +11,13 @@
 #   llama_export        `kiln export --format hf` reads back in the reference with the model's
 #                       tensors; `kiln export --format gguf` decodes in llama.cpp as the
 #                       fixture's files do;
+#   llama_train_export `kiln train --model llama` (llama tied, qwen2 untied, qwen3 options),
+#                       then `kiln export --format gguf` at F32, F16 and Q8_0: llama.cpp decodes
+#                       each file to `kiln decode --greedy`'s tokens;
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
 #                       @lenml/tokenizers' ids for three real tokenizer.json files.
 # The npm peers are found through the environment variable KILN_NODE_PEERS (.ci/run sets it);
-# without them, or while kiln lacks a feature these need, the tests skip (77) in one line.
+# without them the tests that need them skip (77) in one line; any refusal of kiln's fails.
 # Debian's python3 with python3-torch runs the scripts (KILN_TORCH_PYTHON, tests/host.cmake).
 if(NOT KILN_TORCH_PYTHON)
   return()
@@ -47,9 +50,14 @@ endforeach()
 
 add_test(NAME llama_export
   COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_export.py --models ${_kiln_llama_models}
-          --kiln $<TARGET_FILE:kiln_host> --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_export)
+          --kiln $<TARGET_FILE:kiln_host> --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_peer_export)
 set_tests_properties(llama_export PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
   FIXTURES_REQUIRED kiln_llama_models)
+
+add_test(NAME llama_train_export
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_train_export.py --kiln $<TARGET_FILE:kiln_host>
+          --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_train_export)
+set_tests_properties(llama_train_export PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77)
 
 add_test(NAME llama_tokenizers
   COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_tokenizers.py --kiln $<TARGET_FILE:kiln_host>

@@ -9,52 +9,58 @@ Each configuration holds HF-style weights (q_proj, k_proj, v_proj [out, in], gat
 up_proj, down_proj, RMSNorm weights, Qwen2's q/k/v biases, Qwen3's q_norm/k_norm), written
 in kiln's layout (c_attn = [q^T | k^T | v^T], c_fc = [gate^T | up^T]) with kiln's metadata.
 `kiln dev parity` must give the reference's logits, loss and every weight's gradient (mapped
-back to HF's layout), and the losses of 30 AdamW steps. The reference follows HF: RMSNorm
-x * rsqrt(mean x^2 + eps) * w, rotate_half rotary embeddings (Llama 3's rope scaling by
-_compute_llama3_parameters), repeat_kv for grouped-query attention, down(silu(gate) * up),
-Qwen3's per-head RMSNorm of q and k before the rotation. Exit 0: pass, 1: fail, 77: skipped.
+back to HF's layout), and the losses of 30 AdamW steps. The reference is
+tests/llama/reference.py's float64 forward from HF's semantics (RMSNorm, rotate_half rotary
+embeddings with Llama 3's rope scaling, repeat_kv, down(silu(gate) * up), Qwen2's biases,
+Qwen3's per-head RMSNorm of q and k before the rotation), with its weights as parameters and
+kiln's toolkit options around its blocks. Exit 0: pass, 1: fail, 77: skipped.
 """
-import math
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "llama"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples"))
 # parity_checks first: it exits 77 (skipped) where torch or numpy is missing
 from parity_checks import Grad, kiln_adamw, replay_gpt, run_configs  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from nanogpt_torch import save_safetensors  # noqa: E402
+from hf_rope import default_inv_freq, llama3_inv_freq  # noqa: E402
+import reference  # noqa: E402
 
 L, C, T_POS, V, EPS = 2, 32, 24, 64, 1e-5
 BATCH, T, STEPS, LR = 2, 11, 30, 3e-3
 
 
-def llama3_inv_freq(inv_freq, s):
-    """transformers' _compute_llama3_parameters: the inverse frequencies Llama 3.x scales."""
-    factor, low, high, old = s["factor"], s["low_freq_factor"], s["high_freq_factor"], s["original_max"]
-    low_wavelen, high_wavelen = old / low, old / high
-    wavelen = 2 * math.pi / inv_freq
-    scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
-    smooth = (old / wavelen - low) / (high - low)
-    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
-    return torch.where(medium, smoothed, scaled)
+HF_NAMES = {"input_layernorm": "input_layernorm.weight", "post_attention_layernorm": "post_attention_layernorm.weight",
+            "q_proj": "self_attn.q_proj.weight", "k_proj": "self_attn.k_proj.weight",
+            "v_proj": "self_attn.v_proj.weight", "o_proj": "self_attn.o_proj.weight",
+            "q_bias": "self_attn.q_proj.bias", "k_bias": "self_attn.k_proj.bias", "v_bias": "self_attn.v_proj.bias",
+            "q_norm": "self_attn.q_norm.weight", "k_norm": "self_attn.k_norm.weight",
+            "gate_proj": "mlp.gate_proj.weight", "up_proj": "mlp.up_proj.weight", "down_proj": "mlp.down_proj.weight",
+            "embed_tokens": "model.embed_tokens.weight", "norm": "model.norm.weight", "lm_head": "lm_head.weight"}
 
 
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
+def hf_name(key):
+    """Hugging Face's name of a weight of Reference.p ("0.q_proj", "norm"), or None for
+    kiln's own (wpe, rezero)."""
+    layer, _, rest = key.partition(".")
+    if not rest:
+        return HF_NAMES.get(key)
+    return f"model.layers.{layer}.{HF_NAMES[rest]}" if rest in HF_NAMES else None
 
 
-class Reference:
-    """A decoder-only model as Hugging Face's Llama, Qwen2 and Qwen3 classes compute it, in
-    float64, with kiln's toolkit options where a configuration asks for them."""
+class Reference(reference.Reference):
+    """A decoder-only model as Hugging Face's Llama, Qwen2 and Qwen3 classes compute it
+    (reference.Reference's methods), in float64, its weights parameters drawn here, with
+    kiln's toolkit options where a configuration asks for them."""
 
     def __init__(self, o, seed):
         self.o = o
         self.H, self.KVH = o["heads"], o.get("kv_heads", o["heads"])
         self.hd = o.get("head_dim", C // self.H)
+        self.KV, self.D, self.eps = self.KVH, self.hd, EPS  # reference.Reference's names
         self.F = o.get("ffn", 48)
         g = torch.Generator().manual_seed(seed)
         # drawn in float32 (what the file holds), computed in float64
@@ -81,64 +87,42 @@ class Reference:
             P["norm"] = r(C, std=0.1, mean=1)
         if o.get("untied"):
             P["lm_head"] = r(V, C)
-        base = o.get("rope_base", 10000.0)
-        self.inv_freq = 1.0 / base ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        self.inv_freq = default_inv_freq(o.get("rope_base", 10000.0), hd)
         self.freq_factors = None
         if o.get("rope_scaling"):
-            scaled = llama3_inv_freq(self.inv_freq, o["rope_scaling"])
+            s = o["rope_scaling"]
+            scaled = llama3_inv_freq(self.inv_freq, s["factor"], s["low_freq_factor"], s["high_freq_factor"],
+                                     s["original_max"])
             self.freq_factors = (self.inv_freq / scaled).float()  # what kiln's rope.freqs holds
             self.inv_freq = self.inv_freq / self.freq_factors.double()
 
-    def rms(self, x, w):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+    @property
+    def w(self):
+        """reference.Reference's view of the parameters: {HF name: parameter}."""
+        return {hf_name(k): v for k, v in self.p.items() if hf_name(k)}
 
-    def rope(self, x):
-        """x [B, heads, T, hd]: HF's apply_rotary_pos_emb with cos/sin of cat(freqs, freqs)."""
-        t = torch.arange(x.shape[2], dtype=torch.float64)
-        freqs = torch.outer(t, self.inv_freq)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        return x * emb.cos() + rotate_half(x) * emb.sin()
-
-    def attention(self, h, x):
-        P, o, B, T_ = self.p, self.o, x.shape[0], x.shape[1]
-        H, KVH, hd = self.H, self.KVH, self.hd
-        q, k, v = x @ P[h + "q_proj"].t(), x @ P[h + "k_proj"].t(), x @ P[h + "v_proj"].t()
-        if o.get("bias") == "qkv":  # Qwen2
-            q, k, v = q + P[h + "q_bias"], k + P[h + "k_bias"], v + P[h + "v_bias"]
-        q, k, v = q.view(B, T_, H, hd), k.view(B, T_, KVH, hd), v.view(B, T_, KVH, hd)
-        if o.get("qk_norm"):  # Qwen3: per head, before the rotation
-            q, k = self.rms(q, P[h + "q_norm"]), self.rms(k, P[h + "k_norm"])
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        if o.get("position", "rope") == "rope":
-            q, k = self.rope(q), self.rope(k)
-        k, v = k.repeat_interleave(H // KVH, dim=1), v.repeat_interleave(H // KVH, dim=1)  # repeat_kv
-        s = q @ k.transpose(-2, -1) / math.sqrt(hd)
-        mask = torch.ones(T_, T_, dtype=torch.bool).tril()
-        p = s.masked_fill(~mask, float("-inf")).softmax(-1)
-        return (p @ v).transpose(1, 2).reshape(B, T_, H * hd) @ P[h + "o_proj"].t()
-
-    def mlp(self, h, x):
-        P = self.p
-        return (F.silu(x @ P[h + "gate_proj"].t()) * (x @ P[h + "up_proj"].t())) @ P[h + "down_proj"].t()
-
-    def sublayer(self, h, norm, x, f):
-        where = self.o.get("norm", "pre")
-        y = f(self.rms(x, self.p[h + norm]) if where == "pre" else x)
+    def sublayer(self, w, l, norm, x, f):
+        """kiln's norm placement (pre, post, none) and ReZero around HF's block f."""
+        where, weight = self.o.get("norm", "pre"), w[f"model.layers.{l}.{norm}.weight"]
+        y = f(self.rmsnorm(x, weight) if where == "pre" else x)
         if self.o.get("residual") == "rezero":
-            y = self.p[h + "rezero"] * y
+            y = self.p[f"{l}.rezero"] * y
         out = x + y
-        return self.rms(out, self.p[h + norm]) if where == "post" else out
+        return self.rmsnorm(out, weight) if where == "post" else out
 
     def __call__(self, ids, targets):
+        w = self.w
         x = self.p["embed_tokens"][ids]
         if "wpe" in self.p:
             x = x + self.p["wpe"][: ids.shape[1]]
+        # learned positions: no rotation (cos 1, sin 0 leave q and k as they are)
+        cos, sin = self.rotary(ids.shape[1]) if self.o.get("position", "rope") == "rope" else (1.0, 0.0)
         for l in range(L):
-            h = f"{l}."
-            x = self.sublayer(h, "input_layernorm", x, lambda t: self.attention(h, t))
-            x = self.sublayer(h, "post_attention_layernorm", x, lambda t: self.mlp(h, t))
+            p = f"model.layers.{l}."
+            x = self.sublayer(w, l, "input_layernorm", x, lambda t: self.attention(t, p, cos, sin))
+            x = self.sublayer(w, l, "post_attention_layernorm", x, lambda t: self.mlp(t, p))
         if "norm" in self.p:
-            x = self.rms(x, self.p["norm"])
+            x = self.rmsnorm(x, self.p["norm"])
         logits = x @ self.p.get("lm_head", self.p["embed_tokens"]).t()
         return logits, F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
 

@@ -61,6 +61,16 @@ def parity_args():
     return args
 
 
+def kiln_ok(args, name, *argv):
+    """Runs kiln ARGV as given (no --backend added): its stdout, or None after a failed
+    check NAME with kiln's error."""
+    r = subprocess.run([args.kiln, *argv], capture_output=True, text=True)
+    if r.returncode:
+        check(name, False, r.stderr.strip()[-400:] or f"exit {r.returncode}")
+        return None
+    return r.stdout
+
+
 def kiln_dev(args, name, command, *argv):
     """Runs `kiln dev COMMAND ARGV... --backend B`. Exits 77 when the backend is not
     available here; any other failure is a failed check of config NAME and returns False."""
@@ -134,13 +144,18 @@ def replay_gpt(args, name, model, seed, vocab, batch, t, steps, lr, grads=None):
     check_losses(f"{name}: ", got, losses)
 
 
+def finish(passed="PASSED"):
+    """The end of a check script: exit 1 when any check failed, else print passed."""
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print(passed)
+
+
 def run_configs(configs, run_config, seed, passed):
     """main() of a script with a table of (name, options) configurations: each runs with
     seed + its index; exit 1 when any check failed, else print PASSED."""
     args = parity_args()
     for i, (name, o) in enumerate(configs):
         run_config(args, name, o, seed + i)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print(passed)
+    finish(passed)

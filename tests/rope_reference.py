@@ -14,7 +14,7 @@ Output, one block per case:
   case LAYOUT BASE POS0 B T H D NFACTORS   (LAYOUT 0 adjacent, 1 half)
   factors F...                             (only when NFACTORS > 0)
   x ... / w ... / y ... / dx ...           (flat, row-major [B, T, H, D])"""
-import math
+import os
 import sys
 
 try:
@@ -23,24 +23,11 @@ except ImportError:
     print("skipping: no torch in this python", file=sys.stderr)
     sys.exit(77)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_rope import default_inv_freq, llama3_inv_freq, rotate_half  # noqa: E402
+
 torch.manual_seed(30)
 D64 = torch.float64
-
-
-def llama3_inv_freq(inv_freq, factor=8.0, low=1.0, high=4.0, original=8192):
-    """HF's _compute_llama3_parameters (modeling_rope_utils.py), rewritten here."""
-    low_wavelen, high_wavelen = original / low, original / high
-    wavelen = 2 * math.pi / inv_freq
-    scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
-    smooth = (original / wavelen - low) / (high - low)
-    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-    medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
-    return torch.where(medium, smoothed, scaled)
-
-
-def rotate_half(x):
-    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
-    return torch.cat((-x2, x1), dim=-1)
 
 
 def hf_rope(x, inv_freq, pos0):
@@ -68,10 +55,10 @@ def emit(name, values):
 
 def case(layout, base, pos0, shape, llama3=False):
     b, t, h, d = shape
-    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=D64) / d))
+    inv_freq = default_inv_freq(base, d)
     factors = None
     if llama3:
-        scaled = llama3_inv_freq(inv_freq)
+        scaled = llama3_inv_freq(inv_freq, factor=8.0, low=1.0, high=4.0, original=8192)
         factors = (inv_freq / scaled).to(torch.float32).to(D64)  # kiln's factors are f32
         inv_freq = inv_freq / factors
     x = torch.randn(shape, dtype=D64).to(torch.float32).to(D64).requires_grad_(True)

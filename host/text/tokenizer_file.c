@@ -173,18 +173,26 @@ static int parse_roles(tok_parser *ps, const char *s, size_t len, unsigned *role
     return 0;
 }
 
+/* The n fields of a line "KIND ID ..." (form: its usage, what: its plural in the error) that
+   defines a token: exactly n, an id in the vocabulary, and no merge seen yet. */
+static int token_fields(tok_parser *ps, line_cursor *c, int n, const char **v, size_t *vl, int32_t *id,
+                        const char *form, const char *what) {
+    int k = 0;
+    while (k < n && next_field(c, &v[k], &vl[k])) k++;
+    if (k < n || c->p < c->end || parse_id(v[0], vl[0], ps->n_vocab, id))
+        return line_error(ps, "expected \"%s\" with an id below %ld", form, (long)ps->n_vocab);
+    if (ps->saw_merge) return line_error(ps, "%s come before the merges", what);
+    return 0;
+}
+
 /* "special ID NAME ROLES", before any merge */
 static int parse_special(tok_parser *ps, line_cursor *c) {
-    const char *v[3];
-    size_t vl[3];
-    int32_t id;
-    int k = 0;
+    const char *v[3] = {0};
+    size_t vl[3] = {0};
+    int32_t id = 0;
     unsigned roles;
     char msg[200];
-    while (k < 3 && next_field(c, &v[k], &vl[k])) k++;
-    if (k < 3 || c->p < c->end || parse_id(v[0], vl[0], ps->n_vocab, &id))
-        return line_error(ps, "expected \"special ID NAME ROLES\" with an id below %ld", (long)ps->n_vocab);
-    if (ps->saw_merge) return line_error(ps, "special tokens come before the merges");
+    if (token_fields(ps, c, 3, v, vl, &id, "special ID NAME ROLES", "special tokens")) return -1;
     if (parse_roles(ps, v[2], vl[2], &roles)) return -1;
     const char *name = v[1];
     size_t name_len = vl[1];
@@ -199,15 +207,11 @@ static int parse_special(tok_parser *ps, line_cursor *c) {
 
 /* Version 2: "token ID BYTES", before any merge */
 static int parse_token(tok_parser *ps, line_cursor *c) {
-    const char *v[2];
-    size_t vl[2];
-    int32_t id;
-    int k = 0;
+    const char *v[2] = {0};
+    size_t vl[2] = {0};
+    int32_t id = 0;
     char msg[200];
-    while (k < 2 && next_field(c, &v[k], &vl[k])) k++;
-    if (k < 2 || c->p < c->end || parse_id(v[0], vl[0], ps->n_vocab, &id))
-        return line_error(ps, "expected \"token ID BYTES\" with an id below %ld", (long)ps->n_vocab);
-    if (ps->saw_merge) return line_error(ps, "tokens come before the merges");
+    if (token_fields(ps, c, 2, v, vl, &id, "token ID BYTES", "tokens")) return -1;
     if (tok_unescape(v[1], vl[1], &ps->scratch)) return line_error(ps, "a malformed escaped string");
     ps->saw_defined = 1;
     if (tok_add_token(ps->t, id, ps->scratch.p, ps->scratch.len, msg, sizeof msg)) return line_error(ps, "%s", msg);

@@ -26,7 +26,7 @@ def main():
                          f"the reference's {len(ref)} greedy ids (margin {v['margins'][i]:.3f} of the spread) "
                          "equal llama.cpp's" if first is None else
                          f"differ from token {first}: reference {ref[first:first + 6]} llama.cpp {cpp[first:first + 6]}")
-    pc.finish(set(), 0)
+    pc.finish()
 
 
 if __name__ == "__main__":

@@ -12,16 +12,21 @@ conversion/qwen.py, gguf-py/gguf/constants.py of node-llama-cpp's bundled llama.
     through libggml-base.so's ggml_quantize_chunk (ctypes; the bytes are checked to
     dequantize to the same weights, which models.py makes exact);
   - tokenizer.ggml.*: model "gpt2", pre, tokens, token_type, merges, bos/eos ids.
+Also the format's pieces that io_checks.py and io_export_checks.py use on their own models:
+write_file() (version 3, alignment 32), a reader (read(), values()) by ggml's docs/gguf.md,
+and Q8_0 blocks as ggml's reference quantizer makes them without the peers (q8_0()).
 A writer of the format, not gguf-py: the tests need only what is here."""
 import ctypes
 import struct
 
 import numpy as np
+import torch
 
 import models
 
 FILE_TYPE = {"F32": 0, "F16": 1, "Q8_0": 7}   # llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q8_0
-GGML_TYPE = {"F32": 0, "F16": 1, "Q8_0": 8}
+GGML_TYPE = {"F32": 0, "F16": 1, "Q8_0": 8, "BF16": 30}
+GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = (GGML_TYPE[t] for t in ("F32", "F16", "Q8_0", "BF16"))
 ALIGN = 32
 PRE = "gpt-2"  # llama.cpp's name of GPT-2's pre-tokenizer, the one models.tokenizer_json() has
 
@@ -54,6 +59,28 @@ def _kv(key, kind, v, elem=None):
     return out + _value(kind, v)
 
 
+def kvs(pairs):
+    """[(key, value)] as key-values: str, int (u32), float (f32) or a list of str."""
+    kind = lambda v: _STR if isinstance(v, str) else _F32 if isinstance(v, float) else _U32  # noqa: E731
+    return [_kv(k, _ARR, v, _STR) if isinstance(v, list) else _kv(k, kind(v), v) for k, v in pairs]
+
+
+def write_file(path, kv, tensors):
+    """kv: key-values (_kv, kvs()); tensors: [(name, ggml type, shape [out, in], bytes)],
+    stored as ne = the shape reversed, each at a multiple of ALIGN."""
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)) + b"".join(kv)
+    offset = 0
+    for name, typ, shape, raw in tensors:
+        ne = shape[::-1]
+        head += _s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne) \
+            + struct.pack("<IQ", typ, offset)
+        offset += (len(raw) + ALIGN - 1) // ALIGN * ALIGN
+    with open(path, "wb") as f:
+        f.write(head + b"\0" * ((-len(head)) % ALIGN))
+        for _, _, _, raw in tensors:
+            f.write(raw + b"\0" * ((-len(raw)) % ALIGN))
+
+
 def gguf_name(hf):
     """convert_hf_to_gguf.py's name of an HF tensor (gguf-py's tensor_mapping)."""
     fixed = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
@@ -70,11 +97,10 @@ def gguf_name(hf):
     return f"blk.{n}.{name}.{kind}"
 
 
-def permute(w, n_head, n_head_kv):
-    """LlamaModel.permute: each head's rows from HF's (first half, second half) order to
-    interleaved pairs, so llama.cpp's adjacent-pair rope equals HF's rotate_half."""
-    if n_head_kv is not None and n_head != n_head_kv:
-        n_head = n_head_kv
+def permute(w, n_head):
+    """LlamaModel.permute of q or k rows (n_head: that tensor's heads, the KV heads for k):
+    each head's rows from HF's (first half, second half) order to interleaved pairs, so
+    llama.cpp's adjacent-pair rope equals HF's rotate_half. numpy or torch."""
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
@@ -150,34 +176,115 @@ def _metadata(name, cfg, ftype):
 
 
 def _tensors(cfg, weights, ftype, quantize):
-    """[(gguf name, ne, ggml type, bytes)] in convert's order: rope_freqs, then HF's."""
+    """[(gguf name, ggml type, shape, bytes)] in convert's order: rope_freqs, then HF's."""
     H, KV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     out = []
     if cfg.get("rope_scaling"):
         f = rope_freqs(cfg, cfg.get("head_dim") or cfg["hidden_size"] // H)
-        out.append(("rope_freqs.weight", [f.size], "F32", f.tobytes()))
+        out.append(("rope_freqs.weight", GGML_F32, [f.size], f.tobytes()))
     for hf, a in weights.items():
         if cfg["model_type"] == "llama" and (".q_proj." in hf or ".k_proj." in hf):
-            a = permute(a, H, H if ".q_proj." in hf else KV)
+            a = permute(a, H if ".q_proj." in hf else KV)
         t = "F32" if a.ndim == 1 else ftype
         raw = quantize(a) if t == "Q8_0" else a.astype("<f4" if t == "F32" else "<f2").tobytes()
-        out.append((gguf_name(hf), list(a.shape[::-1]), t, raw))
+        out.append((gguf_name(hf), GGML_TYPE[t], list(a.shape), raw))
     return out
 
 
 def write(path, name, cfg, weights, ftype, quantize=None):
     """The GGUF of a model (cfg: its config.json, weights: HF names) at ftype F32, F16 or Q8_0;
     Q8_0 needs quantize (a Q8Quantizer)."""
-    kv = _metadata(name, cfg, ftype)
-    tensors = _tensors(cfg, weights, ftype, quantize)
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)) + b"".join(kv)
-    offset, infos = 0, []
-    for tname, ne, t, raw in tensors:
-        infos.append(_s(tname) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
-                     + struct.pack("<IQ", GGML_TYPE[t], offset))
-        offset += (len(raw) + ALIGN - 1) // ALIGN * ALIGN
-    head += b"".join(infos)
-    with open(path, "wb") as f:
-        f.write(head + b"\0" * ((-len(head)) % ALIGN))
-        for _, _, _, raw in tensors:
-            f.write(raw + b"\0" * ((-len(raw)) % ALIGN))
+    write_file(path, _metadata(name, cfg, ftype), _tensors(cfg, weights, ftype, quantize))
+
+
+# ---- without the peers: ggml's reference Q8_0, and a reader ----
+
+def q8_0(t):
+    """ggml's Q8_0 blocks of t [rows, cols] as quantize_row_q8_0_ref makes them (float32: d =
+    amax / 127, q = roundf(x * (1 / d)), d stored as f16), and the values they stand for."""
+    x = t.detach().float().reshape(-1, 32)
+    d = x.abs().amax(1, keepdim=True) / 127
+    inv = torch.where(d > 0, 1 / torch.where(d > 0, d, torch.ones_like(d)), torch.zeros_like(d))
+    v = x * inv
+    q = torch.sign(v) * torch.floor(v.abs() + 0.5)  # roundf: halves away from zero
+    d16 = d.to(torch.float16)
+    raw = b"".join(d16[i].view(torch.uint8).numpy().tobytes() + q[i].to(torch.int8).numpy().tobytes()
+                   for i in range(x.shape[0]))
+    return raw, (d16.double() * q.double()).reshape(t.shape)
+
+
+def tensor_bytes(t, ggml_type):
+    """(bytes, the values the file holds as float64) of torch tensor t as ggml_type."""
+    if ggml_type == GGML_Q8_0:
+        return q8_0(t)
+    dtype = {GGML_F32: torch.float32, GGML_F16: torch.float16, GGML_BF16: torch.bfloat16}[ggml_type]
+    held = t.detach().to(dtype)
+    return held.contiguous().view(torch.uint8).numpy().tobytes(), held.double()
+
+
+def read(path):
+    """A GGUF file's key-values {key: value} and tensors {name: (ggml type, torch shape, raw
+    bytes)}, read by the format's specification (ggml's docs/gguf.md)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    at = [0]
+
+    def take(fmt):
+        v = struct.unpack_from("<" + fmt, data, at[0])
+        at[0] += struct.calcsize("<" + fmt)
+        return v[0] if len(v) == 1 else v
+
+    def string():
+        n = take("Q")
+        s = data[at[0]:at[0] + n].decode()
+        at[0] += n
+        return s
+
+    scalars = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t == _STR:
+            return string()
+        if t == _ARR:
+            et, n = take("I"), take("Q")
+            return [value(et) for _ in range(n)]
+        return take(scalars[t])
+
+    assert data[:4] == b"GGUF"
+    at[0] = 4
+    _, n_tensors, n_kv = take("I"), take("Q"), take("Q")
+    kvs = {}
+    for _ in range(n_kv):
+        key = string()
+        kvs[key] = value(take("I"))
+    infos = []
+    for _ in range(n_tensors):
+        name, nd = string(), take("I")
+        ne = [take("Q") for _ in range(nd)]
+        infos.append((name, take("I"), list(reversed(ne)), take("Q")))
+    align = kvs.get("general.alignment", 32)
+    base = (at[0] + align - 1) // align * align
+    sizes = {GGML_F32: 4, GGML_F16: 2, GGML_BF16: 2}
+    tensors = {}
+    for name, typ, shape, off in infos:
+        n = 1
+        for d in shape:
+            n *= d
+        nbytes = n * sizes[typ] if typ in sizes else n // 32 * 34  # Q8_0
+        tensors[name] = (typ, shape, data[base + off:base + off + nbytes])
+    return kvs, tensors
+
+
+def values(typ, shape, raw):
+    """A tensor's values (F32, F16, BF16, Q8_0) as float64 [shape]."""
+    if typ == GGML_F32:
+        t = torch.frombuffer(bytearray(raw), dtype=torch.float32)
+    elif typ in (GGML_F16, GGML_BF16):
+        t = torch.frombuffer(bytearray(raw), dtype=torch.float16 if typ == GGML_F16 else torch.bfloat16)
+    else:
+        b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 34)
+        d = torch.from_numpy(b[:, :2].copy().view(np.float16).astype(np.float64))
+        q = torch.from_numpy(b[:, 2:].copy().view(np.int8).astype(np.float64))
+        t = d * q
+    return t.double().reshape(shape)
+

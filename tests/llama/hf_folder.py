@@ -2,12 +2,14 @@
 model.safetensors or shards model-0000i-of-0000n.safetensors with model.safetensors.index.json
 (weight_map: tensor name -> shard file). Tensors in HF's names and [out, in] layout, stored as
 F32, F16 or BF16 (BF16 as the upper half of the float32 bits: the weights of models.py are
-exact in bf16, and write() checks it)."""
+exact in bf16, and write() checks it). write_rounded() and read_f64() are the same for torch
+tensors of any value: each rounded to the file's type first."""
 import json
 import os
 import struct
 
 import numpy as np
+import torch
 
 DTYPES = ("F32", "F16", "BF16")
 
@@ -97,6 +99,21 @@ def write(folder, cfg, tensors, dtype, shards=1, tokenizer=None):
         size += sum(tensors[n].size * (4 if dtype == "F32" else 2) for n in part)
     with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": size}, "weight_map": weight_map}, f, indent=2)
+
+
+TORCH_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+
+
+def write_rounded(folder, cfg, tensors, dtype, shards=1):
+    """write() of {name: torch tensor} with dtype a torch float type: each tensor rounded to
+    dtype first, as the file holds it."""
+    exact = {n: t.detach().to(dtype).float().numpy() for n, t in tensors.items()}
+    write(folder, cfg, exact, TORCH_DTYPES[dtype], shards)
+
+
+def read_f64(path):
+    """A safetensors file's tensors {name: torch tensor as float64}."""
+    return {n: torch.from_numpy(a).double() for n, a in read_safetensors(path).items()}
 
 
 def read(folder):

@@ -21,27 +21,22 @@ qwen3 (q/k norm, head width 12, untied), read from a Hugging Face folder:
 Exit 0: pass, 1: fail, 77: skipped (no torch)."""
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "samples"))
-from parity_checks import check, failures, parity_args, rel_err  # noqa: E402  (77 without torch)
+from parity_checks import check, finish, kiln_ok, parity_args, rel_err  # noqa: E402  (77 without torch)
 import torch  # noqa: E402
 from nanogpt_torch import GPT  # noqa: E402
 import llama_parity as lp  # noqa: E402
 from io_checks import MODELS, gguf_names, hf_config, hf_names  # noqa: E402
-from io_files import (GGML_F16, GGML_F32, GGML_Q8_0, gguf_read, gguf_values, hf_write, llama_permute,  # noqa: E402
-                      st_read, tensor_bytes)
+from gguf_file import GGML_F16, GGML_F32, GGML_Q8_0, permute, tensor_bytes  # noqa: E402
+from gguf_file import read as gguf_read, values as gguf_values  # noqa: E402
+from hf_folder import read_f64 as st_read, write_rounded as hf_write  # noqa: E402
 
 lp.V = 256  # the models speak bytes: kiln's byte tokenizer goes along
-
-
-def kiln(args, *argv):
-    r = subprocess.run([args.kiln, *argv], capture_output=True, text=True)
-    return r.returncode, r.stderr.strip()
 
 
 def file_values(arch, ref, key):
@@ -49,7 +44,7 @@ def file_values(arch, ref, key):
     w = ref.p[key].detach().float()
     rest = key.partition(".")[2]
     if arch == "llama" and rest in ("q_proj", "k_proj"):
-        w = llama_permute(w, ref.H if rest == "q_proj" else ref.KVH)
+        w = permute(w, ref.H if rest == "q_proj" else ref.KVH)
     return w.double()
 
 
@@ -70,9 +65,8 @@ def gguf_export(args, arch, o, ref, folder):
     names = gguf_names(ref)
     for label, tol in (("f32", 0.0), ("q8_0", 1e-3)):
         path = os.path.join(args.workdir, f"{arch}_export_{label}.gguf")
-        rc, err = kiln(args, "export", "--ckpt", folder, "--format", "gguf", "--type", label, "--out", path)
-        if rc:
-            check(f"gguf {arch} {label}: kiln export", False, err)
+        if kiln_ok(args, f"gguf {arch} {label}: kiln export", "export", "--ckpt", folder, "--format", "gguf",
+                   "--type", label, "--out", path) is None:
             continue
         kvs, tensors = gguf_read(path)
         if label == "f32":
@@ -107,10 +101,9 @@ def gguf_export(args, arch, o, ref, folder):
 def hf_export(args, arch, cls, o, ref):
     path = os.path.join(args.workdir, f"{arch}_export_f32.gguf")
     out = os.path.join(args.workdir, f"{arch}_export_hf")
-    rc, err = kiln(args, "export", "--ckpt", path, "--format", "hf", "--type", "bf16", "--out", out)
     # (rope scaling: a GGUF file holds the factors only; config.json's parameters are fitted to them)
-    if rc:
-        check(f"hf {arch}: kiln export", False, err)
+    if kiln_ok(args, f"hf {arch}: kiln export", "export", "--ckpt", path, "--format", "hf", "--type", "bf16",
+               "--out", out) is None:
         return
     with open(os.path.join(out, "config.json")) as f:
         c = json.load(f)
@@ -141,9 +134,7 @@ def gpt2_export(args):
     ckpt = os.path.join(args.workdir, "gpt2.safetensors")
     model.save(ckpt)
     out = os.path.join(args.workdir, "gpt2_hf")
-    rc, err = kiln(args, "export", "--ckpt", ckpt, "--format", "hf", "--out", out)
-    if rc:
-        check("hf gpt2: kiln export", False, err)
+    if kiln_ok(args, "hf gpt2: kiln export", "export", "--ckpt", ckpt, "--format", "hf", "--out", out) is None:
         return
     with open(os.path.join(out, "config.json")) as f:
         c = json.load(f)
@@ -166,10 +157,7 @@ def main():
         gguf_export(args, arch, o, ref, folder)
         hf_export(args, arch, cls, o, ref)
     gpt2_export(args)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        sys.exit(1)
-    print("kiln export writes GGUF as convert_hf_to_gguf.py does and HF folders as save_pretrained does")
+    finish("kiln export writes GGUF as convert_hf_to_gguf.py does and HF folders as save_pretrained does")
 
 
 if __name__ == "__main__":

@@ -9,20 +9,11 @@
 // llama.cpp's logits (temperature 0), not stopping at end-of-generation tokens.
 // The peers' folder is $KILN_NODE_PEERS (it holds node_modules); exit 77 when it is absent.
 import fs from "node:fs";
-import path from "node:path";
-import {pathToFileURL} from "node:url";
+import {loadLlama} from "./node_llama_cpp.mjs";
 
-const peers = process.env.KILN_NODE_PEERS;
-const entry = peers && path.join(peers, "node_modules", "node-llama-cpp", "dist", "index.js");
-if (!entry || !fs.existsSync(entry)) {
-    console.log(`skipped: node-llama-cpp absent (KILN_NODE_PEERS=${peers ?? "unset"})`);
-    process.exit(77);
-}
-const {getLlama} = await import(pathToFileURL(entry).href);
+const llama = await loadLlama();
 const [jobsPath, outPath] = process.argv.slice(2);
 const jobs = JSON.parse(fs.readFileSync(jobsPath, "utf8"));
-// the prebuilt CPU binaries only: never a build from source, never a GPU
-const llama = await getLlama({gpu: false, build: "never", logLevel: "error", progressLogs: false});
 const out = {};
 for (const job of jobs) {
     const model = await llama.loadModel({modelPath: job.model});

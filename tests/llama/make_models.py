@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,13 +97,9 @@ def main():
         return 0
     jobs = [{"model": path, "prompts": v["prompts"], "n": STEPS}
             for v in manifest["variants"].values() for path in v["gguf"].values()]
-    with open(os.path.join(a.out, "llama_cpp_jobs.json"), "w") as f:
-        json.dump(jobs, f)
-    r = subprocess.run([found["node"], os.path.join(HERE, "llama_cpp_greedy.mjs"),
-                        os.path.join(a.out, "llama_cpp_jobs.json"), os.path.join(a.out, "llama_cpp.json")],
-                       capture_output=True, text=True)
-    if r.returncode:
-        print(f"FAIL llama.cpp (node-llama-cpp) did not decode the files: {r.stdout}{r.stderr}")
+    _, err = peers.llama_cpp_greedy(found, jobs, a.out)
+    if err:
+        print(f"FAIL llama.cpp (node-llama-cpp) did not decode the files: {err}")
         return 1
     print(f"ok   llama.cpp's greedy tokens of {len(jobs)} files x {len(models.PROMPTS['llama_tied'])} prompts")
     return 0

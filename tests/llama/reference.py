@@ -8,14 +8,20 @@ scaled by head_dim^-0.5, SwiGLU MLP down(silu(gate(x)) * up(x)), Qwen2's q/k/v b
 Qwen3's per-head RMSNorm of q and k before the rotation, and the head tied to the embedding
 when tie_word_embeddings. transformers is not in Debian 12; this stands in for it.
 
+llama_parity.py's training replay computes with the same methods (its Reference is a
+subclass that holds its weights as parameters).
+
     reference.py FOLDER 1,2,3 [N]   prints the greedy continuation of N (32) tokens
 """
-import math
+import os
 import sys
 
 import torch
 
 import hf_folder
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from hf_rope import default_inv_freq, llama3_inv_freq, rotate_half  # noqa: E402
 
 
 class Reference:
@@ -29,6 +35,12 @@ class Reference:
         self.inv_freq = inv_freq(c, self.D)
         head = "model.embed_tokens.weight" if c.get("tie_word_embeddings") else "lm_head.weight"
         self.head = self.w[head]
+
+    def rotary(self, T):
+        """cos and sin of HF's cat(freqs, freqs) for positions 0..T-1."""
+        freqs = torch.arange(T, dtype=torch.float64)[:, None] * self.inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
 
     def rmsnorm(self, x, weight):
         return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
@@ -62,10 +74,7 @@ class Reference:
         """ids: LongTensor [B, T] -> float64 logits [B, T, V]."""
         w = self.w
         x = w["model.embed_tokens.weight"][ids]
-        pos = torch.arange(ids.shape[1], dtype=torch.float64)
-        freqs = pos[:, None] * self.inv_freq[None, :]
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos(), emb.sin()
+        cos, sin = self.rotary(ids.shape[1])
         for i in range(self.cfg["num_hidden_layers"]):
             p = f"model.layers.{i}."
             x = x + self.attention(self.rmsnorm(x, w[p + "input_layernorm.weight"]), p, cos, sin)
@@ -84,30 +93,17 @@ class Reference:
         return ids[len(prompt):], margins
 
 
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
-
-
 def inv_freq(cfg, dim):
-    """_compute_default_rope_parameters, then _compute_llama3_parameters when
-    rope_scaling's rope_type is llama3."""
-    base = cfg.get("rope_theta", 10000.0)
-    f = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    """The inverse frequencies config.json asks for: rope_theta's, then llama3's scaling
+    when rope_scaling's rope_type is llama3."""
+    f = default_inv_freq(cfg.get("rope_theta", 10000.0), dim)
     s = cfg.get("rope_scaling")
     if not s:
         return f
     if s.get("rope_type", s.get("type")) != "llama3":
         raise ValueError(f"rope_scaling {s} is not one the reference knows")
-    factor, low, high = s["factor"], s["low_freq_factor"], s["high_freq_factor"]
-    old = s["original_max_position_embeddings"]
-    low_wavelen, high_wavelen = old / low, old / high
-    wavelen = 2 * math.pi / f
-    f_llama = torch.where(wavelen > low_wavelen, f / factor, f)
-    smooth = (old / wavelen - low) / (high - low)
-    smoothed = (1 - smooth) * f_llama / factor + smooth * f_llama
-    medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
-    return torch.where(medium, smoothed, f_llama)
+    return llama3_inv_freq(f, s["factor"], s["low_freq_factor"], s["high_freq_factor"],
+                           s["original_max_position_embeddings"])
 
 
 if __name__ == "__main__":
