@@ -124,6 +124,11 @@ START_TEST(bad_configs) {
     const char missing[] = "{\"architectures\": [\"Qwen3ForCausalLM\"], \"hidden_size\": 64}";
     ck_assert_int_eq(hf_config_parse(missing, sizeof missing - 1, "m", &c, err, sizeof err), -1);
     ck_assert_msg(!strcmp(err, "m: no \"num_hidden_layers\" (Qwen3ForCausalLM needs it)"), "%s", err);
+    /* the fuzzer's find: GPT-2's inner width 4 n_embd above a size's limit, n_embd within it */
+    const char wide[] = "{\"architectures\": [\"GPT2LMHeadModel\"], \"n_embd\": 1300000000, \"n_head\": 12, "
+                        "\"n_layer\": 12, \"n_positions\": 1024, \"vocab_size\": 5025}";
+    ck_assert_int_eq(hf_config_parse(wide, sizeof wide - 1, "w", &c, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "w: the MLP's width 4 x 1300000000") == err, "%s", err);
     const char noclass[] = "{\"model_type\": \"llama\"}";
     ck_assert_int_eq(hf_config_parse(noclass, sizeof noclass - 1, "m", &c, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "no \"architectures\""), "%s", err);

@@ -82,11 +82,17 @@ static int read_ints(const json_value *root, const char *name, hf_config *c, cha
     return 0;
 }
 
-static void fill_derived(hf_config *c) {
+/* The sizes a config may leave out. GPT-2's inner width defaults to 4 n_embd, which can
+ * exceed what a size may be although n_embd does not: refused like a size given too large. */
+static int fill_derived(hf_config *c, const char *name, char *err, size_t errlen) {
     if (c->n_kv_head == SAME_AS_HEADS) c->n_kv_head = c->n_head;
     if (c->head_dim == FROM_WIDTH) c->head_dim = c->n_embd / c->n_head;
     if (c->n_ffn == FROM_WIDTH) c->n_ffn = 4 * c->n_embd;
     if (c->arch == HF_ARCH_GPT2) c->n_kv_head = c->n_head, c->head_dim = c->n_embd / c->n_head;
+    if (c->n_ffn <= INT32_MAX) return 0;
+    error_printf(err, errlen, "%s: the MLP's width 4 x %lld (no \"n_inner\") is above %d", name,
+                 (long long)c->n_embd, INT32_MAX);
+    return -1;
 }
 
 /* A number under key, default def when absent. */
@@ -216,8 +222,9 @@ static int parse_object(const char *text, size_t len, const char *name, json_val
 
 static int read_config(const json_value *root, const char *name, hf_config *c, char *err, size_t errlen) {
     int gpt2;
-    if (read_class(root, name, c, err, errlen) || read_ints(root, name, c, err, errlen)) return -1;
-    fill_derived(c);
+    if (read_class(root, name, c, err, errlen) || read_ints(root, name, c, err, errlen) ||
+        fill_derived(c, name, err, errlen))
+        return -1;
     gpt2 = c->arch == HF_ARCH_GPT2;
     if (take_double(root, gpt2 ? "layer_norm_epsilon" : "rms_norm_eps", gpt2 ? 1e-5 : 1e-6, &c->norm_eps, name, err,
                     errlen) ||
