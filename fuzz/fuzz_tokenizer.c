@@ -9,36 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_check.h"
 #include "fuzz_parts.h"
-#include "text/tokenizer.h"
-
-static void fuzz_check_refusal(int rc, const tokenizer *t, const char *err) {
-    if (rc == 0) return;
-    FUZZ_CHECK(rc == -1 && t == NULL && err[0] && !strchr(err, '\n'));
-}
+#include "fuzz_tokenizer_checks.h"
 
 static void fuzz_check_accepted(const tokenizer *t, const uint8_t *text, size_t n) {
-    size_t n1, n2;
-    char *s1 = tokenizer_serialize(t, &n1), err[512];
-    FUZZ_CHECK(s1 != NULL);
-    tokenizer *back = NULL;
-    FUZZ_CHECK(tokenizer_parse(s1, n1, "serialized", &back, err, sizeof err) == 0);
-    char *s2 = tokenizer_serialize(back, &n2);
-    FUZZ_CHECK(s2 && n1 == n2 && !memcmp(s1, s2, n1));
+    char err[512];
+    tokenizer *back = fuzz_tokenizer_reparsed(t);
     int32_t *ids;
     int64_t n_ids;
     FUZZ_CHECK(tokenizer_encode(back, text, n, &ids, &n_ids, err, sizeof err) == 0);
-    for (int64_t i = 0; i < n_ids; i++)
-        FUZZ_CHECK(ids[i] >= 0 && ids[i] < tokenizer_vocab_size(t) && !tokenizer_is_special(t, ids[i]));
+    fuzz_tokenizer_ids_inside(t, ids, n_ids);
     uint8_t *bytes;
     size_t n_bytes;
     FUZZ_CHECK(tokenizer_decode(t, ids, n_ids, &bytes, &n_bytes, err, sizeof err) == 0);
     FUZZ_CHECK(n_bytes == n && (n == 0 || !memcmp(bytes, text, n)));
     free(bytes);
     free(ids);
-    free(s1);
-    free(s2);
     tokenizer_free(back);
 }
 
@@ -53,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[512] = "";
     tokenizer *t = NULL;
     int rc = tokenizer_parse((const char *)data, n1, "fuzz", &t, err, sizeof err);
-    fuzz_check_refusal(rc, t, err);
+    fuzz_tokenizer_refusal(rc, t, err);
     if (rc == 0) fuzz_check_accepted(t, p2, n2);
     tokenizer_free(t);
 
@@ -61,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     err[0] = '\0';
     rc = tokenizer_import_gpt2_memory((const char *)data, n1, "vocab.json", (const char *)p2, len2, "merges.txt", &t, err,
                                       sizeof err);
-    fuzz_check_refusal(rc, t, err);
+    fuzz_tokenizer_refusal(rc, t, err);
     if (rc == 0) fuzz_check_accepted(t, p3, len3);
     tokenizer_free(t);
     return 0;
