@@ -605,11 +605,9 @@ END_TEST
  * all). */
 static int replay_seed(const char *path, const char *name) {
     (void)name;
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    uint8_t *buf = malloc(1 << 20);
-    size_t n = fread(buf, 1, 1 << 20, f);
-    fclose(f);
+    size_t n;
+    uint8_t *buf = kt_read_file(path, &n);
+    ck_assert_ptr_nonnull(buf);
     ck_assert_int_eq(LLVMFuzzerTestOneInput(buf, n), 0);
     free(buf);
     return 1;

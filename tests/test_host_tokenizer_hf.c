@@ -14,6 +14,7 @@
 #include "formats/file_open.h"
 #include "formats/gguf.h"
 #include "formats/json.h"
+#include "testfile.h"
 #include "testutil.h"
 #include "testutil_host.h"
 #include "text/gpt2_bytes.h"
@@ -598,18 +599,12 @@ END_TEST
 
 static int replay_seed(const char *path, const char *name) {
     (void)name;
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    uint8_t *buf = malloc(1 << 20);
-    size_t n = fread(buf, 1, 1 << 20, f);
-    fclose(f);
+    size_t n;
+    uint8_t *buf = kt_read_file(path, &n);
+    ck_assert_ptr_nonnull(buf);
     char err[512];
-    size_t n_json = n;
-    for (size_t i = 0; i + 5 <= n; i++)
-        if (!memcmp(buf + i, "\n#--\n", 5)) {
-            n_json = i;
-            break;
-        }
+    const uint8_t *rest;
+    size_t rest_size, n_json = fuzz_part(buf, n, &rest, &rest_size);
     tokenizer *t = NULL;
     int accepted = tokenizer_import_hf_memory((const char *)buf, n_json, "seed", NULL, 0, &t, err, sizeof err) == 0;
     tokenizer_free(t);
