@@ -32,7 +32,6 @@ import models  # noqa: E402
 import peers  # noqa: E402
 
 VOCAB = 49152
-TEST_VOCABULARY = models.vocabulary  # before main() points the writer at vocabulary() below
 
 
 def config(layers):
@@ -47,7 +46,7 @@ def vocabulary():
     """models.vocabulary()'s byte-level BPE grown to VOCAB tokens: more merges of two byte
     symbols (every token of a BPE vocabulary is a byte or a merge's result), inserted before
     <|endoftext|>, which stays last."""
-    tokens, types, merges, _ = TEST_VOCABULARY()
+    tokens, types, merges, _ = models.vocabulary()
     sym, have = models.byte_symbols(), set(merges)
     more = (f"{a} {b}" for a in sym for b in sym if f"{a} {b}" not in have)
     extra = [next(more) for _ in range(VOCAB - len(tokens))]
@@ -92,14 +91,12 @@ def main():
         if not found.get("libggml_base"):
             sys.exit(f"bench_smollm2_gguf: Q8_0 needs libggml-base.so of the npm peers: {found.get('why')}")
         quantize = gguf_file.Q8Quantizer(found["libggml_base"])
-    # the writer's vocabulary is the tests' 320 tokens; this model's is the same BPE padded
-    gguf_file.models.vocabulary = vocabulary
     cfg = config(a.layers)
     w = weights(cfg)
     os.makedirs(a.out, exist_ok=True)
     for t in types:
         path = os.path.join(a.out, f"smollm2-135m-{t}.gguf")
-        gguf_file.write(path, "smollm2-135m-shaped", cfg, w, t, quantize)
+        gguf_file.write(path, "smollm2-135m-shaped", cfg, w, t, quantize, vocabulary)  # the tests' BPE, padded
         print(path)
 
 

@@ -147,7 +147,7 @@ class Q8Quantizer:
         return out.tobytes()
 
 
-def _metadata(name, cfg, ftype):
+def _metadata(name, cfg, ftype, vocabulary):
     arch = cfg["model_type"]
     D = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     kv = [_kv("general.architecture", _STR, arch), _kv("general.type", _STR, "model"),
@@ -166,7 +166,7 @@ def _metadata(name, cfg, ftype):
     if arch == "llama":
         kv += [_kv("llama.vocab_size", _U32, cfg["vocab_size"]), _kv("llama.rope.dimension_count", _U32, D)]
     kv.append(_kv("general.quantization_version", _U32, 2))
-    tokens, types, merges, eot = models.vocabulary()
+    tokens, types, merges, eot = vocabulary()
     kv += [_kv("tokenizer.ggml.model", _STR, "gpt2"), _kv("tokenizer.ggml.pre", _STR, PRE),
            _kv("tokenizer.ggml.tokens", _ARR, tokens, _STR), _kv("tokenizer.ggml.token_type", _ARR, types, _I32),
            _kv("tokenizer.ggml.merges", _ARR, merges, _STR),
@@ -191,10 +191,11 @@ def _tensors(cfg, weights, ftype, quantize):
     return out
 
 
-def write(path, name, cfg, weights, ftype, quantize=None):
+def write(path, name, cfg, weights, ftype, quantize=None, vocabulary=models.vocabulary):
     """The GGUF of a model (cfg: its config.json, weights: HF names) at ftype F32, F16 or Q8_0;
-    Q8_0 needs quantize (a Q8Quantizer)."""
-    write_file(path, _metadata(name, cfg, ftype), _tensors(cfg, weights, ftype, quantize))
+    Q8_0 needs quantize (a Q8Quantizer). vocabulary() gives (tokens, types, merges, eot): the
+    tests' byte-level BPE unless a caller's model has another."""
+    write_file(path, _metadata(name, cfg, ftype, vocabulary), _tensors(cfg, weights, ftype, quantize))
 
 
 # ---- without the peers: ggml's reference Q8_0, and a reader ----
