@@ -20,3 +20,8 @@ kiln_op_reference(rope_torch test_op_rope rope_reference.py --torch-reference)
 # llama.cpp's ggml_rope_ext and its backward, both pair layouts and frequency factors
 # (tests/rope_ggml_reference.py)
 kiln_op_reference(rope_ggml test_op_rope rope_ggml_reference.py --ggml-reference)
+# ggml's quantizers and dequantizers, byte for byte and bit for bit, on random and edge rows
+# of every block format (tests/quant_reference.py); the formats need no device: cpu only
+add_test(NAME quant_ggml_reference
+  COMMAND sh -c "/usr/bin/python3 '${CMAKE_CURRENT_SOURCE_DIR}/quant_reference.py' > '${CMAKE_CURRENT_BINARY_DIR}/quant_ggml_reference.txt' && '$<TARGET_FILE:test_quant>' --backend cpu --ggml-reference '${CMAKE_CURRENT_BINARY_DIR}/quant_ggml_reference.txt'")
+set_tests_properties(quant_ggml_reference PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 120)

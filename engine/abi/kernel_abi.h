@@ -26,10 +26,17 @@
 /* ---- normalization: one kernel family serves LayerNorm and RMSNorm; the flag `rms` is 1
  * for RMSNorm (no centering, no bias, no saved mean) and 0 for LayerNorm, on every backend */
 /* Block formats of quantized matrices (kiln_qformat, kiln/quant.h; core/quant.c checks
- * they agree): the qmatmul kernels branch on them. */
+ * they agree): the qmatmul kernels branch on them. Blocks of 32 values: Q8_0 34 bytes, Q4_0
+ * 18, Q4_1 20, Q5_0 22, Q5_1 24; super-blocks of 256: Q4_K 144, Q5_K 176, Q6_K 210 (quant.h
+ * gives the layouts). Blocks are not word aligned inside a row. */
 #define KILN_ABI_Q8_0 0
 #define KILN_ABI_Q4_0 1
 #define KILN_ABI_Q4_1 2
+#define KILN_ABI_Q5_0 3
+#define KILN_ABI_Q5_1 4
+#define KILN_ABI_Q4_K 5
+#define KILN_ABI_Q5_K 6
+#define KILN_ABI_Q6_K 7
 
 #define KILN_ABI_NORM_LAYER 0
 #define KILN_ABI_NORM_RMS 1

@@ -59,6 +59,9 @@ kiln_status cpu_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     (void)dev;
     if (a->format < 0 || a->format >= KILN_QFORMAT_COUNT)
         return kiln_set_error(KILN_ERR_ARGUMENT, "cpu qmatmul: unknown format %d", a->format);
+    if (a->format > KILN_Q4_1)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "cpu qmatmul: %s is not supported yet",
+                              kiln_qformat_name((kiln_qformat)a->format));
     if (a->dtype == KILN_F32) return qmatmul_f32(a);
     /* f16 activations: the f32 kernel on widened copies (cpu_f16.h) */
     kiln_qmatmul_args w = *a;

@@ -3,6 +3,9 @@
 
 kiln_status cl_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     cl_dev *d = dev;
+    if (a->format > KILN_ABI_Q4_1)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "opencl qmatmul: quantization format %d is not supported yet",
+                              a->format);
     size_t es = kiln_dtype_size(a->dtype);
     cl_call c = cl_begin_dt(d, "quant", "qmatmul", a->dtype);
     cl_arg_op(&c, CL_OP(qmatmul, x), a->x, es);

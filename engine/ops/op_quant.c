@@ -19,11 +19,15 @@ kiln_qmatrix *kiln_qmatrix_new(kiln_ctx *ctx, kiln_qformat format, int64_t rows,
     if (!ctx) return kiln_fail(KILN_ERR_ARGUMENT, "kiln_qmatrix_new: no context");
     if ((int)format < 0 || format >= KILN_QFORMAT_COUNT)
         return kiln_fail(KILN_ERR_ARGUMENT, "kiln_qmatrix_new: unknown quantization format %d", (int)format);
-    if (rows <= 0 || cols <= 0 || cols % KILN_QBLOCK)
+    if (format == KILN_Q8_K)
+        return kiln_fail(KILN_ERR_ARGUMENT, "kiln_qmatrix_new: q8_k is an activation format, not one for matrices");
+    const int64_t block = (int64_t)kiln_qformat_block_values(format);
+    if (rows <= 0 || cols <= 0 || cols % block)
         return kiln_fail(KILN_ERR_SHAPE,
-                         "kiln_qmatrix_new: a [%lld, %lld] matrix cannot be quantized in blocks of %d along its rows "
-                         "(the columns must be a positive multiple of %d)",
-                         (long long)rows, (long long)cols, KILN_QBLOCK, KILN_QBLOCK);
+                         "kiln_qmatrix_new: a [%lld, %lld] matrix cannot be quantized in %s: %s needs rows that are a "
+                         "multiple of %lld",
+                         (long long)rows, (long long)cols, kiln_qformat_name(format), kiln_qformat_name(format),
+                         (long long)block);
     kiln_qmatrix *q = calloc(1, sizeof *q);
     if (!q) return kiln_fail(KILN_ERR_MEMORY, "out of host memory");
     q->format = format;

@@ -57,6 +57,9 @@ void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *l
 
 kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     vk_dev *d = vk_of(dev);
+    if (a->format > KILN_ABI_Q4_1)
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan qmatmul: quantization format %d is not supported yet",
+                              a->format);
     if (d->caps.int_dot) return vk_qmatmul_int8(d, a);
     vk_shader_id shader;
     kiln_status s = vk_variant(d, VK_SHADER_qmatmul, a->dtype, &shader);
