@@ -46,12 +46,12 @@ static inline void cpu_k4_scales(const unsigned char *packed, uint32_t out[4]) {
     out[3] = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 6) & 0x03030303u) << 4;
 }
 
-/* The K formats' implementations for x86-64 (cpu_quant_dot_k_avx2.c) and AArch64
+/* The K formats' implementations for x86-64 (cpu_quant_dot_k_avx2.c, _avx512.c) and AArch64
  * (cpu_quant_dot_k_neon.c). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define CPU_QDOT_K_AVX2 1
-cpu_qdot_fn cpu_qdot_k_avx2;
-cpu_qdot_n_fn cpu_qdot_n_k_avx2;
+cpu_qdot_fn cpu_qdot_k_avx2, cpu_qdot_k_avx512;
+cpu_qdot_n_fn cpu_qdot_n_k_avx2, cpu_qdot_n_k_avx512;
 #endif
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #define CPU_QDOT_K_NEON 1

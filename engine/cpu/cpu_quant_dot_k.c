@@ -88,7 +88,10 @@ int cpu_qdot_k_impls(cpu_qdot_impl *out) {
     int n = 0;
 #ifdef CPU_QDOT_K_AVX2
     const kiln_cpu_features *cpu = kiln_cpu();
-    if (cpu->avx2 && cpu->fma && cpu->f16c) out[n++] = (cpu_qdot_impl){"avx2", cpu_qdot_k_avx2, cpu_qdot_n_k_avx2};
+    const int avx2 = cpu->avx2 && cpu->fma && cpu->f16c;
+    if (avx2 && cpu->avx512vl && cpu->avx512bw && cpu->avx512vnni)
+        out[n++] = (cpu_qdot_impl){"avx512", cpu_qdot_k_avx512, cpu_qdot_n_k_avx512};
+    if (avx2) out[n++] = (cpu_qdot_impl){"avx2", cpu_qdot_k_avx2, cpu_qdot_n_k_avx2};
 #endif
 #ifdef CPU_QDOT_K_NEON
 #ifdef __ARM_FEATURE_DOTPROD
