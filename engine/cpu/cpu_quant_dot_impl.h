@@ -13,6 +13,24 @@
 int cpu_qdot_b32_impls(cpu_qdot_impl *out);
 int cpu_qdot_k_impls(cpu_qdot_impl *out);
 
+/* ---- the 32-value formats' blocks (kiln/quant.h) ---- */
+/* The formats with a minimum (value = d * q + m): their integers are unsigned. */
+static inline int cpu_b32_has_min(kiln_qformat format) { return format == KILN_Q4_1 || format == KILN_Q5_1; }
+/* The byte offsets of a block's integers (after d, Q4_1's and Q5_1's m, and the Q5 formats'
+ * 32 high bits) and of those high bits. */
+static inline size_t cpu_b32_quants_offset(kiln_qformat format) {
+    return format == KILN_Q5_1 ? 8 : format == KILN_Q5_0 ? 6 : format == KILN_Q4_1 ? 4 : 2;
+}
+static inline size_t cpu_b32_high_bits_offset(kiln_qformat format) { return format == KILN_Q5_1 ? 4 : 2; }
+static inline int cpu_b32_is_q5(kiln_qformat format) { return format == KILN_Q5_0 || format == KILN_Q5_1; }
+
+/* The 32-value formats' implementations for x86-64 (cpu_quant_dot_avx2.c, _avx512.c). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_QDOT_X86 1
+cpu_qdot_fn cpu_qdot_b32_avx2, cpu_qdot_b32_avx512;
+cpu_qdot_n_fn cpu_qdot_n_b32_avx2, cpu_qdot_n_b32_avx512;
+#endif
+
 /* ---- the K formats' super-blocks of 256 values (ggml-common.h) ----
  *   Q4_K 144 bytes: d, dmin (f16), scales[12], qs[128]           value = d sc q - dmin m
  *   Q5_K 176 bytes: d, dmin, scales[12], qh[32], qs[128]         (q with a fifth bit)
