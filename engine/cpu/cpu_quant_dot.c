@@ -10,9 +10,8 @@
 #include "cpu/cpu_quant_dot_impl.h"
 #include "kiln/tensor.h"
 
-#if defined(__aarch64__) && defined(__ARM_NEON)
+#ifdef CPU_QDOT_NEON
 #include <arm_neon.h>
-#define QDOT_NEON 1
 #endif
 
 /* Q8_0-style rounding (with Q8_1's s) of `blocks` blocks of 32 values. */
@@ -72,7 +71,7 @@ static void qdot_generic(kiln_qformat format, const unsigned char *row, size_t b
 }
 
 /* ---- AArch64: NEON ---- */
-#ifdef QDOT_NEON
+#ifdef CPU_QDOT_NEON
 
 /* Lanes j of (lo, hi) = 0x10 where bit j (lo) or j + 16 (hi) of the Q5 formats' qh is set. */
 static void fifth_bits_neon(const unsigned char *h, uint8x16_t *lo, uint8x16_t *hi) {
@@ -131,22 +130,33 @@ static void qdot_neon(kiln_qformat format, const unsigned char *row, size_t bloc
 #endif
 
 int cpu_qdot_b32_impls(cpu_qdot_impl *out) {
+    static const cpu_qdot_family b32 = {
+#ifdef CPU_QDOT_X86
+        .avx512 = cpu_qdot_b32_avx512, .avx512_n = cpu_qdot_n_b32_avx512, .avx2 = cpu_qdot_b32_avx2,
+        .avx2_n = cpu_qdot_n_b32_avx2,
+#endif
+#ifdef CPU_QDOT_NEON
+        .neon = qdot_neon,
+#endif
+        .generic = qdot_generic};
+    return cpu_qdot_pick(&b32, out);
+}
+
+int cpu_qdot_pick(const cpu_qdot_family *family, cpu_qdot_impl *out) {
     int n = 0;
 #ifdef CPU_QDOT_X86
     const kiln_cpu_features *cpu = kiln_cpu();
     const int avx2 = cpu->avx2 && cpu->fma && cpu->f16c;
-    if (avx2 && cpu->avx512vl && cpu->avx512bw && cpu->avx512vnni)
-        out[n++] = (cpu_qdot_impl){"avx512", cpu_qdot_b32_avx512, cpu_qdot_n_b32_avx512};
-    if (avx2) out[n++] = (cpu_qdot_impl){"avx2", cpu_qdot_b32_avx2, cpu_qdot_n_b32_avx2};
+    if (family->avx512 && avx2 && cpu->avx512vl && cpu->avx512bw && cpu->avx512vnni)
+        out[n++] = (cpu_qdot_impl){"avx512", family->avx512, family->avx512_n};
+    if (family->avx2 && avx2) out[n++] = (cpu_qdot_impl){"avx2", family->avx2, family->avx2_n};
 #endif
-#ifdef QDOT_NEON
 #ifdef __ARM_FEATURE_DOTPROD
-    out[n++] = (cpu_qdot_impl){"neon-dotprod", qdot_neon, NULL};
+    if (family->neon) out[n++] = (cpu_qdot_impl){"neon-dotprod", family->neon, NULL};
 #else
-    out[n++] = (cpu_qdot_impl){"neon", qdot_neon, NULL};
+    if (family->neon) out[n++] = (cpu_qdot_impl){"neon", family->neon, NULL};
 #endif
-#endif
-    out[n++] = (cpu_qdot_impl){"generic", qdot_generic, NULL};
+    out[n++] = (cpu_qdot_impl){"generic", family->generic, NULL};
     return n;
 }
 

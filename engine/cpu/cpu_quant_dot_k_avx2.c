@@ -1,7 +1,7 @@
 /* The K formats' dot products on x86-64 with AVX2 (cpu_quant_dot_k_x86.h). */
 #include "cpu/cpu_quant_dot_impl.h"
 
-#ifdef CPU_QDOT_K_AVX2
+#ifdef CPU_QDOT_X86
 #include <immintrin.h>
 #include <string.h>
 
