@@ -1,6 +1,7 @@
 /* The CPU's integer dot products of quantized weight blocks with int8 activation blocks
- * (cpu/cpu_quant_dot.h), every implementation this build has and this CPU runs (AVX2 on
- * x86-64, NEON on AArch64, and the portable C everywhere), for every weight format.
+ * (cpu/cpu_quant_dot.h), every implementation this build has and this CPU runs (AVX2 and
+ * AVX-512 VNNI on x86-64, NEON on AArch64, and the portable C everywhere), for every weight
+ * format.
  *
  * - Each must compute the integer sums of the format's definition exactly. The reference is
  *   kiln_dequantize_row (checked against ggml's own bytes in test_quant): with scales of 1

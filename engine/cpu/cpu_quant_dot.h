@@ -17,9 +17,11 @@
  * stands out). tests/test_op_quant.c checks the result against that bound, and
  * docs/quantization.md gives the measured effect on loss.
  *
- * One implementation per instruction set, chosen once at run time: AVX2 on x86-64 (byte
- * multiply-adds, as ggml), NEON on AArch64 (widening multiplies; the SDOT instruction when the
- * compiler targets it), and portable C everywhere else. All compute the same integer sums
+ * One implementation per instruction set, chosen at run time: AVX2 on x86-64 (byte
+ * multiply-adds, as ggml), AVX-512 VNNI where the CPU has it (vpdpbusd and vpdpwssd in place
+ * of two multiply-adds and an add; 512-bit registers for Q4_K), NEON on AArch64 (widening
+ * multiplies; the SDOT instruction when the compiler targets it), and portable C everywhere
+ * else. All compute the same integer sums
  * (each K-format super-block's exactly, as ggml), so they differ only in the f32 rounding of
  * the accumulation. The 32-value formats are in cpu_quant_dot.c, the K formats in
  * cpu_quant_dot_k*.c. */
