@@ -166,9 +166,16 @@ size_t cpu_qact_bytes(kiln_qformat format) { return is_k(format) ? sizeof(cpu_q8
 
 void cpu_qact_quantize(kiln_qformat format, const float *x, int64_t k, void *out) {
     _Static_assert(sizeof(cpu_q8k) == 292, "cpu_q8k is ggml's block_q8_K");
-    if (is_k(format)) /* ggml's quantize_row_q8_K_ref, which its x86 CPU backend calls too */
+    if (is_k(format)) { /* ggml's quantize_row_q8_K_ref, which its x86 CPU backend calls too */
+#ifdef CPU_QDOT_X86
+        const kiln_cpu_features *cpu = kiln_cpu();
+        if (cpu->avx2 && cpu->fma && cpu->f16c) {
+            cpu_q8k_quantize_avx2(x, k / KILN_QK_K, out);
+            return;
+        }
+#endif
         kiln_quantize_row(KILN_Q8_K, x, k, out);
-    else
+    } else
         qx_quantize(x, k / KILN_QBLOCK, out);
 }
 

@@ -82,6 +82,8 @@ static inline void cpu_k4_scales(const unsigned char *packed, uint32_t out[4]) {
 /* The K formats' implementations for x86-64 (cpu_quant_dot_k_avx2.c, _avx512.c) and AArch64
  * (cpu_quant_dot_k_neon.c). */
 #ifdef CPU_QDOT_X86
+/* Q8_K's rounding of `blocks` blocks of 256 values, with AVX2: kiln_quantize_row's bytes. */
+void cpu_q8k_quantize_avx2(const float *x, int64_t blocks, cpu_q8k *out);
 cpu_qdot_fn cpu_qdot_k_avx2, cpu_qdot_k_avx512;
 cpu_qdot_n_fn cpu_qdot_n_k_avx2, cpu_qdot_n_k_avx512;
 #endif
