@@ -4,6 +4,7 @@
 #include "cpu/cpu_quant_dot.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/cpu_features.h"
@@ -185,6 +186,9 @@ int cpu_qdot_impls(kiln_qformat format, cpu_qdot_impl *out) {
 
 cpu_qdot_impl cpu_qdot_select(kiln_qformat format) {
     cpu_qdot_impl impls[CPU_QDOT_IMPLS];
-    cpu_qdot_impls(format, impls);
+    const int n = cpu_qdot_impls(format, impls);
+    const char *want = getenv("KILN_CPU_QDOT"); /* for benchmarks and debugging, as KILN_CPU_GEMM_KERNEL */
+    for (int i = 0; want && i < n; i++)
+        if (!strcmp(impls[i].name, want)) return impls[i];
     return impls[0];
 }

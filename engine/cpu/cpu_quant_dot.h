@@ -76,7 +76,9 @@ typedef struct cpu_qdot_impl {
     cpu_qdot_n_fn *dot_n; /* may be NULL */
 } cpu_qdot_impl;
 
-/* The best implementation of format's products for this CPU. */
+/* The best implementation of format's products for this CPU, or the one the environment
+ * variable KILN_CPU_QDOT names ("avx2", "generic", ...) where this CPU runs it: for
+ * benchmarks and debugging. */
 cpu_qdot_impl cpu_qdot_select(kiln_qformat format);
 /* Every implementation of format's products this build has and this CPU runs, best first
  * ("generic" last): tests hold each to the portable C. Returns how many (at most
