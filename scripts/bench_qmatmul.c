@@ -134,7 +134,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--layers")) layers = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--passes")) passes = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
-        else die("usage: bench_qmatmul [--ggml LIBDIR] [--ggml-variant haswell] [--formats q4_k,...] [--layers N] [--passes N] [--rounds N]");
+        else die("usage: bench_qmatmul [--ggml LIBDIR] [--ggml-variant haswell] [--formats q4_k,...] [--layers N] "
+                 "[--passes N] [--rounds N]");
     }
     if (layers < 1 || layers > MAX_LAYERS || rounds < 1 || rounds > MAX_ROUNDS || passes < 1) die("bad counts");
     static const struct { const char *name; int ggml_type; } ggml_types[] = {

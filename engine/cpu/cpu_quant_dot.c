@@ -44,7 +44,8 @@ static void unpack_generic(kiln_qformat format, const unsigned char *b, int8_t *
         return;
     }
     const unsigned char *h = b + cpu_b32_high_bits_offset(format);
-    const uint32_t qh = cpu_b32_is_q5(format) ? (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24 : 0;
+    const uint32_t qh =
+        cpu_b32_is_q5(format) ? (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24 : 0;
     const int offset = format == KILN_Q4_0 ? 8 : format == KILN_Q5_0 ? 16 : 0;
     for (int j = 0; j < KILN_QBLOCK / 2; j++) {
         w[j] = (int8_t)(((q[j] & 0x0f) | ((qh >> j) & 1) << 4) - offset);

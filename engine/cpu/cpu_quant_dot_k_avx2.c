@@ -33,7 +33,8 @@ __attribute__((target("avx2,fma,f16c"))) void cpu_q8k_quantize_avx2(const float 
         }
         int first = 0;
         for (int j = 0; j < KILN_QK_K; j += 8) {
-            const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+            const __m256 ax = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j));
+            const int hit = _mm256_movemask_ps(_mm256_cmp_ps(ax, _mm256_set1_ps(amax), _CMP_EQ_OQ));
             if (hit) {
                 first = j + __builtin_ctz((unsigned)hit);
                 break;

@@ -13,27 +13,29 @@
 
 
 /* Byte j = 0x10 where bit j of the Q5 formats' qh is set, else 0. */
+/* Byte j = 0xff where bit j of the Q5 formats' qh is set, else 0. */
 B_INLINE __m256i fifth_bits_avx2(const unsigned char *h) {
     uint32_t qh;
     memcpy(&qh, h, 4);
     const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
                                                                                             0x0101010101010101, 0));
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
 
 /* The block's integers as 32 signed bytes (Q4_1's and Q5_1's unsigned). */
-B_INLINE __m256i unpack_avx2(const kiln_qformat format,
-                                                                                const unsigned char *b) {
+B_INLINE __m256i unpack_avx2(const kiln_qformat format, const unsigned char *b) {
     const unsigned char *q = b + cpu_b32_quants_offset(format);
     if (format == KILN_Q8_0) return _mm256_loadu_si256((const __m256i *)(const void *)q);
     const __m128i packed = _mm_loadu_si128((const __m128i *)(const void *)q), low4 = _mm_set1_epi8(0x0f);
     const __m128i lo = _mm_and_si128(packed, low4), hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low4);
-    __m256i w = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-    if (cpu_b32_is_q5(format)) w = _mm256_or_si256(w, fifth_bits_avx2(b + cpu_b32_high_bits_offset(format)));
+    const __m256i w = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
     if (format == KILN_Q4_0) return _mm256_sub_epi8(w, _mm256_set1_epi8(8));
-    if (format == KILN_Q5_0) return _mm256_sub_epi8(w, _mm256_set1_epi8(16));
-    return w;
+    if (!cpu_b32_is_q5(format)) return w;
+    const __m256i fifth = fifth_bits_avx2(b + cpu_b32_high_bits_offset(format));
+    if (format == KILN_Q5_0) /* q - 16 in one step: the nibble, with 0xf0 on top where the fifth bit is clear */
+        return _mm256_or_si256(w, _mm256_andnot_si256(fifth, _mm256_set1_epi8((char)0xf0)));
+    return _mm256_or_si256(w, _mm256_and_si256(fifth, _mm256_set1_epi8(0x10)));
 }
 
 /* One block's integer dot product with x's block, as 8 lanes of f32 partial sums. */
