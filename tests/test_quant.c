@@ -200,7 +200,7 @@ END_TEST
  * the bits of ggml's to_float from ggml's bytes. */
 static const char *g_reference_file;
 
-/* The hex after "TAG " on the next line of f, as bytes (*len of them); NULL at the end. */
+/* The hex after "TAG " on the next line of f, as bytes (*len of them). */
 static unsigned char *read_hex_line(FILE *f, const char *tag, size_t *len) {
     char *line = NULL;
     size_t cap = 0;
@@ -252,15 +252,17 @@ START_TEST(quantizers_match_ggml_live) {
     ck_assert_msg(f != NULL, "cannot open %s", g_reference_file);
     char format[16], label[64];
     long long n;
-    int cases = 0, matched = 0;
+    int cases = 0, matched = 0, per_format[KILN_QFORMAT_COUNT] = {0};
     while (fscanf(f, " case %15s %lld %63s ", format, &n, label) == 3) {
         matched += replay_case(f, format, n, label);
+        per_format[kiln_qformat_from_name(format)]++;
         cases++;
     }
     ck_assert_int_eq(feof(f), 1);
     fclose(f);
     printf("quant ggml reference: %d of %d rows give ggml's bytes and to_float values\n", matched, cases);
-    ck_assert_int_gt(cases, 0);
+    for (int fmt = 0; fmt < KILN_QFORMAT_COUNT; fmt++)
+        ck_assert_msg(per_format[fmt] > 0, "%s: no %s rows", g_reference_file, kiln_qformat_name((kiln_qformat)fmt));
     ck_assert_int_eq(matched, cases);
 }
 END_TEST
