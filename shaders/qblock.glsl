@@ -68,58 +68,34 @@ uvec2 k_scale_min(uint row, uint p, uint s) {
                  (both >> 4u) | ((byte_at(row, p + s) >> 6u) << 4u));
 }
 
-// One unit (32 values) of a weight row: value j is d * sc[j / 16] * q_j + mn, q_j the signed
-// byte j % 4 of q[j / 4] (Q4_0's nibble - 8, Q5_0's 5 bits - 16, Q6_K's 6 bits - 32; the
-// other formats' 0..31 as they are), sc 1 but for the K formats' integer sub-block scales
-// (one per 32 values in Q4_K and Q5_K, per 16 in Q6_K), mn the minimum term (Q4_1, Q5_1,
-// and the K formats' -dmin * min).
-void qunit(uint format, uint row, uint b, out uint q[8], out float d, out ivec2 sc, out float mn) {
-    sc = ivec2(1);
+// Block b of a 32-value format at byte p = b * block bytes: d, Q4_1 and Q5_1's minimum m,
+// Q5's 32-bit qh, then 16 bytes holding value j in the low nibble of byte j and value j + 16
+// in the high one, with Q5's fifth bit of value j in bit j of qh.
+void qunit_32(uint format, uint row, uint p, out uint q[8], out float d, out float mn) {
+    d = half_at(row, p);
     mn = 0.0;
-    if (format <= KILN_ABI_Q5_1) {
-        uint p = b * qblock_bytes(format);
-        d = half_at(row, p);
-        if (format == KILN_ABI_Q8_0) {
-            for (uint i = 0u; i < 8u; i++) q[i] = word_at(row, p + 2u + 4u * i);
-            return;
-        }
-        // the 16 bytes hold value j in the low nibble of byte j, value j + 16 in the high
-        // one; Q5's bit 4 of value j is bit j of the 32-bit qh before them
-        bool five = format >= KILN_ABI_Q5_0, minimum = format == KILN_ABI_Q4_1 || format == KILN_ABI_Q5_1;
-        uint qs = p + 2u + (minimum ? 2u : 0u) + (five ? 4u : 0u);
-        uint qh = five ? word_at(row, qs - 4u) : 0u;
-        if (minimum) mn = half_at(row, p + 2u);
-        for (uint i = 0u; i < 4u; i++) {
-            uint v = word_at(row, qs + 4u * i);
-            q[i] = (v & 0x0f0f0f0fu) | fifth_bits(qh >> (4u * i));
-            q[i + 4u] = ((v >> 4u) & 0x0f0f0f0fu) | fifth_bits(qh >> (16u + 4u * i));
-        }
-        if (format == KILN_ABI_Q4_0 || format == KILN_ABI_Q5_0)
-            for (uint i = 0u; i < 8u; i++) q[i] = sub_bytes(q[i], format == KILN_ABI_Q4_0 ? 8u : 16u);
+    if (format == KILN_ABI_Q8_0) {
+        for (uint i = 0u; i < 8u; i++) q[i] = word_at(row, p + 2u + 4u * i);
         return;
     }
-    uint s = b & 7u, p = (b >> 3u) * qblock_bytes(format);
-    if (format == KILN_ABI_Q6_K) {
-        // ql[128], qh[64], scales[16], d: the super-block's halves of 128 values take 64
-        // bytes of ql and 32 of qh each; sub-block s = 4 h + c of half h reads ql's bytes
-        // 64 h + 32 (c & 1) .. + 31 (low nibbles for c < 2, high ones after) and bits 2 c, 2 c + 1
-        // of qh's bytes 32 h .. 32 h + 31; its two int8 scales are bytes 2 s and 2 s + 1
-        uint h = s >> 2u, c = s & 3u;
-        uint ql = p + 64u * h + 32u * (c & 1u), qh = p + 128u + 32u * h;
-        for (uint i = 0u; i < 8u; i++) {
-            uint lo = (word_at(row, ql + 4u * i) >> (4u * (c >> 1u))) & 0x0f0f0f0fu;
-            uint hi = (word_at(row, qh + 4u * i) >> (2u * c)) & 0x03030303u;
-            q[i] = sub_bytes(lo | (hi << 4u), 32u);
-        }
-        uint scales = word_at(row, p + 192u + 2u * s);
-        sc = ivec2(int(scales << 24u) >> 24, int(scales << 16u) >> 24);
-        d = half_at(row, p + 208u);
-        return;
+    bool five = format >= KILN_ABI_Q5_0, minimum = format == KILN_ABI_Q4_1 || format == KILN_ABI_Q5_1;
+    uint qs = p + 2u + (minimum ? 2u : 0u) + (five ? 4u : 0u);
+    uint qh = five ? word_at(row, qs - 4u) : 0u;
+    if (minimum) mn = half_at(row, p + 2u);
+    for (uint i = 0u; i < 4u; i++) {
+        uint v = word_at(row, qs + 4u * i);
+        q[i] = (v & 0x0f0f0f0fu) | fifth_bits(qh >> (4u * i));
+        q[i + 4u] = ((v >> 4u) & 0x0f0f0f0fu) | fifth_bits(qh >> (16u + 4u * i));
     }
-    // Q4_K (d, dmin, scales[12], qs[128]) and Q5_K (the same with qh[32] before qs): the
-    // super-block's quarters of 64 values share 32 bytes of qs, sub-block 2 j + 0 / 1 in
-    // their low / high nibbles; Q5_K's bit 4 of sub-block s's value l is bit s of qh[l]
-    bool five = format == KILN_ABI_Q5_K;
+    if (format == KILN_ABI_Q4_0 || format == KILN_ABI_Q5_0)
+        for (uint i = 0u; i < 8u; i++) q[i] = sub_bytes(q[i], format == KILN_ABI_Q4_0 ? 8u : 16u);
+}
+
+// Sub-block s of the Q4_K or Q5_K super-block at byte p: d, dmin, scales[12], (Q5_K) qh[32],
+// qs[128]. The super-block's quarters of 64 values share 32 bytes of qs, sub-blocks 2 c and
+// 2 c + 1 in their low and high nibbles; Q5_K's fifth bit of sub-block s's value l is bit s
+// of qh[l].
+void qunit_k(bool five, uint row, uint p, uint s, out uint q[8], out float d, out ivec2 sc, out float mn) {
     uint qs = p + (five ? 48u : 16u) + 32u * (s >> 1u), shift = 4u * (s & 1u);
     for (uint i = 0u; i < 8u; i++) {
         q[i] = (word_at(row, qs + 4u * i) >> shift) & 0x0f0f0f0fu;
@@ -129,6 +105,40 @@ void qunit(uint format, uint row, uint b, out uint q[8], out float d, out ivec2 
     sc = ivec2(int(scale_min.x));
     d = half_at(row, p);
     mn = -half_at(row, p + 2u) * float(scale_min.y);
+}
+
+// Sub-block s of the Q6_K super-block at byte p: ql[128], qh[64], scales[16] int8, d. Its
+// halves of 128 values take 64 bytes of ql and 32 of qh each; sub-block s = 4 h + c of half h
+// reads ql's bytes 64 h + 32 (c & 1) .. + 31 (low nibbles for c < 2, high ones after) and
+// bits 2 c and 2 c + 1 of qh's bytes 32 h .. 32 h + 31; its two scales are bytes 2 s, 2 s + 1.
+void qunit_q6_k(uint row, uint p, uint s, out uint q[8], out float d, out ivec2 sc) {
+    uint h = s >> 2u, c = s & 3u;
+    uint ql = p + 64u * h + 32u * (c & 1u), qh = p + 128u + 32u * h;
+    for (uint i = 0u; i < 8u; i++) {
+        uint lo = (word_at(row, ql + 4u * i) >> (4u * (c >> 1u))) & 0x0f0f0f0fu;
+        uint hi = (word_at(row, qh + 4u * i) >> (2u * c)) & 0x03030303u;
+        q[i] = sub_bytes(lo | (hi << 4u), 32u);
+    }
+    uint scales = word_at(row, p + 192u + 2u * s);
+    sc = ivec2(int(scales << 24u) >> 24, int(scales << 16u) >> 24);
+    d = half_at(row, p + 208u);
+}
+
+// Unit b (32 values) of a weight row: value j is d * sc[j / 16] * q_j + mn, q_j the signed
+// byte j % 4 of q[j / 4] (Q4_0's nibble - 8, Q5_0's 5 bits - 16, Q6_K's 6 bits - 32; the
+// other formats' 0..31 as they are), sc 1 but for the K formats' integer sub-block scales
+// (one per 32 values in Q4_K and Q5_K, per 16 in Q6_K), mn the minimum term (Q4_1 and Q5_1's
+// m, the K formats' -dmin * min).
+void qunit(uint format, uint row, uint b, out uint q[8], out float d, out ivec2 sc, out float mn) {
+    if (format <= KILN_ABI_Q5_1) {
+        sc = ivec2(1);
+        qunit_32(format, row, b * qblock_bytes(format), q, d, mn);
+    } else if (format == KILN_ABI_Q6_K) {
+        mn = 0.0;
+        qunit_q6_k(row, (b >> 3u) * 210u, b & 7u, q, d, sc);
+    } else {
+        qunit_k(format == KILN_ABI_Q5_K, row, (b >> 3u) * qblock_bytes(format), b & 7u, q, d, sc, mn);
+    }
 }
 
 #endif
