@@ -4,7 +4,7 @@
 //
 // A workgroup computes R = WG / T weight rows against a tile of MT rows of x: T consecutive
 // invocations per weight row (specialization constant 1, a power of two <= WG; the host
-// picks it per device and shape, vk_qmatmul_shape in engine/vulkan/vk_quant.c), lane j of
+// picks it per device and shape, vk_qmatmul_map in engine/vulkan/vk_quant.c), lane j of
 // the T taking units j, j + T, ... of the row: 32 values each, a block of the 32-value
 // formats or a sub-block of the K formats' super-blocks (qblock.glsl says why). For each
 // unit it reads the scales and the integers from 32-bit words (no 8- or 16-bit storage
@@ -27,6 +27,10 @@ layout(push_constant) uniform Push { QMATMUL_PUSH } pc;
 
 // invocations per weight row (a power of two <= WG)
 layout(constant_id = 1) const uint T = 1;
+
+// the weights' block format (KILN_ABI_Q*): a constant, so that each format's pipeline holds
+// only its own decoding
+layout(constant_id = 2) const uint FORMAT = 0;
 
 // rows of x per workgroup: each unit is decoded once for all of them
 #define MT 8u
@@ -52,7 +56,7 @@ void main() {
         uint packed[8];
         float d, mn;
         ivec2 sc;
-        qunit(pc.format, row, b, packed, d, sc, mn);
+        qunit(FORMAT, row, b, packed, d, sc, mn);
         // the integers times their sub-block scale: exact in f32 (|q sc| <= 127 for Q8_0,
         // 32 * 128 for Q6_K), so a 32-value format sums as it did before the K formats
         float q[32];

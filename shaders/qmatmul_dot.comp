@@ -3,7 +3,7 @@
 // on devices with VK_KHR_shader_integer_dot_product). The structure is qmatmul.comp's: a
 // workgroup computes R = WG / T weight rows against a tile of MT rows of x, T consecutive
 // invocations per weight row (specialization constant 1, a power of two <= WG, chosen by
-// vk_qmatmul_shape), lane j of the T taking the row's 32-value units j, j + T, ... (a block,
+// vk_qmatmul_map), lane j of the T taking the row's 32-value units j, j + T, ... (a block,
 // or a K format's sub-block: qblock.glsl); with T = 1 (CPU devices) an invocation owns a
 // whole row, with T > 1 the T partial sums meet in shared memory and are added in lane
 // order (no subgroup operation, so the KILN_NO_SUBGROUP build, qmatmul_dot_shared, is the
@@ -38,6 +38,10 @@ layout(push_constant) uniform Push { QMATMUL_DOT_PUSH } pc;
 // invocations per weight row (a power of two <= WG)
 layout(constant_id = 1) const uint T = 1;
 
+// the weights' block format (KILN_ABI_Q*): a constant, so that each format's pipeline holds
+// only its own decoding
+layout(constant_id = 2) const uint FORMAT = 0;
+
 // rows of x per workgroup: each block is unpacked once for all of them
 #define MT 8u
 
@@ -61,7 +65,7 @@ void main() {
         uint q[8]; // unit b's value j in byte j % 4 of q[j / 4], as the x words (qblock.glsl)
         float d, mn;
         ivec2 sc;
-        qunit(pc.format, row, b, q, d, sc, mn);
+        qunit(FORMAT, row, b, q, d, sc, mn);
         for (uint t = 0u; t < rows; t++) {
             uint xb = pc.off[0] + ((i0 + t) * blocks + b) * KILN_ABI_VK_QX_WORDS;
             // each half's |sum| <= 16 * 128 * 127, times |sc| <= 128: no overflow

@@ -3,7 +3,7 @@
  * (shaders/qblock.glsl): x, bias and y f32 or f16 (the "_f16" builds), the activations used
  * as given. It needs no optional feature, so it is the path of every device without integer
  * dot products and of KILN_VK_MIN_LIMITS mode; the others round the activations to int8
- * (vk_quant_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a workgroup
+ * (vk_quant_dot.c). Both kernels map the work the same way (vk_qmatmul_map): a workgroup
  * computes R = WG / T weight rows, T invocations per row, against a tile of 8 rows of x (the
  * shaders' MT), on a grid of ceil(n / R) x ceil(m / 8) workgroups. */
 #include "push.h"
@@ -36,7 +36,7 @@ typedef struct { QMATMUL_PUSH } qmatmul_push;
  * KILN_VK_QMATMUL_LANES=T (a power of two up to 64; caps.qmatmul_lanes) forces T, with the
  * GPUs' WG, on any device, so that the tests run the GPUs' mapping, shared-memory sums
  * included, on lavapipe too (tests/vulkan.cmake). */
-void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes) {
+static void shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes) {
     uint32_t t = 1, w;
     if (d->caps.qmatmul_lanes) { /* read once when the device's capabilities are (vk_instance.c) */
         t = d->caps.qmatmul_lanes;
@@ -58,6 +58,15 @@ void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *l
     *lanes = t;
 }
 
+void vk_qmatmul_map(const vk_dev *d, const kiln_qmatmul_args *a, vk_launch *l) {
+    l->n_spec = 3;
+    shape(d, a->k / 32, &l->spec[0], &l->spec[1]);
+    l->spec[2] = (uint32_t)a->format;
+    /* R = WG / T weight rows per workgroup, by tiles of 8 rows of x (the shaders' MT) */
+    uint32_t rows_per_group = l->spec[0] / l->spec[1];
+    vk_grid_1d(d, (uint64_t)vk_div_up((uint64_t)a->n, rows_per_group) * (uint64_t)((a->m + 7) / 8), l->groups);
+}
+
 kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     vk_dev *d = vk_of(dev);
     if (d->caps.int_dot) return vk_qmatmul_int8(d, a);
@@ -65,16 +74,12 @@ kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     kiln_status s = vk_variant(d, VK_SHADER_qmatmul, a->dtype, &shader);
     if (s) return s;
     uint32_t es = vk_elem(a->dtype);
-    qmatmul_push p = {.m = vk_u32(a->m), .n = vk_u32(a->n), .k = vk_u32(a->k), .row_words = vk_u32(a->row_words),
-                      .format = (u32)a->format};
-    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 2};
-    vk_qmatmul_shape(d, a->k / 32, &l.spec[0], &l.spec[1]);
+    qmatmul_push p = {.m = vk_u32(a->m), .n = vk_u32(a->n), .k = vk_u32(a->k), .row_words = vk_u32(a->row_words)};
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
+    vk_qmatmul_map(d, a, &l);
     l.ops[VK_OP(qmatmul, x)] = vk_in(a->x, a->m * a->k, es);
     l.ops[VK_OP(qmatmul, w)] = vk_in(a->w, a->n * a->row_words, 4);
     l.ops[VK_OP(qmatmul, bias)] = vk_in(a->bias, a->n, es);
     l.ops[VK_OP(qmatmul, y)] = vk_out(a->y, a->m * a->n, es);
-    /* R = WG / T weight rows per workgroup, by tiles of 8 rows of x (the shader's MT) */
-    uint32_t rows_per_group = l.spec[0] / l.spec[1];
-    vk_grid_1d(d, (uint64_t)vk_div_up((uint64_t)a->n, rows_per_group) * (uint64_t)((a->m + 7) / 8), l.groups);
     return vk_dispatch(d, &l);
 }
