@@ -11,7 +11,7 @@
 
 typedef struct { QMATMUL_PUSH } qmatmul_push;
 
-/* Invocations per weight row (T) and per workgroup (WG) for a row of `blocks` units of 32
+/* Invocations per weight row (T) and per workgroup (WG) for a row of `units` units of 32
  * values (blocks, or the K formats' sub-blocks: 8 per super-block).
  *
  * CPU-class devices (lavapipe) run a workgroup's invocations as SIMD lanes on one thread
@@ -36,7 +36,7 @@ typedef struct { QMATMUL_PUSH } qmatmul_push;
  * KILN_VK_QMATMUL_LANES=T (a power of two up to 64; caps.qmatmul_lanes) forces T, with the
  * GPUs' WG, on any device, so that the tests run the GPUs' mapping, shared-memory sums
  * included, on lavapipe too (tests/vulkan.cmake). */
-static void shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes) {
+static void shape(const vk_dev *d, int64_t units, uint32_t *wg, uint32_t *lanes) {
     uint32_t t = 1, w;
     if (d->caps.qmatmul_lanes) { /* read once when the device's capabilities are (vk_instance.c) */
         t = d->caps.qmatmul_lanes;
@@ -46,7 +46,7 @@ static void shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes
     } else {
         uint32_t width = d->caps.subgroup_size ? d->caps.subgroup_size : 32;
         if (width > 64) width = 64;
-        while (t < width && t < blocks) t *= 2;
+        while (t < width && t < units) t *= 2;
         w = 128;
     }
     uint32_t max_wg = d->caps.max_wg_invocations < d->caps.max_wg_size[0] ? d->caps.max_wg_invocations
