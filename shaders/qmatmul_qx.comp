@@ -1,11 +1,13 @@
 // qmatmul_qx: the first pass of qmatmul's int8 path (vk_quant.c, devices with integer dot
-// products): each block of 32 activations rounded to int8 with one f32 scale, by the CPU's
-// rule (cpu_qx_quantize in engine/cpu/cpu_quant_dot.c, the same f32 operations in the same order):
+// products), for every weight format (the K formats' sub-blocks are 32 values too): each
+// block of 32 activations rounded to int8 with one f32 scale, by the CPU's rule for the
+// 32-value formats (qx_quantize in engine/cpu/cpu_quant_dot.c, the same f32 operations
+// in the same order):
 //   amax = max |x_j|; d = amax / 127; id = d > 0 ? 1 / d : 0; q_j = round-half-even(x_j * id)
-// so the product (qmatmul_dot.comp) sums the same integers as the CPU. Each block becomes
+// so the product (qmatmul_dot.comp) sums the CPU's integers for those. Each block becomes
 // KILN_ABI_VK_QX_WORDS words: its 32 q packed four to a word (value j in byte j % 4 of word
 // j / 4, the operand layout of the packed 4x8-bit dot product), then d and s = d * sum(q)
-// (Q4_1's minimum multiplies s) as f32 bits.
+// (the minimum terms of Q4_1, Q5_1 and the K formats multiply s) as f32 bits.
 //
 // One difference from the CPU remains possible: Vulkan lets a shader's f32 division be
 // off by an ulp or two (the CPU's is correctly rounded), so d or id may differ in the last

@@ -57,11 +57,16 @@ foreach(stem ${KILN_OP_TESTS} test_vulkan_gemm test_vulkan_f16)
 endforeach()
 
 # the quantized products' GPU mapping (several invocations per weight row, their partial
-# sums added in shared memory: vk_qmatmul_shape), which lavapipe would not otherwise run:
+# sums added in shared memory: vk_qmatmul_map), which lavapipe would not otherwise run:
 # 4 lanes per row on the int8 path (lanes with two blocks, fewer lanes than x rows), 32 on
 # the f32 path in minimum-limits mode (idle lanes, more lanes than x rows)
 kiln_backend_test(test_op_quant_vulkan_lanes test_op_quant vulkan ENV KILN_VK_QMATMUL_LANES=4 ${KILN_VK_VALIDATE})
 kiln_backend_test(test_op_quant_vulkan_min_limits_lanes test_op_quant vulkan
+  ENV KILN_VK_MIN_LIMITS=1 KILN_VK_QMATMUL_LANES=32 ${KILN_VK_VALIDATE})
+# and the products on random block bytes (every format's bit patterns) in the same modes
+kiln_backend_test(test_vulkan_qmatmul_min_limits test_vulkan_qmatmul vulkan ENV KILN_VK_MIN_LIMITS=1 ${KILN_VK_VALIDATE})
+kiln_backend_test(test_vulkan_qmatmul_lanes test_vulkan_qmatmul vulkan ENV KILN_VK_QMATMUL_LANES=4 ${KILN_VK_VALIDATE})
+kiln_backend_test(test_vulkan_qmatmul_min_limits_lanes test_vulkan_qmatmul vulkan
   ENV KILN_VK_MIN_LIMITS=1 KILN_VK_QMATMUL_LANES=32 ${KILN_VK_VALIDATE})
 
 # tensors larger than one binding: the kernels that split their work (vk_split.c,

@@ -390,10 +390,11 @@ kiln_status vk_set_gemm_variant(void *dev, const char *name);
  * vk_qmatmul takes that path on this device */
 kiln_status vk_qmatmul_int8(vk_dev *d, const kiln_qmatmul_args *a);
 int vk_qmatmul_rounds_x(void *dev);
-/* The workgroup shape of both qmatmul product kernels for rows of `blocks` blocks: *wg
- * invocations (specialization constant 0), *lanes of them per weight row (constant 1, a
- * power of two <= *wg), so *wg / *lanes rows per workgroup (vk_quant.c). */
-void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes);
+/* The mapping of both qmatmul product kernels onto l (vk_quant.c): WG invocations
+ * (specialization constant 0), T of them per weight row (constant 1, a power of two <= WG),
+ * the weights' format (constant 2, so that a pipeline holds one format's decoding), and
+ * the grid of ceil(n / (WG / T)) x ceil(m / 8) workgroups. */
+void vk_qmatmul_map(const vk_dev *d, const kiln_qmatmul_args *a, vk_launch *l);
 
 /* One dispatch of a flat kernel whose operands fit one binding each: the slots in
  * vk_split.c run them on pieces (vk_<family>.c). */
