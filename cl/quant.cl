@@ -47,8 +47,8 @@ __kernel void qmatmul(const __global real_t *x, ulong x_off, const __global uint
  * qmatmul_rows: a work-group per output row and tile of QTOKENS tokens. Its lanes share the
  * row's units (each run of 32 weights: a Q5_0/Q5_1 block, an eighth of a K super-block),
  * decode each unit once into floats and multiply it with every token of the tile; the
- * lanes' sums meet in local memory (wg_sum). One token, the decoding case, thus spreads a
- * row over KILN_WG lanes instead of one work-item walking it alone. Blocks sit at any byte
+ * lanes' sums meet in local memory. One token, the decoding case, thus spreads a row over
+ * up to KILN_WG lanes instead of one work-item walking it alone. Blocks sit at any byte
  * offset in the row (22, 210 bytes: not whole words), so they are read with word_at. */
 #define QTOKENS KILN_ABI_CL_QMATMUL_TOKENS
 
@@ -140,16 +140,19 @@ void decode_unit(const __global uint *w, ulong row, int format, uint u, float *q
     else decode_k45(w, row, u, format == KILN_ABI_Q5_K, q, a, b);
 }
 
-/* grid (n * KILN_WG, ceil(m / QTOKENS)), work-groups of KILN_WG */
+/* grid (n * lanes, ceil(m / QTOKENS)), work-groups of `lanes`: a power of 2 up to KILN_WG
+ * that the host picks for the row's units (no more lanes than units, which would only wait at
+ * the barriers). The lanes' partial sums of the tile's tokens are added in one tree. */
 __kernel void qmatmul_rows(const __global real_t *x, ulong x_off, const __global uint *w, ulong w_off,
                            const __global real_t *bias, ulong bias_off, __global real_t *y, ulong y_off, long m,
                            long n, long k, long row_words, int format, int has_bias) {
-    __local float scratch[KILN_WG];
+    __local float sums[QTOKENS][KILN_WG];
+    uint lane = get_local_id(0), lanes = get_local_size(0);
     long r = get_group_id(0), i0 = get_group_id(1) * QTOKENS, units = k / 32;
     long tokens = min((long)QTOKENS, m - i0);
     ulong row = w_off + (ulong)r * (ulong)row_words;
     float acc[QTOKENS] = {0.0f};
-    for (long u = get_local_id(0); u < units; u += KILN_WG) {
+    for (long u = lane; u < units; u += lanes) {
         float q[32], a, b;
         decode_unit(w, row, format, (uint)u, q, &a, &b);
         /* a fixed trip count, so that a GPU compiler can unroll it and keep acc in registers */
@@ -165,10 +168,13 @@ __kernel void qmatmul_rows(const __global real_t *x, ulong x_off, const __global
             acc[t] += a * s + b * xsum;
         }
     }
-    /* every lane takes part in each sum (wg_sum has barriers), whatever the tile's size */
-    for (long t = 0; t < QTOKENS; t++) {
-        float total = wg_sum(acc[t], scratch);
-        if (get_local_id(0) == 0 && t < tokens)
-            STORE(y, y_off + (ulong)(i0 + t) * (ulong)n + (ulong)r, total + (has_bias ? LOAD(bias, bias_off + r) : 0.0f));
+    for (uint t = 0; t < QTOKENS; t++) sums[t][lane] = acc[t];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint step = lanes / 2u; step > 0u; step >>= 1) {
+        if (lane < step)
+            for (uint t = 0; t < QTOKENS; t++) sums[t][lane] += sums[t][lane + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
+    for (long t = lane; t < tokens; t += lanes)
+        STORE(y, y_off + (ulong)(i0 + t) * (ulong)n + (ulong)r, sums[t][0] + (has_bias ? LOAD(bias, bias_off + r) : 0.0f));
 }

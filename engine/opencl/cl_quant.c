@@ -1,7 +1,8 @@
 /* Host side of cl/quant.cl: the product with a quantized matrix. Q8_0, Q4_0 and Q4_1: one
  * work-item per output (qmatmul). The formats added with the K-quants (Q5_0 to Q6_K): a
  * work-group per output row and tile of KILN_ABI_CL_QMATMUL_TOKENS tokens, its lanes over
- * the row's blocks (qmatmul_rows). */
+ * the row's blocks (qmatmul_rows): as many as the row has units of 32 weights, rounded up
+ * to a power of 2, at most the device's row work-group (KILN_WG). */
 #include "opencl/cl_internal.h"
 
 static int per_output(int format) {
@@ -29,7 +30,9 @@ kiln_status cl_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     cl_arg_i32(&c, cl_has(a->bias));
     if (rows) {
         size_t tiles = ((size_t)a->m + KILN_ABI_CL_QMATMUL_TOKENS - 1) / KILN_ABI_CL_QMATMUL_TOKENS;
-        size_t global[2] = {(size_t)a->n * d->wg, tiles}, local[2] = {d->wg, 1};
+        size_t lanes = 1, units = (size_t)a->k / 32;
+        while (lanes < units && lanes < d->wg) lanes *= 2; /* d->wg: a power of 2 */
+        size_t global[2] = {(size_t)a->n * lanes, tiles}, local[2] = {lanes, 1};
         return cl_run(&c, 2, global, local);
     }
     size_t global[2] = {(size_t)a->n, (size_t)a->m}, local[2] = {d->wg_elem, 1};
