@@ -6,7 +6,10 @@
  * k inputs); a pass multiplies one activation row by every layer's two matrices, as decoding
  * a token does. With --layers 12 the weights outgrow the caches, as GPT-2's body does; with
  * --layers 1 they stay in L2/L3 and the figure is the kernel's arithmetic. ggml gets its
- * weights in the buffer llama.cpp would load them into (weights_buffer).
+ * weights in the buffer llama.cpp would load them into (weights_buffer). ggml's CPU variant is
+ * the best for this CPU, as llama.cpp picks it, or the one --ggml-variant names; kiln's
+ * implementation is its best, or the one KILN_CPU_QDOT names (to compare AVX2 with AVX2:
+ * KILN_CPU_QDOT=avx2 and --ggml-variant haswell).
  *
  * Printed per format: weight GB/s of each side (the median of --rounds rounds of --passes
  * passes, kiln and ggml interleaved round by round), their ratio, the same for the best
@@ -63,8 +66,15 @@ typedef struct ggml_side {
 static ggml_backend_dev_t g_dev;
 static ggml_backend_t g_backend;
 
-static void ggml_open(const char *lib_dir) {
-    ggml_backend_load_all_from_path(lib_dir);
+/* ggml's best CPU variant in lib_dir, or the one named (libggml-cpu-<variant>.so). */
+static void ggml_open(const char *lib_dir, const char *variant) {
+    if (variant) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/libggml-cpu-%s.so", lib_dir, variant);
+        if (!ggml_backend_load(path)) die("no such ggml CPU variant");
+    } else {
+        ggml_backend_load_all_from_path(lib_dir);
+    }
     g_dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
     if (!g_dev) die("no ggml CPU backend in that folder");
     g_backend = ggml_backend_dev_init(g_dev, NULL);
@@ -115,21 +125,23 @@ static void ggml_setup(ggml_side *g, int ggml_type, int layers, unsigned char *c
 }
 
 int main(int argc, char **argv) {
-    const char *lib_dir = NULL, *formats = "q4_k,q6_k,q5_k,q5_0,q5_1,q8_0,q4_0";
+    const char *lib_dir = NULL, *variant = NULL, *formats = "q4_k,q6_k,q5_k,q5_0,q5_1,q8_0,q4_0";
     int layers = 12, passes = 20, rounds = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--ggml")) lib_dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--ggml-variant")) variant = argv[i + 1];
         else if (!strcmp(argv[i], "--formats")) formats = argv[i + 1];
         else if (!strcmp(argv[i], "--layers")) layers = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--passes")) passes = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
-        else die("usage: bench_qmatmul [--ggml LIBDIR] [--formats q4_k,...] [--layers N] [--passes N] [--rounds N]");
+        else die("usage: bench_qmatmul [--ggml LIBDIR] [--ggml-variant haswell] [--formats q4_k,...] [--layers N] "
+                 "[--passes N] [--rounds N]");
     }
     if (layers < 1 || layers > MAX_LAYERS || rounds < 1 || rounds > MAX_ROUNDS || passes < 1) die("bad counts");
     static const struct { const char *name; int ggml_type; } ggml_types[] = {
         {"q8_0", GGML_TYPE_Q8_0}, {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1}, {"q5_0", GGML_TYPE_Q5_0},
         {"q5_1", GGML_TYPE_Q5_1}, {"q4_k", GGML_TYPE_Q4_K}, {"q5_k", GGML_TYPE_Q5_K}, {"q6_k", GGML_TYPE_Q6_K}};
-    if (lib_dir) ggml_open(lib_dir);
+    if (lib_dir) ggml_open(lib_dir, variant);
     kiln_ctx *ctx;
     if (kiln_open("cpu", &ctx)) die(kiln_error_message());
     printf("%-5s %6s %12s %12s %7s %9s %9s %7s %10s  %s\n", "type", "layers", "kiln GB/s", "ggml GB/s", "ratio", "kiln best",

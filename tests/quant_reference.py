@@ -5,7 +5,8 @@
   quant_reference.py           rows and what ggml makes of them, for
                                `test_quant --ggml-reference FILE` (tests/op_references.cmake)
   quant_reference.py --golden  the C strings pasted into tests/test_quant.c, so that a
-                               machine without the peer still checks ggml's bytes
+                               machine without the peer still checks ggml's bytes (and a
+                               hash of its to_float values)
 
 ggml_quantize_chunk (imatrix NULL: the reference quantizers quantize_row_*_ref) quantizes
 every format but Q8_K, which it has no case for: Q8_K comes from quantize_row_q8_K_ref. The
@@ -134,6 +135,10 @@ def rows():
     out.append(("halves", [0.5 * (j % 5) - 1.0 for j in range(QK_K)]))
     out.append(("ties_31", [f32((j % 32) - 15.5) for j in range(QK_K)]))
     out.append(("ties_q8", [f32(((j * 7) % 255 - 127) / 2.0) for j in range(QK_K)]))
+    # exact ties for nearest_int: a first value of -127 makes Q8_K's (and Q8_0's) step 1, one
+    # of -32 in each 16 Q6_K's first grid's step 1; the others lie halfway between steps
+    out.append(("ties_q8_k", [-127.0] + [float((j * 37) % 253 - 126) + 0.5 for j in range(1, QK_K)]))
+    out.append(("ties_q6_k", [-32.0 if j % 16 == 0 else float((j * 5) % 63 - 31) + 0.5 for j in range(QK_K)]))
     out.append(("golden", golden_inputs()[:QK_K]))
     return out
 
@@ -157,8 +162,18 @@ def reference(ggml):
             print("y", floats_hex(y))
 
 
+def fnv1a64(data):
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
 def golden(ggml):
+    """test_quant.c's expected_hex entries, then its expected_to_float_fnv ones: FNV-1a
+    (64-bit) of the f32 bytes ggml's to_float makes of those bytes."""
     x = golden_inputs()
+    hashes = []
     for fmt in FORMATS:
         n = len(x) if fmt[2] == 32 else QK_K
         q = ggml.quantize(fmt, x[:n])
@@ -166,6 +181,9 @@ def golden(ggml):
         print(f"    [KILN_{fmt[0].upper()}] = /* ggml's {len(q)} bytes of the first {n} values */")
         lines = [f'    "{h[i:i + 96]}"' for i in range(0, len(h), 96)]
         print("\n".join(lines) + ",")
+        y = ggml.dequantize(fmt, q, n)
+        hashes.append(f"    [KILN_{fmt[0].upper()}] = 0x{fnv1a64(struct.pack(f'<{n}f', *y)):016x}u,")
+    print("\n".join(hashes))
 
 
 def main():

@@ -1,6 +1,7 @@
 /* The CPU's integer dot products of quantized weight blocks with int8 activation blocks
- * (cpu/cpu_quant_dot.h), every implementation this build has and this CPU runs (AVX2 on
- * x86-64, NEON on AArch64, and the portable C everywhere), for every weight format.
+ * (cpu/cpu_quant_dot.h), every implementation this build has and this CPU runs (AVX2 and
+ * AVX-512 VNNI on x86-64, NEON on AArch64, and the portable C everywhere), for every weight
+ * format.
  *
  * - Each must compute the integer sums of the format's definition exactly. The reference is
  *   kiln_dequantize_row (checked against ggml's own bytes in test_quant): with scales of 1
@@ -224,12 +225,39 @@ START_TEST(activation_blocks) {
 }
 END_TEST
 
+/* The K formats' activations, however this CPU rounds them (AVX2 or the portable C), are
+ * kiln_quantize_row's Q8_K bytes (ggml's, test_quant): random rows at three scales, and rows
+ * at the rules' edges: all zero, the largest magnitude negative, two values of the largest
+ * magnitude with opposite signs (the first sets the sign of d), and exact ties of
+ * nearest_int (max 127: iscale = -1, x = k + 0.5). */
+START_TEST(q8k_activations_are_kiln_quantize_row_bytes) {
+    enum { ROWS = 7, K = 2 * KILN_QK_K };
+    float x[K];
+    cpu_q8k got[K / KILN_QK_K];
+    unsigned char want[K / KILN_QK_K * 292];
+    for (int row = 0; row < ROWS; row++) {
+        const float scale = row == 0 ? 1e-3f : row == 1 ? 1.0f : 300.0f;
+        for (int j = 0; j < K; j++) {
+            x[j] = row < 3 ? scale * (float)rnd_int(100000) / 100000.0f
+                 : row == 3 ? 0.0f
+                 : row == 4 ? (float)rnd_int(50) - (j == 77 ? 60.0f : 0.0f)
+                 : row == 5 ? (j == 9 ? 40.0f : j == 200 ? -40.0f : (float)rnd_int(39))
+                            : (j % KILN_QK_K == 3 ? 127.0f : (float)rnd_int(120) + 0.5f);
+        }
+        cpu_qact_quantize(KILN_Q4_K, x, K, got);
+        ck_assert_int_eq(kiln_quantize_row(KILN_Q8_K, x, K, want), KILN_OK);
+        ck_assert_msg(!memcmp(got, want, sizeof want), "row %d: the activation blocks differ from kiln_quantize_row's", row);
+    }
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_loop_test(tc, every_path_gives_the_exact_integer_sums, 0, N_WEIGHT_FORMATS);
     tcase_add_loop_test(tc, every_path_matches_the_portable_c, 0, N_WEIGHT_FORMATS);
     tcase_add_loop_test(tc, qdot_n_gives_the_bits_of_one_row_calls, 0, N_WEIGHT_FORMATS);
     tcase_add_test(tc, activation_blocks);
+    tcase_add_test(tc, q8k_activations_are_kiln_quantize_row_bytes);
 }
 
 int main(int argc, char **argv) { return kt_main(argc, argv, "cpu_quant_dot", add_tests, NULL, 0); }

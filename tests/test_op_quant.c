@@ -1,9 +1,9 @@
 /* The product with a quantized matrix (kiln_matmul_q) against dequantize-then-multiply on
  * the host, in double, for every weight format on odd shapes (one token, a prefill of 17 and
  * of 40 rows across the kernel's row tiles, 3 to 33 outputs, 1 to 5 blocks of 32 or 1 to 2
- * super-blocks of 256), with and without a bias, from f32 and f16 activations; a matrix quantized from GPT-2's transposed (Conv1D)
- * layout equals the one from its transpose; columns that are not whole blocks and
- * activations of the wrong width are refused; a backend that rounds activations to 8 bits
+ * super-blocks of 256), with and without a bias, from f32 and f16 activations; a matrix
+ * quantized from GPT-2's transposed (Conv1D) layout equals the one from its transpose;
+ * columns that are not whole blocks and activations of the wrong width are refused; a backend that rounds activations to 8 bits
  * (the CPU; Vulkan with integer dot products: kiln_qmatmul_rounds_activations says which)
  * is held to that rounding exactly and to its bound against the exact product. The
  * library's "quant" verification cases (engine/verify/cases_quant.c, also run by

@@ -17,9 +17,11 @@
  * stands out). tests/test_op_quant.c checks the result against that bound, and
  * docs/quantization.md gives the measured effect on loss.
  *
- * One implementation per instruction set, chosen once at run time: AVX2 on x86-64 (byte
- * multiply-adds, as ggml), NEON on AArch64 (widening multiplies; the SDOT instruction when the
- * compiler targets it), and portable C everywhere else. All compute the same integer sums
+ * One implementation per instruction set, chosen at run time: AVX2 on x86-64 (byte
+ * multiply-adds, as ggml), AVX-512 VNNI where the CPU has it (vpdpbusd and vpdpwssd in place
+ * of two multiply-adds and an add; 512-bit registers for Q4_K), NEON on AArch64 (widening
+ * multiplies; the SDOT instruction when the compiler targets it), and portable C everywhere
+ * else. All compute the same integer sums
  * (each K-format super-block's exactly, as ggml), so they differ only in the f32 rounding of
  * the accumulation. The 32-value formats are in cpu_quant_dot.c, the K formats in
  * cpu_quant_dot_k*.c. */
@@ -74,7 +76,9 @@ typedef struct cpu_qdot_impl {
     cpu_qdot_n_fn *dot_n; /* may be NULL */
 } cpu_qdot_impl;
 
-/* The best implementation of format's products for this CPU. */
+/* The best implementation of format's products for this CPU, or the one the environment
+ * variable KILN_CPU_QDOT names ("avx2", "generic", ...) where this CPU runs it: for
+ * benchmarks and debugging. */
 cpu_qdot_impl cpu_qdot_select(kiln_qformat format);
 /* Every implementation of format's products this build has and this CPU runs, best first
  * ("generic" last): tests hold each to the portable C. Returns how many (at most

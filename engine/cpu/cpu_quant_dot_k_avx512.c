@@ -5,7 +5,7 @@
  * went from 0.93x to 1.05x of ggml, Q4_K from 0.84x to 0.89x with vpdpwssd alone. */
 #include "cpu/cpu_quant_dot_impl.h"
 
-#ifdef CPU_QDOT_K_AVX2
+#ifdef CPU_QDOT_X86
 #include <immintrin.h>
 #include <string.h>
 

@@ -35,7 +35,14 @@ INLINE __m256i two_scales(__m128i v, int lo, int hi) {
 /* Q4_K's and Q5_K's super-block b against xb: its minimums' term, -dmin d_x sum_s m_s (the
  * sum of sub-block s's 32 activations), added to acc_min; returns its 8 scales as 16-bit
  * lanes. */
-INLINE __m128i k45_scales(const unsigned char *b, const cpu_q8k *xb, __m128 *acc_min) {
+/* Q4_K's and Q5_K's d d_x and dmin d_x, in lanes 0 and 1: both f16 converted at once. */
+INLINE __m128 k45_d(const unsigned char *b, const cpu_q8k *xb) {
+    int32_t both;
+    memcpy(&both, b, 4);
+    return _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(both)), _mm_set1_ps(xb->d));
+}
+
+INLINE __m128i k45_scales(const unsigned char *b, const cpu_q8k *xb, __m128 d, __m128 *acc_min) {
     uint32_t packed[4];
     cpu_k4_scales(b + CPU_K4_SCALES, packed);
     /* 16-bit: scales 0-7 in the low lane, minimums 0-7 in the high one */
@@ -43,14 +50,15 @@ INLINE __m128i k45_scales(const unsigned char *b, const cpu_q8k *xb, __m128 *acc
     const __m128i bsums = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)(const void *)xb->bsums),
                                          _mm_loadu_si128((const __m128i *)(const void *)(xb->bsums + 8)));
     const __m128i mins = _mm_madd_epi16(_mm256_extracti128_si256(sc_mn, 1), bsums); /* sums of 32 per sub-block */
-    *acc_min = _mm_fmadd_ps(_mm_set1_ps(-half(b + 2) * xb->d), _mm_cvtepi32_ps(mins), *acc_min);
+    *acc_min = _mm_fnmadd_ps(_mm_permute_ps(d, 0x55), _mm_cvtepi32_ps(mins), *acc_min);
     return _mm256_castsi256_si128(sc_mn);
 }
 
 /* Q4_K and Q5_K (q5 a constant): one super-block b against the activations xb, added to acc
  * (d d_x times the scaled integer sums) and acc_min. */
 INLINE void k45_block(const int q5, const unsigned char *b, const cpu_q8k *xb, __m256 *acc, __m128 *acc_min) {
-    const __m256i scales = _mm256_broadcastsi128_si256(k45_scales(b, xb, acc_min));
+    const __m128 d = k45_d(b, xb);
+    const __m256i scales = _mm256_broadcastsi128_si256(k45_scales(b, xb, d, acc_min));
     const unsigned char *qs = b + (q5 ? CPU_K5_QS : CPU_K4_QS);
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     __m256i high = q5 ? load256(b + CPU_K5_QH) : _mm256_setzero_si256(), sum = _mm256_setzero_si256();
@@ -69,7 +77,7 @@ INLINE void k45_block(const int q5, const unsigned char *b, const cpu_q8k *xb, _
         const __m256i shi = _mm256_shuffle_epi8(scales, _mm256_set1_epi16((short)((4 * c + 2) | (4 * c + 3) << 8)));
         sum = K_DPWSSD(K_DPWSSD(sum, plo, slo), phi, shi);
     }
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * xb->d), _mm256_cvtepi32_ps(sum), *acc);
+    *acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(d), _mm256_cvtepi32_ps(sum), *acc);
 }
 
 #ifdef K_WIDE
@@ -78,7 +86,8 @@ INLINE void k45_block(const int q5, const unsigned char *b, const cpu_q8k *xb, _
  * (high nibbles) in the upper one, the order of the activations' 64 bytes from 64 c: one
  * maddubs and one vpdpwssd per 64 values. */
 INLINE void q4k_block_wide(const unsigned char *b, const cpu_q8k *xb, __m256 *acc, __m128 *acc_min) {
-    const __m512i scales = _mm512_broadcast_i32x4(k45_scales(b, xb, acc_min));
+    const __m128 d = k45_d(b, xb);
+    const __m512i scales = _mm512_broadcast_i32x4(k45_scales(b, xb, d, acc_min));
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1), low4 = _mm512_set1_epi8(0x0f);
     __m512i sum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}; /* two chains of vpdpwssd latency, not one */
     for (int c = 0; c < 4; c++) {
@@ -92,7 +101,7 @@ INLINE void q4k_block_wide(const unsigned char *b, const cpu_q8k *xb, __m256 *ac
     }
     const __m512i total = _mm512_add_epi32(sum[0], sum[1]);
     const __m256i sum8 = _mm256_add_epi32(_mm512_castsi512_si256(total), _mm512_extracti64x4_epi64(total, 1));
-    *acc = _mm256_fmadd_ps(_mm256_set1_ps(half(b) * xb->d), _mm256_cvtepi32_ps(sum8), *acc);
+    *acc = _mm256_fmadd_ps(_mm256_broadcastss_ps(d), _mm256_cvtepi32_ps(sum8), *acc);
 }
 #endif
 
