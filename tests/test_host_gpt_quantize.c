@@ -37,9 +37,9 @@ static void logits_of(gpt_model *m, float *out, int64_t n) {
 
 /* Loop index: Q8_0, Q4_0, Q4_1. */
 START_TEST(quantized_in_memory_equals_the_gguf_round_trip) {
-    static const int types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1};
-    const int type = types[_i];
-    const kiln_qformat format = (kiln_qformat)gpt_gguf_qformat(type);
+    static const char *const types[] = {"q8_0", "q4_0", "q4_1"};
+    const gpt_quant_type *type = gpt_quant_type_find(types[_i]);
+    const kiln_qformat format = (kiln_qformat)gpt_gguf_qformat(type->ggml_type);
     char path[] = "/tmp/kiln_test_quantize_XXXXXX", err[256];
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
@@ -49,7 +49,7 @@ START_TEST(quantized_in_memory_equals_the_gguf_round_trip) {
     tokenizer *bytes = tokenizer_bytes(0), *tok = NULL;
     ck_assert_msg(gpt_export_gguf(source, bytes, type, path, err, sizeof err) == 0, "%s", err);
     const double f32_bytes = gpt_weight_bytes_per_token(source);
-    ck_assert_msg(gpt_quantize(source, format, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(gpt_quantize(source, type, err, sizeof err) == 0, "%s", err);
     gpt_model *loaded = NULL;
     ck_assert_msg(gpt_load_gguf(kt_ctx(), path, &loaded, &tok, err, sizeof err) == 0, "%s", err);
     unlink(path);
@@ -68,7 +68,7 @@ START_TEST(quantized_in_memory_equals_the_gguf_round_trip) {
                   want);
     ck_assert_double_eq(gpt_weight_bytes_per_token(source), gpt_weight_bytes_per_token(loaded));
     /* a quantized model is not quantized again */
-    ck_assert_int_eq(gpt_quantize(source, format, err, sizeof err), -1);
+    ck_assert_int_eq(gpt_quantize(source, type, err, sizeof err), -1);
     free(a), free(b);
     gpt_free(source), gpt_free(loaded);
     tokenizer_free(bytes), tokenizer_free(tok);
