@@ -5,7 +5,8 @@
   quant_reference.py           rows and what ggml makes of them, for
                                `test_quant --ggml-reference FILE` (tests/op_references.cmake)
   quant_reference.py --golden  the C strings pasted into tests/test_quant.c, so that a
-                               machine without the peer still checks ggml's bytes
+                               machine without the peer still checks ggml's bytes (and a
+                               hash of its to_float values)
 
 ggml_quantize_chunk (imatrix NULL: the reference quantizers quantize_row_*_ref) quantizes
 every format but Q8_K, which it has no case for: Q8_K comes from quantize_row_q8_K_ref. The
@@ -157,8 +158,18 @@ def reference(ggml):
             print("y", floats_hex(y))
 
 
+def fnv1a64(data):
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
 def golden(ggml):
+    """test_quant.c's expected_hex entries, then its expected_to_float_fnv ones: FNV-1a
+    (64-bit) of the f32 bytes ggml's to_float makes of those bytes."""
     x = golden_inputs()
+    hashes = []
     for fmt in FORMATS:
         n = len(x) if fmt[2] == 32 else QK_K
         q = ggml.quantize(fmt, x[:n])
@@ -166,6 +177,9 @@ def golden(ggml):
         print(f"    [KILN_{fmt[0].upper()}] = /* ggml's {len(q)} bytes of the first {n} values */")
         lines = [f'    "{h[i:i + 96]}"' for i in range(0, len(h), 96)]
         print("\n".join(lines) + ",")
+        y = ggml.dequantize(fmt, q, n)
+        hashes.append(f"    [KILN_{fmt[0].upper()}] = 0x{fnv1a64(struct.pack(f'<{n}f', *y)):016x}u,")
+    print("\n".join(hashes))
 
 
 def main():

@@ -3,8 +3,9 @@
  * scales and on blocks at the rules' edges (all zero, the largest value negative, values on
  * the 4-bit grid, ties at .5), for all nine formats. The expected bytes came from ggml itself:
  * `tests/quant_reference.py --golden` calls libggml-base.so (llama.cpp's build in
- * node-llama-cpp 3.21.1) on the inputs quant_inputs() builds here. Then: dequantizing gives
- * values within half a step of the inputs, the names and sizes, rows that are not whole
+ * node-llama-cpp 3.21.1) on the inputs quant_inputs() builds here, with a hash of what its
+ * to_float makes of them, which kiln's dequantizer must give bit for bit. Then: dequantizing
+ * gives values within half a step of the inputs (the 32-value formats), the names and sizes, rows that are not whole
  * blocks are refused, and so are quantized matrices of the wrong width or in Q8_K.
  *
  * With --ggml-reference FILE (ctest quant_ggml_reference, where the peer is installed),
@@ -102,6 +103,19 @@ static const char *const expected_hex[KILN_QFORMAT_COUNT] = {
     "00000000",
 };
 
+/* FNV-1a (64-bit) of the f32 values ggml's to_float makes of those bytes (the same script). */
+static const uint64_t expected_to_float_fnv[KILN_QFORMAT_COUNT] = {
+    [KILN_Q8_0] = 0x1364efb8a9bb0065u,
+    [KILN_Q4_0] = 0x8ba479f46618f0ccu,
+    [KILN_Q4_1] = 0xc3f68182eba9ef48u,
+    [KILN_Q5_0] = 0xaba4d66087982404u,
+    [KILN_Q5_1] = 0x334834a0728d47d5u,
+    [KILN_Q4_K] = 0xeab73a57d035db1cu,
+    [KILN_Q5_K] = 0x436190f45726785fu,
+    [KILN_Q6_K] = 0x643c1a4da38cbd71u,
+    [KILN_Q8_K] = 0x25641bae8543eebau,
+};
+
 static unsigned char *hex_bytes(const char *hex, size_t *len) {
     *len = strlen(hex) / 2;
     unsigned char *out = malloc(*len);
@@ -127,6 +141,22 @@ START_TEST(quantize_writes_ggml_bytes) {
                       kiln_qformat_name(f), i, i / kiln_qformat_block_bytes(f), got[i], expect[i]);
     free(expect);
     free(got);
+}
+END_TEST
+
+/* kiln's dequantizer gives the bits of ggml's to_float from ggml's bytes. */
+START_TEST(dequantize_gives_ggml_values) {
+    kiln_qformat f = (kiln_qformat)_i;
+    const int64_t n = kiln_qformat_block_values(f) == KILN_QBLOCK ? N : KILN_QK_K;
+    size_t len;
+    unsigned char *q = hex_bytes(expected_hex[f], &len);
+    float y[N];
+    ck_assert_int_eq(kiln_dequantize_row(f, q, n, y), KILN_OK);
+    uint64_t h = 0xcbf29ce484222325u;
+    for (size_t i = 0; i < (size_t)n * sizeof *y; i++) h = (h ^ ((const unsigned char *)y)[i]) * 0x100000001b3u;
+    ck_assert_msg(h == expected_to_float_fnv[f], "%s: the dequantized values are not ggml's (hash %016llx)",
+                  kiln_qformat_name(f), (unsigned long long)h);
+    free(q);
 }
 END_TEST
 
@@ -289,6 +319,7 @@ END_TEST
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_loop_test(tc, quantize_writes_ggml_bytes, 0, KILN_QFORMAT_COUNT);
+    tcase_add_loop_test(tc, dequantize_gives_ggml_values, 0, KILN_QFORMAT_COUNT);
     tcase_add_loop_test(tc, dequantize_is_within_half_a_step, 0, KILN_Q5_1 + 1);
     tcase_add_test(tc, names_sizes_and_refusals);
     tcase_add_test(tc, qmatrix_takes_whole_blocks_of_its_format);
