@@ -155,13 +155,14 @@ static void same_state(gpt_model *a, gpt_model *b, const char *what) {
     }
 }
 
-/* Loop index: the 12 quantized types on model 0 (of width 64), then the K types and mixes (the
- * last 7 of gpt_quant_type_at) on models 1 to 3 (of width 256: the 32-value types are model
- * 0's, and a K type's quantizer is the slow one). */
+/* Loop index: the 12 quantized types on model 0 (of width 64: the K types fall back), then
+ * three mixes on models 1 to 3 (of width 256), which between them hold Q4_K, Q5_K and Q6_K
+ * (a K type's quantizer is the slow one: the pure K types are these formats again). */
 START_TEST(every_type_and_mix_in_memory_equals_the_file) {
-    const int model = _i < 12 ? 0 : 1 + (_i - 12) / 7;
+    static const char *const wide[] = {"q4_k_m", "q4_k_s", "q5_k_m"};
+    const int model = _i < 12 ? 0 : 1 + (_i - 12) / 3;
     const gpt_config c = model_config(model);
-    const gpt_quant_type *type = gpt_quant_type_at(_i < 12 ? 2 + _i : GPT_QUANT_TYPE_COUNT - 7 + (_i - 12) % 7);
+    const gpt_quant_type *type = _i < 12 ? gpt_quant_type_at(2 + _i) : gpt_quant_type_find(wide[(_i - 12) % 3]);
     char path[] = "/tmp/kiln_test_quantize_XXXXXX", err[256], what[96];
     snprintf(what, sizeof what, "model %d %s", model, type->name);
     int fd = mkstemp(path);
@@ -192,10 +193,36 @@ START_TEST(every_type_and_mix_in_memory_equals_the_file) {
 }
 END_TEST
 
+/* formats/gguf.c's block sizes of the ggml types and kiln/quant.h's of the formats
+ * gpt_gguf_qformat maps them to are one layout; the K types' rows are whole 256-value
+ * super-blocks, and no other ggml number maps to a format. */
+START_TEST(ggml_types_and_kiln_formats_agree) {
+    static const int mapped[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0,
+                                 GGML_TYPE_Q5_1, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+    int seen[KILN_QFORMAT_COUNT] = {0};
+    for (size_t i = 0; i < sizeof mapped / sizeof mapped[0]; i++) {
+        const int q = gpt_gguf_qformat(mapped[i]);
+        ck_assert_int_ge(q, 0);
+        ck_assert_int_eq(seen[q]++, 0);
+        for (int64_t n = 256; n <= 1024; n += 256)
+            ck_assert_uint_eq(gguf_row_bytes(mapped[i], n), kiln_qformat_row_bytes((kiln_qformat)q, n));
+        ck_assert_uint_eq(gguf_row_bytes(mapped[i], 192), kiln_qformat_block_values((kiln_qformat)q) == 256 ? 0
+                          : kiln_qformat_row_bytes((kiln_qformat)q, 192));
+    }
+    ck_assert_int_eq(seen[KILN_Q8_K], 0); /* an activation format, never a weight */
+    for (int t = 0; t < 40; t++) {
+        int listed = 0;
+        for (size_t i = 0; i < sizeof mapped / sizeof mapped[0]; i++) listed |= mapped[i] == t;
+        if (!listed) ck_assert_int_eq(gpt_gguf_qformat(t), -1);
+    }
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
+    tcase_add_test(tc, ggml_types_and_kiln_formats_agree);
     tcase_add_loop_test(tc, quantized_in_memory_equals_the_gguf_round_trip, 0, 3);
-    tcase_add_loop_test(tc, every_type_and_mix_in_memory_equals_the_file, 0, 12 + 3 * 7);
+    tcase_add_loop_test(tc, every_type_and_mix_in_memory_equals_the_file, 0, 12 + 3 * 3);
 }
 
 int main(int argc, char **argv) { return kt_main(argc, argv, "host_gpt_quantize", add_tests, NULL, 0); }
