@@ -4,12 +4,14 @@
 #   - a GPT of width 256 (K super-blocks whole) trained briefly, quantized to each pure type
 #     (q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k) and mix (q4_k_m q4_k_s q5_k_m q5_k_s): the
 #     file equals `kiln export --type` of the same type byte for byte, and evaluates within
-#     0.02 of the checkpoint's loss for 6 and 8 bits, 0.1 for 4 and 5 (each figure printed);
+#     0.02 of the checkpoint's loss for 6 and 8 bits, 0.1 for 4 and 5 (each figure printed;
+#     off the cpu q4_k_m, q4_k_s, q5_0 and q5_1 only, which hold every new format between them);
 #   - `kiln bench decode --formats` runs a mix and a pure K type (rows present);
 #   - refused in one line naming the tensor and the file: a Q2_K tensor, an IQ4_XS tensor,
 #     a ggml type number ggml does not have, a Q4_K tensor whose rows are 192 values, a Q6_K
 #     tensor cut short by the end of the file; and --format q2_k, --format f16.
 # Llama.cpp's own choice of types and bytes is tests/llama/check_quant_mix.py's.
+# The model is trained and quantized on the host; BACKEND runs the evaluations and the bench.
 #   host_quant_types.sh KILN WORKDIR [BACKEND]
 set -u
 . "$(dirname "$0")/host_common.sh"
@@ -32,6 +34,8 @@ for t in q8_0:0.02 q6_k:0.02 q5_0:0.1 q5_1:0.1 q4_0:0.1 q4_1:0.1 q4_k:0.1 q5_k:0
   "$kiln" export --ckpt run/model.safetensors --format gguf --type "$name" --out "run/$name.export.gguf" 2>err.txt ||
     fail "export --type $name: $(cat err.txt)"
   cmp -s "run/$name.gguf" "run/$name.export.gguf" || fail "kiln quantize --format $name differs from kiln export --type $name"
+  # off the cpu, the types that between them hold every format (the software devices are slow)
+  if [ "$backend" != cpu ] && ! [[ " q4_k_m q4_k_s q5_0 q5_1 " == *" $name "* ]]; then continue; fi
   got=$(loss_of "run/$name.gguf")
   if [ -n "$got" ] && "$py" -c "import sys; sys.exit(0 if abs($got - $base) <= $tol else 1)"; then
     echo "ok   $name: loss $got, the checkpoint's $base ($(stat -c %s "run/$name.gguf") bytes)"
