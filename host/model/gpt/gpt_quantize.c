@@ -74,7 +74,12 @@ static int round_param(gpt_param *p, const import_recipe *r, const int *types, c
     int64_t rows = s->shape[0], cols = s->shape[1], in = r->transpose ? rows : cols;
     float *v = host_values(p->t, s->name, err, errlen), *col = malloc((size_t)in * sizeof *col);
     unsigned char *scratch = malloc((size_t)in * 4 + 64);
-    int rc = v && col && scratch ? 0 : (snprintf(err, errlen, "%s: out of host memory", s->name), -1);
+    if (!v || !col || !scratch) {
+        if (v) snprintf(err, errlen, "%s: out of host memory", s->name); /* else host_values said why */
+        free(v), free(col), free(scratch);
+        return -1;
+    }
+    int rc = 0;
     for (int i = 0, at = 0; rc == 0 && i < r->n; at += (int)r->piece[i].rows, i++)
         for (int64_t o = 0; rc == 0 && o < (r->transpose ? r->piece[i].rows : 0); o++) { /* a column each */
             for (int64_t k = 0; k < in; k++) col[k] = v[k * cols + at + o];
