@@ -4,7 +4,8 @@ llama_model_quantize of node-llama-cpp 3.21.1's libllama (the function behind ll
 llama.cpp 80fb11a; ctypes, one thread, no importance matrix) turns an F32 GGUF into Q4_K_M,
 Q5_K_M, Q4_K_S and Q5_K_S files, and into the pure types (its --pure: Q4_K, Q5_K, Q6_K, Q5_0,
 Q5_1, Q8_0, Q4_0, Q4_1); `kiln quantize --format TYPE` of the same F32 file must give every
-tensor the type llama.cpp gave it and the same bytes. The models, random:
+tensor the type llama.cpp gave it and the same bytes, and write its general.file_type. The
+models, random:
   - llama, tied, width 256, ffn 512, 8 layers: rows that are whole 256-value super-blocks,
     every layer rule (use_more_bits over 8 layers; Q4_K_S's first 4 attn_v), the tied
     token_embd quantized as the output head;
@@ -21,8 +22,6 @@ import ctypes
 import glob
 import os
 import struct
-import subprocess
-import sys
 
 import numpy as np
 
@@ -83,7 +82,8 @@ def llama_quantize(lib, src, out, kind):
 
 
 def read_tensors(path):
-    """{name: (ggml type, ne, bytes)} of a GGUF file (ggml's docs/gguf.md)."""
+    """{name: (ggml type, ne, bytes)} of a GGUF file (ggml's docs/gguf.md), and its
+    general.file_type under the name "general.file_type" as (that number, None, b"")."""
     with open(path, "rb") as f:
         data = f.read()
     at = 4
@@ -106,12 +106,14 @@ def read_tensors(path):
             return at
         return at + fixed[t]
 
-    align = 32
+    align, out = 32, {}
     for _ in range(n_kv):
         key, at = string(at)
         t = struct.unpack_from("<I", data, at)[0]
         if key == "general.alignment":
             align = struct.unpack_from("<I", data, at + 4)[0]
+        if key == "general.file_type":
+            out[key] = (struct.unpack_from("<I", data, at + 4)[0], None, b"")
         at = skip_value(t, at + 4)
     infos = []
     for _ in range(n_tensors):
@@ -122,7 +124,6 @@ def read_tensors(path):
         at += 4 + 8 * nd + 12
         infos.append((name, typ, ne, off))
     base = (at + align - 1) // align * align
-    out = {}
     for name, typ, ne, off in infos:
         values, nbytes = BLOCKS.get(typ, (1, 0))
         n = int(np.prod(ne))
@@ -178,10 +179,11 @@ def compare(name, kind, got, want):
     types = [f"{n} {TYPE_NAMES.get(got[n][0], got[n][0])} (llama.cpp {TYPE_NAMES.get(want[n][0], want[n][0])})"
              for n in want if n in got and got[n][0] != want[n][0]]
     data = [n for n in want if n in got and got[n][0] == want[n][0] and got[n][2] != want[n][2]]
-    mixed = sorted({TYPE_NAMES.get(t[0], t[0]) for t in want.values()})
-    pc.check(f"{name} {kind}", not missing and not types and not data,
-             f"all {len(want)} tensors of llama.cpp's types ({', '.join(mixed)}) and bytes" if not missing and
-             not types and not data else f"tensors only in one file {missing[:3]}, types {types[:3]}, bytes {data[:3]}")
+    mixed = sorted({TYPE_NAMES.get(t[0], t[0]) for n, t in want.items() if t[1] is not None})
+    same = (f"general.file_type {want['general.file_type'][0]} and all {len(want) - 1} tensors of llama.cpp's "
+            f"types ({', '.join(mixed)}) and bytes")
+    pc.check(f"{name} {kind}", not missing and not types and not data, same if not missing and not types and not data
+             else f"tensors only in one file {missing[:3]}, types {types[:3]}, bytes {data[:3]}")
 
 
 def run_model(a, lib, name, src, kinds):
