@@ -176,7 +176,8 @@ def gpt2_file(a, path):
 def compare(name, kind, got, want):
     """Every tensor of llama.cpp's file (want) in kiln's (got) with its type and bytes."""
     missing = sorted(set(want) ^ set(got))
-    types = [f"{n} {TYPE_NAMES.get(got[n][0], got[n][0])} (llama.cpp {TYPE_NAMES.get(want[n][0], want[n][0])})"
+    named = lambda n, t: t if n == "general.file_type" else TYPE_NAMES.get(t, t)  # noqa: E731
+    types = [f"{n} {named(n, got[n][0])} (llama.cpp {named(n, want[n][0])})"
              for n in want if n in got and got[n][0] != want[n][0]]
     data = [n for n in want if n in got and got[n][0] == want[n][0] and got[n][2] != want[n][2]]
     mixed = sorted({TYPE_NAMES.get(t[0], t[0]) for n, t in want.items() if t[1] is not None})
