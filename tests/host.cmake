@@ -203,6 +203,16 @@ add_test(NAME host_mpi COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_mpi.sh $<TA
          ${_kiln_host_work}/mpi)
 set_tests_properties(host_mpi PROPERTIES LABELS cpu TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
 
+# Every quantized type and mix of kiln quantize end to end (evaluated and benchmarked on each
+# backend), and the GGUF files refused by tensor and file (host_quant_types.sh).
+foreach(backend ${_kiln_host_backends})
+  kiln_host_test_name(quant_types ${backend} name)
+  kiln_host_test_env(${backend} "OMP_NUM_THREADS=1" env)
+  add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_quant_types.sh $<TARGET_FILE:kiln_host>
+           ${_kiln_host_work}/quant_types_${backend} ${backend})
+  set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+endforeach()
+
 # GGUF and quantized inference (kiln export, kiln quantize, eval and decode of .gguf files)
 # on every backend: the quantized product runs on the device (kiln_matmul_q).
 foreach(backend ${_kiln_host_backends})

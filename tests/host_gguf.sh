@@ -75,7 +75,7 @@ expect_refused "a Post-LN model" "trained with norm" "$kiln" export --ckpt post/
 expect_refused "width 24 as q8_0" "multiple of 32" "$kiln" quantize --ckpt narrow/model.safetensors --format q8_0 \
   --out narrow.gguf
 expect_refused "an unknown type" "is not one of f32, f16, q8_0, q4_0" "$kiln" export --ckpt run/model.safetensors \
-  --format gguf --type q5_0 --out x.gguf
+  --format gguf --type q2_k --out x.gguf
 head -c 2000 run/q8_0.gguf >cut.gguf
 expect_refused "a truncated GGUF" "cut.gguf" "$kiln" eval --ckpt cut.gguf --data held.txt "${common[@]}"
 "$py" -c '

@@ -14,6 +14,9 @@
 #   llama_train_export `kiln train --model llama` (llama tied, qwen2 untied, qwen3 options),
 #                       then `kiln export --format gguf` at F32, F16 and Q8_0: llama.cpp decodes
 #                       each file to `kiln decode --greedy`'s tokens;
+#   llama_quant_mix     `kiln quantize --format q4_k_m|q5_k_m|q4_k_s|q5_k_s` and the pure types of
+#                       F32 GGUF files (llama, rows of 256; qwen2, rows of 192 and 576; gpt2) give
+#                       every tensor the type and bytes llama.cpp's llama_model_quantize gives it;
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
 #                       @lenml/tokenizers' ids for three real tokenizer.json files.
 # The npm peers are found through the environment variable KILN_NODE_PEERS (.ci/run sets it);
@@ -58,6 +61,11 @@ add_test(NAME llama_train_export
   COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_train_export.py --kiln $<TARGET_FILE:kiln_host>
           --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_train_export)
 set_tests_properties(llama_train_export PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+add_test(NAME llama_quant_mix
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_quant_mix.py --kiln $<TARGET_FILE:kiln_host>
+          --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_quant_mix)
+set_tests_properties(llama_quant_mix PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77)
 
 add_test(NAME llama_tokenizers
   COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_tokenizers.py --kiln $<TARGET_FILE:kiln_host>

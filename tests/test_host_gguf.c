@@ -277,6 +277,7 @@ END_TEST
 START_TEST(bad_tensors) {
     bytes o;
     uint64_t ne2[2] = {32, 2}, ne0[1] = {0}, ne48[1] = {48}, ne5[5] = {1, 1, 1, 1, 1}, ne32[1] = {32};
+    uint64_t ne192[1] = {192}, ne256x2[2] = {256, 2};
     head(&o, 3, 1, 0);
     info(&o, "t", 5, ne5, GGML_TYPE_F32, 0);
     expect_refused(&o, "does not have 1 to 4 dimensions");
@@ -284,9 +285,29 @@ START_TEST(bad_tensors) {
     info(&o, "t", 1, ne0, GGML_TYPE_F32, 0);
     expect_refused(&o, "a dimension of 0");
     head(&o, 3, 1, 0);
-    info(&o, "t", 2, ne2, 12, 0);
-    data(&o, 2 * 144);
-    expect_refused(&o, "is q4_K, which kiln does not read");
+    info(&o, "t", 2, ne2, 10, 0); /* Q2_K: refused by name */
+    data(&o, 2 * 84);
+    expect_refused(&o, "the tensor t is q2_K, which kiln does not read");
+    head(&o, 3, 1, 0);
+    info(&o, "t", 2, ne2, 15, 0); /* Q8_K: ggml's activation format, never a weight */
+    data(&o, 2 * 292);
+    expect_refused(&o, "the tensor t is q8_K, which kiln does not read");
+    head(&o, 3, 1, 0);
+    info(&o, "t", 2, ne2, 23, 0);
+    data(&o, 2 * 136);
+    expect_refused(&o, "the tensor t is iq4_xs, which kiln does not read");
+    head(&o, 3, 1, 0);
+    info(&o, "t", 2, ne2, 99, 0);
+    data(&o, 256);
+    expect_refused(&o, "the tensor t is type 99, which kiln does not read");
+    head(&o, 3, 1, 0); /* a K type's rows are whole super-blocks of 256 */
+    info(&o, "t", 1, ne192, GGML_TYPE_Q4_K, 0);
+    data(&o, 144);
+    expect_refused(&o, "a row of the tensor t (q4_K, 192 values) is not a whole number of its type's blocks of 256");
+    head(&o, 3, 1, 0); /* a truncated block: the tensor's bytes run past the file */
+    info(&o, "t", 2, ne256x2, GGML_TYPE_Q6_K, 0);
+    data(&o, 2 * 210 - 1);
+    expect_refused(&o, "the tensor t lies beyond the end of the file");
     head(&o, 3, 1, 0);
     info(&o, "t", 1, ne48, GGML_TYPE_Q8_0, 0);
     data(&o, 68);

@@ -157,7 +157,7 @@ START_TEST(quantized_qkv_kept_in_hf_order) {
         blocks[p] = malloc((size_t)t->rows * rb);
         for (int64_t r = 0; r < t->rows; r++)
             kiln_quantize_row(KILN_Q8_0, (const float *)(const void *)t->data + r * C, C, blocks[p] + r * rb);
-        t->dtype = IMPORT_Q8_0, t->data = blocks[p], t->nbytes = (size_t)t->rows * rb;
+        t->dtype = IMPORT_QUANT, t->qformat = KILN_Q8_0, t->data = blocks[p], t->nbytes = (size_t)t->rows * rb;
     }
     gpt_names names = gpt_names_for(GPT_NAMES_GGUF, &cfg);
     names.permuted = 1;
@@ -226,7 +226,7 @@ START_TEST(bad_pieces_refused) {
     expect_refused(&f, "blk.0.attn_k.weight is [14, 32] where kiln's h.0.attn.c_attn.weight needs [16, 32]");
     free_file(&f);
     llama_file(&f);
-    f.t[index_of(&f, "blk.0.attn_norm.weight")].dtype = IMPORT_Q8_0;
+    f.t[index_of(&f, "blk.0.attn_norm.weight")].dtype = IMPORT_QUANT; /* of qformat KILN_Q8_0 */
     expect_refused(&f, "blk.0.attn_norm.weight is q8_0; kiln reads 1-D tensors as f32, f16 or bf16");
     free_file(&f);
     llama_file(&f);

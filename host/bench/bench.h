@@ -22,6 +22,7 @@
 #include "kiln/kiln.h"
 #include "kiln/probe.h"
 #include "model/gpt/gpt.h"
+#include "model/gpt/gpt_quant_mix.h"
 
 /* ---- the commands (each returns the process exit code) ---- */
 
@@ -113,7 +114,7 @@ typedef struct bench_options {
     int sizes[BENCH_MODEL_SIZES];  /* the named model sizes to run (from --models) */
     int fp32, fp16;                /* model precisions to run (from --precision) */
     int decode;                    /* the decode section (from --only) */
-    int formats[4];                /* decode's weight formats: f32, f16, q8_0, q4_0 (from --formats) */
+    int formats[GPT_QUANT_TYPE_COUNT]; /* decode's weight formats, gpt_quant_type_at's (from --formats) */
     int prompt, tokens;            /* decode's prompt length and tokens decoded per timed run */
     const char *ckpt;              /* decode: a GPT checkpoint to run instead of the named sizes */
 } bench_options;

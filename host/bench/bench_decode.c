@@ -8,8 +8,10 @@
  *   f16     f16 weights and activations, as `kiln decode --precision fp16` (a file converted as
  *           it is read, host_load_gpt_model_as; a named size by gpt_set_precision)
  *   q8_0    the matrices in ggml's blocks (gpt_quantize: the model `kiln quantize` writes and
- *   q4_0    `kiln decode` reads back), activations f32; a file quantized already (a Q8_0
- *           or Q4_0 GGUF) runs as read, in its own format only
+ *   q4_0    `kiln decode` reads back), activations f32: any pure type or mix of
+ *   ...     gpt_quant_mix.h (q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q4_k_s q5_k_m q5_k_s); a
+ *           file quantized already runs as read, in its own format only (the pure type of
+ *           its first block matrix: a Q4_K_M file runs as q4_k)
  *
  * the rows are: single-stream decoding in tokens/s (one token at a time after a prompt, each
  * token's logits read back and the next token picked on the host, as `kiln decode --greedy`
@@ -33,8 +35,9 @@
 #include "run/gpt_load.h"
 #include "model/gpt/gpt_quantize.h"
 
-static const char *const format_names[4] = {"f32", "f16", "q8_0", "q4_0"};
-enum { FMT_F32, FMT_F16, FMT_Q8_0, FMT_Q4_0 };
+enum { FMT_F32, FMT_F16, FMT_QUANTIZED }; /* gpt_quant_type_at's order: f32, f16, then the quantized types */
+
+static const char *format_name(int format) { return gpt_quant_type_at(format)->name; }
 
 /* The measured results of one format, kept for the comparison line. */
 typedef struct format_result {
@@ -47,13 +50,17 @@ typedef struct decode_model {
     const gpt_config *cfg;
 } decode_model;
 
-/* The format of a model read from a quantized file (its matrices' blocks), or -1. */
+/* The format of a model read from a quantized file: the pure type of its first block
+ * matrix's blocks, or -1. */
 static int file_format(const gpt_model *m) {
     for (int l = 0; m->quant && l < m->cfg.n_layer; l++)
         for (int s = 0; s < BLOCK_SLOT_COUNT; s++)
             if (m->blocks[l].q[s]) {
                 const kiln_qformat f = kiln_qmatrix_format(m->blocks[l].q[s]);
-                return f == KILN_Q8_0 ? FMT_Q8_0 : f == KILN_Q4_0 ? FMT_Q4_0 : -1;
+                for (int i = FMT_QUANTIZED; i < GPT_QUANT_TYPE_COUNT; i++)
+                    if (gpt_quant_type_at(i)->rules == GPT_MIX_NONE && !strcmp(format_name(i), kiln_qformat_name(f)))
+                        return i;
+                return -1;
             }
     return -1;
 }
@@ -75,7 +82,7 @@ static gpt_model *build_model(kiln_ctx *ctx, const decode_model *dm, int format,
             gpt_free(m);
             *missing = 1;
             return snprintf(why, whylen, "the file is quantized (%s): run in its own format only",
-                            own < 0 ? "a format bench decode does not time" : format_names[own]), NULL;
+                            own < 0 ? "a format bench decode does not time" : format_name(own)), NULL;
         }
     } else if (!(m = gpt_new(ctx, dm->cfg)) || gpt_init(m, 1337)) {
         snprintf(why, whylen, "the model: %s", kiln_error_message());
@@ -85,7 +92,7 @@ static gpt_model *build_model(kiln_ctx *ctx, const decode_model *dm, int format,
     int rc = 0;
     if (format == FMT_F16 && m->dtype != KILN_F16 && gpt_set_precision(m, KILN_F16, 0))
         rc = snprintf(why, whylen, "f16: %s", kiln_error_message());
-    else if (format >= FMT_Q8_0 && gpt_quantize(m, format == FMT_Q8_0 ? KILN_Q8_0 : KILN_Q4_0, why, whylen))
+    else if (format >= FMT_QUANTIZED && gpt_quantize(m, gpt_quant_type_at(format), why, whylen))
         rc = 1;
     if (rc) {
         gpt_free(m);
@@ -197,7 +204,7 @@ static void format_failed(bench_device *d, const char *model, const char *format
  * model could not be built). */
 static int stream_setup(const bench_options *o, bench_device *d, const decode_model *dm, int format, kiln_ctx *ctx,
                         stream_work *w) {
-    const char *fmt = format_names[format];
+    const char *fmt = format_name(format);
     char why[512] = "";
     int missing;
     if (!(w->m = build_model(ctx, dm, format, why, sizeof why, &missing))) {
@@ -284,7 +291,7 @@ static void prefill_memory_rows(const bench_options *o, bench_device *d, const d
  * *res what compare_formats needs. */
 static void run_format(const bench_options *o, bench_device *d, const decode_model *dm, int format,
                        format_result *res) {
-    const char *fmt = format_names[format];
+    const char *fmt = format_name(format);
     res->tokens_per_s = res->bytes_per_token = NAN;
     kiln_ctx *ctx = NULL;
     if (kiln_open(d->id, &ctx)) { /* the same device, in a context of its own */
@@ -314,10 +321,10 @@ static void run_format(const bench_options *o, bench_device *d, const decode_mod
 static void compare_formats(const char *model, const format_result *r, const bench_options *o) {
     const int base = o->formats[FMT_F16] && isfinite(r[FMT_F16].tokens_per_s) ? FMT_F16 : FMT_F32;
     if (!o->formats[base] || !isfinite(r[base].tokens_per_s)) return;
-    for (int q = FMT_Q8_0; q <= FMT_Q4_0; q++) {
+    for (int q = FMT_QUANTIZED; q < GPT_QUANT_TYPE_COUNT; q++) {
         if (!o->formats[q] || !isfinite(r[q].tokens_per_s)) continue;
-        printf("  %s: %s reads %.2fx the bytes of %s per token and decodes %.2fx as fast\n", model, format_names[q],
-               r[q].bytes_per_token / r[base].bytes_per_token, format_names[base],
+        printf("  %s: %s reads %.2fx the bytes of %s per token and decodes %.2fx as fast\n", model, format_name(q),
+               r[q].bytes_per_token / r[base].bytes_per_token, format_name(base),
                r[q].tokens_per_s / r[base].tokens_per_s);
     }
     fflush(stdout);
@@ -333,8 +340,8 @@ void bench_decode(kiln_ctx *ctx, const bench_options *o, bench_device *d) {
     for (int i = 0; !o->ckpt && i < BENCH_MODEL_SIZES; i++)
         if (o->sizes[i]) models[n++] = (decode_model){.name = bench_model_name(i), .cfg = bench_model_config(i)};
     for (int i = 0; i < n; i++) {
-        format_result r[4];
-        for (int fmt = 0; fmt < 4; fmt++) {
+        format_result r[GPT_QUANT_TYPE_COUNT];
+        for (int fmt = 0; fmt < GPT_QUANT_TYPE_COUNT; fmt++) {
             r[fmt].tokens_per_s = r[fmt].bytes_per_token = NAN;
             if (o->formats[fmt]) run_format(o, d, &models[i], fmt, &r[fmt]);
         }

@@ -268,7 +268,7 @@ static int parse_list(const char *option, const char *text, const char *const *n
         for (int i = 0; i < n; i++)
             if (strlen(names[i]) == len && !strncmp(p, names[i], len)) *flags[i] = found = 1;
         if (!found) {
-            char valid[128] = "";
+            char valid[256] = "";
             for (int i = 0; i < n; i++)
                 snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s", i ? ", " : "", names[i]);
             return host_error("%s: unknown item '%.*s' (expected a comma-separated list of %s)", option,
@@ -375,7 +375,8 @@ static const char BENCH_SUMMARY[] =
     "ceilings, and a training step and decoding of the `tiny` and `gpt2-small` models.\n"
     "Device time (timestamps, profiling events) is shown beside wall time.\n"
     "\n"
-    "Decode: single-stream tokens/s at each weight format (f32, f16, Q8_0, Q4_0), the weight\n"
+    "Decode: single-stream tokens/s at each weight format (f32, f16, Q8_0, Q4_0; --formats any\n"
+    "type or mix of kiln quantize), the weight\n"
     "bytes per token against copy bandwidth, prefill tokens/s and memory (kiln bench decode:\n"
     "that section alone).\n"
     "\n"
@@ -383,7 +384,8 @@ static const char BENCH_SUMMARY[] =
     "kiln bench gemm (f32 GEMM vs OpenBLAS/CLBlast), kiln bench train (vs PyTorch).";
 static const char DECODE_SUMMARY[] =
     "Single-stream decoding on each device (cpu, every vulkan:N and opencl:N, or the one named)\n"
-    "at each weight format (f32, f16, Q8_0, Q4_0), for the named shapes from a random init\n"
+    "at each weight format (default f32, f16, Q8_0, Q4_0; --formats takes every type and mix of\n"
+    "kiln quantize), for the named shapes from a random init\n"
     "(--models: tiny, gpt2-small; smollm2-135m, the Llama family's, on request) or for --ckpt\n"
     "(a checkpoint, GGUF file or Hugging Face folder; a quantized file runs in its own format\n"
     "only): tokens/s (greedy, each token's logits read back), the weight\n"
@@ -400,15 +402,16 @@ typedef struct bench_args {
 static int parse_lists(const bench_args *a, bench_options *o) {
     const char *section_names[] = {"ceilings", "kernels", "models", "decode"};
     int *section_flags[] = {&o->ceilings, &o->kernels, &o->models, &o->decode};
-    const char *format_names[] = {"f32", "f16", "q8_0", "q4_0"};
-    int *format_flags[] = {&o->formats[0], &o->formats[1], &o->formats[2], &o->formats[3]};
+    const char *format_names[GPT_QUANT_TYPE_COUNT];
+    int *format_flags[GPT_QUANT_TYPE_COUNT];
+    for (int i = 0; i < GPT_QUANT_TYPE_COUNT; i++) format_names[i] = gpt_quant_type_at(i)->name, format_flags[i] = &o->formats[i];
     const char *model_names[BENCH_MODEL_SIZES];
     int *model_flags[BENCH_MODEL_SIZES];
     for (int i = 0; i < BENCH_MODEL_SIZES; i++) model_names[i] = bench_model_name(i), model_flags[i] = &o->sizes[i];
     const char *precision_names[] = {"fp32", "fp16"};
     int *precision_flags[] = {&o->fp32, &o->fp16};
     return parse_list("--only", a->only, section_names, section_flags, 4) ||
-           parse_list("--formats", a->formats, format_names, format_flags, 4) ||
+           parse_list("--formats", a->formats, format_names, format_flags, GPT_QUANT_TYPE_COUNT) ||
            parse_list("--models", a->models, model_names, model_flags, BENCH_MODEL_SIZES) ||
            parse_list("--precision", a->precisions, precision_names, precision_flags, 2);
 }
@@ -433,7 +436,8 @@ static int parse_options(int argc, char **argv, int decode_only, bench_args *a, 
         {.name = "--precision", .kind = CLI_STRING, .target = &a->precisions, .meta = "LIST",
          .help = "model precisions: fp32, fp16 (mixed precision)"},
         {.name = "--formats", .kind = CLI_STRING, .target = &a->formats, .meta = "LIST",
-         .help = "decode: weight formats: f32, f16, q8_0, q4_0"},
+         .help = "decode: weight formats: f32, f16, a pure type (q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k) or "
+                 "llama.cpp's mix (q4_k_m q4_k_s q5_k_m q5_k_s)"},
         {.name = "--ckpt", .kind = CLI_STRING, .target = &o->ckpt, .meta = "FILE",
          .help = "decode: a checkpoint, GGUF file or Hugging Face folder instead of --models"},
         {.name = "--prompt", .kind = CLI_INT, .target = &o->prompt, .meta = "N",

@@ -1,7 +1,8 @@
 /* `kiln export --format gguf|hf` and `kiln quantize`: a GPT (a kiln checkpoint, a GGUF file or a
  * Hugging Face folder) as a GGUF file of llama.cpp's gpt2 architecture (model/gpt/gpt_gguf.h)
  * or of the Llama family's llama, qwen2 or qwen3 (model/gpt/gpt_gguf_llama.h), at f32 or f16,
- * or quantized to Q8_0, Q4_0 or Q4_1 in ggml's blocks; or as a Hugging Face folder
+ * or quantized in ggml's blocks to a pure type (q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k) or one
+ * of llama.cpp's mixes (q4_k_m q4_k_s q5_k_m q5_k_s: model/gpt/gpt_quant_mix.h); or as a Hugging Face folder
  * (model/gpt/gpt_hf.h) at f32, f16 or bf16. The conversion runs on the host (the CPU backend
  * holds the weights while they are read): no device is needed. */
 #include <stdio.h>
@@ -16,18 +17,6 @@
 #include "model/gpt/gpt_hf.h"
 #include "run/gpt_load.h"
 
-/* The ggml type named by the user: f32, f16, q8_0, q4_0, q4_1 (-1 otherwise). */
-static int type_of(const char *name) {
-    static const struct {
-        const char *name;
-        int type;
-    } types[] = {{"f32", GGML_TYPE_F32}, {"f16", GGML_TYPE_F16}, {"q8_0", GGML_TYPE_Q8_0}, {"q4_0", GGML_TYPE_Q4_0},
-                 {"q4_1", GGML_TYPE_Q4_1}};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (!strcmp(name, types[i].name)) return types[i].type;
-    return -1;
-}
-
 /* The safetensors dtype of --type for a Hugging Face folder (NULL otherwise). */
 static const char *hf_dtype_of(const char *name) {
     return !strcmp(name, "f32") ? "F32" : !strcmp(name, "f16") ? "F16" : !strcmp(name, "bf16") ? "BF16" : NULL;
@@ -36,9 +25,10 @@ static const char *hf_dtype_of(const char *name) {
 /* The model at ckpt (any file kiln reads: run/gpt_load.h) written as `format` (gguf or hf). */
 static int export_model(const char *command, const char *format, const char *ckpt, const char *tok_path,
                         const char *type_name, const char *out) {
-    int hf = !strcmp(format, "hf"), type = hf ? 0 : type_of(type_name);
+    int hf = !strcmp(format, "hf");
+    const gpt_quant_type *type = hf ? NULL : gpt_quant_type_find(type_name);
     const char *dtype = hf ? hf_dtype_of(type_name) : NULL;
-    if (!hf && type < 0) return host_error("--type %s is not one of f32, f16, q8_0, q4_0, q4_1", type_name);
+    if (!hf && !type) return host_error("--type %s is not one of %s", type_name, gpt_quant_type_names(0));
     if (hf && !dtype) return host_error("--type %s: a Hugging Face folder holds f32, f16 or bf16", type_name);
     if (!ckpt) return host_error("kiln %s needs --ckpt FILE", command);
     if (!out) return host_error("kiln %s needs --out %s", command, hf ? "FOLDER" : "FILE");
@@ -80,8 +70,9 @@ int cmd_export(int argc, char **argv) {
         {.name = "--format", .kind = CLI_STRING, .target = &format, .meta = "NAME",
          .help = "gguf (llama.cpp: gpt2, llama, qwen2 or qwen3 as the model is) or hf (a Hugging Face folder)"},
         {.name = "--type", .kind = CLI_STRING, .target = &type, .meta = "TYPE",
-         .help = "gguf: the matrices' f32, f16 (default), q8_0, q4_0 or q4_1 (docs/quantization.md); hf: f32 "
-                 "(default), f16 or bf16"},
+         .help = "gguf: the matrices' f32, f16 (default), a pure type (q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k) "
+                 "or llama.cpp's mix (q4_k_m q4_k_s q5_k_m q5_k_s; docs/quantization.md); hf: f32 (default), f16 "
+                 "or bf16"},
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
          .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
         {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE", .help = "the file to write"},
@@ -100,19 +91,22 @@ int cmd_quantize(int argc, char **argv) {
     const char *ckpt = NULL, *out = NULL, *format = NULL, *tok_path = NULL;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
-         .help = "the GPT checkpoint (safetensors, GPT-2 layout)"},
-        {.name = "--format", .kind = CLI_STRING, .target = &format, .meta = "TYPE", .help = "q8_0, q4_0 or q4_1"},
+         .help = "the GPT: a kiln checkpoint, a GGUF file or a Hugging Face folder"},
+        {.name = "--format", .kind = CLI_STRING, .target = &format, .meta = "TYPE",
+         .help = "q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or llama.cpp's mix q4_k_m q4_k_s q5_k_m q5_k_s "
+                 "(docs/quantization.md)"},
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
          .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
         {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE", .help = "the GGUF file to write"},
     };
     const char *summary =
-        "Quantizes a GPT checkpoint's matrices to ggml's Q8_0, Q4_0 or Q4_1 blocks and writes them as\nGGUF "
-        "(kiln export --format gguf --type TYPE).";
+        "Quantizes a GPT's matrices to ggml's blocks (one type, or llama.cpp's per-tensor mix) and\nwrites them as "
+        "GGUF (kiln export --format gguf --type TYPE).";
     int rc = cli_parse("quantize", summary, argc, argv, 2, opts, (int)(sizeof opts / sizeof opts[0]));
     if (rc) return rc < 0 ? 1 : 0;
-    if (!format) return host_error("kiln quantize needs --format q8_0|q4_0|q4_1");
-    if (strcmp(format, "q8_0") && strcmp(format, "q4_0") && strcmp(format, "q4_1"))
-        return host_error("--format %s is not q8_0, q4_0 or q4_1", format);
+    if (!format) return host_error("kiln quantize needs --format TYPE (%s)", gpt_quant_type_names(2));
+    const gpt_quant_type *type = gpt_quant_type_find(format);
+    if (!type || !gpt_quant_type_quantized(type))
+        return host_error("--format %s is not one of %s", format, gpt_quant_type_names(2));
     return export_model("quantize", "gguf", ckpt, tok_path, format, out);
 }

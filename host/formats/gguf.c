@@ -26,7 +26,9 @@ const char *gguf_tensor_type_name(int type, char *buf, size_t size) {
     return buf;
 }
 
-/* Values per block and bytes per block of the types kiln reads (0: not one of them). */
+/* Values per block and bytes per block of the types kiln reads (0: not one of them): ggml's
+ * block sizes (ggml-common.h; kiln/quant.h holds the same layouts, and the host test checks
+ * both agree). */
 static int block_shape(int type, int *values, int *bytes) {
     switch (type) {
     case GGML_TYPE_F32: *values = 1, *bytes = 4; return 1;
@@ -35,6 +37,11 @@ static int block_shape(int type, int *values, int *bytes) {
     case GGML_TYPE_Q8_0: *values = 32, *bytes = 34; return 1;
     case GGML_TYPE_Q4_0: *values = 32, *bytes = 18; return 1;
     case GGML_TYPE_Q4_1: *values = 32, *bytes = 20; return 1;
+    case GGML_TYPE_Q5_0: *values = 32, *bytes = 22; return 1;
+    case GGML_TYPE_Q5_1: *values = 32, *bytes = 24; return 1;
+    case GGML_TYPE_Q4_K: *values = 256, *bytes = 144; return 1;
+    case GGML_TYPE_Q5_K: *values = 256, *bytes = 176; return 1;
+    case GGML_TYPE_Q6_K: *values = 256, *bytes = 210; return 1;
     default: return 0;
     }
 }
@@ -244,12 +251,17 @@ static int read_tensor_infos(cursor *c, uint64_t n) {
         int values, bytes;
         if (!block_shape(t->type, &values, &bytes)) {
             error_printf(c->err, c->errlen,
-                         "%s: the tensor %s is %s, which kiln does not read (it reads f32, f16, q8_0, q4_0 and q4_1)",
+                         "%s: the tensor %s is %s, which kiln does not read (it reads f32, f16, bf16, q8_0, q4_0, "
+                         "q4_1, q5_0, q5_1, q4_K, q5_K and q6_K)",
                          f->name, t->name, gguf_tensor_type_name(t->type, name, sizeof name));
             return -1;
         }
-        if (t->ne[0] % values)
-            return fail(c, "a row of the tensor %s is not a whole number of its type's blocks", t->name);
+        if (t->ne[0] % values) {
+            error_printf(c->err, c->errlen, "%s: a row of the tensor %s (%s, %lld values) is not a whole number of its "
+                         "type's blocks of %d values", f->name, t->name, gguf_tensor_type_name(t->type, name, sizeof name),
+                         (long long)t->ne[0], values);
+            return -1;
+        }
         t->nbytes = numel / (uint64_t)values * (uint64_t)bytes;
     }
     return 0;

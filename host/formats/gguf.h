@@ -13,8 +13,10 @@
  * The reader validates everything before it hands out anything: the magic and version,
  * every count and length against the bytes left (a lying count cannot make it allocate or
  * read beyond the file), value types, duplicate keys and tensor names, dimensions and their
- * product, each tensor's type (F32, F16, BF16, Q8_0, Q4_0, Q4_1; any other ggml type is refused by
- * its name, e.g. "q4_K"), a row length that is a whole number of blocks, offsets aligned and
+ * product, each tensor's type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; any
+ * other ggml type, Q2_K, Q3_K, the IQ types, Q8_1 and Q8_K among them, is refused by its name,
+ * e.g. "q2_K"), a row length that is a whole number of blocks (256 values for the K types),
+ * offsets aligned and
  * inside the data section, and tensors that do not overlap. A bad file gives one line
  * naming the file and the problem. */
 #ifndef KILN_HOST_FORMATS_GGUF_H
@@ -50,7 +52,12 @@ typedef enum gguf_tensor_type {
     GGML_TYPE_F16 = 1,
     GGML_TYPE_Q4_0 = 2,
     GGML_TYPE_Q4_1 = 3,
+    GGML_TYPE_Q5_0 = 6,
+    GGML_TYPE_Q5_1 = 7,
     GGML_TYPE_Q8_0 = 8,
+    GGML_TYPE_Q4_K = 12, /* the K types: rows of whole 256-value super-blocks */
+    GGML_TYPE_Q5_K = 13,
+    GGML_TYPE_Q6_K = 14,
     GGML_TYPE_BF16 = 30 /* read (converted at load), never written */
 } gguf_tensor_type;
 

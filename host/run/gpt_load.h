@@ -2,8 +2,8 @@
  * files kiln reads, told apart by the path: a Hugging Face folder (or its config.json:
  * model/gpt/gpt_hf.h, LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel
  * at F32, F16 or BF16), a GGUF file (by its first bytes: model/gpt/gpt_gguf.h, architectures
- * gpt2, llama, qwen2 and qwen3 at f32, f16, bf16, Q8_0, Q4_0 and Q4_1; the quantized matrices
- * stay quantized), else a kiln checkpoint (safetensors, GPT-2 layout); with its tokenizer:
+ * gpt2, llama, qwen2 and qwen3 at f32, f16, bf16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
+ * Q6_K, tensor by tensor; the quantized matrices stay quantized), else a kiln checkpoint (safetensors, GPT-2 layout); with its tokenizer:
  * --tokenizer FILE when given, else the file's own (the checkpoint's metadata, GGUF's
  * tokenizer.ggml.*, the folder's tokenizer.json), else bytes for a 256-token model. */
 #ifndef KILN_HOST_RUN_GPT_LOAD_H

@@ -1,6 +1,7 @@
 /* GPT to GGUF (gpt_gguf.h). */
 #include "model/gpt/gpt_gguf.h"
 #include "model/gpt/gpt_gguf_llama.h"
+#include "model/gpt/gpt_quant_mix.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,11 @@ int gpt_gguf_name(const char *hf, char *out, size_t size, int *conv1d) {
                 return 0;
             }
     return -1;
+}
+
+int gpt_gguf_writes_gpt2(const gpt_config *c) {
+    return c->block.norm_type == BLOCK_NORM_TYPE_LAYERNORM && c->block.mlp == BLOCK_MLP_GELU && !c->block.rope &&
+           c->position == GPT_POSITION_LEARNED;
 }
 
 /* The model must be GPT-2's own block: llama.cpp's gpt2 knows no other (gpt_gguf.h). */
@@ -146,29 +152,38 @@ static int add_weight(gguf_writer *w, keep *k, const kiln_tensor *t, const char 
 }
 
 int gpt_gguf_qformat(int type) {
-    switch (type) {
-    case GGML_TYPE_Q8_0: return KILN_Q8_0;
-    case GGML_TYPE_Q4_0: return KILN_Q4_0;
-    case GGML_TYPE_Q4_1: return KILN_Q4_1;
-    default: return -1;
-    }
+    /* ggml's type numbers (ggml.h) of kiln's block formats (kiln/quant.h): the one place they
+       meet; every other ggml type (Q2_K, Q3_K, the IQ types, Q8_1, Q8_K) is refused by
+       gguf_open by its name */
+    static const struct {
+        int type;
+        kiln_qformat format;
+    } map[] = {{GGML_TYPE_Q8_0, KILN_Q8_0}, {GGML_TYPE_Q4_0, KILN_Q4_0}, {GGML_TYPE_Q4_1, KILN_Q4_1},
+               {GGML_TYPE_Q5_0, KILN_Q5_0}, {GGML_TYPE_Q5_1, KILN_Q5_1}, {GGML_TYPE_Q4_K, KILN_Q4_K},
+               {GGML_TYPE_Q5_K, KILN_Q5_K}, {GGML_TYPE_Q6_K, KILN_Q6_K}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (map[i].type == type) return (int)map[i].format;
+    return -1;
 }
 
-int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err, size_t errlen) {
+/* The ggml type of gpt2's matrix `name` (rows of n_embd values but ffn_down's 4 n_embd):
+ * 1-D tensors are f32 whatever this says (add_weight). */
+static int matrix_type(const gpt_quant_type *type, const char *name, const gpt_config *c) {
+    int64_t cols = strstr(name, "ffn_down") ? 4 * (int64_t)c->n_embd : c->n_embd;
+    return gpt_quant_tensor_type(type, name, cols, c->n_layer, 0);
+}
+
+int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, const gpt_quant_type *type, const char *path, char *err,
+                    size_t errlen) {
     const gpt_config *c = &m->cfg;
     char option[64];
-    if (c->block.norm_type != BLOCK_NORM_TYPE_LAYERNORM || c->block.mlp != BLOCK_MLP_GELU || c->block.rope ||
-        c->position != GPT_POSITION_LEARNED)
+    if (!gpt_gguf_writes_gpt2(c))
         return gpt_export_gguf_llama(m, tok, type, path, err, errlen); /* the Llama family's architectures */
     if (gpt_not_gpt2(c, option, sizeof option)) {        snprintf(err, errlen, "this model cannot be exported to GGUF: it was trained with %s, and llama.cpp's gpt2 "
                  "architecture is GPT-2's own block only", option);
         return -1;
     }
-    int quantized = gpt_gguf_qformat(type) >= 0;
-    if (type != GGML_TYPE_F32 && type != GGML_TYPE_F16 && !quantized) {
-        snprintf(err, errlen, "GGUF export writes f32, f16, q8_0, q4_0 or q4_1");
-        return -1;
-    }
+    int quantized = gpt_quant_type_quantized(type);
     if (quantized && c->n_embd % KILN_QBLOCK) {
         snprintf(err, errlen, "a model of width %d cannot be quantized in blocks of %d values (its width must be a "
                  "multiple of %d); export it as f16 or f32", c->n_embd, KILN_QBLOCK, KILN_QBLOCK);
@@ -181,12 +196,10 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
     gguf_writer *w = gguf_writer_new();
     keep k = {0};
     int rc = w ? 0 : -1;
-    static const int file_types[] = {[GGML_TYPE_F32] = 0, [GGML_TYPE_F16] = 1, [GGML_TYPE_Q4_0] = 2,
-                                     [GGML_TYPE_Q4_1] = 3, [GGML_TYPE_Q8_0] = 7}; /* llama_ftype */
     if (rc == 0) {
         gguf_writer_str(w, "general.architecture", "gpt2");
         gguf_writer_str(w, "general.name", "kiln GPT");
-        gguf_writer_u32(w, "general.file_type", (uint32_t)file_types[type]);
+        gguf_writer_u32(w, "general.file_type", (uint32_t)type->ftype);
         if (quantized) gguf_writer_u32(w, "general.quantization_version", 2);
         gguf_writer_u32(w, "gpt2.context_length", (uint32_t)c->n_positions);
         gguf_writer_u32(w, "gpt2.embedding_length", (uint32_t)c->n_embd);
@@ -200,10 +213,11 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
         const gpt_param *p = &m->params[i];
         const char *hf = p->spec.name;
         char name[96];
-        int conv1d, t = type;
-        if (!strcmp(hf, "wte.weight")) {
-            rc = add_weight(w, &k, p->t, "token_embd.weight", 0, type, err, errlen);
-            if (rc == 0) rc = add_weight(w, &k, p->t, "output.weight", 0, type, err, errlen); /* the tied head */
+        int conv1d;
+        if (!strcmp(hf, "wte.weight")) { /* llama.cpp sees output.weight: not tied, each its own type */
+            rc = add_weight(w, &k, p->t, "token_embd.weight", 0, matrix_type(type, "token_embd.weight", c), err, errlen);
+            if (rc == 0) /* the tied head */
+                rc = add_weight(w, &k, p->t, "output.weight", 0, matrix_type(type, "output.weight", c), err, errlen);
             continue;
         }
         if (gpt_gguf_name(hf, name, sizeof name, &conv1d)) {
@@ -211,7 +225,7 @@ int gpt_export_gguf(const gpt_model *m, const tokenizer *tok, int type, const ch
             rc = -1;
             break;
         }
-        if (!strcmp(hf, "wpe.weight") && quantized) t = GGML_TYPE_F16;
+        int t = !strcmp(hf, "wpe.weight") ? gpt_quant_table_type(type) : matrix_type(type, name, c);
         rc = add_weight(w, &k, p->t, name, conv1d, t, err, errlen);
     }
     if (rc == 0) rc = gguf_writer_save(w, path, err, errlen);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/error_printf.h"
+#include "model/gpt/gpt_gguf.h"
 #include "model/gpt/gpt_import.h"
 #include "model/gpt/gpt_names.h"
 
@@ -78,15 +79,15 @@ static import_tensor *tensors_of(const gguf_file *f) {
     import_tensor *t = calloc(n + 1, sizeof *t);
     for (size_t i = 0; t && i < n; i++) {
         const gguf_tensor *g = gguf_tensor_at(f, i);
+        /* gguf_open admits only the types kiln reads: the floats, or a block format */
+        int q = gpt_gguf_qformat(g->type);
         import_dtype d = g->type == GGML_TYPE_F32    ? IMPORT_F32
                          : g->type == GGML_TYPE_F16  ? IMPORT_F16
                          : g->type == GGML_TYPE_BF16 ? IMPORT_BF16
-                         : g->type == GGML_TYPE_Q8_0 ? IMPORT_Q8_0
-                         : g->type == GGML_TYPE_Q4_0 ? IMPORT_Q4_0
-                                                     : IMPORT_Q4_1;
+                                                     : IMPORT_QUANT;
         int64_t outer = 1;
         for (int k = 1; k < g->ndim; k++) outer *= g->ne[k];
-        t[i] = (import_tensor){.name = g->name, .dtype = d, .ndim = g->ndim, .rows = g->ndim == 1 ? g->ne[0] : outer,
+        t[i] = (import_tensor){.name = g->name, .dtype = d, .qformat = q < 0 ? KILN_Q8_0 : (kiln_qformat)q, .ndim = g->ndim, .rows = g->ndim == 1 ? g->ne[0] : outer,
                                .cols = g->ndim == 1 ? 1 : g->ne[0], .data = g->data, .nbytes = (size_t)g->nbytes,
                                .drop = drop_gguf, .owner = f};
     }

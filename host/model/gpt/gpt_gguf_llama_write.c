@@ -9,23 +9,23 @@
 #include "model/gpt/gpt_gguf.h"
 #include "model/gpt/gpt_gguf_llama.h"
 
-/* The sink's state: the writer, the matrices' type, and the converted bytes it references
- * until the save. */
+/* The sink's state: the writer, the file's type and what its per-tensor choice needs, and
+ * the converted bytes it references until the save. */
 typedef struct sink_state {
     gguf_writer *w;
-    int type;
+    const gpt_quant_type *type;
+    int n_layer, tied;
     void **bytes;
     size_t n;
 } sink_state;
 
 /* One tensor: 1-D ones (norms, biases, rope_freqs) in f32 as convert_hf_to_gguf.py keeps
- * them; matrices in the type, or f16 where a row is not whole blocks of a quantized type (as
- * llama.cpp's quantizer falls back). */
+ * them; matrices in the type gpt_quant_tensor_type chooses (f16 where a row is not whole
+ * blocks of any fallback, as llama.cpp's quantizer does). */
 static int add_piece(void *ctx, const char *name, int ndim, int64_t rows, int64_t cols, const float *v, char *err,
                      size_t errlen) {
     sink_state *s = ctx;
-    int type = ndim == 1 ? GGML_TYPE_F32 : s->type;
-    if (gpt_gguf_qformat(type) >= 0 && cols % KILN_QBLOCK) type = GGML_TYPE_F16;
+    int type = ndim == 1 ? GGML_TYPE_F32 : gpt_quant_tensor_type(s->type, name, cols, s->n_layer, s->tied);
     uint64_t nbytes;
     void **grown = realloc(s->bytes, (s->n + 1) * sizeof *grown);
     void *b = grown ? gpt_gguf_convert(v, ndim == 1 ? 1 : rows, ndim == 1 ? rows : cols, type, &nbytes) : NULL;
@@ -39,16 +39,14 @@ static int add_piece(void *ctx, const char *name, int ndim, int64_t rows, int64_
 }
 
 /* The keys convert_hf_to_gguf.py writes for these architectures. */
-static void write_keys(gguf_writer *w, const gpt_config *c, const char *arch, int type) {
-    static const int file_types[] = {[GGML_TYPE_F32] = 0, [GGML_TYPE_F16] = 1, [GGML_TYPE_Q4_0] = 2,
-                                     [GGML_TYPE_Q4_1] = 3, [GGML_TYPE_Q8_0] = 7}; /* llama_ftype */
+static void write_keys(gguf_writer *w, const gpt_config *c, const char *arch, const gpt_quant_type *type) {
     block_config b = gpt_block_config(c);
     char key[96];
 #define ARCH_KEY(k) (snprintf(key, sizeof key, "%s.%s", arch, k), key)
     gguf_writer_str(w, "general.architecture", arch);
     gguf_writer_str(w, "general.name", "kiln GPT");
-    gguf_writer_u32(w, "general.file_type", (uint32_t)file_types[type]);
-    if (gpt_gguf_qformat(type) >= 0) gguf_writer_u32(w, "general.quantization_version", 2);
+    gguf_writer_u32(w, "general.file_type", (uint32_t)type->ftype);
+    if (gpt_quant_type_quantized(type)) gguf_writer_u32(w, "general.quantization_version", 2);
     gguf_writer_u32(w, ARCH_KEY("block_count"), (uint32_t)c->n_layer);
     gguf_writer_u32(w, ARCH_KEY("context_length"), (uint32_t)c->n_positions);
     gguf_writer_u32(w, ARCH_KEY("embedding_length"), (uint32_t)c->n_embd);
@@ -66,14 +64,14 @@ static void write_keys(gguf_writer *w, const gpt_config *c, const char *arch, in
 #undef ARCH_KEY
 }
 
-int gpt_export_gguf_llama(const gpt_model *m, const tokenizer *tok, int type, const char *path, char *err,
-                          size_t errlen) {
+int gpt_export_gguf_llama(const gpt_model *m, const tokenizer *tok, const gpt_quant_type *type, const char *path,
+                          char *err, size_t errlen) {
     const char *arch = gpt_llama_arch(&m->cfg, err, errlen);
     if (!arch) return -1;
     if (tokenizer_vocab_size(tok) != m->cfg.vocab_size)
         return snprintf(err, errlen, "the tokenizer has %d tokens but the model %d", tokenizer_vocab_size(tok),
                         m->cfg.vocab_size), -1;
-    sink_state s = {.w = gguf_writer_new(), .type = type};
+    sink_state s = {.w = gguf_writer_new(), .type = type, .n_layer = m->cfg.n_layer, .tied = !m->cfg.untied};
     if (!s.w) return snprintf(err, errlen, "out of memory"), -1;
     gpt_names names = gpt_names_for(GPT_NAMES_GGUF, &m->cfg);
     /* kiln keeps HF's row order and rotates half-split pairs: llama's file holds them permuted

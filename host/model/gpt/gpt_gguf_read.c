@@ -165,17 +165,26 @@ static unsigned char *quantized_weights(const gguf_file *f, const gpt_config *cf
     return absent;
 }
 
-/* The output head: output.weight, else the tied token_embd. Quantized when the embedding
- * is (kiln's GPT ties them: an f32 head beside a quantized embedding, or an untied one, is
- * refused). */
+/* The output head: output.weight, else the tied token_embd. kiln's GPT ties them, so an
+ * output.weight of token_embd's type must be its copy (an untied model is refused); one of
+ * another type is the same matrix quantized as llama.cpp's mixes quantize the head (Q6_K
+ * beside a Q4_K embedding) and becomes the head. */
 static int load_head(gpt_model *m, const gguf_file *f, const char *path, char *err, size_t errlen) {
     const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight"), *out = gguf_find_tensor(f, "output.weight");
-    if (out && (out->type != embd->type || out->nbytes != embd->nbytes || memcmp(out->data, embd->data, out->nbytes))) {
+    int own = out && out->type != embd->type;
+    if (out && !own && (out->nbytes != embd->nbytes || memcmp(out->data, embd->data, out->nbytes))) {
         snprintf(err, errlen, "%s: output.weight is not token_embd.weight: kiln's GPT ties its output head", path);
         return -1;
     }
-    if (!m->quant->embd) return 0; /* f32: the tied wte */
-    return (m->quant->head = device_blocks(m->ctx, embd, err, errlen)) ? 0 : -1;
+    if (own && (out->ndim != 2 || out->ne[0] != embd->ne[0] || out->ne[1] != embd->ne[1]))
+        return snprintf(err, errlen, "%s: output.weight is not token_embd.weight's shape", path), -1;
+    char name[32];
+    if (own && !is_quantized(out->type)) /* a float head beside another embedding */
+        return snprintf(err, errlen, "%s: output.weight is %s beside a %s token_embd.weight: kiln reads a head in "
+                        "blocks or tied", path, gguf_tensor_type_name(out->type, name, sizeof name),
+                        gguf_tensor_type_name(embd->type, name + 16, 16)), -1;
+    if (!own && !m->quant->embd) return 0; /* f32: the tied wte */
+    return (m->quant->head = device_blocks(m->ctx, own ? out : embd, err, errlen)) ? 0 : -1;
 }
 
 /* A gpt2 architecture's model from f. */

@@ -10,14 +10,13 @@
 /* Floats converted per upload: 4 MiB of f32 at a time. */
 #define CHUNK_FLOATS ((int64_t)1 << 20)
 
-static const char *const dtype_names[IMPORT_DTYPE_COUNT] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"};
+static const char *const dtype_names[IMPORT_QUANT] = {"f32", "f16", "bf16"};
 
-const char *import_dtype_name(import_dtype d) { return d < IMPORT_DTYPE_COUNT ? dtype_names[d] : "?"; }
-
-static int is_quant(import_dtype d) { return d >= IMPORT_Q8_0; }
-static kiln_qformat qformat(import_dtype d) {
-    return d == IMPORT_Q8_0 ? KILN_Q8_0 : d == IMPORT_Q4_0 ? KILN_Q4_0 : KILN_Q4_1;
+const char *import_dtype_name(const import_tensor *t) {
+    return t->dtype == IMPORT_QUANT ? kiln_qformat_name(t->qformat) : t->dtype < IMPORT_QUANT ? dtype_names[t->dtype] : "?";
 }
+
+static int is_quant(import_dtype d) { return d == IMPORT_QUANT; }
 
 const import_tensor *import_find(const import_source *src, const char *name) {
     for (size_t i = 0; i < src->count; i++)
@@ -28,11 +27,12 @@ const import_tensor *import_find(const import_source *src, const char *name) {
 /* Bytes of one row of t (a 1-D tensor's rows are its elements). */
 static size_t row_bytes(const import_tensor *t) {
     static const size_t size[] = {4, 2, 2};
-    return is_quant(t->dtype) ? kiln_qformat_row_bytes(qformat(t->dtype), t->cols) : (size_t)t->cols * size[t->dtype];
+    return is_quant(t->dtype) ? kiln_qformat_row_bytes(t->qformat, t->cols) : (size_t)t->cols * size[t->dtype];
 }
 
 /* Elements [first, first + n) of t, in its flat order, as f32 (for a quantized tensor first
- * and n are whole blocks: rows are). */
+ * and n are whole blocks of its format, 32 or 256 values: rows are, and fill_transposed's
+ * chunks). */
 static void convert(const import_tensor *t, int64_t first, int64_t n, float *out) {
     const unsigned char *b = t->data;
     switch (t->dtype) {
@@ -51,8 +51,9 @@ static void convert(const import_tensor *t, int64_t first, int64_t n, float *out
         }
         break;
     default: {
-        kiln_qformat f = qformat(t->dtype);
-        kiln_dequantize_row(f, b + (size_t)(first / KILN_QBLOCK) * kiln_qformat_block_bytes(f), n, out);
+        kiln_qformat f = t->qformat;
+        size_t block = kiln_qformat_block_values(f);
+        kiln_dequantize_row(f, b + (size_t)first / block * kiln_qformat_block_bytes(f), n, out);
     }
     }
 }
@@ -94,7 +95,7 @@ static int check_one(const import_source *src, const param_spec *s, const import
             return piece_error(src, t, p, cols, s, config, err, errlen);
         if (s->ndim == 1 && is_quant(t->dtype))
             return snprintf(err, errlen, "%s: %s is %s; kiln reads 1-D tensors as f32, f16 or bf16", src->path, t->name,
-                            import_dtype_name(t->dtype)), -1;
+                            import_dtype_name(t)), -1;
         if (p->unpermute_hd > 0 && (p->unpermute_hd % 2 || t->rows % p->unpermute_hd))
             return snprintf(err, errlen, "%s: %s: %lld rows are not whole heads of %lld", src->path, t->name,
                             (long long)t->rows, (long long)p->unpermute_hd), -1;
@@ -131,7 +132,7 @@ int import_stays_quantized(const import_source *src, const param_spec *s, import
     const import_tensor *first = import_find(src, r.piece[0].name);
     for (int i = 0; i < r.n; i++) {
         const import_tensor *t = import_find(src, r.piece[i].name);
-        if (!t || !is_quant(t->dtype) || t->dtype != first->dtype) return 0;
+        if (!t || !is_quant(t->dtype) || t->qformat != first->qformat) return 0; /* q, k, v of one format */
     }
     return 1;
 }
@@ -168,12 +169,12 @@ static int fill_rows(kiln_tensor *dst, const param_spec *s, const import_tensor 
 }
 
 /* kiln's [in, out] = the transpose of the pieces' [out_i, in] stacked along out, in chunks of
- * kiln's rows (whole blocks of 32 for a quantized file). */
+ * kiln's rows (whole super-blocks of 256, so whole blocks of any format). */
 static int fill_transposed(kiln_tensor *dst, const param_spec *s, const import_tensor *const *t, const import_recipe *r,
                            float *buf, float *run, char *err, size_t errlen) {
     int64_t in = s->shape[0], out = s->shape[1];
-    int64_t width = CHUNK_FLOATS / out / KILN_QBLOCK * KILN_QBLOCK;
-    if (width < KILN_QBLOCK) width = KILN_QBLOCK;
+    int64_t width = CHUNK_FLOATS / out / KILN_QK_K * KILN_QK_K;
+    if (width < KILN_QK_K) width = KILN_QK_K;
     for (int64_t i0 = 0; i0 < in; i0 += width) {
         int64_t n = in - i0 < width ? in - i0 : width, col = 0;
         for (int p = 0; p < r->n; p++)
@@ -190,8 +191,8 @@ static int fill_transposed(kiln_tensor *dst, const param_spec *s, const import_t
 static int fill_float(model_param *p, const import_tensor *const *t, const import_recipe *r, char *err, size_t errlen) {
     const param_spec *s = &p->spec;
     int64_t in = s->ndim == 2 ? s->shape[0] : 1;
-    size_t cap = (size_t)(CHUNK_FLOATS + (s->ndim == 2 ? s->shape[1] + s->shape[0] : s->shape[0]) * KILN_QBLOCK);
-    float *buf = malloc(cap * sizeof *buf), *run = malloc((size_t)(in + KILN_QBLOCK) * sizeof *run);
+    size_t cap = (size_t)(CHUNK_FLOATS + (s->ndim == 2 ? s->shape[1] + s->shape[0] : s->shape[0]) * KILN_QK_K);
+    float *buf = malloc(cap * sizeof *buf), *run = malloc((size_t)(in + KILN_QK_K) * sizeof *run);
     int rc = -1;
     if (!buf || !run) snprintf(err, errlen, "%s: out of host memory", s->name);
     else if (s->ndim == 2 && r->transpose) rc = fill_transposed(p->t, s, t, r, buf, run, err, errlen);
@@ -210,7 +211,7 @@ static kiln_qmatrix *quant_matrix(kiln_ctx *ctx, const import_tensor *const *t, 
     int64_t rows = 0;
     for (int i = 0; i < r->n; i++) rows += t[i]->rows;
     size_t rb = row_bytes(t[0]);
-    kiln_qmatrix *q = kiln_qmatrix_new(ctx, qformat(t[0]->dtype), rows, t[0]->cols);
+    kiln_qmatrix *q = kiln_qmatrix_new(ctx, t[0]->qformat, rows, t[0]->cols);
     int direct = r->n == 1 && !r->piece[0].unpermute_hd;
     unsigned char *stage = direct ? NULL : malloc((size_t)rows * rb);
     if (q && (direct || stage)) {
@@ -240,7 +241,7 @@ static int fill_quant(gpt_model *m, const model_param *p, const import_tensor *c
         return 0;
     }
     gpt_quantized *q = m->quant; /* the token embedding: its blocks on the host */
-    q->embd_format = qformat(t[0]->dtype);
+    q->embd_format = t[0]->qformat;
     q->embd_row_bytes = row_bytes(t[0]);
     if (!(q->embd = malloc(t[0]->nbytes))) return snprintf(err, errlen, "out of host memory"), -1;
     memcpy(q->embd, t[0]->data, t[0]->nbytes);

@@ -9,23 +9,23 @@
  * Memory: nothing is read twice nor held twice. The values go from the file's mapped pages
  * to the model's tensors in chunks of a few MiB (converted on the way: F16 and BF16 widen
  * to f32), and the pages of each file tensor are given back as soon as it is consumed
- * (st_drop, gguf_drop). Quantized matrices (Q8_0, Q4_0, Q4_1) that the model keeps in blocks
- * are copied block row by block row. */
+ * (st_drop, gguf_drop). Quantized matrices (any of kiln/quant.h's weight formats, each tensor
+ * its own) that the model keeps in blocks are copied block row by block row; the others are
+ * dequantized on the way like F16. */
 #ifndef KILN_HOST_MODEL_GPT_IMPORT_H
 #define KILN_HOST_MODEL_GPT_IMPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln/quant.h"
 #include "model/gpt/gpt.h"
 
 typedef enum import_dtype {
     IMPORT_F32,
     IMPORT_F16,
     IMPORT_BF16,
-    IMPORT_Q8_0,
-    IMPORT_Q4_0,
-    IMPORT_Q4_1,
+    IMPORT_QUANT, /* blocks of import_tensor.qformat */
     IMPORT_DTYPE_COUNT
 } import_dtype;
 
@@ -34,6 +34,7 @@ typedef enum import_dtype {
 typedef struct import_tensor {
     const char *name;
     import_dtype dtype;
+    kiln_qformat qformat; /* IMPORT_QUANT's block format */
     int ndim;
     int64_t rows, cols;
     const unsigned char *data; /* rows whole: a quantized row is whole blocks */
@@ -91,7 +92,7 @@ int import_check(const import_source *src, const param_spec *specs, int n, impor
 int import_fill(gpt_model *m, const import_source *src, import_recipe_fn recipe, const void *ctx, char *err,
                 size_t errlen);
 
-/* The dtypes' names ("f32", "bf16", "q8_0", ...), for messages. */
-const char *import_dtype_name(import_dtype d);
+/* The tensor's element type ("f32", "bf16", "q4_k", ...), for messages. */
+const char *import_dtype_name(const import_tensor *t);
 
 #endif
