@@ -1,11 +1,13 @@
 // qmatmul: y[m, n] = sum_k x[m, k] w[n, k] (+ bias[n]), w quantized in ggml's blocks
-// (kiln_qmatmul_args, kiln/quant.h), on the activations as given (f32 arithmetic).
+// (kiln_qmatmul_args, kiln/quant.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), on the
+// activations as given (f32 arithmetic).
 //
 // A workgroup computes R = WG / T weight rows against a tile of MT rows of x: T consecutive
 // invocations per weight row (specialization constant 1, a power of two <= WG; the host
 // picks it per device and shape, vk_qmatmul_shape in engine/vulkan/vk_quant.c), lane j of
-// the T taking blocks j, j + T, ... of the row. For each block it reads the scale d (f16),
-// for Q4_1 the minimum, and the 32 integers, from 32-bit words (no 8- or 16-bit storage
+// the T taking units j, j + T, ... of the row: 32 values each, a block of the 32-value
+// formats or a sub-block of the K formats' super-blocks (qblock.glsl says why). For each
+// unit it reads the scales and the integers from 32-bit words (no 8- or 16-bit storage
 // needed: many phone drivers have neither), decodes them once and sums them against each x
 // row in f32. With T = 1 (CPU devices) an invocation owns a whole row and writes its sums
 // itself; with T > 1 the T partial sums of each (weight row, x row) meet in shared memory
@@ -26,24 +28,14 @@ layout(push_constant) uniform Push { QMATMUL_PUSH } pc;
 // invocations per weight row (a power of two <= WG)
 layout(constant_id = 1) const uint T = 1;
 
-// rows of x per workgroup: each block is decoded once for all of them
+// rows of x per workgroup: each unit is decoded once for all of them
 #define MT 8u
 
 // the partial sums when T > 1: x row t's at t * (WG + 1) + invocation (the padding puts the
 // T reads of the lanes that add up different x rows in different banks)
 shared float part[T > 1u ? MT * (WG + 1u) : 1u];
 
-// The 4 bytes at byte p (even) of the row that starts at word `row`, little-endian: one
-// word, or the halves of two when p is 2 past a word. The second word is read only then
-// (it may lie past the matrix otherwise).
-uint word_at(uint row, uint p) {
-    uint i = row + (p >> 2u), shift = (p & 3u) * 8u;
-    uint lo = w[i], hi = w[i + min(shift, 1u)];
-    return shift == 0u ? lo : (lo >> shift) | (hi << (32u - shift));
-}
-
-// the f16 at byte p (even) of the row
-float half_at(uint row, uint p) { return unpackHalf2x16(w[row + (p >> 2u)] >> ((p & 2u) * 8u)).x; }
+#include "qblock.glsl"
 
 void main() {
     uint R = WG / T, l = gl_LocalInvocationID.x, lane = l % T;
@@ -53,32 +45,19 @@ void main() {
     uint rows = min(MT, pc.m - i0);
     bool live = r < pc.n; // the last group's rows past n only take part in the barrier
     uint row = pc.off[1] + (live ? r : 0u) * pc.row_words;
-    uint blocks = live ? pc.k / 32u : 0u;
-    uint block_bytes = pc.format == KILN_ABI_Q8_0 ? 34u : pc.format == KILN_ABI_Q4_0 ? 18u : 20u;
+    uint units = live ? pc.k / 32u : 0u; // 32-value units: qblock.glsl
     float acc[MT];
     for (uint t = 0u; t < MT; t++) acc[t] = 0.0;
-    for (uint b = lane; b < blocks; b += T) {
-        uint p = b * block_bytes;
-        float d = half_at(row, p), mn = pc.format == KILN_ABI_Q4_1 ? half_at(row, p + 2u) : 0.0;
+    for (uint b = lane; b < units; b += T) {
+        uint packed[8];
+        float d, mn;
+        ivec2 sc;
+        qunit(pc.format, row, b, packed, d, sc, mn);
+        // the integers times their sub-block scale: exact in f32 (|q sc| <= 127 for Q8_0,
+        // 32 * 128 for Q6_K), so a 32-value format sums as it did before the K formats
         float q[32];
-        if (pc.format == KILN_ABI_Q8_0) {
-            for (uint i = 0u; i < 8u; i++) {
-                uint v = word_at(row, p + 2u + 4u * i);
-                for (uint j = 0u; j < 4u; j++) q[4u * i + j] = float(int(v << (24u - 8u * j)) >> 24);
-            }
-        } else {
-            // byte j of the 16 holds value j in its low nibble and value j + 16 in its high one
-            uint q0 = pc.format == KILN_ABI_Q4_1 ? p + 4u : p + 2u;
-            float offset = pc.format == KILN_ABI_Q4_0 ? 8.0 : 0.0;
-            for (uint i = 0u; i < 4u; i++) {
-                uint v = word_at(row, q0 + 4u * i);
-                for (uint j = 0u; j < 4u; j++) {
-                    uint byte_ = (v >> (8u * j)) & 0xffu;
-                    q[4u * i + j] = float(byte_ & 15u) - offset;
-                    q[4u * i + j + 16u] = float(byte_ >> 4u) - offset;
-                }
-            }
-        }
+        for (uint j = 0u; j < 32u; j++)
+            q[j] = float((int(packed[j / 4u] << (24u - 8u * (j % 4u))) >> 24) * sc[j / 16u]);
         for (uint t = 0u; t < rows; t++) {
             uint xb = pc.off[0] + (i0 + t) * pc.k + b * 32u;
             float s = 0.0, xsum = 0.0;

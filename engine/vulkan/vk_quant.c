@@ -1,16 +1,18 @@
-/* Host side of the product with a quantized matrix (kiln_qmatmul_args, shaders/qmatmul.comp):
- * x, bias and y f32 or f16 (the "_f16" builds), the activations used as given. It needs no
- * optional feature, so it is the path of every device without integer dot products and of
- * KILN_VK_MIN_LIMITS mode; the others round the activations to int8 as the CPU does
- * (vk_quant_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a
- * workgroup computes R = WG / T weight rows, T invocations per row, against a tile of 8
- * rows of x (the shaders' MT), on a grid of ceil(n / R) x ceil(m / 8) workgroups. */
+/* Host side of the product with a quantized matrix (kiln_qmatmul_args, shaders/qmatmul.comp)
+ * in every block format, the K formats' super-blocks read 32 values at a time
+ * (shaders/qblock.glsl): x, bias and y f32 or f16 (the "_f16" builds), the activations used
+ * as given. It needs no optional feature, so it is the path of every device without integer
+ * dot products and of KILN_VK_MIN_LIMITS mode; the others round the activations to int8
+ * (vk_quant_dot.c). Both kernels map the work the same way (vk_qmatmul_shape): a workgroup
+ * computes R = WG / T weight rows, T invocations per row, against a tile of 8 rows of x (the
+ * shaders' MT), on a grid of ceil(n / R) x ceil(m / 8) workgroups. */
 #include "push.h"
 #include "vk_internal.h"
 
 typedef struct { QMATMUL_PUSH } qmatmul_push;
 
-/* Invocations per weight row (T) and per workgroup (WG) for a row of `blocks` blocks.
+/* Invocations per weight row (T) and per workgroup (WG) for a row of `blocks` units of 32
+ * values (blocks, or the K formats' sub-blocks: 8 per super-block).
  *
  * CPU-class devices (lavapipe) run a workgroup's invocations as SIMD lanes on one thread
  * and pay dearly for each workgroup and each barrier: T = 1, each invocation sums a whole
@@ -21,18 +23,19 @@ typedef struct { QMATMUL_PUSH } qmatmul_push;
  * was 1.5 to 50 times slower, the most on short rows).
  *
  * GPUs want the consecutive blocks of a row read by neighbouring invocations and few idle
- * lanes: T = the smallest power of two >= the blocks per row, at most the subgroup size
- * (32 where the device reports none, as in minimum-limits mode) and at most 64. So a
- * short row (k = 128: 4 blocks) gets 4 lanes and a workgroup of 128 covers 32 rows,
- * where one workgroup per row left 60 of 64 invocations idle and paid for 8 workgroup
- * reductions; a long row gets a subgroup's worth of lanes, each taking every T-th
- * block. The subgroup size is only a width here: the T partials meet in shared memory, so
- * a subgroup that runs narrower than reported (Intel compiles compute shaders to SIMD8, 16
- * or 32) is still correct. WG = 128 (at least T), within the device's limits.
+ * lanes (hence units of 32 values in the K formats too: shaders/qblock.glsl): T = the
+ * smallest power of two >= the units per row, at most the subgroup size (32 where the
+ * device reports none, as in minimum-limits mode) and at most 64. So a short row (k = 128:
+ * 4 blocks) gets 4 lanes and a workgroup of 128 covers 32 rows, where one workgroup per row
+ * left 60 of 64 invocations idle and paid for 8 workgroup reductions; a long row gets a
+ * subgroup's worth of lanes, each taking every T-th unit. The subgroup size is only a
+ * width here: the T partials meet in shared memory, so a subgroup that runs narrower than
+ * reported (Intel compiles compute shaders to SIMD8, 16 or 32) is still correct. WG = 128
+ * (at least T), within the device's limits.
  *
- * KILN_VK_QMATMUL_LANES=T (a power of two up to 64; caps.qmatmul_lanes) forces T, with the GPUs' WG, on any
- * device, so that the tests run the GPUs' mapping, shared-memory sums included, on
- * lavapipe too (tests/vulkan.cmake). */
+ * KILN_VK_QMATMUL_LANES=T (a power of two up to 64; caps.qmatmul_lanes) forces T, with the
+ * GPUs' WG, on any device, so that the tests run the GPUs' mapping, shared-memory sums
+ * included, on lavapipe too (tests/vulkan.cmake). */
 void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *lanes) {
     uint32_t t = 1, w;
     if (d->caps.qmatmul_lanes) { /* read once when the device's capabilities are (vk_instance.c) */
@@ -57,9 +60,6 @@ void vk_qmatmul_shape(const vk_dev *d, int64_t blocks, uint32_t *wg, uint32_t *l
 
 kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     vk_dev *d = vk_of(dev);
-    if (a->format > KILN_ABI_Q4_1)
-        return kiln_set_error(KILN_ERR_UNSUPPORTED, "vulkan qmatmul: quantization format %d is not supported yet",
-                              a->format);
     if (d->caps.int_dot) return vk_qmatmul_int8(d, a);
     vk_shader_id shader;
     kiln_status s = vk_variant(d, VK_SHADER_qmatmul, a->dtype, &shader);

@@ -1,7 +1,10 @@
 /* Host side of qmatmul's int8 path (shaders/qmatmul_qx.comp, shaders/qmatmul_dot.comp), for
- * devices with integer dot products (vk_caps.int_dot): the CPU's product (cpu/cpu_quant_dot.h)
- * on the GPU, so a model's quantized layers give the same numbers on both (up to the f32
- * order of the sums and, rarely, one activation rounded the other way: qmatmul_qx.comp).
+ * devices with integer dot products (vk_caps.int_dot). For the 32-value formats it is the
+ * CPU's product (cpu/cpu_quant_dot.h) on the GPU, so a model's quantized layers give the same
+ * numbers on both (up to the f32 order of the sums and, rarely, one activation rounded the
+ * other way: qmatmul_qx.comp). The K formats take the same blocks of 32 activations, one per
+ * sub-block of 32 weights (their scales are per 32 or per 16 values), where the CPU rounds
+ * per 256 as ggml does (Q8_K): a finer rounding, so within the CPU's bound.
  *
  * Why round activations at all: a block then costs 8 packed 4x8-bit dot products against
  * 32 f32 multiply-adds, and the activations are read from a quarter of their f32 size,
