@@ -5,6 +5,8 @@ and its fallbacks for rows that are not a multiple of 256, without an importance
 
     quantize(found, "in-F32.gguf", "out-Q4_K_M.gguf", "Q4_K_M")
 
+    llama_quantize.py SRC.gguf DST.gguf Q4_K [--pure]   (the same from the command line)
+
 found is peers.find()'s answer (its libggml_base names the folder of the binaries). The
 tests that need a mix call this one function (the K-quant decode checks; kiln's own mix is
 compared with its output)."""
@@ -12,8 +14,9 @@ import ctypes
 import glob
 import os
 
-# llama.h's enum llama_ftype at 80fb11a (only the mixes and pure types the tests ask for)
-FTYPE = {"Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q6_K": 18,
+# llama.h's enum llama_ftype at 80fb11a (only the mixes and pure types the tests ask for);
+# the pure Q4_K and Q5_K are Q4_K_S's and Q5_K_S's ftypes quantized --pure
+FTYPE = {"Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q6_K": 18, "Q4_K": 14, "Q5_K": 16,
          "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17}
 
 
@@ -60,8 +63,34 @@ def quantize(found, src, dst, ftype, pure=False, threads=1):
     lib = _libllama(found)
     del _log_lines[:]
     p = lib.llama_model_quantize_default_params()
-    p.ftype, p.pure, p.nthread = FTYPE[ftype], pure, threads
+    p.ftype, p.pure, p.nthread = FTYPE[ftype], pure or ftype in ("Q4_K", "Q5_K"), threads
     rc = lib.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(p))
     if rc:
         tail = "".join(_log_lines).strip()[-400:]
         raise RuntimeError(f"llama_model_quantize({src} -> {ftype}) returned {rc}: {tail}")
+
+
+def main():
+    import argparse
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import peers
+
+    ap = argparse.ArgumentParser(description="llama.cpp's llama_model_quantize of a GGUF file")
+    ap.add_argument("src")
+    ap.add_argument("dst")
+    ap.add_argument("type", choices=sorted(FTYPE))
+    ap.add_argument("--pure", action="store_true", help="every matrix in TYPE (llama-quantize --pure)")
+    a = ap.parse_args()
+    found = peers.find()
+    if not found.get("libggml_base"):
+        sys.exit(f"llama_quantize: no llama.cpp binaries among the npm peers: {found.get('why')}")
+    try:
+        quantize(found, a.src, a.dst, a.type, a.pure)
+    except (RuntimeError, FileNotFoundError) as e:
+        sys.exit(f"llama_quantize: {e}")
+
+
+if __name__ == "__main__":
+    main()
