@@ -42,3 +42,133 @@ __kernel void qmatmul(const __global real_t *x, ulong x_off, const __global uint
     }
     STORE(y, y_off + (ulong)i * (ulong)n + (ulong)r, acc + (has_bias ? LOAD(bias, bias_off + r) : 0.0f));
 }
+
+/* ---- the formats added with the K-quants: Q5_0, Q5_1, Q4_K, Q5_K, Q6_K ----
+ * qmatmul_rows: a work-group per output row and tile of QTOKENS tokens. Its lanes share the
+ * row's units (each run of 32 weights: a Q5_0/Q5_1 block, an eighth of a K super-block),
+ * decode each unit once into floats and multiply it with every token of the tile; the
+ * lanes' sums meet in local memory (wg_sum). One token, the decoding case, thus spreads a
+ * row over KILN_WG lanes instead of one work-item walking it alone. Blocks sit at any byte
+ * offset in the row (22, 210 bytes: not whole words), so they are read with word_at. */
+#define QTOKENS KILN_ABI_CL_QMATMUL_TOKENS
+
+/* The 4 bytes from byte p of the row on, little-endian, wherever p falls in its word. The
+ * second word is read only when p is not word aligned, and then byte p + 3, still inside
+ * the block and so inside the row's words, lies in it. */
+uint word_at(const __global uint *w, ulong row, uint p) {
+    uint s = (p & 3u) * 8u, lo = w[row + (p >> 2)];
+    return s ? (lo >> s) | (w[row + (p >> 2) + 1u] << (32u - s)) : lo;
+}
+
+/* The 32 bytes from byte p on, as 8 little-endian words. */
+void words8_at(const __global uint *w, ulong row, uint p, uint *out) {
+    for (uint i = 0; i < 8u; i++) out[i] = word_at(w, row, p + 4u * i);
+}
+
+uint byte_of(const uint *words, uint i) { return (words[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
+
+/* Each decoder writes unit u of the row as q[0..31] and a, b with weight j = a q[j] + b. */
+
+/* Q5_0 (22 bytes: d, qh[4], qs[16]) and Q5_1 (24 bytes: d, m, qh[4], qs[16]): value j < 16
+ * is qs[j]'s low nibble with bit j of qh as its fifth bit, value j + 16 the high nibble
+ * with bit j + 16; Q5_0 centres them on 16, Q5_1 adds the minimum m. */
+void decode_q5(const __global uint *w, ulong row, uint u, int q5_1, float *q, float *a, float *b) {
+    uint p = u * (q5_1 ? 24u : 22u), head = q5_1 ? 4u : 2u, qs[4];
+    uint qh = word_at(w, row, p + head);
+    for (uint i = 0; i < 4u; i++) qs[i] = word_at(w, row, p + head + 4u + 4u * i);
+    float centre = q5_1 ? 0.0f : 16.0f;
+    for (uint j = 0; j < 16u; j++) {
+        uint v = byte_of(qs, j);
+        q[j] = (float)((v & 15u) | (((qh >> j) & 1u) << 4)) - centre;
+        q[j + 16u] = (float)((v >> 4) | (((qh >> (j + 16u)) & 1u) << 4)) - centre;
+    }
+    *a = half_at(w, row, p);
+    *b = q5_1 ? half_at(w, row, p + 2u) : 0.0f;
+}
+
+/* Scale and minimum j of the 12 packed bytes of a Q4_K/Q5_K super-block (6 bits each:
+ * ggml's get_scale_min_k4). */
+void scale_min_k4(const uint *sc, uint j, uint *scale, uint *min) {
+    if (j < 4u) {
+        *scale = byte_of(sc, j) & 63u;
+        *min = byte_of(sc, j + 4u) & 63u;
+    } else {
+        *scale = (byte_of(sc, j + 4u) & 15u) | ((byte_of(sc, j - 4u) >> 6) << 4);
+        *min = (byte_of(sc, j + 4u) >> 4) | ((byte_of(sc, j) >> 6) << 4);
+    }
+}
+
+/* Q4_K (144 bytes: d, dmin, scales[12], qs[128]) and Q5_K (176: d, dmin, scales[12],
+ * qh[32], qs[128]). Sub-block j of 32 takes the low (even j) or high (odd j) nibbles of
+ * qs[32 (j / 2) ..], Q5_K bit j of qh[l] as the fifth bit; weight = d scale_j q - dmin min_j. */
+void decode_k45(const __global uint *w, ulong row, uint u, int q5_k, float *q, float *a, float *b) {
+    uint p = (u >> 3) * (q5_k ? 176u : 144u), j = u & 7u, sc[3], qs[8], qh[8], scale, min;
+    for (uint i = 0; i < 3u; i++) sc[i] = word_at(w, row, p + 4u + 4u * i);
+    words8_at(w, row, p + (q5_k ? 48u : 16u) + 32u * (j >> 1), qs);
+    if (q5_k) words8_at(w, row, p + 16u, qh);
+    uint shift = (j & 1u) * 4u;
+    for (uint l = 0; l < 32u; l++) {
+        uint high = q5_k ? ((byte_of(qh, l) >> j) & 1u) << 4 : 0u;
+        q[l] = (float)(((byte_of(qs, l) >> shift) & 15u) | high);
+    }
+    scale_min_k4(sc, j, &scale, &min);
+    *a = half_at(w, row, p) * (float)scale;
+    *b = -half_at(w, row, p + 2u) * (float)min;
+}
+
+/* Q6_K (210 bytes: ql[128], qh[64], int8 scales[16], d last). Each half of 128 values has
+ * ql[64 h ..], qh[32 h ..] and scales[8 h ..]; its quarter t (unit 4 h + t) takes nibble
+ * t / 2 of ql[32 (t % 2) + l], bits 2t of qh[l] as bits 4-5, centred on 32, and scale
+ * 2t + l / 16. The scales are folded into q (integers below 2^13, exact in f32). */
+void decode_q6_k(const __global uint *w, ulong row, uint u, float *q, float *a, float *b) {
+    uint p = (u >> 3) * 210u, h = (u >> 2) & 1u, t = u & 3u, ql[8], qh[8];
+    words8_at(w, row, p + 64u * h + 32u * (t & 1u), ql);
+    words8_at(w, row, p + 128u + 32u * h, qh);
+    uint sc = word_at(w, row, p + 192u + 8u * h + 2u * t);
+    for (uint l = 0; l < 32u; l++) {
+        int v = (int)(((byte_of(ql, l) >> (4u * (t >> 1))) & 15u) | (((byte_of(qh, l) >> (2u * t)) & 3u) << 4));
+        int scale = (int)((sc >> (8u * (l >> 4))) << 24) >> 24; /* int8 */
+        q[l] = (float)((v - 32) * scale);
+    }
+    *a = half_at(w, row, p + 208u);
+    *b = 0.0f;
+}
+
+void decode_unit(const __global uint *w, ulong row, int format, uint u, float *q, float *a, float *b) {
+    if (format == KILN_ABI_Q5_0 || format == KILN_ABI_Q5_1) decode_q5(w, row, u, format == KILN_ABI_Q5_1, q, a, b);
+    else if (format == KILN_ABI_Q6_K) decode_q6_k(w, row, u, q, a, b);
+    else decode_k45(w, row, u, format == KILN_ABI_Q5_K, q, a, b);
+}
+
+/* grid (n * KILN_WG, ceil(m / QTOKENS)), work-groups of KILN_WG */
+__kernel void qmatmul_rows(const __global real_t *x, ulong x_off, const __global uint *w, ulong w_off,
+                           const __global real_t *bias, ulong bias_off, __global real_t *y, ulong y_off, long m,
+                           long n, long k, long row_words, int format, int has_bias) {
+    __local float scratch[KILN_WG];
+    long r = get_group_id(0), i0 = get_group_id(1) * QTOKENS, units = k / 32;
+    long tokens = min((long)QTOKENS, m - i0);
+    ulong row = w_off + (ulong)r * (ulong)row_words;
+    float acc[QTOKENS] = {0.0f};
+    for (long u = get_local_id(0); u < units; u += KILN_WG) {
+        float q[32], a, b;
+        decode_unit(w, row, format, (uint)u, q, &a, &b);
+        /* a fixed trip count, so that a GPU compiler can unroll it and keep acc in registers */
+        for (long t = 0; t < QTOKENS; t++) {
+            if (t >= tokens) break;
+            ulong xb = x_off + (ulong)(i0 + t) * (ulong)k + (ulong)u * 32u;
+            float s = 0.0f, xsum = 0.0f;
+            for (uint j = 0; j < 32u; j++) {
+                float v = LOAD(x, xb + j);
+                s += q[j] * v;
+                xsum += v;
+            }
+            acc[t] += a * s + b * xsum;
+        }
+    }
+    /* every lane takes part in each sum (wg_sum has barriers), whatever the tile's size */
+    for (long t = 0; t < QTOKENS; t++) {
+        float total = wg_sum(acc[t], scratch);
+        if (get_local_id(0) == 0 && t < tokens)
+            STORE(y, y_off + (ulong)(i0 + t) * (ulong)n + (ulong)r, total + (has_bias ? LOAD(bias, bias_off + r) : 0.0f));
+    }
+}

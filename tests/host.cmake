@@ -203,6 +203,14 @@ add_test(NAME host_mpi COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_mpi.sh $<TA
          ${_kiln_host_work}/mpi)
 set_tests_properties(host_mpi PROPERTIES LABELS cpu TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
 
+# Every quantized type and mix of kiln quantize end to end, and the GGUF files refused by
+# tensor and file (host_quant_types.sh). On the cpu for now: the Vulkan and OpenCL products of
+# the new formats come with their own branches, which add their backends here.
+kiln_host_test_env(cpu "OMP_NUM_THREADS=1" env)
+add_test(NAME host_quant_types COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_quant_types.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/quant_types cpu)
+set_tests_properties(host_quant_types PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+
 # GGUF and quantized inference (kiln export, kiln quantize, eval and decode of .gguf files)
 # on every backend: the quantized product runs on the device (kiln_matmul_q).
 foreach(backend ${_kiln_host_backends})

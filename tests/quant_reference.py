@@ -135,6 +135,10 @@ def rows():
     out.append(("halves", [0.5 * (j % 5) - 1.0 for j in range(QK_K)]))
     out.append(("ties_31", [f32((j % 32) - 15.5) for j in range(QK_K)]))
     out.append(("ties_q8", [f32(((j * 7) % 255 - 127) / 2.0) for j in range(QK_K)]))
+    # exact ties for nearest_int: a first value of -127 makes Q8_K's (and Q8_0's) step 1, one
+    # of -32 in each 16 Q6_K's first grid's step 1; the others lie halfway between steps
+    out.append(("ties_q8_k", [-127.0] + [float((j * 37) % 253 - 126) + 0.5 for j in range(1, QK_K)]))
+    out.append(("ties_q6_k", [-32.0 if j % 16 == 0 else float((j * 5) % 63 - 31) + 0.5 for j in range(QK_K)]))
     out.append(("golden", golden_inputs()[:QK_K]))
     return out
 

@@ -1,7 +1,7 @@
 /* The product with a quantized matrix (kiln_matmul_q) against dequantize-then-multiply on
- * the host, in double, for every format on odd shapes (one token, a prefill of 17 and of 40
- * rows across the kernel's row tiles, 3 to 33 outputs, 1 to 5 blocks), with and without a
- * bias, from f32 and f16 activations; a matrix quantized from GPT-2's transposed (Conv1D)
+ * the host, in double, for every weight format on odd shapes (one token, a prefill of 17 and
+ * of 40 rows across the kernel's row tiles, 3 to 33 outputs, 1 to 5 blocks of 32 or 1 to 2
+ * super-blocks of 256), with and without a bias, from f32 and f16 activations; a matrix quantized from GPT-2's transposed (Conv1D)
  * layout equals the one from its transpose; columns that are not whole blocks and
  * activations of the wrong width are refused; a backend that rounds activations to 8 bits
  * (the CPU; Vulkan with integer dot products: kiln_qmatmul_rounds_activations says which)
@@ -16,9 +16,9 @@
 #include "kiln/quant.h"
 #include "testutil.h"
 
-/* The formats whose products the kernels have: Q8_0, Q4_0 and Q4_1 (the formats' own tests,
- * all nine, are test_quant.c's). */
-#define N_PRODUCT_FORMATS (KILN_Q4_1 + 1)
+/* The weight formats: all but KILN_Q8_K, an activation format (the formats' own tests are
+ * test_quant.c's). */
+#define N_PRODUCT_FORMATS KILN_Q8_K
 
 /* ---- the product with a quantized matrix ---- */
 
@@ -27,10 +27,13 @@ static float noise(uint32_t *state) {
     return (float)(*state >> 8) / 16777216.0f - 0.5f;
 }
 
+/* {m, n, k} for the formats of 32-value blocks, and for the K formats' super-blocks of 256. */
 static const struct {
     int64_t m, n, k;
-} qshapes[] = {{1, 5, 32}, {1, 33, 160}, {3, 7, 96}, {17, 33, 160}, {40, 3, 64}};
+} qshapes[] = {{1, 5, 32}, {1, 33, 160}, {3, 7, 96}, {17, 33, 160}, {40, 3, 64}},
+  kshapes[] = {{1, 5, 256}, {1, 33, 512}, {3, 7, 256}, {17, 9, 512}, {40, 3, 256}};
 #define N_QSHAPES (int)(sizeof qshapes / sizeof qshapes[0])
+_Static_assert(sizeof qshapes == sizeof kshapes, "a K shape for each shape");
 
 /* The CPU's product rounds each block of 32 activations to int8 (cpu/cpu_quant_dot.h), and so
  * does Vulkan's on devices with integer dot products (shaders/qmatmul_qx.comp); this is that
@@ -53,6 +56,36 @@ static float round_block_like_cpu(const float *x, int *q, int *tie) {
     return d;
 }
 
+/* A row of k activations as the CPU rounds them for products with format f: value j becomes
+ * rounded[j] = d q_j, which is at most step[j] / 2 from x_j (step = |d| of its block), and
+ * tie[j] = |d| where x_j lies within TIE_MARGIN of a tie (else 0). The K formats' rounding is
+ * ggml's Q8_K, 256 values to one f32 scale, which kiln_quantize_row writes (checked against
+ * ggml's bytes in test_quant): d (f32) then the 256 int8 q. Their ties are not tracked: only
+ * the CPU is held to its exact rounding there (see below). */
+static void round_row_like_cpu(kiln_qformat f, const float *x, int64_t k, double *rounded, double *step, double *tie) {
+    if (kiln_qformat_block_values(f) == KILN_QK_K) {
+        unsigned char block[292];
+        for (int64_t b = 0; b < k / KILN_QK_K; b++) {
+            ck_assert_int_eq(kiln_quantize_row(KILN_Q8_K, x + b * KILN_QK_K, KILN_QK_K, block), KILN_OK);
+            float d;
+            memcpy(&d, block, sizeof d);
+            for (int j = 0; j < KILN_QK_K; j++) {
+                const int64_t c = b * KILN_QK_K + j;
+                rounded[c] = (double)d * (int8_t)block[4 + j], step[c] = fabs((double)d), tie[c] = 0.0;
+            }
+        }
+        return;
+    }
+    for (int64_t b = 0; b < k / KILN_QBLOCK; b++) {
+        int q[KILN_QBLOCK], t[KILN_QBLOCK];
+        const double d = round_block_like_cpu(x + b * KILN_QBLOCK, q, t);
+        for (int j = 0; j < KILN_QBLOCK; j++) {
+            const int64_t c = b * KILN_QBLOCK + j;
+            rounded[c] = d * q[j], step[c] = d, tie[c] = t[j] ? d : 0.0;
+        }
+    }
+}
+
 /* Loop index i: shape i / (2 * formats), format (i / 2) % formats, bias when i is odd.
  *
  * Every backend is checked against dequantize-then-multiply. One that uses the activations
@@ -71,11 +104,18 @@ static float round_block_like_cpu(const float *x, int *q, int *tie) {
  * weight w: where the backend's rounding is not this file's, both checks allow, per output,
  * the sum of d_x * |w| over the activations of its row that are that close to a tie
  * (tie_allowance, the largest such sum). With these random inputs there are usually none,
- * so the checks stay as tight as the CPU's. */
+ * so the checks stay as tight as the CPU's.
+ *
+ * The K formats: the CPU rounds to Q8_K, and its integers are exactly the ones here. A GPU
+ * that rounds may round otherwise (blocks of 32, whose steps are no larger than their
+ * 256's): it is held to the bound only, which covers any rounding to the nearest step of at
+ * most Q8_K's. */
 START_TEST(matmul_q_matches_dequantize_then_multiply) {
     int shape = _i / (2 * N_PRODUCT_FORMATS), with_bias = _i % 2;
     kiln_qformat f = (kiln_qformat)((_i / 2) % N_PRODUCT_FORMATS);
-    int64_t m = qshapes[shape].m, n = qshapes[shape].n, k = qshapes[shape].k;
+    const int is_k = kiln_qformat_block_values(f) == KILN_QK_K;
+    int64_t m = (is_k ? kshapes : qshapes)[shape].m, n = (is_k ? kshapes : qshapes)[shape].n,
+            k = (is_k ? kshapes : qshapes)[shape].k;
     kiln_ctx *ctx = kt_ctx();
     const int rounds = kiln_qmatmul_rounds_activations(ctx);
     const int host_rounding = !strcmp(kiln_backend_name(ctx), "cpu"); /* the rounding of this file's C */
@@ -84,6 +124,7 @@ START_TEST(matmul_q_matches_dequantize_then_multiply) {
     float *x = malloc((size_t)(m * k) * sizeof *x), *w = malloc((size_t)(n * k) * sizeof *w);
     float *wd = malloc((size_t)(n * k) * sizeof *wd), *expect = malloc((size_t)(m * n) * sizeof *expect);
     float *expect_rounded = malloc((size_t)(m * n) * sizeof *expect_rounded);
+    double *xr = malloc((size_t)(3 * k) * sizeof *xr), *step = xr + k, *tie = xr + 2 * k;
     float bias[64];
     for (int64_t i = 0; i < m * k; i++) x[i] = 2.0f * noise(&state);
     for (int64_t i = 0; i < n * k; i++) w[i] = 0.3f * noise(&state) * (1.0f + (float)(i % 7));
@@ -95,25 +136,21 @@ START_TEST(matmul_q_matches_dequantize_then_multiply) {
                          KILN_OK);
     }
     double scale = 0, rounding_bound = 0, tie_allowance = 0;
-    for (int64_t i = 0; i < m; i++)
+    for (int64_t i = 0; i < m; i++) {
+        round_row_like_cpu(f, x + i * k, k, xr, step, tie);
         for (int64_t j = 0; j < n; j++) {
             double sum = with_bias ? bias[j] : 0.0, mag = 0, rounded = sum, bound = 0, ties = 0;
-            for (int64_t b = 0; b < k / KILN_QBLOCK; b++) {
-                const float *xb = x + i * k + b * KILN_QBLOCK, *wb = wd + j * k + b * KILN_QBLOCK;
-                int q[KILN_QBLOCK], tie[KILN_QBLOCK];
-                double dx = round_block_like_cpu(xb, q, tie), wsum = 0;
-                for (int c = 0; c < KILN_QBLOCK; c++) {
-                    sum += (double)xb[c] * wb[c], mag += fabs(xb[c] * wb[c]);
-                    rounded += dx * q[c] * wb[c], wsum += fabs(wb[c]);
-                    if (tie[c]) ties += dx * fabs(wb[c]);
-                }
-                bound += wsum * dx * 127.0 / 254.0;
+            for (int64_t c = 0; c < k; c++) {
+                const double xc = x[i * k + c], wc = wd[j * k + c];
+                sum += xc * wc, mag += fabs(xc * wc), rounded += xr[c] * wc;
+                bound += fabs(wc) * step[c] / 2, ties += fabs(wc) * tie[c];
             }
             expect[i * n + j] = (float)sum, expect_rounded[i * n + j] = (float)rounded;
             scale = mag > scale ? mag : scale;
             rounding_bound = bound > rounding_bound ? bound : rounding_bound;
             tie_allowance = ties > tie_allowance ? ties : tie_allowance;
         }
+    }
     kiln_qmatrix *q = kiln_qmatrix_new(ctx, f, n, k);
     ck_assert_ptr_nonnull(q);
     ck_assert_int_eq(kiln_qmatrix_quantize(q, w, 0), KILN_OK);
@@ -126,7 +163,7 @@ START_TEST(matmul_q_matches_dequantize_then_multiply) {
     /* f32 sums in another order: a few ulps of the largest sum of magnitudes */
     if (rounds) {
         double ties = host_rounding ? 0.0 : tie_allowance;
-        kt_expect_values(y, expect_rounded, m * n, 4e-6 * scale + ties);
+        if (host_rounding || !is_k) kt_expect_values(y, expect_rounded, m * n, 4e-6 * scale + ties);
         kt_expect_values(y, expect, m * n, rounding_bound + 4e-6 * scale + ties);
     } else {
         kt_expect_values(y, expect, m * n, 4e-6 * scale);
@@ -140,7 +177,7 @@ START_TEST(matmul_q_matches_dequantize_then_multiply) {
     kiln_step_reset(ctx);
     kiln_qmatrix_free(q);
     kiln_tensor_free(xt), kiln_tensor_free(bt);
-    free(x), free(w), free(wd), free(expect), free(expect_rounded), free(blocks);
+    free(x), free(w), free(wd), free(expect), free(expect_rounded), free(blocks), free(xr);
 }
 END_TEST
 
@@ -167,6 +204,9 @@ START_TEST(matmul_q_transposed_source_and_refusals) {
     ck_assert_ptr_null(kiln_qmatrix_new(ctx, KILN_Q8_0, 4, 48));
     ck_assert_int_eq(kiln_error_status(), KILN_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(kiln_error_message(), "multiple of 32"));
+    ck_assert_ptr_null(kiln_qmatrix_new(ctx, KILN_Q4_K, 4, 288)); /* whole blocks of 32, not of 256 */
+    ck_assert_int_eq(kiln_error_status(), KILN_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(kiln_error_message(), "multiple of 256"));
     int64_t bad[2] = {2, 32};
     kiln_tensor *narrow = kiln_tensor_new(ctx, KILN_F32, 2, bad);
     ck_assert_ptr_null(kiln_matmul_q(narrow, a, NULL));

@@ -63,6 +63,11 @@ endforeach()
 kiln_backend_test(test_op_quant_vulkan_lanes test_op_quant vulkan ENV KILN_VK_QMATMUL_LANES=4 ${KILN_VK_VALIDATE})
 kiln_backend_test(test_op_quant_vulkan_min_limits_lanes test_op_quant vulkan
   ENV KILN_VK_MIN_LIMITS=1 KILN_VK_QMATMUL_LANES=32 ${KILN_VK_VALIDATE})
+# and the products on random block bytes (every format's bit patterns) in the same modes
+kiln_backend_test(test_vulkan_qmatmul_min_limits test_vulkan_qmatmul vulkan ENV KILN_VK_MIN_LIMITS=1 ${KILN_VK_VALIDATE})
+kiln_backend_test(test_vulkan_qmatmul_lanes test_vulkan_qmatmul vulkan ENV KILN_VK_QMATMUL_LANES=4 ${KILN_VK_VALIDATE})
+kiln_backend_test(test_vulkan_qmatmul_min_limits_lanes test_vulkan_qmatmul vulkan
+  ENV KILN_VK_MIN_LIMITS=1 KILN_VK_QMATMUL_LANES=32 ${KILN_VK_VALIDATE})
 
 # tensors larger than one binding: the kernels that split their work (vk_split.c,
 # vk_embedding.c, vk_gemm_split.c, vk_rope.c) with the binding lowered to a few KiB, so that the cases'

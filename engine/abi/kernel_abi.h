@@ -124,6 +124,11 @@
  * scratch of this many floats per row, which the host allocates and xent_total reads. */
 #define KILN_ABI_CL_XENT_ROW_FLOATS 2
 
+/* qmatmul_rows (cl/quant.cl): a work-group multiplies one row of the quantized matrix with
+ * this many tokens, each unit of the row decoded once for all of them; the host launches
+ * ceil(m / QMATMUL_TOKENS) work-groups per row. */
+#define KILN_ABI_CL_QMATMUL_TOKENS 4
+
 /* Independent FMA chains per work-item of the probe kernels fma_<dtype>x<width>
  * (cl/probe.cl); the host counts the FMAs a kernel does from the same numbers. A CPU device
  * runs a work-item's vectors as SIMD instructions and needs independent chains within it at

@@ -42,9 +42,10 @@ static inline int64_t kiln_round_up(int64_t v, int64_t m) { return (v + m - 1) /
  * formats (kiln/quant.h): row r's blocks are the bytes at word r * row_words of w (rows
  * padded to whole 32-bit words), read as bytes, little-endian. x, bias and y are `dtype`
  * (f32 or f16); each block's products are summed in f32, scaled by its d (and, Q4_1, its
- * m times the sum of x), and the row's blocks summed in f32. A backend may first round each
- * block of 32 activations to int8 with one f32 scale, as ggml's CPU backend does (cpu/cpu_quant_dot.h),
- * and sum integer products; its qmatmul_rounds_x capability says so. No gradient: inference. */
+ * m times the sum of x), and the row's blocks summed in f32. A backend may first round the
+ * activations to int8, in blocks with one f32 scale, as ggml's CPU backend does (32 values,
+ * or 256 for the K formats: cpu/cpu_quant_dot.h), and sum integer products; its
+ * qmatmul_rounds_x capability says so. No gradient: inference. */
 typedef struct kiln_qmatmul_args {
     kiln_ref x, w, bias, y;
     int format; /* kiln_qformat */

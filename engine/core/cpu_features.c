@@ -39,6 +39,8 @@ static void detect(kiln_cpu_features *f) {
     f->avx2 = f->avx && ((b >> 5) & 1);
     f->avx512f = zmm && ((b >> 16) & 1);
     f->avx512vl = f->avx512f && ((b >> 31) & 1);
+    f->avx512bw = f->avx512f && ((b >> 30) & 1);
+    f->avx512vnni = f->avx512f && ((c >> 11) & 1);
     f->avx512fp16 = f->avx512f && ((d >> 23) & 1);
 }
 #else

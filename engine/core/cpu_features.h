@@ -12,6 +12,7 @@
 typedef struct kiln_cpu_features {
     int avx, f16c, fma, avx2;          /* 256-bit registers saved by the OS */
     int avx512f, avx512vl, avx512fp16; /* 512-bit and mask registers saved by the OS */
+    int avx512bw, avx512vnni;          /* byte/word ops and the integer dot products (vpdpwssd) */
     int amd;                           /* the vendor is AMD (tuning choices, not features) */
 } kiln_cpu_features;
 

@@ -283,7 +283,8 @@ void kiln_quantize_q8_k(const float *x, unsigned char *b) {
     for (int j = 0; j < KILN_QK_K / 16; ++j) {
         int sum = 0;
         for (int ii = 0; ii < 16; ++ii) sum += qs[j * 16 + ii];
-        b[260 + 2 * j] = (unsigned char)(sum & 0xff), b[261 + 2 * j] = (unsigned char)((sum >> 8) & 0xff);
+        const uint16_t bsum = (uint16_t)sum; /* int16, little-endian */
+        b[260 + 2 * j] = (unsigned char)(bsum & 0xff), b[261 + 2 * j] = (unsigned char)(bsum >> 8);
     }
     const float d = 1 / iscale;
     uint32_t bits;

@@ -7,11 +7,44 @@
 
 #include "cpu/cpu_quant_dot.h"
 
+/* The instruction sets this build has code for. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_QDOT_X86 1 /* AVX2 and AVX-512 VNNI, chosen at run time */
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define CPU_QDOT_NEON 1
+#endif
+
+/* One family's implementations by instruction set (NULL where this build has none). */
+typedef struct cpu_qdot_family {
+    cpu_qdot_fn *avx512, *avx2, *neon, *generic;
+    cpu_qdot_n_fn *avx512_n, *avx2_n;
+} cpu_qdot_family;
+/* Those of `family` this CPU runs, best first, "generic" last, into out; returns how many (at
+ * most CPU_QDOT_IMPLS). */
+int cpu_qdot_pick(const cpu_qdot_family *family, cpu_qdot_impl *out);
+
 /* The 32-value formats' (cpu_quant_dot.c) and the K formats' (cpu_quant_dot_k.c)
- * implementations this build has and this CPU runs, best first, "generic" last; returns how
- * many (at most CPU_QDOT_IMPLS). */
+ * implementations, as cpu_qdot_pick gives them. */
 int cpu_qdot_b32_impls(cpu_qdot_impl *out);
 int cpu_qdot_k_impls(cpu_qdot_impl *out);
+
+/* ---- the 32-value formats' blocks (kiln/quant.h) ---- */
+/* The formats with a minimum (value = d * q + m): their integers are unsigned. */
+static inline int cpu_b32_has_min(kiln_qformat format) { return format == KILN_Q4_1 || format == KILN_Q5_1; }
+/* The byte offsets of a block's integers (after d, Q4_1's and Q5_1's m, and the Q5 formats'
+ * 32 high bits) and of those high bits. */
+static inline size_t cpu_b32_quants_offset(kiln_qformat format) {
+    return format == KILN_Q5_1 ? 8 : format == KILN_Q5_0 ? 6 : format == KILN_Q4_1 ? 4 : 2;
+}
+static inline size_t cpu_b32_high_bits_offset(kiln_qformat format) { return format == KILN_Q5_1 ? 4 : 2; }
+static inline int cpu_b32_is_q5(kiln_qformat format) { return format == KILN_Q5_0 || format == KILN_Q5_1; }
+
+/* The 32-value formats' implementations for x86-64 (cpu_quant_dot_avx2.c, _avx512.c). */
+#ifdef CPU_QDOT_X86
+cpu_qdot_fn cpu_qdot_b32_avx2, cpu_qdot_b32_avx512;
+cpu_qdot_n_fn cpu_qdot_n_b32_avx2, cpu_qdot_n_b32_avx512;
+#endif
 
 /* ---- the K formats' super-blocks of 256 values (ggml-common.h) ----
  *   Q4_K 144 bytes: d, dmin (f16), scales[12], qs[128]           value = d sc q - dmin m
@@ -46,15 +79,13 @@ static inline void cpu_k4_scales(const unsigned char *packed, uint32_t out[4]) {
     out[3] = ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 6) & 0x03030303u) << 4;
 }
 
-/* The K formats' implementations for x86-64 (cpu_quant_dot_k_avx2.c) and AArch64
+/* The K formats' implementations for x86-64 (cpu_quant_dot_k_avx2.c, _avx512.c) and AArch64
  * (cpu_quant_dot_k_neon.c). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CPU_QDOT_K_AVX2 1
-cpu_qdot_fn cpu_qdot_k_avx2;
-cpu_qdot_n_fn cpu_qdot_n_k_avx2;
+#ifdef CPU_QDOT_X86
+cpu_qdot_fn cpu_qdot_k_avx2, cpu_qdot_k_avx512;
+cpu_qdot_n_fn cpu_qdot_n_k_avx2, cpu_qdot_n_k_avx512;
 #endif
-#if defined(__aarch64__) && defined(__ARM_NEON)
-#define CPU_QDOT_K_NEON 1
+#ifdef CPU_QDOT_NEON
 cpu_qdot_fn cpu_qdot_k_neon;
 
 #include <arm_neon.h>

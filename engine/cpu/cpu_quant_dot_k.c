@@ -8,7 +8,6 @@
  * same scale), with the integer sums exact, as ggml's. */
 #include <string.h>
 
-#include "core/cpu_features.h"
 #include "cpu/cpu_quant_dot_impl.h"
 #include "kiln/tensor.h"
 
@@ -85,18 +84,13 @@ static void qdot_k_generic(kiln_qformat format, const unsigned char *row, size_t
 }
 
 int cpu_qdot_k_impls(cpu_qdot_impl *out) {
-    int n = 0;
-#ifdef CPU_QDOT_K_AVX2
-    const kiln_cpu_features *cpu = kiln_cpu();
-    if (cpu->avx2 && cpu->fma && cpu->f16c) out[n++] = (cpu_qdot_impl){"avx2", cpu_qdot_k_avx2, cpu_qdot_n_k_avx2};
+    static const cpu_qdot_family k = {
+#ifdef CPU_QDOT_X86
+        .avx512 = cpu_qdot_k_avx512, .avx512_n = cpu_qdot_n_k_avx512, .avx2 = cpu_qdot_k_avx2, .avx2_n = cpu_qdot_n_k_avx2,
 #endif
-#ifdef CPU_QDOT_K_NEON
-#ifdef __ARM_FEATURE_DOTPROD
-    out[n++] = (cpu_qdot_impl){"neon-dotprod", cpu_qdot_k_neon, NULL};
-#else
-    out[n++] = (cpu_qdot_impl){"neon", cpu_qdot_k_neon, NULL};
+#ifdef CPU_QDOT_NEON
+        .neon = cpu_qdot_k_neon,
 #endif
-#endif
-    out[n++] = (cpu_qdot_impl){"generic", qdot_k_generic, NULL};
-    return n;
+        .generic = qdot_k_generic};
+    return cpu_qdot_pick(&k, out);
 }

@@ -5,7 +5,7 @@
  * group's scale, one conversion to f32 per super-block. */
 #include "cpu/cpu_quant_dot_impl.h"
 
-#ifdef CPU_QDOT_K_NEON
+#ifdef CPU_QDOT_NEON
 #include <string.h>
 
 static float half(const unsigned char *p) {

@@ -91,7 +91,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *ckpt = NULL, *out = NULL, *format = NULL, *tok_path = NULL;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
-         .help = "the GPT checkpoint (safetensors, GPT-2 layout)"},
+         .help = "the GPT: a kiln checkpoint, a GGUF file or a Hugging Face folder"},
         {.name = "--format", .kind = CLI_STRING, .target = &format, .meta = "TYPE",
          .help = "q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k, or llama.cpp's mix q4_k_m q4_k_s q5_k_m q5_k_s "
                  "(docs/quantization.md)"},

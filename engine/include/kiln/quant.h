@@ -105,12 +105,17 @@ kiln_status kiln_qmatrix_quantize(kiln_qmatrix *q, const float *w, int transpose
  * f32. No gradient flows through it (quantized weights are for inference). */
 kiln_tensor *kiln_matmul_q(kiln_tensor *x, const kiln_qmatrix *w, kiln_tensor *bias);
 
-/* 1 when kiln_matmul_q on ctx's device rounds each block of 32 activations to int8 first
- * (d = max|x| / 127, q = round(x / d), half to even) and sums integer products, as ggml's
- * CPU backend does: the CPU backend, and Vulkan devices with integer dot products
- * (VK_KHR_shader_integer_dot_product; not in KILN_VK_MIN_LIMITS mode). Each activation then
- * moves by at most half a step, max|x| / 254 in its block. 0 when the product uses the
- * activations as given (other devices). */
+/* 1 when kiln_matmul_q on ctx's device rounds the activations to int8 first and sums
+ * integer products, as ggml's CPU backend does; 0 when the product uses the activations as
+ * given (other devices). The rounding depends on the weights' format. The CPU rounds as ggml
+ * does for that format (cpu/cpu_quant_dot.h):
+ * - Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1: each block of 32 values to one scale, d = max|x| / 127,
+ *   q = round(x / d), half to even.
+ * - Q4_K, Q5_K and Q6_K: each block of 256 values to Q8_K, one f32 scale, d = -(the value of
+ *   largest magnitude) / 127.
+ * Vulkan devices with integer dot products (VK_KHR_shader_integer_dot_product; not in
+ * KILN_VK_MIN_LIMITS mode) round too, in blocks of their own choosing. Each activation then
+ * moves by at most half a step, max|x| / 254 over its block. */
 int kiln_qmatmul_rounds_activations(const kiln_ctx *ctx);
 
 #ifdef __cplusplus
