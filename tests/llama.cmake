@@ -62,9 +62,7 @@ add_test(NAME llama_kquant_models
 set_tests_properties(llama_kquant_models PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
   FIXTURES_SETUP kiln_llama_kquant_models)
 
-set(_kiln_kquant_backends ${_kiln_host_backends})
-list(REMOVE_ITEM _kiln_kquant_backends opencl)  # until the OpenCL K-quant kernels are merged
-foreach(backend ${_kiln_kquant_backends})
+foreach(backend ${_kiln_host_backends})
   kiln_host_test_name(kquant_decode ${backend} name)
   string(REPLACE "host_" "llama_" name ${name})
   kiln_host_test_env(${backend} "OMP_NUM_THREADS=1" env)
