@@ -18,7 +18,13 @@
 #                       F32 GGUF files (llama, rows of 256; qwen2, rows of 192 and 576; gpt2) give
 #                       every tensor the type and bytes llama.cpp's llama_model_quantize gives it;
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
-#                       @lenml/tokenizers' ids for three real tokenizer.json files.
+#                       @lenml/tokenizers' ids for three real tokenizer.json files;
+#   llama_kquant_models the K-quant fixture: llama.cpp's own quantizer (llama_model_quantize)
+#                       turns two random models' F32 GGUF into Q4_K_M and Q5_K_M (rows of 256
+#                       and 768: K formats; rows of 192: its fallbacks Q5_0, Q5_1, Q8_0), and
+#                       llama.cpp decodes them (make_kquant_models.py);
+#   llama_kquant_decode[_B]  `kiln decode` of those files on backend B prints llama.cpp's
+#                       tokens (one prompt of three per file may differ: a flipped near tie).
 # The npm peers are found through the environment variable KILN_NODE_PEERS (.ci/run sets it);
 # without them the tests that need them skip (77) in one line; any refusal of kiln's fails.
 # Debian's python3 with python3-torch runs the scripts (KILN_TORCH_PYTHON, tests/host.cmake).
@@ -49,6 +55,22 @@ foreach(backend ${_kiln_host_backends})
     set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 300 SKIP_RETURN_CODE 77
       ENVIRONMENT "${env}" FIXTURES_REQUIRED kiln_llama_models)
   endforeach()
+endforeach()
+
+add_test(NAME llama_kquant_models
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/make_kquant_models.py --out ${_kiln_llama_models}_kquant)
+set_tests_properties(llama_kquant_models PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
+  FIXTURES_SETUP kiln_llama_kquant_models)
+
+foreach(backend ${_kiln_host_backends})
+  kiln_host_test_name(kquant_decode ${backend} name)
+  string(REPLACE "host_" "llama_" name ${name})
+  kiln_host_test_env(${backend} "OMP_NUM_THREADS=1" env)
+  add_test(NAME ${name}
+    COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_decode.py --models ${_kiln_llama_models}_kquant
+            --kiln $<TARGET_FILE:kiln_host> --backend ${backend})
+  set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 300 SKIP_RETURN_CODE 77
+    ENVIRONMENT "${env}" FIXTURES_REQUIRED kiln_llama_kquant_models)
 endforeach()
 
 add_test(NAME llama_export

@@ -27,6 +27,9 @@ import models
 FILE_TYPE = {"F32": 0, "F16": 1, "Q8_0": 7}   # llama_ftype: ALL_F32, MOSTLY_F16, MOSTLY_Q8_0
 GGML_TYPE = {"F32": 0, "F16": 1, "Q8_0": 8, "BF16": 30}
 GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = (GGML_TYPE[t] for t in ("F32", "F16", "Q8_0", "BF16"))
+# ggml type: (name, values per block, bytes per block) of ggml-common.h's block formats
+GGML_BLOCKS = {2: ("q4_0", 32, 18), 3: ("q4_1", 32, 20), 6: ("q5_0", 32, 22), 7: ("q5_1", 32, 24),
+               8: ("q8_0", 32, 34), 12: ("q4_K", 256, 144), 13: ("q5_K", 256, 176), 14: ("q6_K", 256, 210)}
 ALIGN = 32
 PRE = "gpt-2"  # llama.cpp's name of GPT-2's pre-tokenizer, the one models.tokenizer_json() has
 
@@ -198,6 +201,25 @@ def write(path, name, cfg, weights, ftype, quantize=None, vocabulary=models.voca
     write_file(path, _metadata(name, cfg, ftype, vocabulary), _tensors(cfg, weights, ftype, quantize))
 
 
+class Dequantizer:
+    """libggml-base.so's dequantize_row_<type> of every block type in GGML_BLOCKS: a quantized
+    tensor's values as llama.cpp reads them (float32, as float64 [shape])."""
+
+    def __init__(self, libggml_base):
+        self.lib = ctypes.CDLL(libggml_base)
+        for name, _, _ in GGML_BLOCKS.values():
+            getattr(self.lib, f"dequantize_row_{name}").argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+
+    def __call__(self, typ, shape, raw):
+        if typ not in GGML_BLOCKS:
+            return values(typ, shape, raw)
+        n = int(np.prod(shape))
+        src = np.frombuffer(raw, np.uint8).copy()
+        out = np.zeros(n, np.float32)
+        getattr(self.lib, f"dequantize_row_{GGML_BLOCKS[typ][0]}")(src.ctypes.data, out.ctypes.data, n)
+        return torch.from_numpy(out.astype(np.float64)).reshape(shape)
+
+
 # ---- without the peers: ggml's reference Q8_0, and a reader ----
 
 def q8_0(t):
@@ -271,7 +293,7 @@ def read(path):
         n = 1
         for d in shape:
             n *= d
-        nbytes = n * sizes[typ] if typ in sizes else n // 32 * 34  # Q8_0
+        nbytes = n * sizes[typ] if typ in sizes else n // GGML_BLOCKS[typ][1] * GGML_BLOCKS[typ][2]
         tensors[name] = (typ, shape, data[base + off:base + off + nbytes])
     return kvs, tensors
 

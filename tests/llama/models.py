@@ -54,6 +54,17 @@ VARIANTS = {
     "qwen3_untied": dict(arch="qwen3", dim=64, heads=4, kv=1, head_dim=16, ffn=128, tied=False,
                          theta=1000000.0, scaling=None),
 }
+# The K-quant decode checks' models (make_kquant_models.py), quantized by llama.cpp into
+# Q4_K_M and Q5_K_M: every row of the first is a multiple of 256 wide (the K formats
+# throughout), the second's are 192 wide but for ffn_down's 512 (llama.cpp falls back to
+# Q5_0, Q5_1 and Q8_0 there, and keeps K formats for ffn_down). bigram: bigram_head()'s gain,
+# in units of the head's (their steps are decisive where random heads' are not).
+KQUANT_VARIANTS = {
+    "llama_k256": dict(arch="llama", dim=256, heads=4, kv=2, head_dim=None, ffn=768, tied=False,
+                       theta=10000.0, scaling=None, bigram=0.4),
+    "qwen2_k192": dict(arch="qwen2", dim=192, heads=3, kv=1, head_dim=None, ffn=512, tied=False,
+                       theta=1000000.0, scaling=None, bigram=0.7),
+}
 LAYERS = 2
 CONTEXT = 128  # max_position_embeddings
 HF_CLASS = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
@@ -106,13 +117,18 @@ def tokenizer_json():
                       "vocab": {t: i for i, t in enumerate(tokens[:eot])}, "merges": merges}}
 
 
+def variant(name):
+    """A model's row of VARIANTS or KQUANT_VARIANTS."""
+    return VARIANTS[name] if name in VARIANTS else KQUANT_VARIANTS[name]
+
+
 def seed(name):
     """The seed of a variant's weights: its place in the table, or its own (SEEDS: where
     select_prompts.py found too few decisive prompts with the first)."""
-    return SEEDS.get(name, 100 + list(VARIANTS).index(name))
+    return SEEDS[name] if name in SEEDS else 100 + list(VARIANTS).index(name)
 
 
-SEEDS = {"qwen2_tied": 203, "qwen3_tied": 204}
+SEEDS = {"qwen2_tied": 203, "qwen3_tied": 204, "llama_k256": 301, "qwen2_k192": 302}
 
 
 def head_dim(v):
@@ -138,7 +154,7 @@ def exact_grid(x):
 
 def config(name):
     """config.json of the variant, with the fields and class Hugging Face writes."""
-    v = VARIANTS[name]
+    v = variant(name)
     c = {"architectures": [HF_CLASS[v["arch"]]], "model_type": v["arch"], "vocab_size": VOCAB,
          "hidden_size": v["dim"], "intermediate_size": v["ffn"], "num_hidden_layers": LAYERS,
          "num_attention_heads": v["heads"], "num_key_value_heads": v["kv"], "hidden_act": "silu",
@@ -159,7 +175,7 @@ def config(name):
 
 def weights(name, seed):
     """{HF name: float32 array [out, in]} of the variant: random, on the exact grid."""
-    v = VARIANTS[name]
+    v = variant(name)
     rng = np.random.default_rng(seed)
     C, H, KV, D, F = v["dim"], v["heads"], v["kv"], head_dim(v), v["ffn"]
     mat = lambda rows, cols, gain: exact_grid(rng.standard_normal((rows, cols)) * gain / np.sqrt(cols))
@@ -190,7 +206,20 @@ def weights(name, seed):
     if not v["tied"]:
         w["lm_head.weight"] = mat(VOCAB, C, g["head"])
         w["lm_head.weight"][VOCAB - 1] = 0.0
+    if v.get("bigram"):
+        w["lm_head.weight"][:VOCAB - 1] = bigram_head(w, rng.permutation(VOCAB - 1), v["bigram"] * g["head"])
     return w
+
+
+def bigram_head(w, successor, gain):
+    """The untied head's rows plus, for each token c, c's embedding (its norm scaled to gain)
+    in the row of successor[c]: a trained-ish model whose current token favours one next
+    token, which the layers' output (attention over the earlier tokens) can overturn. Random
+    heads alone make some greedy step of every 32 a near tie at widths of 192 and more."""
+    e = w["model.embed_tokens.weight"][:VOCAB - 1]
+    head = w["lm_head.weight"][:VOCAB - 1].astype(np.float64)
+    head[successor] += gain * e / np.linalg.norm(e, axis=1, keepdims=True)
+    return exact_grid(head)
 
 
 # The prompts of each variant: select_prompts.py's output, decisive prompts (see there).
@@ -201,4 +230,7 @@ PROMPTS = {
     "qwen2_untied": [[308, 176, 148, 57, 228, 206, 170, 85, 25], [132, 157, 76, 202, 303, 112, 21], [245, 41, 20, 234, 232, 254, 4]],
     "qwen3_tied": [[80, 247, 63, 60, 316, 190, 91, 143], [252, 279, 90, 96, 49, 40, 88, 282, 215], [209, 232, 136, 25]],
     "qwen3_untied": [[305, 243, 149, 151, 130, 17, 229], [252, 162, 58, 143, 196, 46, 129, 262], [280, 50, 209, 223, 114, 81, 180, 82]],
+    # make_kquant_models.py --select 60: decisive for both of llama.cpp's mixes of the model
+    "llama_k256": [[15, 57, 120, 282, 309, 204, 186], [256, 9, 289, 39, 132, 308], [257, 216, 215, 98, 228, 43, 200, 293]],
+    "qwen2_k192": [[63, 229, 117, 155, 1, 196, 264, 211, 49], [108, 88, 229, 81, 315], [36, 292, 291, 221, 255, 236, 279, 283, 166]],
 }

@@ -33,9 +33,9 @@ import reference  # noqa: E402
 MARGIN, DISTINCT, STEPS = 0.06, 5, 32
 
 
-def round_8bit(x):
-    """Each block of 32 values along the last axis as int8 times max|x| / 127."""
-    b = x.reshape(-1, 32)
+def round_8bit(x, block=32):
+    """Each block of 32 (or block) values along the last axis as int8 times max|x| / 127."""
+    b = x.reshape(-1, block)
     d = b.abs().max(dim=1, keepdim=True).values / 127
     d[d == 0] = 1
     return (torch.round(b / d) * d).reshape(x.shape)
@@ -43,15 +43,19 @@ def round_8bit(x):
 
 class Q8Activations(reference.Reference):
     """The reference with the inputs of the projections rounded to 8 bits (the attention's
-    and the MLP's inputs, and down_proj's): a model of a Q8_0 product's arithmetic."""
+    and the MLP's inputs, and down_proj's): a model of a Q8_0 product's arithmetic. A
+    subclass rounds otherwise through round() (make_kquant_models.py: Q8_K's blocks of 256)."""
+
+    def round(self, x):
+        return round_8bit(x)
 
     def attention(self, x, p, cos, sin):
-        return super().attention(round_8bit(x), p, cos, sin)
+        return super().attention(self.round(x), p, cos, sin)
 
     def mlp(self, x, p):
-        w, x = self.w, round_8bit(x)
+        w, x = self.w, self.round(x)
         h = torch.nn.functional.silu(x @ w[p + "mlp.gate_proj.weight"].T) * (x @ w[p + "mlp.up_proj.weight"].T)
-        return round_8bit(h) @ w[p + "mlp.down_proj.weight"].T
+        return self.round(h) @ w[p + "mlp.down_proj.weight"].T
 
 
 def decisive(exact, rounded, prompt):
