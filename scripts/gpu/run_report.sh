@@ -160,7 +160,9 @@ report_md() {
     echo
     train_table
     local id
-    cut -f1 "$work/parts.tsv" | while read -r id; do cat "$work/md/$id.md" 2>/dev/null; done
+    cut -f1 "$work/parts.tsv" | while read -r id; do
+        if [[ -f $work/md/$id.md ]]; then cat "$work/md/$id.md"; fi
+    done
 }
 
 # the logs in the order of the parts, each under its command
@@ -168,7 +170,7 @@ run_log() {
     local id
     cat "$work/logs/0-machine.log" "$work/logs/0-info.log" 2>/dev/null
     cut -f1 "$work/parts.tsv" | while read -r id; do
-        [[ -f $work/logs/$id.log ]] && { printf '\n==== %s\n' "$id"; cat "$work/logs/$id.log"; }
+        if [[ -f $work/logs/$id.log ]]; then printf '\n==== %s\n' "$id"; cat "$work/logs/$id.log"; fi
     done
 }
 
