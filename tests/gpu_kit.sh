@@ -10,11 +10,11 @@ for f in "$root"/scripts/gpu/*.sh; do bash -n "$f"; done
 /usr/bin/python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$root/scripts/gpu/torch_matmul.py"
 
 work=$(mktemp -d)
-trap "rm -rf $work" EXIT
+trap 'rm -rf "$work"' EXIT
 out=$work/out
 mkdir -p "$out" "$work/logs" "$work/results"
 say() { :; }
-warmup_steps=2
+warmup_steps=2 # read by run_report.sh
 # shellcheck source=../scripts/gpu/run_report.sh
 . "$root/scripts/gpu/run_report.sh"
 

@@ -5,7 +5,12 @@
 # build/), the pack (scripts/gpu/pack.sh), and stand-ins for NVIDIA's drivers: Mesa's
 # Vulkan drivers (lavapipe) and PoCL, with their dependencies, but without the two ICD
 # loaders (libvulkan1 and ocl-icd-libopencl1 are removed with dpkg --force-depends), so only
-# the pack's loaders can load them. Debian's python3 comes with PoCL's clang, but no torch:
+# the pack's loaders can load them. The stand-ins are then moved where NVIDIA's driver keeps
+# its own in a CUDA image (REHEARSE_LAYOUT=nvidia, the default; =debian leaves them as
+# installed): lavapipe as /usr/local/nvidia/lib64/libGLX_nvidia.so.0 behind
+# /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json, which names it by its bare name, and
+# PoCL as /usr/local/nvidia/lib64/libnvidia-opencl.so.1, with no ICD in the loaders' default
+# folders, so that only run.sh's set-up can find them. Debian's python3 comes with PoCL's clang, but no torch:
 # the PyTorch parts must skip with a reason.
 # OUTDIR receives what $OUT would hold on the device machine, and the script checks it
 # against the tool's output limits. Needs root (debootstrap, chroot, mounts) and Debian's
@@ -61,6 +66,19 @@ make_base() {
     rm -rf "$base_root"
 }
 
+# the stand-in drivers where NVIDIA's are, outside the dynamic loader's and the ICD
+# loaders' default paths
+nvidia_layout() {
+    local c=$chroot_dir nv=$chroot_dir/usr/local/nvidia
+    mkdir -p "$nv/lib64" "$nv/share/vulkan/icd.d"
+    cp -L "$c/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" "$nv/lib64/libGLX_nvidia.so.0"
+    sed 's|"library_path": *"[^"]*"|"library_path": "libGLX_nvidia.so.0"|' \
+        "$c/usr/share/vulkan/icd.d/lvp_icd.x86_64.json" >"$nv/share/vulkan/icd.d/nvidia_icd.json"
+    rm -f "$c"/usr/share/vulkan/icd.d/*.json
+    cp -L "$c/usr/lib/x86_64-linux-gnu/libpocl.so.2" "$nv/lib64/libnvidia-opencl.so.1"
+    rm -f "$c"/etc/OpenCL/vendors/*.icd
+}
+
 # the repository as the device tool sends it, and the pack beside it
 fill_chroot() {
     rm -rf "$chroot_dir"
@@ -74,6 +92,11 @@ fill_chroot() {
         die "the chroot still has a system ICD loader"
     fi
     if chroot "$chroot_dir" python3 -c 'import torch' 2>/dev/null; then die "the chroot has a python3 with torch"; fi
+    case ${REHEARSE_LAYOUT:-nvidia} in
+    nvidia) nvidia_layout ;;
+    debian) ;;
+    *) die "REHEARSE_LAYOUT is nvidia or debian" ;;
+    esac
 }
 
 # the device tool's limits on what comes back from $OUT (docs/gpu.md)

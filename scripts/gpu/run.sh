@@ -82,6 +82,10 @@ test_programs() {
     for t in "$pack"/bin/test_*; do
         t=$(basename "$t")
         [[ $t =~ ^test_(vulkan|opencl)_ && $t != test_${backend}_* ]] && continue
+        if ((quick)) && [[ $t =~ ^test_(gpu_gemm|op_matmul)$ ]]; then
+            echo "== $t: left out in the shortened mode (its large products take minutes on a CPU driver)"
+            continue
+        fi
         ran=$((ran + 1))
         # check's fork mode does not survive OpenCL drivers (tests/opencl.cmake)
         local env=(CK_FORK=no)

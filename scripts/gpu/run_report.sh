@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # sourced by run.sh, which sets work, out, quick and the rest
 # scripts/gpu/run_report.sh: the reports of scripts/gpu/run.sh (sourced by it). Facts of the
 # set-up and one record per part accumulate in $work; publish rewrites $OUT from them after
 # every part, so whatever the run reaches is there even if it is stopped: report.md,

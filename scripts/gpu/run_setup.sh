@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # sourced by run.sh, which sets work, out, quick and the rest
 # scripts/gpu/run_setup.sh: the set-up of scripts/gpu/run.sh (sourced by it): the pack's
 # loaders on the library path, NVIDIA's Vulkan ICD and OpenCL library found and handed to them,
 # the PyTorch that holds CUDA, and what the machine is, recorded with `fact` (run_report.sh).
@@ -52,6 +53,8 @@ setup_opencl() {
     [[ -n $lib ]] || lib=$(first_path libnvidia-opencl.so.1 '/usr/local/nvidia/lib64/libnvidia-opencl.so.1' \
         '/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1' '/usr/lib64/libnvidia-opencl.so.1')
     if [[ -n $lib ]]; then
+        # it loads the driver's other libraries (libcuda) by name, from its own folder
+        resolvable libnvidia-opencl.so.1 || LD_LIBRARY_PATH=$LD_LIBRARY_PATH:${lib%/*}
         mkdir -p "$work/vendors"
         echo "$lib" >"$work/vendors/nvidia.icd"
         export OCL_ICD_VENDORS=$work/vendors
