@@ -76,6 +76,11 @@ nvidia_layout() {
         "$c/usr/share/vulkan/icd.d/lvp_icd.x86_64.json" >"$nv/share/vulkan/icd.d/nvidia_icd.json"
     rm -f "$c"/usr/share/vulkan/icd.d/*.json
     cp -L "$c/usr/lib/x86_64-linux-gnu/libpocl.so.2" "$nv/lib64/libnvidia-opencl.so.1"
+    # Debian's PoCL is relocatable: it finds its device drivers in pocl/ beside itself and its
+    # kernel library in ../../share/pocl (without these it reports no devices)
+    ln -s /usr/lib/x86_64-linux-gnu/pocl "$nv/lib64/pocl"
+    mkdir -p "$c/usr/local/share"
+    ln -s /usr/share/pocl "$c/usr/local/share/pocl"
     rm -f "$c"/etc/OpenCL/vendors/*.icd
 }
 
