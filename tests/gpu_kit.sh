@@ -14,7 +14,8 @@ trap 'rm -rf "$work"' EXIT
 out=$work/out
 mkdir -p "$out" "$work/logs" "$work/results"
 say() { :; }
-warmup_steps=2 # read by run_report.sh
+# shellcheck disable=SC2034 # read by run_report.sh
+warmup_steps=2
 # shellcheck source=../scripts/gpu/run_report.sh
 . "$root/scripts/gpu/run_report.sh"
 

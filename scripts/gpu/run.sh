@@ -36,6 +36,7 @@ quick=${RUN_QUICK:-0}
 budget=${RUN_BUDGET:-540}
 kiln=$pack/bin/kiln
 work=$(mktemp -d /tmp/kiln-gpu-run.XXXXXX)
+trap 'rm -rf "$work"' EXIT # the full mode's training runs write about 130 MB of checkpoint each
 deadline=$((SECONDS + budget))
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 

@@ -12,7 +12,6 @@ unfield() { [[ $1 == - ]] || printf '%s' "$1"; }
 # ---- set-up facts: key TAB value ----
 
 fact() { printf '%s\t%s\n' "$1" "$(field "$2")" >>"$work/facts.tsv"; }
-fact_value() { awk -F'\t' -v k="$1" '$1 == k {v = $2} END {print v}' "$work/facts.tsv" 2>/dev/null; }
 
 # ---- JSON ----
 

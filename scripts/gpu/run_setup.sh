@@ -106,8 +106,9 @@ setup() {
     fact started "$started"
     fact mode "$( ((quick)) && echo "shortened (RUN_QUICK=1)" || echo full)"
     fact pack "$(grep -E '^(commit|built) ' "$pack/MANIFEST" | paste -sd';' | sed 's/;/; /')"
-    fact gpu "$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1 || true)"
-    [[ -n $(fact_value gpu) ]] || fact gpu "no nvidia-smi answer"
+    local gpu
+    gpu=$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+    fact gpu "${gpu:-no answer from nvidia-smi}"
     fact glibc "$(ldd --version 2>&1 | head -1 | grep -o '[0-9.]*$'); the pack needs $(sed -n 's/^glibc_needed //p' "$pack/MANIFEST")"
     setup_vulkan
     setup_opencl
