@@ -11,6 +11,10 @@ safetensors helpers from here).
         `kiln eval` and `kiln decode` read.
   nanogpt_torch.py --bench [options]
         times training steps on random bytes and prints `tokens_per_s X`.
+  nanogpt_torch.py ... --device cuda
+        trains or times on that torch device (default cpu): scripts/gpu/run.sh measures
+        PyTorch on CUDA (eager) beside kiln on the GPU this way. Batches and the init come
+        from the CPU's RNG either way, so only the arithmetic moves.
   nanogpt_torch.py --bench --ranks N [options]
         the same with N processes under DistributedDataParallel (gloo, one thread each,
         --batch per process): the peer of kiln's data parallelism (scripts/bench_parallel.sh);
@@ -212,6 +216,19 @@ def train_step(model, opt, x, y, lr, clip):
     return loss.item()
 
 
+def batch_at(data, ix, block, device):
+    """The inputs and targets of the windows starting at ix, on device."""
+    x = torch.stack([data[i:i + block] for i in ix])
+    y = torch.stack([data[i + 1:i + 1 + block] for i in ix])
+    return x.to(device), y.to(device)
+
+
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
 @torch.no_grad()
 def window_loss(model, tokens, block, batch=64):
     """Mean cross-entropy over consecutive non-overlapping windows, as `kiln eval`."""
@@ -220,8 +237,7 @@ def window_loss(model, tokens, block, batch=64):
     total = 0.0
     for first in range(0, count, batch):
         rows = range(first, min(first + batch, count))
-        x = torch.stack([tokens[i * block:(i + 1) * block] for i in rows])
-        y = torch.stack([tokens[i * block + 1:(i + 1) * block + 1] for i in rows])
+        x, y = batch_at(tokens, [i * block for i in rows], block, model.wte.weight.device)
         total += model(x, y)[1].item() * len(rows)
     model.train()
     return total / count
@@ -240,21 +256,27 @@ def run_training(args):
     torch.manual_seed(args.seed)
     model = GPT(config_of(args), args.dropout)
     model.init_weights()
+    model.to(args.device)
     opt = adamw(model, args.lr, args.beta1, args.beta2, args.weight_decay)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
+    print(f"torch {torch.__version__}, {device_name(args)}; "
           f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M weights", file=sys.stderr)
     start = time.time()
+    step_rates = []
     for step in range(args.steps):
+        step_start = time.time()
         ix = torch.randint(len(train) - args.block, (args.batch,))
-        x = torch.stack([train[i:i + args.block] for i in ix])
-        y = torch.stack([train[i + 1:i + 1 + args.block] for i in ix])
-        loss = train_step(model, opt, x, y, lr_at(step, args), args.clip)
+        x, y = batch_at(train, ix, args.block, args.device)
+        loss = train_step(model, opt, x, y, lr_at(step, args), args.clip)  # .item() waits for the device
+        if step >= args.warmup_steps:
+            step_rates.append(args.batch * args.block / (time.time() - step_start))
         if (step + 1) % args.log_every == 0 or step + 1 == args.steps:
             print(f"step {step + 1}/{args.steps}  loss {loss:.4f}  {time.time() - start:.1f} s",
                   file=sys.stderr)
     train_secs = time.time() - start
     val_loss = window_loss(model, val, args.block)
     print(f"train time {train_secs:.1f} s, total {time.time() - start:.1f} s", file=sys.stderr)
+    if step_rates:  # the median step after --warmup-steps, as kiln's per-step tokens/s
+        print(f"tokens_per_s {median(step_rates):.1f}")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         model.save(os.path.join(args.out, "model.safetensors"))
@@ -266,17 +288,23 @@ def run_bench(args):
     data = torch.randint(256, (1 << 20,))
     model = GPT(config_of(args), args.dropout)
     model.init_weights()
+    model.to(args.device)
     opt = adamw(model, args.lr, args.beta1, args.beta2, args.weight_decay)
     for step in range(args.warmup_steps + args.steps_timed):
         if step == args.warmup_steps:
             start = time.time()
         ix = torch.randint(len(data) - args.block, (args.batch,))
-        x = torch.stack([data[i:i + args.block] for i in ix])
-        y = torch.stack([data[i + 1:i + 1 + args.block] for i in ix])
+        x, y = batch_at(data, ix, args.block, args.device)
         train_step(model, opt, x, y, args.lr, args.clip)
     secs = time.time() - start
-    print(f"torch {torch.__version__}, cpu, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {device_name(args)}")
     print(f"tokens_per_s {args.steps_timed * args.batch * args.block / secs:.1f}")
+
+
+def device_name(args):
+    if args.device == "cpu":
+        return f"cpu, {torch.get_num_threads()} threads"
+    return f"{args.device} ({torch.cuda.get_device_name(args.device)})" if args.device.startswith("cuda") else args.device
 
 
 def _ddp_worker(rank, args, rendezvous):
@@ -295,8 +323,7 @@ def _ddp_worker(rank, args, rendezvous):
             dist.barrier()
             start = time.time()
         ix = torch.randint(len(data) - args.block, (args.batch,))
-        x = torch.stack([data[i:i + args.block] for i in ix])
-        y = torch.stack([data[i + 1:i + 1 + args.block] for i in ix])
+        x, y = batch_at(data, ix, args.block, "cpu")
         train_step(ddp, opt, x, y, args.lr, args.clip)
     dist.barrier()
     secs = time.time() - start
@@ -336,11 +363,20 @@ def main():
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--log-every", type=int, default=100)
     p.add_argument("--threads", type=int, default=0, help="0: one per CPU")
-    p.add_argument("--warmup-steps", type=int, default=5, help="--bench: untimed steps first")
+    p.add_argument("--warmup-steps", type=int, default=5,
+                   help="--bench: untimed steps first; training: steps left out of its tokens_per_s")
+    p.add_argument("--device", default="cpu", help="the torch device: cpu, cuda, cuda:N")
     p.add_argument("--ranks", type=int, default=1, help="--bench: processes under DistributedDataParallel")
     p.add_argument("--bucket-mb", type=float, default=25, help="--ranks: DDP's gradient bucket size (its default)")
     args = p.parse_args()
     torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    if args.device != "cpu":
+        try:
+            torch.empty(1, device=args.device)
+        except (RuntimeError, AssertionError) as e:
+            p.error(f"--device {args.device}: {str(e).splitlines()[0]}")
+        if args.ranks > 1:
+            p.error("--ranks runs on the CPU only (gloo): leave --device out")
     if args.bench:
         args.steps_timed = args.steps
         if args.ranks > 1:

@@ -141,6 +141,12 @@ endforeach()
 add_test(NAME host_rooms COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/check_rooms.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(host_rooms PROPERTIES LABELS cpu TIMEOUT 60)
 
+# The GPU kit (scripts/gpu/, docs/gpu.md) runs on a GPU machine and as root, never here: this
+# checks that its scripts parse, that its reports are valid JSON holding what was recorded
+# within the device tool's output limits, and that a pack made here still fits.
+add_test(NAME gpu_kit COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/gpu_kit.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(gpu_kit PROPERTIES LABELS cpu TIMEOUT 60)
+
 # kiln plot renders a real picture (rsvg-convert) and refuses bad metrics files: not a device
 # matter, cpu only.
 add_test(NAME host_plot COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_plot.sh $<TARGET_FILE:kiln_host>
