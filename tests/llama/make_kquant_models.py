@@ -184,7 +184,11 @@ def main():
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
     deq = gguf_file.Dequantizer(found["libggml_base"])
-    files = {name: write_files(name, a.out, found) for name in models.KQUANT_VARIANTS}
+    try:
+        files = {name: write_files(name, a.out, found) for name in models.KQUANT_VARIANTS}
+    except (RuntimeError, FileNotFoundError) as e:
+        print(f"FAIL llama.cpp's quantizer: {e}")
+        return 1
     if a.select:
         for name, f in files.items():
             select(name, f, deq, a.select)
