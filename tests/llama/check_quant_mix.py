@@ -18,28 +18,24 @@ models, random:
 
     check_quant_mix.py --kiln PATH/kiln --work DIR
 Exit 0: all equal; 1: a difference or a kiln error; 77: skipped (no npm peers)."""
-import ctypes
-import glob
 import os
-import struct
 
 import numpy as np
 
 import gguf_file
+import llama_quantize
 import models
 import peer_checks as pc
 import peers
 
-# llama_ftype (llama.h) of each kiln type, and whether llama-quantize runs it --pure
-FTYPES = {"q4_k_m": (15, False), "q5_k_m": (17, False), "q4_k_s": (14, False), "q5_k_s": (16, False),
-          "q4_k": (14, True), "q5_k": (16, True), "q6_k": (18, True), "q5_0": (8, True), "q5_1": (9, True),
-          "q8_0": (7, True), "q4_0": (2, True), "q4_1": (3, True)}
+# kiln's types: llama_quantize's name for each (its FTYPE gives the llama_ftype), and whether
+# llama-quantize runs it --pure
+KINDS = {"q4_k_m": ("Q4_K_M", False), "q5_k_m": ("Q5_K_M", False), "q4_k_s": ("Q4_K_S", False),
+         "q5_k_s": ("Q5_K_S", False), "q4_k": ("Q4_K", True), "q5_k": ("Q5_K", True), "q6_k": ("Q6_K", True),
+         "q5_0": ("Q5_0", True), "q5_1": ("Q5_1", True), "q8_0": ("Q8_0", True), "q4_0": ("Q4_0", True),
+         "q4_1": ("Q4_1", True)}
 MIXES = ("q4_k_m", "q5_k_m", "q4_k_s", "q5_k_s")
-# ggml's blocks: type -> (values, bytes)
-BLOCKS = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 12: (256, 144),
-          13: (256, 176), 14: (256, 210)}
-TYPE_NAMES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 12: "Q4_K", 13: "Q5_K",
-              14: "Q6_K"}
+TYPE_NAMES = {0: "F32", 1: "F16", **{t: b[0].upper() for t, b in gguf_file.GGML_BLOCKS.items()}}
 
 LLAMA_MODELS = {
     "llama_256": dict(arch="llama", dim=256, heads=4, kv=2, ffn=512, layers=8, tied=True),
@@ -47,88 +43,12 @@ LLAMA_MODELS = {
 }
 
 
-class QuantizeParams(ctypes.Structure):
-    """llama_model_quantize_params of llama.h at 80fb11a, field by field."""
-    _fields_ = [("nthread", ctypes.c_int32), ("ftype", ctypes.c_int), ("output_tensor_type", ctypes.c_int),
-                ("token_embedding_type", ctypes.c_int), ("allow_requantize", ctypes.c_bool),
-                ("quantize_output_tensor", ctypes.c_bool), ("only_copy", ctypes.c_bool), ("pure", ctypes.c_bool),
-                ("keep_split", ctypes.c_bool), ("dry_run", ctypes.c_bool), ("imatrix", ctypes.c_void_p),
-                ("kv_overrides", ctypes.c_void_p), ("tt_overrides", ctypes.c_void_p),
-                ("prune_layers", ctypes.c_void_p), ("max_buf_size", ctypes.c_size_t)]
-
-
-_QUIET = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)(lambda level, text, data: None)
-
-
-def libllama(found):
-    libs = [p for p in glob.glob(os.path.join(found["root"], peers.LLAMA_BINS, "libllama*.so"))
-            if "common" not in os.path.basename(p)]
-    if not libs:
-        pc.skip(f"no libllama in {os.path.join(found['root'], peers.LLAMA_BINS)}")
-    lib = ctypes.CDLL(libs[0])
-    lib.llama_model_quantize_default_params.restype = QuantizeParams
-    lib.llama_model_quantize.restype = ctypes.c_uint32
-    lib.llama_model_quantize.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(QuantizeParams)]
-    lib.llama_backend_init()
-    lib.llama_log_set(_QUIET, None)  # its per-tensor lines would bury the checks'
-    return lib
-
-
-def llama_quantize(lib, src, out, kind):
-    params = lib.llama_model_quantize_default_params()
-    params.ftype, params.pure = FTYPES[kind]
-    params.nthread = 1
-    return lib.llama_model_quantize(src.encode(), out.encode(), ctypes.byref(params)) == 0
-
-
 def read_tensors(path):
-    """{name: (ggml type, ne, bytes)} of a GGUF file (ggml's docs/gguf.md), and its
+    """{name: (ggml type, shape, bytes)} of a GGUF file (gguf_file.read), and its
     general.file_type under the name "general.file_type" as (that number, None, b"")."""
-    with open(path, "rb") as f:
-        data = f.read()
-    at = 4
-    _, n_tensors, n_kv = struct.unpack_from("<IQQ", data, at)
-    at += 20
-
-    def string(at):
-        n = struct.unpack_from("<Q", data, at)[0]
-        return data[at + 8:at + 8 + n].decode(), at + 8 + n
-
-    def skip_value(t, at):
-        fixed = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-        if t == 8:
-            return string(at)[1]
-        if t == 9:
-            et, n = struct.unpack_from("<IQ", data, at)
-            at += 12
-            for _ in range(n):
-                at = skip_value(et, at)
-            return at
-        return at + fixed[t]
-
-    align, out = 32, {}
-    for _ in range(n_kv):
-        key, at = string(at)
-        t = struct.unpack_from("<I", data, at)[0]
-        if key == "general.alignment":
-            align = struct.unpack_from("<I", data, at + 4)[0]
-        if key == "general.file_type":
-            out[key] = (struct.unpack_from("<I", data, at + 4)[0], None, b"")
-        at = skip_value(t, at + 4)
-    infos = []
-    for _ in range(n_tensors):
-        name, at = string(at)
-        nd = struct.unpack_from("<I", data, at)[0]
-        ne = list(struct.unpack_from(f"<{nd}Q", data, at + 4))
-        typ, off = struct.unpack_from("<IQ", data, at + 4 + 8 * nd)
-        at += 4 + 8 * nd + 12
-        infos.append((name, typ, ne, off))
-    base = (at + align - 1) // align * align
-    for name, typ, ne, off in infos:
-        values, nbytes = BLOCKS.get(typ, (1, 0))
-        n = int(np.prod(ne))
-        out[name] = (typ, ne, data[base + off:base + off + n // values * nbytes])
-    return out
+    kvs, tensors = gguf_file.read(path)
+    tensors["general.file_type"] = (kvs.get("general.file_type"), None, b"")
+    return tensors
 
 
 def llama_family_file(path, name, v):
@@ -187,11 +107,13 @@ def compare(name, kind, got, want):
              else f"tensors only in one file {missing[:3]}, types {types[:3]}, bytes {data[:3]}")
 
 
-def run_model(a, lib, name, src, kinds):
+def run_model(a, found, name, src, kinds):
     for kind in kinds:
         want_path, got_path = (os.path.join(a.work, f"{name}-{kind}.{who}.gguf") for who in ("llama", "kiln"))
-        if not llama_quantize(lib, src, want_path, kind):
-            pc.check(f"{name} {kind}: llama_model_quantize", False, "failed (its log is above)")
+        try:
+            llama_quantize.quantize(found, src, want_path, *KINDS[kind])
+        except (RuntimeError, FileNotFoundError) as e:
+            pc.check(f"{name} {kind}: llama_model_quantize", False, str(e))
             continue
         if pc.kiln_ok(a, f"{name} {kind}: kiln quantize", "quantize", "--ckpt", src, "--format", kind,
                       "--out", got_path) is not None:
@@ -203,14 +125,13 @@ def main():
     found = peers.find()
     if "libggml_base" not in found:
         pc.skip(found.get("why", "no llama.cpp build"))
-    lib = libllama(found)
     for name, v in LLAMA_MODELS.items():
         src = os.path.join(a.work, f"{name}-F32.gguf")
         llama_family_file(src, name, v)
-        run_model(a, lib, name, src, FTYPES)
+        run_model(a, found, name, src, KINDS)
     src = os.path.join(a.work, "gpt2-F32.gguf")
     if gpt2_file(a, src):
-        run_model(a, lib, "gpt2_256", src, MIXES)
+        run_model(a, found, "gpt2_256", src, MIXES)
     pc.finish()
 
 
