@@ -11,13 +11,13 @@
 #   scripts/quant_quality.sh [DIR]
 #
 # DIR (default /tmp/kiln-quant-quality) keeps the checkpoint: it is trained only when
-# DIR/model.safetensors is absent (STEPS optimizer steps, default 300: minutes on two
+# DIR/model.safetensors is absent (STEPS optimizer steps, default 1500: about five minutes on two
 # cores). DATA: the text (default ../shared/data/tinyshakespeare.txt, else data/ of the
 # repository). KILN: the kiln program (default build/host/kiln).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kiln=$(realpath "${KILN:-build/host/kiln}")
-steps=${STEPS:-300}
+steps=${STEPS:-1500}
 dir=${1:-/tmp/kiln-quant-quality}
 data=${DATA:-}
 for d in ../shared/data/tinyshakespeare.txt data/tinyshakespeare.txt; do
