@@ -4,7 +4,8 @@
  * - a small Llama-family model from GGUF-named f32 pieces (q, k, v, gate, up stacked and
  *   transposed, llama's q/k rows un-permuted) holds each file value at its place in kiln's
  *   layout, and with Q8_0 q/k/v the quantized c_attn keeps the file's block rows in HF's
- *   order, without an f32 tensor;
+ *   order, without an f32 tensor; with v in Q5_0 beside Q8_0 q and k, in two parts of their
+ *   own formats, counted as such in the bytes decoding reads per token;
  * - the checks name the file, the tensor and kiln's tensor in one line: a missing piece, a
  *   misshapen one, a 1-D quantized one, rows that are not whole heads;
  * - Hugging Face folders: a tensor in two shards, an index naming a file outside the
@@ -21,6 +22,7 @@
 #include "model/gpt/gpt_hf.h"
 #include "model/gpt/gpt_import.h"
 #include "model/gpt/gpt_names.h"
+#include "model/gpt/gpt_quantize.h"
 #include "testfile.h"
 #include "testutil.h"
 
@@ -144,24 +146,24 @@ START_TEST(llama_pieces_land_in_kiln_layout) {
 }
 END_TEST
 
-/* Q8_0 q, k and v: c_attn stays in blocks, its rows the pieces' in HF's order. */
-START_TEST(quantized_qkv_kept_in_hf_order) {
-    fixture f;
-    llama_file(&f);
+/* A model read from llama_file with layer 0's q and k in Q8_0 and v in v_format (the file's
+ * rows, permuted for q and k, quantized as they lie; blocks[p] holds piece p's). */
+static gpt_model *quantized_qkv_model(fixture *f, kiln_qformat v_format, unsigned char **blocks) {
+    llama_file(f);
     gpt_config cfg = tiny();
-    size_t rb = kiln_qformat_row_bytes(KILN_Q8_0, C);
-    unsigned char *blocks[3];
     const char *qkv[3] = {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"};
-    for (int p = 0; p < 3; p++) { /* the file's rows (permuted for q and k) quantized as they lie */
-        import_tensor *t = &f.t[index_of(&f, qkv[p])];
+    for (int p = 0; p < 3; p++) {
+        import_tensor *t = &f->t[index_of(f, qkv[p])];
+        kiln_qformat format = p == 2 ? v_format : KILN_Q8_0;
+        size_t rb = kiln_qformat_row_bytes(format, C);
         blocks[p] = malloc((size_t)t->rows * rb);
         for (int64_t r = 0; r < t->rows; r++)
-            kiln_quantize_row(KILN_Q8_0, (const float *)(const void *)t->data + r * C, C, blocks[p] + r * rb);
-        t->dtype = IMPORT_QUANT, t->qformat = KILN_Q8_0, t->data = blocks[p], t->nbytes = (size_t)t->rows * rb;
+            kiln_quantize_row(format, (const float *)(const void *)t->data + r * C, C, blocks[p] + r * rb);
+        t->dtype = IMPORT_QUANT, t->qformat = format, t->data = blocks[p], t->nbytes = (size_t)t->rows * rb;
     }
     gpt_names names = gpt_names_for(GPT_NAMES_GGUF, &cfg);
     names.permuted = 1;
-    import_source src = {.tensors = f.t, .count = f.n, .path = "tiny.gguf"};
+    import_source src = {.tensors = f->t, .count = f->n, .path = "tiny.gguf"};
     int n = gpt_param_specs(&cfg, NULL);
     param_spec *specs = calloc((size_t)n, sizeof *specs);
     unsigned char *absent = calloc((size_t)n, 1);
@@ -172,30 +174,62 @@ START_TEST(quantized_qkv_kept_in_hf_order) {
     m->quant = calloc(1, sizeof *m->quant);
     char err[256];
     ck_assert_msg(import_fill(m, &src, gpt_names_recipe, &names, err, sizeof err) == 0, "%s", err);
+    free(specs);
+    free(absent);
+    return m;
+}
+
+/* q, k and v in blocks: c_attn stays in blocks without an f32 tensor, its rows the pieces' in
+ * HF's order; one matrix when they share Q8_0, two parts (q and k, then v) when v is Q5_0 (as
+ * a Q4_K_M file's attn_v in Q6_K beside Q4_K attn_q and attn_k). */
+START_TEST(quantized_qkv_kept_in_hf_order) {
+    const int mixed = _i;
+    const kiln_qformat format[3] = {KILN_Q8_0, KILN_Q8_0, mixed ? KILN_Q5_0 : KILN_Q8_0};
+    fixture f;
+    unsigned char *blocks[3];
+    gpt_model *m = quantized_qkv_model(&f, format[2], blocks);
     ck_assert_ptr_null(gpt_find_param(m, "h.0.attn.c_attn.weight")->t);
     ck_assert_ptr_nonnull(gpt_find_param(m, "h.1.attn.c_attn.weight")->t); /* layer 1's stayed f32 */
-    kiln_qmatrix *qm = m->blocks[0].q[BLOCK_QKV_W];
-    ck_assert_ptr_nonnull(qm);
-    ck_assert_int_eq(kiln_qmatrix_rows(qm), (NH + 2 * KV) * HD);
+    const block_weights *w = &m->blocks[0];
+    const kiln_qmatrix *part[2] = {mixed ? w->qpart[BLOCK_QKV_W][0] : w->q[BLOCK_QKV_W], w->qpart[BLOCK_QKV_W][1]};
+    ck_assert_ptr_nonnull(part[0]);
+    ck_assert_ptr_null(w->qpart[BLOCK_QKV_W][mixed ? 2 : 0]);
+    ck_assert_int_eq(kiln_qmatrix_rows(part[0]), (mixed ? NH + KV : NH + 2 * KV) * HD);
+    if (mixed) {
+        ck_assert_ptr_null(w->q[BLOCK_QKV_W]);
+        ck_assert_int_eq(kiln_qmatrix_format(part[0]), KILN_Q8_0);
+        ck_assert_int_eq(kiln_qmatrix_format(part[1]), KILN_Q5_0);
+        ck_assert_int_eq(kiln_qmatrix_rows(part[1]), KV * HD);
+        /* decoding reads each part's blocks where the uniform file's model reads its one matrix */
+        fixture g;
+        unsigned char *g_blocks[3];
+        gpt_model *uniform = quantized_qkv_model(&g, KILN_Q8_0, g_blocks);
+        double parts = (double)(kiln_qmatrix_bytes(part[0]) + kiln_qmatrix_bytes(part[1]));
+        double one = (double)kiln_qmatrix_bytes(uniform->blocks[0].q[BLOCK_QKV_W]);
+        ck_assert_double_eq(gpt_weight_bytes_per_token(m) - gpt_weight_bytes_per_token(uniform), parts - one);
+        ck_assert_double_lt(parts, one);
+        gpt_free(uniform);
+        for (int p = 0; p < 3; p++) free(g_blocks[p]);
+        free_file(&g);
+    }
     /* the product with unit vectors reads each row back: row j of c_attn is HF's row j */
     int64_t shape[3] = {1, 1, C};
     kiln_tensor *x = kiln_tensor_new(kt_ctx(), KILN_F32, 3, shape);
     float one[C] = {0}, out[(NH + 2 * KV) * HD], row[C];
     one[3] = 1;
     ck_assert_int_eq(kiln_upload_f32(x, one, C), KILN_OK);
-    ck_assert_int_eq(kiln_download_f32(kiln_matmul_q(x, qm, NULL), out, (NH + 2 * KV) * HD), KILN_OK);
+    for (int k = 0, at = 0; k < 1 + mixed; at += (int)kiln_qmatrix_rows(part[k++]))
+        ck_assert_int_eq(kiln_download_f32(kiln_matmul_q(x, part[k], NULL), out + at, kiln_qmatrix_rows(part[k])), KILN_OK);
     import_piece perm = {.unpermute_hd = HD};
     for (int j = 0; j < (NH + 2 * KV) * HD; j++) {
         int p = j < NH * HD ? 0 : j < (NH + KV) * HD ? 1 : 2, r = p == 0 ? j : p == 1 ? j - NH * HD : j - (NH + KV) * HD;
         int64_t file_row = p < 2 ? import_file_row(&perm, r) : r;
-        kiln_dequantize_row(KILN_Q8_0, blocks[p] + file_row * rb, C, row);
-        ck_assert_float_eq_tol(out[j], row[3], 1e-5); /* a one-hot x: int8 rounding keeps it */
+        kiln_dequantize_row(format[p], blocks[p] + file_row * kiln_qformat_row_bytes(format[p], C), C, row);
+        ck_assert_float_eq_tol(out[j], row[3], 1e-5); /* a one-hot x: the blocks' rounding keeps it */
     }
     kiln_step_reset(kt_ctx());
     kiln_tensor_free(x);
     gpt_free(m);
-    free(specs);
-    free(absent);
     for (int p = 0; p < 3; p++) free(blocks[p]);
     free_file(&f);
 }
@@ -286,7 +320,7 @@ static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, file_row_is_llama_permute);
     tcase_add_test(tc, llama_pieces_land_in_kiln_layout);
-    tcase_add_test(tc, quantized_qkv_kept_in_hf_order);
+    tcase_add_loop_test(tc, quantized_qkv_kept_in_hf_order, 0, 2);
     tcase_add_test(tc, bad_pieces_refused);
     tcase_add_test(tc, bad_folders_refused);
 }

@@ -211,6 +211,9 @@ typedef struct param_spec {
 int block_param_specs(const block_config *c, const char *prefix, int layer, int buffers,
                       param_spec *out);
 
+/* The most parts one linear is held in (the Llama family's q, k and v). */
+#define BLOCK_QPARTS 3
+
 /* A block's tensors by slot (NULL where the options make none). */
 typedef struct block_weights {
     kiln_tensor *w[BLOCK_SLOT_COUNT];
@@ -218,6 +221,11 @@ typedef struct block_weights {
        w[] (then NULL) by a model read from a quantized GGUF (model/gpt/gpt_gguf.h); its bias stays
        in w[]. NULL: the f32/f16 weight. */
     kiln_qmatrix *q[BLOCK_SLOT_COUNT];
+    /* a linear stacked from pieces of different block formats (a Q4_K_M file's attn_q and
+       attn_k in Q4_K beside attn_v in Q6_K): each run of pieces of one format in its own
+       matrix, their outputs side by side in this order (NULL after the last), so no piece is
+       dequantized; q[] and w[] are then NULL. */
+    kiln_qmatrix *qpart[BLOCK_SLOT_COUNT][BLOCK_QPARTS];
 } block_weights;
 
 /* Initialises one tensor of a block from the counter RNG's (seed, stream):

@@ -19,11 +19,25 @@ static kiln_tensor *linear_weight(const block_config *c, const block_weights *w,
     return kiln_mul(W, kiln_div(w->w[BLOCK_SIGMA_GAMMA + l], block_sigma(w, l)));
 }
 
+/* A linear held in parts of different block formats (block_weights' qpart): one product per
+ * part with its slice of the bias, joined along the last axis. */
+static kiln_tensor *linear_parts(kiln_qmatrix *const *part, kiln_tensor *bias, kiln_tensor *x) {
+    kiln_tensor *y[BLOCK_QPARTS];
+    int n = 0;
+    for (int64_t at = 0; n < BLOCK_QPARTS && part[n]; n++) {
+        int64_t rows = kiln_qmatrix_rows(part[n]);
+        y[n] = kiln_matmul_q(x, part[n], bias ? kiln_slice(bias, -1, at, rows) : NULL);
+        at += rows;
+    }
+    return kiln_concat(y, n, -1);
+}
+
 static kiln_tensor *linear(const block_config *c, const block_weights *w, block_linear l,
                            kiln_tensor *x) {
     /* each linear's bias slot follows its weight's */
     int slot = block_linear_slot(l);
     if (w->q[slot]) return kiln_matmul_q(x, w->q[slot], w->w[slot + 1]);
+    if (w->qpart[slot][0]) return linear_parts(w->qpart[slot], w->w[slot + 1], x);
     return kiln_matmul(x, linear_weight(c, w, l), w->w[slot + 1], 0, 0);
 }
 
@@ -184,7 +198,7 @@ static kiln_tensor *cross_attention(const block_config *c, const block_weights *
 static kiln_tensor *swiglu(const block_config *c, const block_weights *w, kiln_tensor *x) {
     int64_t F = block_ffn(c);
     kiln_tensor *W = w->w[BLOCK_FC_W], *b = w->w[BLOCK_FC_B], *gate, *up;
-    if (!w->q[BLOCK_FC_W] && W && kiln_grad_enabled(W->ctx) && kiln_requires_grad(W)) {
+    if (!w->q[BLOCK_FC_W] && !w->qpart[BLOCK_FC_W][0] && W && kiln_grad_enabled(W->ctx) && kiln_requires_grad(W)) {
         W = linear_weight(c, w, BLOCK_LINEAR_FC);
         gate = kiln_matmul(x, kiln_slice(W, -1, 0, F), b ? kiln_slice(b, -1, 0, F) : NULL, 0, 0);
         up = kiln_matmul(x, kiln_slice(W, -1, F, F), b ? kiln_slice(b, -1, F, F) : NULL, 0, 0);

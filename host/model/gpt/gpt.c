@@ -173,7 +173,10 @@ void gpt_free(gpt_model *m) {
     if (!m) return;
     if (m->quant) {
         for (int l = 0; m->blocks && l < m->cfg.n_layer; l++)
-            for (int s = 0; s < BLOCK_SLOT_COUNT; s++) kiln_qmatrix_free(m->blocks[l].q[s]);
+            for (int s = 0; s < BLOCK_SLOT_COUNT; s++) {
+                kiln_qmatrix_free(m->blocks[l].q[s]);
+                for (int k = 0; k < BLOCK_QPARTS; k++) kiln_qmatrix_free(m->blocks[l].qpart[s][k]);
+            }
         kiln_qmatrix_free(m->quant->head);
         free(m->quant->embd);
         free(m->quant);

@@ -129,10 +129,9 @@ int import_stays_quantized(const import_source *src, const param_spec *s, import
     char err[8];
     if (!keepable(s) || recipe(ctx, s, &r, err, sizeof err) != 0 || r.transpose != (s->layer >= 0)) return 0;
     if (s->layer < 0 && (r.n != 1 || r.piece[0].unpermute_hd)) return 0;
-    const import_tensor *first = import_find(src, r.piece[0].name);
-    for (int i = 0; i < r.n; i++) {
+    for (int i = 0; i < r.n; i++) { /* q, k and v of different formats stay as parts (fill_quant) */
         const import_tensor *t = import_find(src, r.piece[i].name);
-        if (!t || !is_quant(t->dtype) || t->qformat != first->qformat) return 0; /* q, k, v of one format */
+        if (!t || !is_quant(t->dtype)) return 0;
     }
     return 1;
 }
@@ -230,14 +229,32 @@ static kiln_qmatrix *quant_matrix(kiln_ctx *ctx, const import_tensor *const *t, 
     return NULL;
 }
 
+_Static_assert(IMPORT_MAX_PIECES <= BLOCK_QPARTS, "a linear's pieces fit its parts");
+
+/* A block's matrix: one when its pieces share a format, else one part per run of pieces of
+ * one format (block_weights' qpart), each in its own blocks. */
+static int block_quant(block_weights *w, int slot, kiln_ctx *ctx, const import_tensor *const *t,
+                       const import_recipe *r, char *err, size_t errlen) {
+    int k = 0;
+    for (int i = 0; i < r->n; k++) {
+        import_recipe run = {.n = 0, .transpose = r->transpose};
+        const int first = i;
+        for (; i < r->n && t[i]->qformat == t[first]->qformat; i++) run.piece[run.n++] = r->piece[i];
+        if (first == 0 && i == r->n) return (w->q[slot] = quant_matrix(ctx, t, r, err, errlen)) ? 0 : -1;
+        if (!(w->qpart[slot][k] = quant_matrix(ctx, t + first, &run, err, errlen))) return -1;
+    }
+    return 0;
+}
+
 static int fill_quant(gpt_model *m, const model_param *p, const import_tensor *const *t, const import_recipe *r,
                       char *err, size_t errlen) {
     const param_spec *s = &p->spec;
-    if (s->layer >= 0 || !strcmp(s->name, "lm_head.weight")) {
+    if (s->layer >= 0) /* its w[] stays NULL: gpt_new_except made none */
+        return block_quant(&m->blocks[s->layer], s->slot, m->ctx, t, r, err, errlen);
+    if (!strcmp(s->name, "lm_head.weight")) {
         kiln_qmatrix *q = quant_matrix(m->ctx, t, r, err, errlen);
         if (!q) return -1;
-        if (s->layer >= 0) m->blocks[s->layer].q[s->slot] = q; /* its w[] stays NULL: gpt_new_except made none */
-        else m->quant->head = q;
+        m->quant->head = q;
         return 0;
     }
     gpt_quantized *q = m->quant; /* the token embedding: its blocks on the host */

@@ -75,8 +75,9 @@ int64_t import_file_row(const import_piece *p, int64_t r);
  * rope.freqs from a config), or -1 when the format has no place for it (err). */
 typedef int (*import_recipe_fn)(const void *ctx, const param_spec *s, import_recipe *r, char *err, size_t errlen);
 
-/* 1 when the model keeps weight s quantized given the file: a matrix of a block or the
- * token embedding or untied output head whose pieces all share one block format. */
+/* 1 when the model keeps weight s quantized given the file: a matrix of a block whose pieces
+ * are all quantized (in parts where their formats differ: block_weights' qpart), or the token
+ * embedding or untied output head in blocks. */
 int import_stays_quantized(const import_source *src, const param_spec *s, import_recipe_fn recipe, const void *ctx);
 
 /* Checks every recipe's pieces against the specs before anything is allocated: each piece
@@ -87,7 +88,7 @@ int import_check(const import_source *src, const param_spec *specs, int n, impor
                  const char *config, char *err, size_t errlen);
 
 /* Reads every tensor of m (built by gpt_new_except with import_stays_quantized's absent
- * set) from the file; the quantized ones into m->blocks[].q, m->quant->embd and
+ * set) from the file; the quantized ones into m->blocks[].q (or .qpart), m->quant->embd and
  * m->quant->head (the tied head from the embedding's blocks). Returns 0, or -1 with err. */
 int import_fill(gpt_model *m, const import_source *src, import_recipe_fn recipe, const void *ctx, char *err,
                 size_t errlen);

@@ -122,6 +122,31 @@ static int keep_blocks(gpt_model *m, gpt_param *p, const float *v, kiln_qformat 
     return 0;
 }
 
+/* Block matrix p (values v, kiln's [in, out]) whose file pieces differ in type, as the Llama
+ * reader keeps it: one part per run of pieces of one type (block_weights' qpart), each the
+ * run's columns of v in its own blocks. */
+static int keep_parts(gpt_model *m, gpt_param *p, const float *v, const import_recipe *r, const int *types,
+                      char *err, size_t errlen) {
+    const gpt_param_spec *s = &p->spec;
+    const int64_t in = s->shape[0], out = s->shape[1];
+    kiln_qmatrix **part = m->blocks[s->layer].qpart[s->slot];
+    int64_t c0 = 0;
+    for (int i = 0, k = 0; i < r->n; k++) {
+        const int first = i;
+        int64_t n = 0;
+        for (; i < r->n && types[i] == types[first]; i++) n += r->piece[i].rows;
+        float *cols = malloc((size_t)(in * n) * sizeof *cols);
+        if (!cols) return snprintf(err, errlen, "out of host memory"), -1;
+        for (int64_t a = 0; a < in; a++) memcpy(cols + a * n, v + a * out + c0, (size_t)n * sizeof *cols);
+        part[k] = device_matrix(m, (kiln_qformat)gpt_gguf_qformat(types[first]), cols, n, in, 1, s->name, err, errlen);
+        free(cols);
+        if (!part[k]) return -1;
+        c0 += n;
+    }
+    drop_floats(m, p);
+    return 0;
+}
+
 /* The position table rounded as the GGUF export stores it (f16 in the pure types). */
 static int round_positions(gpt_model *m, const gpt_quant_type *type, char *err, size_t errlen) {
     gpt_param *p = gpt_find_param(m, "wpe.weight");
@@ -211,8 +236,12 @@ static int quantize_llama(gpt_model *m, const gpt_quant_type *type, char *err, s
             rc = round_param(p, &plan[i].r, plan[i].types, err, errlen);
             continue;
         }
+        const int *types = plan[i].types, n_piece = plan[i].r.n;
+        const int mixed = n_piece > 1 && memcmp(types, types + 1, (size_t)(n_piece - 1) * sizeof *types);
         float *v = host_values(p->t, p->spec.name, err, errlen);
-        rc = v ? keep_blocks(m, p, v, (kiln_qformat)gpt_gguf_qformat(plan[i].types[0]), err, errlen) : -1;
+        if (!v) rc = -1;
+        else if (mixed) rc = keep_parts(m, p, v, &plan[i].r, types, err, errlen);
+        else rc = keep_blocks(m, p, v, (kiln_qformat)gpt_gguf_qformat(types[0]), err, errlen);
         free(v);
     }
     gpt_quantized *q = m->quant;
@@ -252,8 +281,12 @@ double gpt_weight_bytes_per_token(const gpt_model *m) {
         if (s->buffer) continue; /* sigma-reparam's vectors: not read by decoding */
         if (t) /* floats: the whole matrix, or one row of a table */
             bytes += (table ? cols : rows * cols) * (double)kiln_dtype_size(t->dtype);
-        else if (s->layer >= 0)
-            bytes += (double)kiln_qmatrix_bytes(m->blocks[s->layer].q[s->slot]);
+        else if (s->layer >= 0) /* its blocks, in one matrix or in parts */
+            for (int k = -1; k < BLOCK_QPARTS; k++) {
+                const block_weights *w = &m->blocks[s->layer];
+                const kiln_qmatrix *q = k < 0 ? w->q[s->slot] : w->qpart[s->slot][k];
+                bytes += q ? (double)kiln_qmatrix_bytes(q) : 0;
+            }
         else if (wte) /* the quantized embedding: one row of blocks */
             bytes += (double)m->quant->embd_row_bytes;
         if ((head_too || (s->layer < 0 && s->slot == GPT_SLOT_LM_HEAD)) && (head || !t))
