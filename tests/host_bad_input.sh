@@ -26,6 +26,18 @@ expect_error() {
   fi
 }
 
+# expect_message DESCRIPTION PATTERN COMMAND...: expect_error, and the line matches PATTERN
+# (grep's basic regular expression).
+expect_message() {
+  local what=$1 pattern=$2
+  shift 2
+  expect_error "$what" "$@"
+  if ! grep -q -- "$pattern" stderr.txt; then
+    echo "FAIL $what: the message does not say \"$pattern\""
+    failures=$((failures + 1))
+  fi
+}
+
 expect_ok() {
   local what=$1
   shift
@@ -156,6 +168,12 @@ header["h.0.attn.bias"] = header.pop("h.0.ln_2.bias")'
 expect_mutation_refused "no config anywhere" no_config.safetensors 'header["__metadata__"] = {"format": "pt"}'
 expect_mutation_refused "integer weights" int_weights.safetensors '
 header["ln_f.bias"]["dtype"] = "I32"'
+: >empty.gguf
+printf 'G' >one.gguf
+expect_message "empty .gguf" "empty.gguf: too short to be a GGUF file (0 bytes)" \
+  eval --ckpt empty.gguf --data text.txt --backend cpu
+expect_message "1-byte .gguf" "one.gguf: too short to be a GGUF file (1 byte)" \
+  decode --ckpt one.gguf --prompt "the" --backend cpu
 expect_error "--init with a corrupt checkpoint" train --data text.txt --out o --init truncated.safetensors --backend cpu
 expect_error "decode with a corrupt checkpoint" decode --ckpt garbage.safetensors --prompt "the" --backend cpu
 

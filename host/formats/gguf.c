@@ -325,6 +325,12 @@ static int gguf_parse(file_map *map, const char *name, gguf_file **out, char *er
     cursor c = {.p = f->buf, .left = size, .f = f, .err = err, .errlen = errlen};
     const unsigned char *magic;
     uint64_t n_tensors, n_kv;
+    if (size < 4) { /* not even the magic: say so rather than which part is missing */
+        error_printf(err, errlen, "%s: too short to be a GGUF file (%zu byte%s)", name, size,
+                     size == 1 ? "" : "s");
+        gguf_close(f);
+        return -1;
+    }
     int rc = take(&c, 4, &magic, "the magic") || memcmp(magic, "GGUF", 4) ? fail(&c, "it does not start with GGUF%s", "")
                                                                          : 0;
     if (rc == 0) rc = read_u32(&c, &f->version, "the version");

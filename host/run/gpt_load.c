@@ -11,12 +11,15 @@
 #include "model/gpt/gpt_hf.h"
 #include "formats/gguf.h"
 
+/* By its magic, or by its name: a .gguf too short to hold the magic then gets the GGUF
+ * reader's message, not the safetensors reader's. */
 int host_is_gguf(const char *path) {
     FILE *f = fopen(path, "rb");
     char magic[4] = {0};
     size_t n = f ? fread(magic, 1, 4, f) : 0;
     if (f) fclose(f);
-    return n == 4 && !memcmp(magic, "GGUF", 4);
+    size_t len = strlen(path);
+    return (n == 4 && !memcmp(magic, "GGUF", 4)) || (len >= 5 && !strcmp(path + len - 5, ".gguf"));
 }
 
 int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *err, size_t errlen) {

@@ -31,7 +31,7 @@ int host_load_gpt_model_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gp
  * Returns 0, or 1 with one line printed. */
 int host_load_tokenizer(const char *path, const char *tok_path, int32_t vocab, tokenizer **tok);
 
-/* 1 when the file starts as GGUF does. */
+/* 1 when the file starts as GGUF does, or its name ends in .gguf. */
 int host_is_gguf(const char *path);
 
 #endif
