@@ -176,6 +176,8 @@ expect_message "1-byte .gguf" "one.gguf: too short to be a GGUF file (1 byte)" \
   decode --ckpt one.gguf --prompt "the" --backend cpu
 expect_error "--init with a corrupt checkpoint" train --data text.txt --out o --init truncated.safetensors --backend cpu
 expect_error "decode with a corrupt checkpoint" decode --ckpt garbage.safetensors --prompt "the" --backend cpu
+expect_error "bench decode with a corrupt --ckpt (said once)" bench decode --quick --ckpt garbage.safetensors \
+  --backend cpu
 
 # ---- an existing checkpoint is never left half-written ----
 # A run that checkpoints every step is killed at several moments; each time the files in

@@ -196,6 +196,10 @@ void bench_models(kiln_ctx *ctx, const bench_options *o, bench_device *d);
 /* Single-stream decoding and prefill at each weight format, with the bytes a token reads
  * against the copy bandwidth and the memory each format needs (bench_decode.c). */
 void bench_decode(kiln_ctx *ctx, const bench_options *o, bench_device *d);
+/* --ckpt read once on the cpu backend before any device runs, so that a file kiln cannot load
+ * is one error line, not a failed row for every format of every device; 0, or 1 with the
+ * line printed (bench_decode.c). */
+int bench_decode_check_ckpt(const char *path);
 /* The copy-bandwidth ceiling alone, when the ceilings section did not run (bench_ceilings.c). */
 void bench_copy_ceiling(kiln_ctx *ctx, const bench_options *o, bench_device *d);
 /* A named model size (BENCH_TINY...): its name ("tiny", "gpt2-small", "smollm2-135m") and

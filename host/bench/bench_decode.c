@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "run/cli.h"
 #include "run/gpt_load.h"
 #include "model/gpt/gpt_quantize.h"
 
@@ -328,6 +329,17 @@ static void compare_formats(const char *model, const format_result *r, const ben
                r[q].tokens_per_s / r[base].tokens_per_s);
     }
     fflush(stdout);
+}
+
+int bench_decode_check_ckpt(const char *path) {
+    kiln_ctx *ctx = NULL;
+    if (kiln_open("cpu", &ctx)) return host_error("kiln bench: the cpu backend: %s", kiln_error_message());
+    gpt_model *m = NULL;
+    char why[512];
+    int rc = host_load_gpt_model_as(ctx, path, KILN_F32, &m, why, sizeof why) ? host_error("%s", why) : 0;
+    gpt_free(m);
+    kiln_close(ctx);
+    return rc;
 }
 
 void bench_decode(kiln_ctx *ctx, const bench_options *o, bench_device *d) {

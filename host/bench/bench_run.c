@@ -511,6 +511,7 @@ int kiln_bench_main(int argc, char **argv) {
     if (check_backend(&a)) return 1;
     /* a result file that cannot be written is found out now, not after minutes of work */
     if (a.json && bench_check_json_path(a.json)) return 1;
+    if (o.decode && o.ckpt && bench_decode_check_ckpt(o.ckpt)) return 1;
     bench_run run = {0};
     describe_run(&run, argc, argv);
     print_run_header(&run);
