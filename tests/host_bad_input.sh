@@ -127,6 +127,8 @@ expect_error "--init with a missing checkpoint" train --data text.txt --out o --
 expect_error "--init with --layers that disagree" train --data text.txt --out o --init "$good" --layers 3 --backend cpu
 expect_error "--resume with another --batch" train --data text.txt --out good "${tiny_model[@]}" --batch 3 --steps 4 --resume
 expect_error "eval without --ckpt" eval --data text.txt
+expect_message "eval of a missing data file" "nosuch.txt: cannot open the evaluation data" \
+  eval --ckpt "$good" --data nosuch.txt --backend cpu
 expect_error "eval of an empty data file" eval --ckpt "$good" --data empty.txt --backend cpu
 expect_error "eval of a file shorter than one window" eval --ckpt "$good" --data tiny.txt --backend cpu
 expect_error "decode with a prompt longer than the context" decode --ckpt "$good" --backend cpu \

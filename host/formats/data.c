@@ -93,6 +93,10 @@ int data_from_tokens(const int32_t *tokens, int64_t n, int32_t vocab_size, data_
 }
 
 int data_load_bytes(const char *path, data_set **out, char *err, size_t errlen) {
+    return data_load_bytes_as(path, "the training data", out, err, errlen);
+}
+
+int data_load_bytes_as(const char *path, const char *role, data_set **out, char *err, size_t errlen) {
     if (!out) return -1;
     *out = NULL;
     if (!path) {
@@ -100,10 +104,10 @@ int data_load_bytes(const char *path, data_set **out, char *err, size_t errlen) 
         return -1;
     }
     struct stat sb;
-    FILE *fp = file_open_read(path, "the training data", &sb, err, errlen);
+    FILE *fp = file_open_read(path, role, &sb, err, errlen);
     if (!fp) return -1;
     if (S_ISDIR(sb.st_mode)) {
-        error_printf(err, errlen, "%s is a directory; give a text file as the training data", path);
+        error_printf(err, errlen, "%s is a directory; give a text file as %s", path, role);
         fclose(fp);
         return -1;
     }
@@ -122,7 +126,7 @@ int data_load_bytes(const char *path, data_set **out, char *err, size_t errlen) 
             break;
         }
         if (n < cap) { /* EOF */
-            if (n == 0) error_printf(err, errlen, "%s: the training data file is empty", path);
+            if (n == 0) error_printf(err, errlen, "%s: %s file is empty", path, role);
             else rc = data_from_bytes(bytes, n, out, err, errlen);
             break;
         }

@@ -30,6 +30,9 @@ typedef struct data_set {
 /* Reads a file as byte tokens (vocab 256). Errors (-1, a message in err) when the path is
  * missing, unreadable, a directory, or an empty file. */
 int data_load_bytes(const char *path, data_set **out, char *err, size_t errlen);
+/* The same, with the file's role in the messages ("the evaluation data"); data_load_bytes's
+ * is "the training data". */
+int data_load_bytes_as(const char *path, const char *role, data_set **out, char *err, size_t errlen);
 /* The same from bytes in memory (copied). */
 int data_from_bytes(const uint8_t *bytes, size_t n, data_set **out, char *err, size_t errlen);
 /* From token ids (copied); every id must lie in [0, vocab_size). */

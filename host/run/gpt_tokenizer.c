@@ -34,9 +34,10 @@ int gpt_tokenizer_choose(const char *path, const char *ckpt, int32_t vocab, toke
     return 0;
 }
 
-int gpt_tokenizer_load_data(const tokenizer *t, const char *path, data_set **out) {
+int gpt_tokenizer_load_data(const tokenizer *t, const char *path, const char *role, data_set **out) {
     char err[1024];
-    if (gpt_tokenizer_is_bytes(t)) return data_load_bytes(path, out, err, sizeof err) ? host_error("%s", err) : 0;
+    if (gpt_tokenizer_is_bytes(t))
+        return data_load_bytes_as(path, role, out, err, sizeof err) ? host_error("%s", err) : 0;
     char *text;
     size_t n;
     if (file_read_all(path, "--data", &text, &n, err, sizeof err)) return host_error("%s", err);

@@ -16,9 +16,10 @@
  * *out, or 1 with one line printed ("... give its tokenizer with --tokenizer FILE"). */
 int gpt_tokenizer_choose(const char *path, const char *ckpt, int32_t vocab, tokenizer **out);
 
-/* A text file as training or evaluation data: its tokens under t (bytes: data_load_bytes's
- * own path, so nothing changes for byte-level runs). Returns 0, or 1 with one line printed. */
-int gpt_tokenizer_load_data(const tokenizer *t, const char *path, data_set **out);
+/* A text file as training or evaluation data (role: "the training data", "the evaluation
+ * data", for the messages): its tokens under t (bytes: data_load_bytes_as's own path, so
+ * nothing changes for byte-level runs). Returns 0, or 1 with one line printed. */
+int gpt_tokenizer_load_data(const tokenizer *t, const char *path, const char *role, data_set **out);
 
 /* 1 when t is the plain byte-level tokenizer (256 ids, no specials, no merges): a
  * checkpoint then needs no tokenizer in its metadata. */

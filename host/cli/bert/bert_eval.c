@@ -22,7 +22,7 @@
 static int read_tokens(const char *path, const tokenizer *tok, int32_t **ids, int64_t *n) {
     char err[1024];
     data_set *bytes = NULL;
-    if (data_load_bytes(path, &bytes, err, sizeof err)) return host_error("%s", err);
+    if (data_load_bytes_as(path, "the evaluation data", &bytes, err, sizeof err)) return host_error("%s", err);
     uint8_t *text = malloc((size_t)bytes->n_tokens);
     int rc = 0;
     if (!text) {

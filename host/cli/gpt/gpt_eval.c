@@ -47,7 +47,8 @@ int gpt_eval_command(int argc, char **argv) {
     data_set whole = {0};
     rc = 1;
     if (!ctx || host_check_precision(ctx, dtype)) goto done;
-    if (host_load_gpt_as(ctx, ckpt, tok_path, dtype, &m, &tok) || gpt_tokenizer_load_data(tok, data, &ds)) goto done;
+    if (host_load_gpt_as(ctx, ckpt, tok_path, dtype, &m, &tok) || gpt_tokenizer_load_data(tok, data, "the evaluation data", &ds))
+        goto done;
     /* The whole file is evaluated, not a held-out tenth: the same tokens seen as one
      * training split that covers all of them. */
     whole = *ds;

@@ -310,7 +310,7 @@ static int prepare(void *self, const cli_opt *opts, int n, const run_paths *path
     r->paths = paths;
     const char *from = r->o->resume ? paths->model : r->o->init;
     if (host_load_tokenizer_or(from && train_file_exists(from) ? from : NULL, r->o->tokenizer, &r->tok) ||
-        gpt_tokenizer_load_data(r->tok, r->o->data, &r->ds))
+        gpt_tokenizer_load_data(r->tok, r->o->data, "the training data", &r->ds))
         return 1;
     r->o->vocab = tokenizer_vocab_size(r->tok);
     return 0;
