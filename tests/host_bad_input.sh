@@ -95,9 +95,21 @@ expect_mutation_refused() {
 # ---- options ----
 expect_ok "kiln --help" --help
 expect_ok "kiln train --help" train --help
+expect_absent() { # DESCRIPTION TEXT: the last command's stdout does not hold TEXT
+  if grep -qF -- "$2" stdout.txt; then
+    echo "FAIL $1: $(grep -F -- "$2" stdout.txt | head -1)"
+    failures=$((failures + 1))
+  else
+    echo "ok   $1"
+  fi
+}
+expect_absent "train's help says (repeatable) once" "(repeatable) (repeatable)"
+OMP_NUM_THREADS=1 expect_ok "kiln info on one thread" info
+expect_absent "one cpu thread is singular in kiln info" "1 OpenMP threads"
+OMP_NUM_THREADS=1 expect_ok "kiln bench on one thread" bench --only ceilings --quick --backend cpu
+expect_absent "one cpu thread is singular in the device's name and driver" "1 threads"
 expect_ok "kiln eval --help" eval --help
 expect_ok "kiln decode --help" decode --help
-expect_ok "kiln info" info
 expect_error "no command arguments: unknown command" frobnicate
 expect_error "train without --data" train --out o
 expect_error "missing data file" train --data missing.txt --out o --backend cpu

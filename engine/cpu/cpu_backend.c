@@ -94,13 +94,16 @@ kiln_status kiln_cpu_open(int index, const kiln_backend **table, void **dev) {
         return kiln_set_error(KILN_ERR_NO_DEVICE, "cpu:%d does not exist; the cpu backend has one device, cpu:0", index);
     cpu_dev *d = calloc(1, sizeof *d);
     if (!d) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
-    snprintf(d->name, sizeof d->name, "cpu (%d threads)", cpu_max_threads());
+    const int threads = cpu_max_threads();
+    snprintf(d->name, sizeof d->name, "cpu (%d thread%s)", threads, threads == 1 ? "" : "s");
     *table = &g_cpu;
     *dev = d;
     return KILN_OK;
 }
 
 kiln_status kiln_cpu_list(void *out_file) {
-    fprintf((FILE *)out_file, "cpu:0  reference backend, %d OpenMP threads, f32/f16/i32\n", cpu_max_threads());
+    const int threads = cpu_max_threads();
+    fprintf((FILE *)out_file, "cpu:0  reference backend, %d OpenMP thread%s, f32/f16/i32\n", threads,
+            threads == 1 ? "" : "s");
     return KILN_OK;
 }

@@ -72,8 +72,9 @@ void cpu_driver_info(void *dev, char *buf, size_t size) {
     snprintf(compiler, sizeof compiler, "GCC %d.%d.%d", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
 #endif
 #ifdef _OPENMP
-    snprintf(buf, size, "kiln cpu backend (%s, OpenMP %d, %d threads, %s)", compiler, _OPENMP, cpu_max_threads(),
-             isa_name());
+    const int threads = cpu_max_threads();
+    snprintf(buf, size, "kiln cpu backend (%s, OpenMP %d, %d thread%s, %s)", compiler, _OPENMP, threads,
+             threads == 1 ? "" : "s", isa_name());
 #else
     snprintf(buf, size, "kiln cpu backend (%s, no OpenMP, 1 thread, %s)", compiler, isa_name());
 #endif

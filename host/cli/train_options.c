@@ -237,7 +237,7 @@ static int recipe_options(train_options *o, cli_opt *opts) {
         {.name = "--attn-temperature", .kind = CLI_FLOAT, .target = &o->st.attn_temperature, .meta = "T",
          .help = "divides the attention scores (below 1 sharpens attention)", .min = 1e-3, .max = 1e3},
         {.name = "--attn-temperature-at", .kind = CLI_LIST, .target = &o->st.temperature_at, .meta = "STEP:T",
-         .help = "from optimizer step STEP on, use temperature T (repeatable)"},
+         .help = "from optimizer step STEP on, use temperature T"},
         {.name = "--layer-type", .kind = CLI_STRING, .target = &o->st.layer_type, .meta = "KIND",
          .help = "transformer (attention + MLP) or gau (FLASH's gated attention unit)"},
         {.name = "--gau-s", .kind = CLI_INT, .target = &o->st.gau_s, .meta = "N",
