@@ -157,6 +157,9 @@ expect_error "--resume an fp32 run in fp16" train --data text.txt --out good "${
 expect_error "eval --precision fp64" eval --ckpt "$good" --data text.txt --backend cpu --precision fp64
 expect_error "decode --precision half" decode --ckpt "$good" --prompt "the" --backend cpu --precision half
 
+expect_message "plot to a missing folder names the file asked for, not a temporary one" \
+  "^kiln: error: nosuch/p.svg: [^.]*: No such file" plot good -o nosuch/p.svg
+
 # ---- checkpoints: truncated, corrupt, lying ----
 head -c 5 "$good" >short.safetensors
 expect_refused "checkpoint shorter than its length field" short.safetensors

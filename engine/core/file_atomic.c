@@ -74,7 +74,8 @@ static kiln_status begin(const char *path, const char *previous, kiln_file **out
         return KILN_ERR_MEMORY;
     }
     if (!(f->fp = fopen(f->tmp, "wb"))) {
-        say(err, errlen, "%s: cannot create the temporary file %s: %s", path, f->tmp, strerror(errno));
+        /* the path the caller gave, not the temporary name: that is kiln's, not the user's */
+        say(err, errlen, "%s: cannot create the temporary file in its folder: %s", path, strerror(errno));
         free_file(f);
         return KILN_ERR_IO;
     }

@@ -16,7 +16,7 @@
  * write one line naming the file into the caller's buffer `err` of `errlen` bytes (NULL
  * for none: the library's caches, whose failures are silent and must not replace the
  * thread's last error):
- *   "PATH: cannot create the temporary file TMP: REASON"
+ *   "PATH: cannot create the temporary file in its folder: REASON"
  *   "PATH: not saved (STEP of FILE failed: REASON); any previous file is unchanged"
  * and return KILN_ERR_IO (KILN_ERR_ARGUMENT for a missing path, KILN_ERR_MEMORY). */
 #ifndef KILN_FILE_H
