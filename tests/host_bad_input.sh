@@ -160,6 +160,15 @@ expect_error "decode --precision half" decode --ckpt "$good" --prompt "the" --ba
 expect_message "plot to a missing folder names the file asked for, not a temporary one" \
   "^kiln: error: nosuch/p.svg: [^.]*: No such file" plot good -o nosuch/p.svg
 
+"$kiln" train --data text.txt --out warm "${tiny_model[@]}" --batch 2 --steps 2 --warmup 2 >/dev/null 2>stderr.txt
+if [ "$(grep -c '^kiln train: warning: --warmup 2 is not below --steps 2' stderr.txt)" -eq 1 ]; then
+  echo "ok   --warmup >= --steps: one warning line"
+else
+  echo "FAIL --warmup >= --steps: no single warning line:"
+  sed 's/^/    /' stderr.txt | head -20
+  failures=$((failures + 1))
+fi
+
 # ---- checkpoints: truncated, corrupt, lying ----
 head -c 5 "$good" >short.safetensors
 expect_refused "checkpoint shorter than its length field" short.safetensors

@@ -114,6 +114,10 @@ int train_validate_options(train_options *o, const cli_opt *opts, int n) {
     if (!(hp->lr > 0.0f)) return host_error("--lr must be above 0");
     if (hp->schedule != TRAIN_SCHEDULE_NOAM && hp->min_lr > hp->lr)
         return host_error("--min-lr %g is above --lr %g", (double)hp->min_lr, (double)hp->lr);
+    /* legal (a schedule may be cut short on purpose) but more often a slip: said, not refused */
+    if (cli_find(opts, n, "--warmup")->seen && hp->warmup >= hp->steps)
+        fprintf(stderr, "kiln train: warning: --warmup %d is not below --steps %d: the run ends before its rate "
+                "peaks\n", (int)hp->warmup, (int)hp->steps);
     return 0;
 }
 
