@@ -111,7 +111,7 @@ static int parse_options(int argc, char **argv, decode_options *o) {
     const char *summary =
         "Continues a prompt with a GPT (its tokenizer: --tokenizer, the checkpoint's, or bytes); the text\n"
         "streams to stdout. A seq2seq checkpoint translates instead, with its own options (--input,\n"
-        "--input-file, --beam, --length-penalty): `kiln decode --ckpt DIR --help` shows a checkpoint's.";
+        "--input-file, --beam, --length-penalty): `kiln decode --ckpt FILE --help` shows a checkpoint's.";
     int rc = cli_parse("decode", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? -1 : 1;
     if (!o->ckpt) return -host_error("kiln decode needs --ckpt FILE");
