@@ -1,4 +1,4 @@
-/* kiln: train, evaluate and decode GPT models on Vulkan, OpenCL or the CPU.
+/* kiln: train, evaluate and decode GPT, seq2seq and BERT models on Vulkan, OpenCL or the CPU.
  *
  * main dispatches to one file per subcommand (the bench suite's are in bench/); each parses
  * its own options (run/cli.h) and prints errors as one line "kiln: error: ..." with a
@@ -12,43 +12,80 @@
 #include "cli/commands.h"
 #include "run/cli.h"
 
+/* The commands: main dispatches through these tables and `kiln --help` lists them from the
+ * same tables, so a command cannot be added without its line in the help (the test
+ * host_help checks every name here against `kiln --help`). A NULL summary hides a command. */
+typedef struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *summary;
+    int skip; /* argv entries dropped before the call: gemm and compare parse from their word on */
+} command;
+
+static int cmd_bench(int argc, char **argv);
+
+static const command commands[] = {
+    {.name = "train", .run = cmd_train,
+     .summary = "train a GPT (GPT-2 or the Llama family), seq2seq or BERT model"},
+    {.name = "eval", .run = cmd_eval,
+     .summary = "a checkpoint's mean cross-entropy on a text file (seq2seq: BLEU on pairs)"},
+    {.name = "decode", .run = cmd_decode,
+     .summary = "continue a prompt (GPT) or translate (seq2seq) with a checkpoint"},
+    {.name = "info", .run = cmd_info, .summary = "backends and devices of this machine"},
+    {.name = "verify", .run = cmd_verify,
+     .summary = "every kernel checked against the CPU on a device (run it first on a new GPU)"},
+    {.name = "export", .run = cmd_export,
+     .summary = "a GPT as GGUF (f32, f16, q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k or a q4_k/q5_k mix) or HF"},
+    {.name = "quantize", .run = cmd_quantize,
+     .summary = "a GPT's matrices to q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k or a mix, as GGUF"},
+    {.name = "plot", .run = cmd_plot, .summary = "training runs' metrics overlaid as an SVG"},
+    {.name = "pairs", .run = cmd_pairs,
+     .summary = "pairs from-mo: translation pairs (TSV) from gettext catalogs"},
+    {.name = "tokenizer", .run = cmd_tokenizer,
+     .summary = "train, import (GPT-2, tokenizer.json), encode and decode tokenizers"},
+    {.name = "bench", .run = cmd_bench,
+     .summary = "each device's ceilings, kernels and models (kiln bench --help)"},
+    {.name = "dev", .run = cmd_dev}, /* developer tools: the kinds' PyTorch parity dumps */
+};
+
+static const command bench_commands[] = {
+    {.name = "compare", .run = kiln_bench_compare_main,
+     .summary = "several `kiln bench --json` results side by side", .skip = 2},
+    {.name = "train", .run = cmd_bench_train,
+     .summary = "training throughput of kiln and PyTorch on the same model"},
+    {.name = "precision", .run = cmd_bench_precision,
+     .summary = "fp16 against fp32 training: memory and step time"},
+    {.name = "gemm", .run = kiln_bench_gemm_main,
+     .summary = "GEMM throughput of the backends and their peers", .skip = 2},
+    {.name = "decode", .run = kiln_bench_main,
+     .summary = "decoding speed, bytes per token and memory per weight format"},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: kiln <command> [options]\n"
-            "\n"
-            "commands:\n"
-            "  train        train a byte-level GPT on a text file\n"
-            "  eval         mean cross-entropy of a checkpoint on a text file\n"
-            "  decode       continue a prompt with a checkpoint\n"
-            "  info         backends and devices of this machine\n"
-            "  verify       every kernel checked against the CPU on a device (run it first on a new GPU)\n"
-            "  export       a GPT as GGUF (llama.cpp's gpt2), f32, f16, q8_0 or q4_0\n"
-            "  quantize     a GPT's matrices to Q8_0 or Q4_0, as GGUF\n"
-            "  plot         training runs' metrics overlaid as an SVG\n"
-            "  pairs from-mo  translation pairs (TSV) from gettext catalogs\n"
-            "  tokenizer    train, import (GPT-2), encode and decode tokenizers\n"
-            "  bench        each device's ceilings, kernels and models (kiln bench --help)\n"
-            "  bench compare  several `kiln bench --json` results side by side\n"
-            "  bench train  training throughput of kiln and PyTorch on the same model\n"
-            "  bench gemm   GEMM throughput of the backends and their peers\n"
-            "  bench decode  decoding speed, bytes per token and memory per weight format\n"
-            "\n"
-            "`kiln <command> --help` describes a command's options.\n");
+    fprintf(out, "usage: kiln <command> [options]\n       kiln --version\n\ncommands:\n");
+    for (size_t i = 0; i < COUNT(commands); i++)
+        if (commands[i].summary) fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < COUNT(bench_commands); i++)
+        fprintf(out, "  bench %-10s %s\n", bench_commands[i].name, bench_commands[i].summary);
+    fprintf(out, "  %-16s %s\n", "version", "kiln's version and the git commit it was built from");
+    fprintf(out, "\n`kiln <command> --help` describes a command's options.\n");
+}
+
+/* one line: the project's version (CMake) and the commit configured from, or "unknown" */
+static int version(void) {
+    printf("kiln %s (commit %s)\n", KILN_VERSION_STRING, KILN_GIT_COMMIT);
+    return 0;
 }
 
 static int cmd_bench(int argc, char **argv) {
     const char *what = argc >= 3 ? argv[2] : "";
-    if (!strcmp(what, "train")) return cmd_bench_train(argc, argv);
-    if (!strcmp(what, "precision")) return cmd_bench_precision(argc, argv);
-    if (!strcmp(what, "gemm")) return kiln_bench_gemm_main(argc - 2, argv + 2);
-    if (!strcmp(what, "compare")) return kiln_bench_compare_main(argc - 2, argv + 2);
-    if (!strcmp(what, "decode")) return kiln_bench_main(argc, argv);
+    for (size_t i = 0; i < COUNT(bench_commands); i++)
+        if (!strcmp(what, bench_commands[i].name))
+            return bench_commands[i].run(argc - bench_commands[i].skip, argv + bench_commands[i].skip);
     /* no subcommand: `kiln bench [options]` measures the devices */
     if (!*what || what[0] == '-') return kiln_bench_main(argc, argv);
-    if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
-        usage(stdout);
-        return 0;
-    }
     return host_error("kiln bench: expected train, precision, gemm, compare, decode or options (see kiln --help)");
 }
 
@@ -66,19 +103,8 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    static const struct {
-        const char *name;
-        int (*run)(int, char **);
-    } commands[] = {
-        {.name = "train", .run = cmd_train}, {.name = "eval", .run = cmd_eval},
-        {.name = "decode", .run = cmd_decode}, {.name = "info", .run = cmd_info},
-        {.name = "verify", .run = cmd_verify},
-        {.name = "export", .run = cmd_export}, {.name = "quantize", .run = cmd_quantize},
-        {.name = "plot", .run = cmd_plot}, {.name = "pairs", .run = cmd_pairs},
-        {.name = "tokenizer", .run = cmd_tokenizer},
-        {.name = "bench", .run = cmd_bench}, {.name = "dev", .run = cmd_dev},
-    };
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) return version();
+    for (size_t i = 0; i < COUNT(commands); i++)
         if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc, argv);
     return host_error("unknown command '%s' (try kiln --help)", cmd);
 }

@@ -141,6 +141,12 @@ endforeach()
 add_test(NAME host_rooms COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/check_rooms.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(host_rooms PROPERTIES LABELS cpu TIMEOUT 60)
 
+# `kiln --version` prints the version and commit; `kiln --help` lists every command of
+# main.c's dispatch tables
+add_test(NAME host_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_help.sh $<TARGET_FILE:kiln_host>
+         ${PROJECT_SOURCE_DIR}/host/main.c ${PROJECT_VERSION})
+set_tests_properties(host_help PROPERTIES LABELS cpu TIMEOUT 60)
+
 # The GPU kit (scripts/gpu/, docs/gpu.md) runs on a GPU machine and as root, never here: this
 # checks that its scripts parse, that its reports are valid JSON holding what was recorded
 # within the device tool's output limits, and that a pack made here still fits.

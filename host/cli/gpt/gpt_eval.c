@@ -16,7 +16,7 @@ int gpt_eval_command(int argc, char **argv) {
     int device = -1, batch = 8, trust = 0;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
-         .help = "the model (safetensors, GPT-2 layout)"},
+         .help = "the GPT: a kiln checkpoint, a GGUF file or a Hugging Face folder"},
         {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE",
          .help = "a text file, tokenized as the model was trained"},
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
@@ -31,7 +31,9 @@ int gpt_eval_command(int argc, char **argv) {
     int n = (int)(sizeof opts / sizeof opts[0]);
     const char *summary =
         "Prints `loss X`: the model's mean cross-entropy over the file's tokens, cut into\n"
-        "consecutive non-overlapping windows of n_positions inputs (only full windows).";
+        "consecutive non-overlapping windows of n_positions inputs (only full windows). A seq2seq\n"
+        "checkpoint is scored by BLEU on pairs (--beam, --length-penalty), a BERT one by masked-token\n"
+        "loss (--split): `kiln eval --ckpt FILE --help` shows a checkpoint's options.";
     int rc = cli_parse("eval", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
     if (!ckpt) return host_error("kiln eval needs --ckpt FILE");

@@ -399,11 +399,12 @@ static void destroy(void *self) {
 const train_kind gpt_train_kind = {
     .command = "train",
     .summary =
-        "Trains a GPT on a text file, its bytes or --tokenizer's tokens: GPT-2's architecture, or with --model\n"
-        "llama the Llama family's (RMSNorm, rotary positions, SwiGLU, no biases; --norm-type to --ffn choose\n"
-        "each of its options). The last 10% of the tokens are held out for evaluation; at the end it prints\n"
-        "`val loss X`. DIR receives model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and\n"
-        "metrics.jsonl.",
+        "Trains a model: a GPT (this help) on a text file, its bytes or --tokenizer's tokens, with GPT-2's\n"
+        "architecture, or with --model llama the Llama family's (RMSNorm, rotary positions, SwiGLU, no biases;\n"
+        "--norm-type to --ffn choose each of its options); --model seq2seq (an encoder-decoder on translation\n"
+        "pairs) and --model bert (a masked language model) have their own options: add --help to see them.\n"
+        "The last 10% of the tokens are held out for evaluation; at the end it prints `val loss X`. DIR\n"
+        "receives model.safetensors (Hugging Face GPT-2 layout), optimizer.safetensors and metrics.jsonl.",
     .create = create,
     .check = check,
     .prepare = prepare,
