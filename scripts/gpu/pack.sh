@@ -6,7 +6,8 @@
 #   lib/    the Vulkan and OpenCL ICD loaders, unpacked from Debian's libvulkan1 and
 #           ocl-icd-libopencl1, and the other shared libraries those programs load that a
 #           CUDA image may lack (KEEP_LIBS below, as ldd resolves them here)
-#   data/   tinyshakespeare.txt
+#   data/   tinyshakespeare.txt: DATA=FILE, or else downloaded from its public source
+#           (SHAKESPEARE_URL) into build-gpu-data/ once
 #   MANIFEST  what was built, from which commit, and what the build left out
 # It checks that the pack and the tracked files together stay under the device machine's
 # 64 MiB (docs/gpu.md), and its last line names the folder. --check-size only checks that.
@@ -19,6 +20,7 @@ if [[ ${1:-} == --check-size ]]; then check_only=1; shift; fi
 pack=$(realpath -m "${1:-$root/gpu-pack}")
 build=${KILN_GPU_BUILD:-$root/build-gpu}
 limit_mib=64
+SHAKESPEARE_URL=https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
 
 # The GPU-facing test programs: devices, memory and the GEMM slot, the op families kiln's
 # models lean on (matmul, f16, quantized), and each backend's f16 paths. `kiln verify`
@@ -106,10 +108,13 @@ check_size() {
 main() {
     local data=""
     if ((check_only)); then check_size; return; fi
-    for f in "$root/../shared/data/tinyshakespeare.txt" "$root/shared/data/tinyshakespeare.txt"; do
-        [[ -f $f ]] && { data=$f; break; }
-    done
-    [[ -n $data ]] || die "no tinyshakespeare.txt in ../shared/data/ or shared/data/"
+    data=${DATA:-}
+    if [[ -z $data ]]; then # the text's public source (Karpathy's char-rnn), fetched once
+        data=$root/build-gpu-data/tinyshakespeare.txt
+        [[ -f $data ]] || { mkdir -p "${data%/*}" && curl -fsSL -o "$data.part" "$SHAKESPEARE_URL" &&
+            mv "$data.part" "$data"; } || die "cannot download $SHAKESPEARE_URL: give the text as DATA=FILE"
+    fi
+    [[ -f $data ]] || die "DATA=$data: no such file"
     build_kiln
     rm -rf "$pack"
     mkdir -p "$pack/bin" "$pack/lib" "$pack/data"
