@@ -18,6 +18,6 @@ add_custom_command(
   COMMENT "Embedding the OpenCL kernels (cl/<family>.cl) and engine/abi/kernel_abi.h"
   VERBATIM)
 
-target_sources(kiln PRIVATE ${KILN_OPENCL_SOURCES} ${KILN_OPENCL_EMBEDDED})
-target_compile_definitions(kiln PRIVATE KILN_HAVE_OPENCL)
-target_link_libraries(kiln PRIVATE OpenCL::OpenCL)
+target_sources(kiln_objects PRIVATE ${KILN_OPENCL_SOURCES} ${KILN_OPENCL_EMBEDDED})
+target_compile_definitions(kiln_objects PRIVATE KILN_HAVE_OPENCL)
+target_link_libraries(kiln_objects PRIVATE OpenCL::OpenCL)

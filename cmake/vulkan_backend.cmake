@@ -141,12 +141,12 @@ file(GLOB KILN_VULKAN_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/engine/vul
 set(KILN_VOLK_C ${CMAKE_CURRENT_BINARY_DIR}/kiln_volk.c)
 file(WRITE ${KILN_VOLK_C} "/* volk, compiled into libkiln (see cmake/vulkan_backend.cmake) */\n#include \"volk.c\"\n")
 set_source_files_properties(${KILN_VOLK_C} PROPERTIES COMPILE_OPTIONS "-w")
-target_sources(kiln PRIVATE ${KILN_VULKAN_SOURCES} ${KILN_SPV_C} ${KILN_VOLK_C})
-target_include_directories(kiln PRIVATE ${KILN_VOLK_DIR} ${Vulkan_INCLUDE_DIRS} ${KILN_SHADER_DIR}
+target_sources(kiln_objects PRIVATE ${KILN_VULKAN_SOURCES} ${KILN_SPV_C} ${KILN_VOLK_C})
+target_include_directories(kiln_objects PRIVATE ${KILN_VOLK_DIR} ${Vulkan_INCLUDE_DIRS} ${KILN_SHADER_DIR}
                                         ${PROJECT_SOURCE_DIR}/engine/vulkan)
 # the generated vk_shader_ids.h, also for the tests of the shader table (test_vulkan_abi)
-target_include_directories(kiln PUBLIC $<BUILD_INTERFACE:${KILN_VK_GEN_DIR}>)
-target_compile_definitions(kiln PRIVATE KILN_HAVE_VULKAN VK_NO_PROTOTYPES)
+target_include_directories(kiln_objects PUBLIC $<BUILD_INTERFACE:${KILN_VK_GEN_DIR}>)
+target_compile_definitions(kiln_objects PRIVATE KILN_HAVE_VULKAN VK_NO_PROTOTYPES)
 # the instance's reference count and open-device list are shared by threads (vk_instance.c)
 find_package(Threads REQUIRED)
-target_link_libraries(kiln PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+target_link_libraries(kiln_objects PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
