@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # fp16 (mixed precision) against fp32: the same model, recipe and seed trained twice on one
 # backend, then each run's validation loss, their difference and the loss-scaler summary of
-# the fp16 run. The "Mixed precision" figures in docs/results.md come from this script.
+# the fp16 run. The "Mixed precision" figures in docs/results.md come from this script, on
+# tinyshakespeare (get it with `curl -o input.txt https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt`).
 #   samples/train_precision.sh [--backend cpu|vulkan|opencl] [--data FILE] [--steps N]
 #                              [--only fp32|fp16] [--out DIR]
+# The text: --data FILE, else $DATA, else /usr/share/common-licenses/GPL-3 (any Debian system).
 # The model is nanoGPT's CPU config (samples/nanogpt_cpu.sh); --steps sets the length
 # of the whole schedule (warmup 100, cosine decay to --steps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend=cpu
-data=/work/shared/data/tinyshakespeare.txt
+data=${DATA:-/usr/share/common-licenses/GPL-3}
 steps=300
 only=
 out=runs/precision

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # nanoGPT's CPU config on tiny Shakespeare, in kiln and in PyTorch, one after the other:
 # prints each one's validation loss (the last 10% of the file, consecutive windows of 64)
-# and wall time. The figures in docs/results.md come from this script.
+# and wall time. The figures in docs/results.md come from this script, on tinyshakespeare
+# (1.1 MB; get it with `curl -o input.txt https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt`).
 #   samples/train_shakespeare.sh [--backend cpu|vulkan|opencl] [--data FILE] [--steps N] [--no-torch]
+# The text: --data FILE, else $DATA, else /usr/share/common-licenses/GPL-3 (any Debian system).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend=cpu
-data=/work/shared/data/tinyshakespeare.txt
+data=${DATA:-/usr/share/common-licenses/GPL-3}
 steps=2000
 torch=1
 kiln=${KILN:-build/host/kiln}

@@ -2,7 +2,7 @@
 # Single-stream decoding of kiln and of llama.cpp on the same model files, in the same run
 # (docs/benchmarks.md, "Decoding per weight format").
 #
-#   scripts/bench_decode_peer.sh [CKPT [PROMPT [TOKENS [THREADS]]]]
+#   scripts/bench_decode_peer.sh [--llama DIR] [CKPT [PROMPT [TOKENS [THREADS]]]]
 #
 # CKPT is an f32 kiln checkpoint (model.safetensors of `kiln train`); without one, the script
 # makes two: nanoGPT's shakespeare-sized model (4 layers, dim 128: 3.3 MB, in the caches) and
@@ -13,13 +13,22 @@
 # (scripts/llama_decode_speed.mjs through node-llama-cpp) on THREADS CPU threads (default 1),
 # and prints tokens/s of both and their ratio per format.
 #
-# llama.cpp is a peer, not a dependency: LLAMA_DIR names a directory where
-# `npm i -E node-llama-cpp@3.21.1` was run (default /work/llama); without it the script times
-# kiln alone and says so. KILN: the kiln program (default build/host/kiln).
+# llama.cpp is a peer, not a dependency: --llama DIR names a folder where
+# `npm i -E node-llama-cpp@3.21.1` was run (scripts/install-peers.sh DIR makes one; default:
+# $LLAMA_DIR, else $KILN_NODE_PEERS, the tests' peers); without one the script times kiln
+# alone and says so. KILN: the kiln program (default build/host/kiln).
 set -euo pipefail
+llama_dir=${LLAMA_DIR:-${KILN_NODE_PEERS:-}}
+if [ "${1:-}" = --llama ]; then
+  [ $# -ge 2 ] || { echo "bench_decode_peer: --llama needs a folder" >&2; exit 2; }
+  llama_dir=$2
+  shift 2
+fi
+# the folder as given from where the script was started, before the cd below
+[ -z "$llama_dir" ] || [ ! -d "$llama_dir" ] || llama_dir=$(realpath "$llama_dir")
+ckpt=${1:+$(realpath "$1")}
 cd "$(dirname "$0")/.."
 kiln=$(realpath "${KILN:-build/host/kiln}")
-llama_dir=${LLAMA_DIR:-/work/llama}
 prompt=${2:-32}
 tokens=${3:-31}
 threads=${4:-1}
@@ -30,7 +39,7 @@ export OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=passive
 have_llama=1
 if [ ! -d "$llama_dir/node_modules/node-llama-cpp" ] || ! command -v node >/dev/null; then
   have_llama=0
-  echo "bench_decode_peer: no node-llama-cpp in $llama_dir (LLAMA_DIR): timing kiln alone" >&2
+  echo "bench_decode_peer: no node-llama-cpp in '${llama_dir}' (--llama DIR): timing kiln alone" >&2
 else
   cp scripts/llama_decode_speed.mjs "$llama_dir/.kiln_llama_decode_speed.mjs" # ESM resolves packages beside the script
 fi
@@ -77,8 +86,8 @@ run_model() { # LABEL CKPT
 }
 
 echo "bench_decode_peer: $threads thread(s), prompt $prompt, $tokens tokens decoded greedily; $(nproc --all) CPUs"
-if [ -n "${1:-}" ]; then
-  run_model ckpt "$1"
+if [ -n "$ckpt" ]; then
+  run_model ckpt "$ckpt"
 else
   run_model tiny "$(make_ckpt tiny --layers 4 --heads 4 --dim 128 --block 64)"
   run_model gpt2-body "$(make_ckpt body --layers 12 --heads 12 --dim 768 --block 256)"

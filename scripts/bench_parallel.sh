@@ -10,8 +10,10 @@
 # of 1)), and for kiln what each step spends on the gradient sum and how many bytes it sums.
 # Environment: KILN (default build/host/kiln), BACKEND (cpu), DEVICES (--devices for the ranks,
 # e.g. vulkan:0,vulkan:1; the baseline runs on the first), BUCKET_MB (kiln's --bucket-mb, and
-# DDP's bucket_cap_mb; default: each one's own), DATA (default: ../shared's
-# tinyshakespeare, else generated text), PYTHON (/usr/bin/python3; NO_TORCH=1 skips PyTorch).
+# DDP's bucket_cap_mb; default: each one's own), DATA (the text; default: generated text,
+# since speed does not depend on it; docs/parallel.md's figures used tinyshakespeare, from
+# https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt),
+# PYTHON (/usr/bin/python3; NO_TORCH=1 skips PyTorch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ranks=${1:-2}
@@ -21,8 +23,8 @@ backend=${BACKEND:-cpu}
 python=${PYTHON:-/usr/bin/python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-data=${DATA:-../shared/data/tinyshakespeare.txt}
-if [ ! -f "$data" ]; then
+data=${DATA:-}
+if [ -z "$data" ]; then
   data=$work/text.txt
   for i in $(seq 1 20000); do echo "line $i: to be, or not to be, that is the question"; done >"$data"
 fi

@@ -12,18 +12,17 @@
 #
 # DIR (default /tmp/kiln-quant-quality) keeps the checkpoint: it is trained only when
 # DIR/model.safetensors is absent (STEPS optimizer steps, default 1500: about five minutes on two
-# cores). DATA: the text (default ../shared/data/tinyshakespeare.txt, else data/ of the
-# repository). KILN: the kiln program (default build/host/kiln).
+# cores). DATA: the text (default /usr/share/common-licenses/GPL-3, on any Debian system;
+# docs/quantization.md's figures are on tinyshakespeare, from
+# https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt).
+# KILN: the kiln program (default build/host/kiln).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kiln=$(realpath "${KILN:-build/host/kiln}")
 steps=${STEPS:-1500}
 dir=${1:-/tmp/kiln-quant-quality}
-data=${DATA:-}
-for d in ../shared/data/tinyshakespeare.txt data/tinyshakespeare.txt; do
-  [ -n "$data" ] || [ ! -f "$d" ] || data=$d
-done
-[ -n "$data" ] || { echo "quant_quality: no tinyshakespeare.txt (set DATA)" >&2; exit 1; }
+data=${DATA:-/usr/share/common-licenses/GPL-3}
+[ -s "$data" ] || { echo "quant_quality: no text at $data (set DATA=FILE)" >&2; exit 1; }
 mkdir -p "$dir"
 # the held-out tenth kiln train keeps for its val loss (bytes are the tokens), and the byte
 # before it: the first window's first input, so that every target is a held-out byte

@@ -14,10 +14,7 @@
 #include "bench/bench_gpt.h"
 #include "run/device.h"
 #include "run/progress.h"
-
-#ifndef KILN_SOURCE_DIR
-#define KILN_SOURCE_DIR "."
-#endif
+#include "run/share_file.h"
 
 typedef struct bench_train_options {
     bench_gpt gpt;
@@ -64,14 +61,18 @@ done:
 static int bench_torch(const bench_train_options *o, double *tokens_per_s, char *about, size_t size) {
     const train_hparams *hp = &o->gpt.hp;
     struct stat st;
-    if (stat(o->script, &st))
-        return host_error("cannot find the PyTorch script %s (pass --torch-script PATH)", o->script);
+    char located[4096];
+    if (!o->script && host_share_file("nanogpt_torch.py", "KILN_TORCH_SCRIPT", located, sizeof located))
+        return host_error("cannot find the PyTorch script nanogpt_torch.py (pass --torch-script PATH)");
+    const char *script = o->script ? o->script : located;
+    if (stat(script, &st))
+        return host_error("cannot find the PyTorch script %s (pass --torch-script PATH)", script);
     char cmd[8192];
     snprintf(cmd, sizeof cmd,
              "'%s' '%s' --bench --layers %d --heads %d --dim %d --block %d --batch %d "
              "--steps %d --warmup-steps %d --lr %g --weight-decay %g --beta1 %g --beta2 %g "
              "--clip %g --dropout %g --threads %d",
-             o->python, o->script, o->gpt.layers, o->gpt.heads, o->gpt.dim, hp->block, hp->batch, o->steps,
+             o->python, script, o->gpt.layers, o->gpt.heads, o->gpt.dim, hp->block, hp->batch, o->steps,
              o->warmup_steps, (double)hp->lr, (double)hp->weight_decay, (double)hp->beta1,
              (double)hp->beta2, (double)hp->clip, (double)hp->dropout, o->threads);
     fflush(stdout);
@@ -90,14 +91,14 @@ static int bench_torch(const bench_train_options *o, double *tokens_per_s, char 
     int status = pclose(p);
     if (status != 0 || !found)
         return host_error("the PyTorch benchmark failed (exit status %d): run %s by hand to see why",
-                          status, o->script);
+                          status, script);
     return 0;
 }
 
 int cmd_bench_train(int argc, char **argv) {
     bench_train_options o = {.gpt = bench_gpt_defaults(), .steps = 50, .warmup_steps = 5,
                              .backend = "cpu", .python = "/usr/bin/python3",
-                             .script = KILN_SOURCE_DIR "/samples/nanogpt_torch.py", .device = -1};
+                             .device = -1};
     train_hparams *hp = &o.gpt.hp;
     const cli_opt own[] = {
         {.name = "--dropout", .kind = CLI_FLOAT, .target = &hp->dropout, .meta = "P",
@@ -113,7 +114,7 @@ int cmd_bench_train(int argc, char **argv) {
         {.name = "--python", .kind = CLI_STRING, .target = &o.python, .meta = "PATH",
          .help = "the Python with torch"},
         {.name = "--torch-script", .kind = CLI_STRING, .target = &o.script, .meta = "PATH",
-         .help = "the PyTorch side"},
+         .help = "the PyTorch side (default: $KILN_TORCH_SCRIPT, else nanogpt_torch.py in kiln's share/kiln/)"},
         {.name = "--no-torch", .kind = CLI_FLAG, .target = &o.no_torch, .help = "measure kiln only"},
     };
     cli_opt opts[BENCH_GPT_OPTIONS + sizeof own / sizeof own[0]];
