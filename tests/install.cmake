@@ -12,7 +12,7 @@ if(TARGET kiln_host)
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install_sample.sh ${PROJECT_BINARY_DIR}
             ${PROJECT_SOURCE_DIR} ${CMAKE_C_COMPILER} ${_kiln_sample_flags})
   set_tests_properties(install_sample_c PROPERTIES LABELS cpu TIMEOUT 300
-    ENVIRONMENT "OMP_WAIT_POLICY=passive")
+    ENVIRONMENT "OMP_WAIT_POLICY=passive;CMAKE=${CMAKE_COMMAND}")
 endif()
 
 foreach(backend ${KILN_TEST_BACKENDS})

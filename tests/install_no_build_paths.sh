@@ -2,7 +2,7 @@
 # What `cmake --install` writes holds no path of the machine that built it: neither the
 # source tree's (configure time) nor the build tree's, in the kiln program or the
 # libraries. CMake's cache, which holds both, checks that the search finds them.
-#   install_no_build_paths.sh BUILD_DIR SOURCE_DIR [--sanitized]
+#   [CMAKE=cmake] install_no_build_paths.sh BUILD_DIR SOURCE_DIR [--sanitized]
 # --sanitized (a KILN_SANITIZE build): skipped, since ASan and UBSan write the sources' full
 # paths into the code for their reports (global variables' metadata, type descriptors); such
 # a build is for the tests, not for installing.
@@ -20,7 +20,7 @@ build=$(cd "$1" && pwd -P) src=$(cd "$2" && pwd -P)
 paths=$(printf '%s\n' "$src" "$build" "$2" "$1" | grep '^/' | sort -u)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+"${CMAKE:-cmake}" --install "$build" --prefix "$tmp/prefix" >/dev/null
 
 while read -r path; do
   grep -q -a -F "$path" "$build/CMakeCache.txt" ||

@@ -4,7 +4,7 @@
 # pkg-config alone, shared (`pkg-config --libs kiln`) and static (`pkg-config --static
 # --libs kiln`, with libkiln.a named where -lkiln stood, since -l picks the .so where both
 # are installed), and run both on the cpu backend: the MLP's loss must fall.
-#   install_sample.sh BUILD_DIR SOURCE_DIR CC [EXTRA_FLAGS...]
+#   [CMAKE=cmake] install_sample.sh BUILD_DIR SOURCE_DIR CC [EXTRA_FLAGS...]
 # EXTRA_FLAGS: what the build compiled libkiln with that a program must link too (the
 # sanitizers' -fsanitize=...).
 set -eu
@@ -13,14 +13,16 @@ shift 3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+"${CMAKE:-cmake}" --install "$build" --prefix "$tmp/prefix" >/dev/null
 mv "$tmp/prefix" "$tmp/moved"
 pc=$(find "$tmp/moved" -name kiln.pc)
 [ -n "$pc" ] || { echo "FAIL: no kiln.pc installed"; exit 1; }
 export PKG_CONFIG_PATH=${pc%/kiln.pc}
 libdir=$(pkg-config --variable=libdir kiln)
-[ -e "$libdir/libkiln.a" ] && ls "$libdir"/libkiln.so.* >/dev/null ||
-  { echo "FAIL: $libdir lacks libkiln.a or libkiln.so.N: $(ls "$libdir")"; exit 1; }
+if [ ! -e "$libdir/libkiln.a" ] || ! ls "$libdir"/libkiln.so.* >/dev/null 2>&1; then
+  echo "FAIL: $libdir lacks libkiln.a or libkiln.so.N: $(ls "$libdir")"
+  exit 1
+fi
 echo "kiln.pc: --cflags --libs: $(pkg-config --cflags --libs kiln)"
 echo "kiln.pc: --static --libs: $(pkg-config --static --libs kiln)"
 

@@ -13,5 +13,6 @@ if(TARGET kiln_host)
   add_test(NAME install_no_build_paths
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install_no_build_paths.sh ${PROJECT_BINARY_DIR}
             ${PROJECT_SOURCE_DIR} ${_sanitized})
-  set_tests_properties(install_no_build_paths PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+  set_tests_properties(install_no_build_paths PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77
+    ENVIRONMENT "CMAKE=${CMAKE_COMMAND}")
 endif()

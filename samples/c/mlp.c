@@ -1,7 +1,7 @@
 /* A small program on libkiln's public API: a two-layer MLP learns y = 4x^3 - 3x on [-1, 1]
- * (the Chebyshev polynomial T3: two bends) with autograd and AdamW, on the backend named by its argument (cpu, vulkan, opencl, auto;
- * "vulkan:1" picks a device). It prints the loss as it falls and exits non-zero if the
- * loss does not fall to a quarter of its start.
+ * (the Chebyshev polynomial T3: two bends) with autograd and AdamW, on the backend its
+ * argument names (cpu, vulkan, opencl, auto; "vulkan:1" picks a device). It prints the
+ * loss as it falls and exits non-zero if the loss does not fall to a quarter of its start.
  *
  * Build it against an installed kiln (README.md, "Using the library"):
  *   cc samples/c/mlp.c -o mlp $(pkg-config --cflags --libs kiln)
@@ -52,6 +52,7 @@ static int make_params(kiln_ctx *ctx, kiln_tensor *p[4]) {
 static int train_step(kiln_ctx *ctx, kiln_adam *opt, kiln_tensor *const p[4], kiln_tensor *x,
                       kiln_tensor *y, float *loss) {
     if (kiln_zero_grad(p, 4)) return fail("zeroing the gradients");
+    /* an op given NULL returns NULL and keeps the first error: a chain is checked once */
     kiln_tensor *h = kiln_relu(kiln_matmul(x, p[0], p[1], 0, 0));
     kiln_tensor *d = kiln_sub(kiln_matmul(h, p[2], p[3], 0, 0), y);
     kiln_tensor *mse = kiln_mean(kiln_mul(d, d));
