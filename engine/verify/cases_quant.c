@@ -10,33 +10,34 @@
 #include "kiln/kiln.h"
 #include "verify/cases.h"
 
-/* in[0] x [.., k], in[1] the weight [n, k] to quantize in format *param, in[2] the bias or
- * absent. */
-static kiln_tensor *build_matmul_q(kiln_tensor **in, const void *param) {
-    kiln_tensor *x = in[0], *w = in[1];
+/* The weight w [n, k] quantized on the host in format *param and uploaded; NULL with the
+ * error set on failure. */
+static kiln_qmatrix *quantized(kiln_tensor *w, const void *param) {
     int64_t n = w->shape[0], k = w->shape[1];
     float *host = malloc((size_t)(n * k) * sizeof *host);
-    kiln_qmatrix *q = kiln_qmatrix_new(x->ctx, *(const kiln_qformat *)param, n, k);
-    kiln_tensor *y = NULL;
+    kiln_qmatrix *q = kiln_qmatrix_new(w->ctx, *(const kiln_qformat *)param, n, k);
     if (!host) kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
-    else if (q && !kiln_download_f32(w, host, n * k) && !kiln_qmatrix_quantize(q, host, 0))
-        y = kiln_matmul_q(x, q, in[2]);
+    if (!host || !q || kiln_download_f32(w, host, n * k) || kiln_qmatrix_quantize(q, host, 0)) {
+        kiln_qmatrix_free(q);
+        q = NULL;
+    }
     free(host);
-    kiln_qmatrix_free(q); /* a backend keeps the storage until the queued product has run */
+    return q;
+}
+
+/* in[0] x [.., k], in[1] the weight [n, k] to quantize in format *param, in[2] the bias or
+ * absent. A backend keeps the matrix's storage until the queued product has run. */
+static kiln_tensor *build_matmul_q(kiln_tensor **in, const void *param) {
+    kiln_qmatrix *q = quantized(in[1], param);
+    kiln_tensor *y = q ? kiln_matmul_q(in[0], q, in[2]) : NULL;
+    kiln_qmatrix_free(q);
     return y;
 }
 
 /* in[0] dy [.., n], in[1] the weight [n, k] to quantize in format *param: dy W. */
 static kiln_tensor *build_matmul_qt(kiln_tensor **in, const void *param) {
-    kiln_tensor *dy = in[0], *w = in[1];
-    int64_t n = w->shape[0], k = w->shape[1];
-    float *host = malloc((size_t)(n * k) * sizeof *host);
-    kiln_qmatrix *q = kiln_qmatrix_new(dy->ctx, *(const kiln_qformat *)param, n, k);
-    kiln_tensor *y = NULL;
-    if (!host) kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
-    else if (q && !kiln_download_f32(w, host, n * k) && !kiln_qmatrix_quantize(q, host, 0))
-        y = kiln_matmul_qt(dy, q);
-    free(host);
+    kiln_qmatrix *q = quantized(in[1], param);
+    kiln_tensor *y = q ? kiln_matmul_qt(in[0], q) : NULL;
     kiln_qmatrix_free(q);
     return y;
 }
