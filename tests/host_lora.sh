@@ -13,6 +13,7 @@
 #   - an f16 GGUF base trains (held in f32 under fp32, said in one line), and q8_0 and q4_0
 #     bases train with their blocks kept quantized; the f16 and q4_0 bases of the same model
 #     end within 0.05 of each other in validation loss;
+#   - two MPI ranks train as one process with --grad-accum 2, loss for loss (cpu, with mpirun);
 #   - every base file is byte-identical after all of it;
 #   - bad input (cpu only): one line, exit 1, and no adapter file in --out.
 #   host_lora.sh KILN WORKDIR [BACKEND]
@@ -113,6 +114,21 @@ if [ -f gguf_f16/metrics.jsonl ] && [ -f gguf_q4_0/metrics.jsonl ]; then
   within "$(last_val gguf_f16)" "$(last_val gguf_q4_0)" 0.05 &&
     echo "ok: f16 and q4_0 bases end within 0.05 ($(last_val gguf_f16), $(last_val gguf_q4_0))" ||
     fail "f16 and q4_0 bases: $(last_val gguf_f16) vs $(last_val gguf_q4_0)"
+fi
+
+# ---- data parallelism: 2 ranks follow one process with --grad-accum 2 (cpu; needs mpirun) ----
+if [ "$backend" = cpu ] && command -v mpirun >/dev/null && "$kiln" info 2>/dev/null | grep -q "^data-parallel training: MPI"; then
+  dp=("${lora[@]}" --lora-dropout 0.1 --dropout 0.1 --eval-every 3 --steps 6)
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
+    mpirun -q --oversubscribe -np 2 "$kiln" train "${dp[@]}" --out ranks >/dev/null 2>ranks.err ||
+    fail "mpirun -np 2: $(tail -n 1 ranks.err)"
+  "$kiln" train "${dp[@]}" --grad-accum 2 --out single >/dev/null 2>&1 || fail "the single process of the MPI check"
+  losses() { grep -o '"loss": [0-9.e-]*' "$1/metrics.jsonl" | tr '\n' ' '; }
+  [ -n "$(losses single)" ] && [ "$(losses ranks)" = "$(losses single)" ] &&
+    echo "ok: 2 ranks = one process with --grad-accum 2 ($(losses ranks | cut -c1-40)...)" ||
+    fail "MPI: $(losses ranks) vs $(losses single)"
+else
+  echo "note: the MPI check needs the cpu backend, mpirun and an MPI build"
 fi
 
 # ---- the base is untouched ----
