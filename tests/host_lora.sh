@@ -7,6 +7,8 @@
 #     here with python's json and struct, against PEFT's documented layout); --lora-targets
 #     c_proj holds GPT-2's two c_proj and nothing else;
 #   - the adapters learn: the validation loss falls on new text;
+#   - a Llama-family base (grouped-query attention, SwiGLU): q_proj, v_proj and up_proj
+#     adapters with PEFT's names and their column ranges' widths;
 #   - 20 steps equal 10 plus a resumed 10 bit for bit (dropout on the adapters and the
 #     model, gradient accumulation): the last metrics, the adapter and the optimizer state;
 #   - fp16 (loss scaling) trains to the fp32 run's loss within 0.05;
@@ -80,6 +82,31 @@ first=$(first_val plain) last=$(last_val plain)
 "$py" -c "import sys; sys.exit(0 if $last < $first - 0.05 else 1)" && echo "ok: val loss $first -> $last" ||
   fail "the adapters do not learn: val loss $first -> $last"
 
+# ---- the Llama family: q/k/v and gate/up are column ranges of kiln's fused matrices ----
+"$kiln" train --model llama --data text.txt --out lbase --layers 2 --heads 4 --kv-heads 2 --dim 32 --block 32 \
+  --batch 8 --steps 20 --warmup 5 --lr 3e-3 --eval-every 0 --backend cpu >/dev/null 2>train.err || { cat train.err; exit 1; }
+cp lbase/model.safetensors pristine/llama.safetensors
+"$kiln" train "${common[@]}" --init lbase/model.safetensors --lora-rank 2 --lora-targets q_proj,v_proj,up_proj \
+  --steps 10 --eval-every 5 --out llama >/dev/null 2>llama.err || fail "LoRA on a llama base: $(tail -n 1 llama.err)"
+if "$py" - llama <<'EOF'
+import json, struct, sys
+raw = open(sys.argv[1] + "/adapter_model.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+meta = header.pop("__metadata__")
+# 4 query heads and 2 key/value heads of 8: q 32 wide, v 16; SwiGLU's F is 96
+want = {}
+for layer in range(2):
+    for m, out in (("self_attn.q_proj", 32), ("self_attn.v_proj", 16), ("mlp.up_proj", 96)):
+        p = "base_model.model.model.layers.%d.%s." % (layer, m)
+        want[p + "lora_A.weight"], want[p + "lora_B.weight"] = [2, 32], [out, 2]
+assert {k: v["shape"] for k, v in header.items()} == want, sorted(header)
+assert meta["kiln.base.architecture"] == "llama", meta
+c = json.load(open(sys.argv[1] + "/adapter_config.json"))
+assert c["fan_in_fan_out"] is False and c["target_modules"] == ["self_attn.q_proj", "self_attn.v_proj", "mlp.up_proj"], c
+EOF
+then echo "ok: a llama base's PEFT files (q_proj, v_proj, up_proj), val loss $(last_val llama)"; else fail "a llama base's PEFT files"; fi
+
 # ---- exact resume ----
 resume=("${lora[@]}" --lora-dropout 0.1 --dropout 0.1 --grad-accum 2 --eval-every 5)
 "$kiln" train "${resume[@]}" --steps 20 --out whole >whole.out 2>/dev/null || fail "the uninterrupted run"
@@ -135,6 +162,7 @@ fi
 for f in model.safetensors f16.gguf q8_0.gguf q4_0.gguf; do
   cmp -s "pristine/$f" "base/$f" || fail "base/$f changed"
 done
+cmp -s pristine/llama.safetensors lbase/model.safetensors || fail "lbase/model.safetensors changed"
 echo "ok: every base file is byte-identical after training"
 
 # ---- bad input (the program, not the device) ----
