@@ -62,8 +62,9 @@ def is_type(value, types):
     return bool in types if isinstance(value, bool) else isinstance(value, types)
 
 
-def config_problems(cfg, family, rank, alpha, dropout, targets):
-    """What in adapter_config.json is not PEFT's LoRA config for this adapter."""
+def config_problems(cfg, family, n_layer, rank, alpha, dropout, targets):
+    """What in adapter_config.json is not PEFT's LoRA config for this adapter (targets: the
+    user's --lora-targets, which target_modules must select the same modules as)."""
     out = [f"unknown key {k!r}" for k in sorted(set(cfg) - PEFT_CONFIG_KEYS - LORA_CONFIG_KEYS)]
     for key, types in REQUIRED.items():
         if key not in cfg:
@@ -81,8 +82,9 @@ def config_problems(cfg, family, rank, alpha, dropout, targets):
     t = cfg["target_modules"]
     if isinstance(t, list) and not all(isinstance(s, str) for s in t):
         out.append(f"target_modules {t!r} holds a non-string")
-    elif targets is not None and (not isinstance(t, list) or sorted(set(t)) != sorted(targets)):
-        out.append(f"target_modules is {t!r}, the user asked for {targets!r}")
+    elif targets is not None and selected_modules(cfg, family, n_layer) != selected_modules(
+            {"target_modules": targets}, family, n_layer):
+        out.append(f"target_modules {t!r} selects other modules than the user's {targets!r}")
     return out
 
 
@@ -133,7 +135,7 @@ def tensor_problems(header, data_len, cfg, base):
 def problems(folder, base, rank, alpha, dropout, targets):
     with open(os.path.join(folder, "adapter_config.json")) as f:
         cfg = json.load(f)
-    out = config_problems(cfg, base.family, rank, alpha, dropout, targets)
+    out = config_problems(cfg, base.family, base.n_layer, rank, alpha, dropout, targets)
     if out:
         return out
     header, data_len = read_header(os.path.join(folder, "adapter_model.safetensors"))
@@ -173,7 +175,8 @@ def config_faults(cfg):
             ("r a bool", edit(r=True)), ("fan_in_fan_out flipped", edit(fan_in_fan_out=not cfg["fan_in_fan_out"])),
             ("an unknown key", edit(lora_rank=4)), ("task_type", edit(task_type="SEQ_CLS")),
             ("rsLoRA scaling", edit(use_rslora=True)), ("a rank pattern", edit(rank_pattern={"c_fc": 2})),
-            ("bias all", edit(bias="all")), ("another alpha", edit(lora_alpha=cfg["lora_alpha"] + 1))]
+            ("bias all", edit(bias="all")), ("another alpha", edit(lora_alpha=cfg["lora_alpha"] + 1)),
+            ("other targets", edit(target_modules=["c_fc"]))]
 
 
 def tensor_faults(header):
@@ -185,10 +188,13 @@ def tensor_faults(header):
         h = copy.deepcopy(header)
         f(h)
         return h
+
+    def rename(h, old, new):
+        h[new] = h.pop(old)
     return [("B transposed", edit(lambda h: h[b].update(shape=h[b]["shape"][::-1]))),
             ("F16", edit(lambda h: h[a].update(dtype="F16"))),
-            ("a PEFT name without .weight", edit(lambda h: h.__setitem__(a[:-len(".weight")], h.pop(a)))),
-            ("the base's own tensor", edit(lambda h: h.__setitem__("base_model.model.transformer.wte.weight", h.pop(a)))),
+            ("a PEFT name without .weight", edit(lambda h: rename(h, a, a[:-len(".weight")]))),
+            ("the base's own tensor", edit(lambda h: rename(h, a, "base_model.model.transformer.wte.weight"))),
             ("a module without lora_B", edit(lambda h: h.pop(b))),
             ("no format metadata", edit(lambda h: h.pop("__metadata__")))]
 
@@ -203,7 +209,8 @@ def test_checker(args, base):
     with open(os.path.join(folder, "adapter_config.json")) as f:
         cfg = json.load(f)
     header, data_len = read_header(os.path.join(folder, "adapter_model.safetensors"))
-    missed = [w for w, c in config_faults(cfg) if not config_problems(c, base.family, 4, 8, 0.0, targets)]
+    missed = [w for w, c in config_faults(cfg)
+              if not config_problems(c, base.family, base.n_layer, 4, 8, 0.0, targets)]
     missed += [w for w, h in tensor_faults(header) if not tensor_problems(h, data_len, cfg, base)]
     narrower = dict(cfg, target_modules=["c_attn"])  # the file then holds modules it does not select
     missed += [] if tensor_problems(header, data_len, narrower, base) else ["target_modules narrower than the file"]
@@ -228,8 +235,9 @@ def test_kiln(args, base, text, name, targets, rank=4, alpha=8):
         every = set(linear_modules(base.family, base.n_layer))
         if selected_modules(cfg, base.family, base.n_layer) != every:
             found.append(f"target_modules {cfg['target_modules']!r} does not select every linear layer")
-    check(f"{name}: PEFT's layout", not found, "; ".join(found) or
-          f"target_modules {cfg['target_modules']}, {len(read_header(os.path.join(out, 'adapter_model.safetensors'))[0]) - 1} tensors")
+    tensors = len(read_header(os.path.join(out, "adapter_model.safetensors"))[0]) - 1
+    check(f"{name}: PEFT's layout", not found,
+          "; ".join(found) or f"target_modules {cfg['target_modules']}, {tensors} tensors")
 
 
 def main():
