@@ -218,17 +218,17 @@ def test_checker(args, base):
           f"{len(config_faults(cfg)) + len(tensor_faults(header)) + 1} faults found")
 
 
-def test_kiln(args, base, text, name, targets, rank=4, alpha=8):
+def test_kiln(args, base, text, name, targets, rank=4, alpha=8, dropout=0.0):
     """kiln's adapter trained from base with these targets (None: the default)."""
     out = os.path.join(args.workdir, name)
     argv = ["train", "--init", base.path, "--data", text, "--out", out, "--lora-rank", str(rank),
-            "--lora-alpha", str(alpha), "--block", "16", "--batch", "2", "--steps", "2", "--warmup", "0",
+            "--lora-alpha", str(alpha), "--lora-dropout", str(dropout), "--block", "16", "--batch", "2", "--steps", "2", "--warmup", "0",
             "--eval-every", "0", "--seed", "3", "--backend", args.backend]
     if targets is not None:
         argv += ["--lora-targets", ",".join(targets)]
     if kiln_ok(args, f"{name}: kiln train", *argv) is None:
         return
-    found = problems(out, base, rank, alpha, 0.0, targets)
+    found = problems(out, base, rank, alpha, dropout, targets)
     with open(os.path.join(out, "adapter_config.json")) as f:
         cfg = json.load(f)
     if not found and targets is None:  # the default: every linear layer of the blocks
@@ -249,7 +249,8 @@ def main():
     test_kiln(args, gpt2, text, "gpt2_default", None)
     test_kiln(args, gpt2, text, "gpt2_suffixes", ["c_attn", "c_proj"])  # c_proj: both of GPT-2's
     test_kiln(args, llama, text, "llama_default", None)
-    test_kiln(args, llama, text, "llama_suffixes", ["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"])
+    test_kiln(args, llama, text, "llama_suffixes", ["q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"], 2, 5.5,
+              0.1)
     finish("kiln's adapters hold PEFT's layout")
 
 
