@@ -13,8 +13,8 @@
 #     model, gradient accumulation): the last metrics, the adapter and the optimizer state;
 #   - fp16 (loss scaling) trains to the fp32 run's loss within 0.05;
 #   - an f16 GGUF base trains (held in f32 under fp32, said in one line), and q8_0 and q4_0
-#     bases train with their blocks kept quantized; the f16 and q4_0 bases of the same model
-#     end within 0.05 of each other in validation loss;
+#     bases train with their blocks kept quantized, and a Q4_K_M mix; the f16 and q4_0 bases
+#     of the same model end within 0.05 of each other in validation loss;
 #   - two MPI ranks train as one process with --grad-accum 2, loss for loss (cpu, with mpirun);
 #   - every base file is byte-identical after all of it;
 #   - bad input (cpu only): one line, exit 1, and no adapter file in --out.
@@ -136,12 +136,25 @@ for t in f16 q8_0 q4_0; do
   echo "ok: a $t GGUF base trains to val loss $(last_val "gguf_$t")"
 done
 grep -q "F16 weights are held in f32" gguf_f16.err || fail "the f16 base under fp32 is not said"
+"$kiln" train "${common[@]}" --init base/q8_0.gguf --lora-rank 4 --steps 20 --eval-every 0 --precision fp16 \
+  --out gguf_q8_0_half >/dev/null 2>half.err || fail "fp16 on a q8_0 base: $(tail -n 1 half.err)"
+within "$(last_val gguf_q8_0_half)" "$(last_val gguf_q8_0)" 0.05 &&
+  echo "ok: fp16 on a q8_0 base: $(last_val gguf_q8_0_half)" || fail "fp16 on a q8_0 base ends at $(last_val gguf_q8_0_half)"
 grep -q "frozen, Q4_0)" gguf_q4_0.err || fail "the q4_0 base's format is not said: $(cat gguf_q4_0.err)"
 if [ -f gguf_f16/metrics.jsonl ] && [ -f gguf_q4_0/metrics.jsonl ]; then
   within "$(last_val gguf_f16)" "$(last_val gguf_q4_0)" 0.05 &&
     echo "ok: f16 and q4_0 bases end within 0.05 ($(last_val gguf_f16), $(last_val gguf_q4_0))" ||
     fail "f16 and q4_0 bases: $(last_val gguf_f16) vs $(last_val gguf_q4_0)"
 fi
+
+# ---- a K-quant mix (llama.cpp's Q4_K_M: Q4_K beside Q6_K pieces of one matrix), 256 wide ----
+"$kiln" train --model llama --data text.txt --out kbase --layers 1 --heads 4 --kv-heads 2 --dim 256 --block 16 \
+  --batch 2 --steps 1 --eval-every 0 --eval-windows 2 --backend cpu >/dev/null 2>train.err || { cat train.err; exit 1; }
+"$kiln" quantize --ckpt kbase/model.safetensors --format q4_k_m --out kbase/q4_k_m.gguf 2>/dev/null || fail "quantize q4_k_m"
+cp kbase/q4_k_m.gguf pristine/q4_k_m.gguf
+"$kiln" train "${common[@]}" --init kbase/q4_k_m.gguf --lora-rank 4 --steps 2 --eval-every 0 --out kquant \
+  >/dev/null 2>kquant.err && grep -q "frozen, Q4_K)" kquant.err && echo "ok: a Q4_K_M base trains" ||
+  fail "a Q4_K_M base: $(tail -n 1 kquant.err)"
 
 # ---- data parallelism: 2 ranks follow one process with --grad-accum 2 (cpu; needs mpirun) ----
 if [ "$backend" = cpu ] && command -v mpirun >/dev/null && "$kiln" info 2>/dev/null | grep -q "^data-parallel training: MPI"; then
@@ -163,6 +176,7 @@ for f in model.safetensors f16.gguf q8_0.gguf q4_0.gguf; do
   cmp -s "pristine/$f" "base/$f" || fail "base/$f changed"
 done
 cmp -s pristine/llama.safetensors lbase/model.safetensors || fail "lbase/model.safetensors changed"
+cmp -s pristine/q4_k_m.gguf kbase/q4_k_m.gguf || fail "kbase/q4_k_m.gguf changed"
 echo "ok: every base file is byte-identical after training"
 
 # ---- bad input (the program, not the device) ----
