@@ -72,9 +72,11 @@ find_program(KILN_TORCH_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(KILN_TORCH_PYTHON)
   # gpt_parity: GPT-2 itself; block_parity: each stability option (docs/stability.md);
   # seq2seq_parity: the encoder-decoder Transformer; bert_parity: BERT's masked LM in
-  # Hugging Face's layout; llama_parity: the Llama family's options (HF's semantics, float64)
+  # Hugging Face's layout; llama_parity: the Llama family's options (HF's semantics, float64);
+  # lora_parity: LoRA adapters on GPT-2 and Llama bases against PEFT's semantics (float64
+  # replay of 30 AdamW steps, and the logits of an adapter kiln train wrote, read from its files)
   foreach(backend ${_kiln_host_backends})
-    foreach(script gpt_parity block_parity seq2seq_parity bert_parity llama_parity)
+    foreach(script gpt_parity block_parity seq2seq_parity bert_parity llama_parity lora_parity)
       kiln_host_test_name(${script} ${backend} name)
       kiln_host_test_env(${backend} "" env)
       add_test(NAME ${name}
@@ -92,6 +94,13 @@ if(KILN_TORCH_PYTHON)
               --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/llama_io_${backend} --backend ${backend})
     set_tests_properties(${name} PROPERTIES LABELS ${backend} SKIP_RETURN_CODE 77 TIMEOUT 300 ENVIRONMENT "${env}")
   endforeach()
+  # peft_schema: kiln train's LoRA adapters in PEFT's layout (config keys, names, shapes, dtype;
+  # the host writes them: cpu)
+  add_test(NAME host_peft_schema
+    COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/peft_schema.py
+            --kiln $<TARGET_FILE:kiln_host> --workdir ${_kiln_host_work}/peft_schema)
+  set_tests_properties(host_peft_schema PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "${_kiln_host_env}")
   # llama_export: kiln export's GGUF and HF folders against the formats (the host writes them: cpu)
   add_test(NAME host_llama_export
     COMMAND ${KILN_TORCH_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/llama/io_export_checks.py

@@ -62,13 +62,14 @@ class Reference(reference.Reference):
         self.hd = o.get("head_dim", C // self.H)
         self.KV, self.D, self.eps = self.KVH, self.hd, EPS  # reference.Reference's names
         self.F = o.get("ffn", 48)
+        self.V = Vw = o.get("vocab", V)  # 256 where kiln trains on it (bytes)
         g = torch.Generator().manual_seed(seed)
         # drawn in float32 (what the file holds), computed in float64
         r = lambda *shape, std=0.3, mean=0.0: torch.nn.Parameter(
             (mean + torch.randn(*shape, generator=g) * std).double())
         H, KVH, hd, Fw = self.H, self.KVH, self.hd, self.F
         P = self.p = {}
-        P["embed_tokens"] = r(V, C)
+        P["embed_tokens"] = r(Vw, C)
         if o.get("position") == "learned":
             P["wpe"] = r(T_POS, C)
         for l in range(L):
@@ -86,7 +87,7 @@ class Reference(reference.Reference):
         if o.get("norm", "pre") == "pre":
             P["norm"] = r(C, std=0.1, mean=1)
         if o.get("untied"):
-            P["lm_head"] = r(V, C)
+            P["lm_head"] = r(Vw, C)
         self.inv_freq = default_inv_freq(o.get("rope_base", 10000.0), hd)
         self.freq_factors = None
         if o.get("rope_scaling"):
@@ -124,7 +125,7 @@ class Reference(reference.Reference):
         if "norm" in self.p:
             x = self.rmsnorm(x, self.p["norm"])
         logits = x @ self.p.get("lm_head", self.p["embed_tokens"]).t()
-        return logits, F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+        return logits, F.cross_entropy(logits.reshape(-1, self.V), targets.reshape(-1))
 
     def kiln_tensors(self, of):
         """kiln's checkpoint tensors (the contract's names and Conv1D layout) of the reference's
@@ -155,7 +156,7 @@ class Reference(reference.Reference):
     def save(self, path):
         o = self.o
         meta = {"format": "pt", "n_layer": str(L), "n_head": str(self.H), "n_embd": str(C),
-                "n_positions": str(T_POS), "vocab_size": str(V), "layer_norm_epsilon": str(EPS),
+                "n_positions": str(T_POS), "vocab_size": str(self.V), "layer_norm_epsilon": str(EPS),
                 "kiln.norm": o.get("norm", "pre"), "kiln.residual": o.get("residual", "plain"),
                 "kiln.norm_type": "rmsnorm", "kiln.mlp": "swiglu", "kiln.bias": o.get("bias", "none"),
                 "n_kv_head": str(self.KVH), "head_dim": str(self.hd), "n_ffn": str(self.F)}

@@ -48,8 +48,7 @@ class Reference:
     def attention(self, x, p, cos, sin):
         B, T, _ = x.shape
         w = self.w
-        proj = lambda t: x @ w[p + f"self_attn.{t}_proj.weight"].T + (
-            w[p + f"self_attn.{t}_proj.bias"] if p + f"self_attn.{t}_proj.bias" in w else 0.0)
+        proj = lambda t: self.linear(x, p + f"self_attn.{t}_proj")
         q = proj("q").view(B, T, self.H, self.D)
         k = proj("k").view(B, T, self.KV, self.D)
         v = proj("v").view(B, T, self.KV, self.D).transpose(1, 2)
@@ -63,12 +62,19 @@ class Reference:
         scores = (q @ k.transpose(2, 3)) * self.D ** -0.5
         causal = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
         a = torch.softmax(scores + causal, dim=-1) @ v
-        return a.transpose(1, 2).reshape(B, T, self.H * self.D) @ w[p + "self_attn.o_proj.weight"].T
+        return self.linear(a.transpose(1, 2).reshape(B, T, self.H * self.D), p + "self_attn.o_proj")
 
     def mlp(self, x, p):
+        gate = self.linear(x, p + "mlp.gate_proj")
+        return self.linear(torch.nn.functional.silu(gate) * self.linear(x, p + "mlp.up_proj"), p + "mlp.down_proj")
+
+    def linear(self, x, module):
+        """nn.Linear's x W^T + b of the module named so ("model.layers.0.self_attn.q_proj"):
+        the one place a projection is computed, so an adapter can wrap it (tests/lora_reference.py)."""
         w = self.w
-        gate = x @ w[p + "mlp.gate_proj.weight"].T
-        return (torch.nn.functional.silu(gate) * (x @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        bias = w.get(module + ".bias")
+        y = x @ w[module + ".weight"].T
+        return y if bias is None else y + bias
 
     def logits(self, ids):
         """ids: LongTensor [B, T] -> float64 logits [B, T, V]."""
