@@ -15,8 +15,7 @@ static kiln_qformat qformat_of(int type) { return (kiln_qformat)gpt_gguf_qformat
 
 static int is_quantized(int type) { return gpt_gguf_qformat(type) >= 0; }
 
-/* A tensor's values as f32 rows (malloc'd): f32 copied, f16 widened, blocks dequantized. */
-static float *values_of(const gguf_tensor *t) {
+float *gpt_gguf_values(const gguf_tensor *t) {
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= t->ne[d];
     float *v = malloc((size_t)n * sizeof *v);
@@ -65,7 +64,7 @@ static const gguf_tensor *tensor_for(const gguf_file *f, const gpt_param *p, con
 /* Uploads a tensor's values into the f32 weight p (transposing ggml's [out][in] rows back to
  * a Conv1D [in, out] when asked). */
 static int load_f32(gpt_param *p, const gguf_tensor *t, int conv1d, char *err, size_t errlen) {
-    float *v = values_of(t);
+    float *v = gpt_gguf_values(t);
     int64_t n = kiln_numel(p->t);
     if (v && conv1d) {
         int64_t in = p->spec.shape[0], out = p->spec.shape[1];
