@@ -13,7 +13,8 @@
 
 #include "formats/gguf.h"
 #include "model/gpt/gpt_lora_gguf.h"
-#include "model/gpt/gpt_lora_merge.h"
+#include "model/lora_gguf.h"
+#include "model/lora_merge.h"
 #include "testutil.h"
 
 enum { C = 32, NH = 2, KV = 1, HD = 16, F = 64, NL = 2, R = 4 };
@@ -164,30 +165,52 @@ START_TEST(a_model_file_is_not_an_adapter) {
 }
 END_TEST
 
-/* W' - W = scale B A at k_proj's columns (after q's) of c_attn, nothing else moved. */
+/* W' - W = scale B A at k_proj's columns (after q's) of c_attn, nothing else moved; and the
+ * adapter's pairs through the GGUF back into an adapter unchanged. */
 START_TEST(merge_adds_scaled_ba_at_the_module_columns) {
     gpt_config c = llama();
     gpt_model *m = gpt_new(kt_cpu(), &c);
     ck_assert_ptr_nonnull(m);
     ck_assert_int_eq(gpt_init(m, 5), KILN_OK);
-    gpt_param *w = gpt_find_param(m, "h.1.attn.c_attn.weight");
-    int64_t n = kiln_numel(w->t), width = w->spec.shape[1];
-    float *before = malloc((size_t)n * 4), *after = malloc((size_t)n * 4);
-    kiln_download_f32(w->t, before, n);
-    gpt_lora_pair p = pair(&c, 1, 5 /* k_proj */);
-    for (int64_t i = 0; i < R * p.in; i++) p.a[i] = sinf((float)i);
-    for (int64_t i = 0; i < p.out * R; i++) p.b[i] = cosf((float)i);
     char err[256];
-    ck_assert_msg(gpt_lora_merge(m, &p, 1, 0.5f, err, sizeof err) == 0, "%s", err);
-    kiln_download_f32(w->t, after, n);
+    lora_options o = {.rank = R, .alpha = 2.0f, .targets = 1u << LORA_K_PROJ};
+    lora_adapter *a = lora_alloc(m, &o, err, sizeof err);
+    ck_assert_msg(a != NULL, "%s", err);
+    ck_assert_int_eq(a->n_params, 2 * NL);
+    kiln_tensor *A = a->params[2].t, *B = a->params[3].t; /* layer 1 */
+    float *va = malloc((size_t)(R * C) * 4), *vb = malloc((size_t)(KV * HD * R) * 4);
+    for (int64_t i = 0; i < R * C; i++) va[i] = sinf((float)i);
+    for (int64_t i = 0; i < KV * HD * R; i++) vb[i] = cosf((float)i);
+    kiln_upload_f32(A, va, R * C);
+    kiln_upload_f32(B, vb, KV * HD * R);
+    kiln_tensor *w = m->blocks[1].w[BLOCK_QKV_W];
+    int64_t n = kiln_numel(w), width = w->shape[1];
+    float *before = malloc((size_t)n * 4), *after = malloc((size_t)n * 4);
+    kiln_download_f32(w, before, n);
+    ck_assert_msg(lora_merge(m, &a, 1, err, sizeof err) == 0, "%s", err);
+    kiln_download_f32(w, after, n);
     for (int64_t i = 0; i < C; i++)
-        for (int64_t o = 0; o < width; o++) {
+        for (int64_t col = 0; col < width; col++) {
             double d = 0;
-            if (o >= NH * HD && o < NH * HD + KV * HD)
-                for (int r = 0; r < R; r++) d += 0.5 * p.b[(o - NH * HD) * R + r] * p.a[r * C + i];
-            ck_assert_double_eq_tol(after[i * width + o] - before[i * width + o], d, 1e-5);
+            if (col >= NH * HD && col < NH * HD + KV * HD)
+                for (int r = 0; r < R; r++) d += 0.5 * vb[(col - NH * HD) * R + r] * va[r * C + i];
+            ck_assert_double_eq_tol(after[i * width + col] - before[i * width + col], d, 1e-5);
         }
-    free(before), free(after), free(p.a), free(p.b);
+    char path[128];
+    tmp_path(path, sizeof path, "adapter");
+    ck_assert_msg(lora_save_gguf(a, &c, NULL, path, err, sizeof err) == 0, "%s", err);
+    lora_adapter *back;
+    ck_assert_msg(lora_load(m, NULL, path, 3.0f, &back, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(back->rank, R);
+    ck_assert_uint_eq(back->targets, 1u << LORA_K_PROJ);
+    ck_assert_float_eq_tol(back->scale, 3.0f * 0.5f, 1e-6f);
+    float *got = malloc((size_t)(KV * HD * R) * 4);
+    kiln_download_f32(back->params[3].t, got, KV * HD * R);
+    ck_assert_int_eq(memcmp(got, vb, (size_t)(KV * HD * R) * 4), 0);
+    remove(path);
+    free(got), free(before), free(after), free(va), free(vb);
+    lora_free(back);
+    lora_free(a);
     gpt_free(m);
 }
 END_TEST

@@ -11,20 +11,11 @@
 #include "model/gpt/gpt_gguf.h"
 #include "model/gpt/gpt_import.h"
 
-const char *const gpt_lora_module_names[GPT_LORA_MODULES] = {
-    "attn.c_attn",      "attn.c_proj",      "mlp.c_fc",         "mlp.c_proj",
-    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-    "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
-
-/* Each module's base tensor in GGUF (after "blk.N."), its family (0 GPT-2, 1 Llama) and
- * whether llama's file permutes its rows. */
-static const struct {
-    const char *gguf;
-    int llama, permuted;
-} modules[GPT_LORA_MODULES] = {
-    {"attn_qkv.weight", 0, 0}, {"attn_output.weight", 0, 0}, {"ffn_up.weight", 0, 0}, {"ffn_down.weight", 0, 0},
-    {"attn_q.weight", 1, 1},   {"attn_k.weight", 1, 1},      {"attn_v.weight", 1, 0}, {"attn_output.weight", 1, 0},
-    {"ffn_gate.weight", 1, 0}, {"ffn_up.weight", 1, 0},      {"ffn_down.weight", 1, 0}};
+/* Each target's base tensor in GGUF (after "blk.N."), in lora_target order. */
+static const char *const gguf_names[LORA_TARGET_COUNT] = {
+    "attn_qkv.weight", "attn_output.weight", "ffn_up.weight",   "ffn_down.weight",
+    "attn_q.weight",   "attn_k.weight",      "attn_v.weight",   "attn_output.weight",
+    "ffn_gate.weight", "ffn_up.weight",      "ffn_down.weight"};
 
 const char *gpt_lora_gguf_arch(const gpt_config *cfg, int *permuted, char *err, size_t errlen) {
     char why[96];
@@ -41,14 +32,14 @@ const char *gpt_lora_gguf_arch(const gpt_config *cfg, int *permuted, char *err, 
 }
 
 int gpt_lora_module_shape(const gpt_config *cfg, int module, int64_t *in, int64_t *out) {
-    if (module < 0 || module >= GPT_LORA_MODULES || modules[module].llama != !gpt_gguf_writes_gpt2(cfg)) return -1;
-    block_config b = gpt_block_config(cfg);
-    int64_t C = cfg->n_embd, hd = block_head_dim(&b), q = (int64_t)cfg->n_head * hd, kv = (int64_t)block_kv_heads(&b) * hd;
-    int64_t F = block_ffn(&b);
-    const int64_t shapes[GPT_LORA_MODULES][2] = {{C, q + 2 * kv}, {q, C}, {C, F}, {F, C}, {C, q}, {C, kv},
-                                                 {C, kv},         {q, C}, {C, F}, {C, F}, {F, C}};
-    *in = shapes[module][0];
-    *out = shapes[module][1];
+    lora_family f;
+    char err[256];
+    if (module < 0 || module >= LORA_TARGET_COUNT || lora_family_of(cfg, &f, err, sizeof err) ||
+        !(lora_family_targets(f) >> module & 1u))
+        return -1;
+    lora_site s = lora_site_of(cfg, (lora_target)module);
+    *in = s.in;
+    *out = s.cols;
     return 0;
 }
 
@@ -58,16 +49,16 @@ static int64_t b_row(int64_t o, int64_t rows, int64_t permute_hd) {
     return import_file_row(&p, o);
 }
 
-const char *gpt_lora_module_gguf(int module) { return modules[module].gguf; }
+const char *gpt_lora_module_gguf(int module) { return gguf_names[module]; }
 
 int64_t gpt_lora_permute_hd(const gpt_config *cfg, int permuted, int module) {
     block_config b = gpt_block_config(cfg);
-    return permuted && modules[module].permuted ? block_head_dim(&b) : 0;
+    return permuted && (module == LORA_Q_PROJ || module == LORA_K_PROJ) ? block_head_dim(&b) : 0;
 }
 
 /* The GGUF name of a pair's tensor: "blk.N.<base>.lora_a" (which 'a' or 'b'). */
 static void tensor_name(const gpt_lora_pair *p, char which, char *out, size_t size) {
-    snprintf(out, size, "blk.%d.%s.lora_%c", p->layer, modules[p->module].gguf, which);
+    snprintf(out, size, "blk.%d.%s.lora_%c", p->layer, gguf_names[p->module], which);
 }
 
 /* A pair checked against cfg, and its B in the file's row order (malloc'd). */
@@ -76,7 +67,7 @@ static float *file_b(const gpt_config *cfg, int permuted, const gpt_lora_pair *p
     if (gpt_lora_module_shape(cfg, p->module, &in, &out) || p->layer < 0 || p->layer >= cfg->n_layer ||
         p->in != in || p->out != out || p->rank <= 0)
         return snprintf(err, errlen, "the adapter's h.%d.%s is not of the base's shape", p->layer,
-                        p->module >= 0 && p->module < GPT_LORA_MODULES ? gpt_lora_module_names[p->module] : "?"),
+                        p->module >= 0 && p->module < LORA_TARGET_COUNT ? lora_target_modules[p->module] : "?"),
                NULL;
     float *b = malloc((size_t)(out * p->rank) * sizeof *b);
     if (!b) return snprintf(err, errlen, "out of memory"), NULL;

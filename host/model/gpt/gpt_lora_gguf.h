@@ -30,16 +30,13 @@
 #include <stdint.h>
 
 #include "model/gpt/gpt.h"
-
-/* PEFT's module names relative to a block, in model/lora.h's lora_target order. */
-#define GPT_LORA_MODULES 11
-extern const char *const gpt_lora_module_names[GPT_LORA_MODULES];
+#include "model/lora.h"
 
 /* One adapted matrix: A [rank][in] and B [out][rank], row-major f32, B's rows in kiln's (and
  * Hugging Face's) order. */
 typedef struct gpt_lora_pair {
     int layer;
-    int module; /* index into gpt_lora_module_names */
+    int module; /* lora_target: PEFT's module lora_target_modules[module] */
     int64_t rank, in, out;
     float *a, *b;
 } gpt_lora_pair;
@@ -54,7 +51,8 @@ typedef struct gpt_lora_meta {
  * gpt_export_gguf nor gpt_export_gguf_llama writes. */
 const char *gpt_lora_gguf_arch(const gpt_config *cfg, int *permuted, char *err, size_t errlen);
 
-/* in x out of `module` in a model of cfg; -1 when the module is not of cfg's family. */
+/* in x out of `module` (a lora_target) in a model of cfg; -1 when the module is not of cfg's
+ * family. */
 int gpt_lora_module_shape(const gpt_config *cfg, int module, int64_t *in, int64_t *out);
 
 /* The GGUF name of module's base tensor after "blk.N." ("attn_qkv.weight"). */

@@ -28,7 +28,7 @@ static int module_of(const gpt_config *cfg, const char *base, int *layer) {
     int end = 0;
     int64_t in, out;
     if (sscanf(base, "blk.%d.%n", layer, &end) != 1 || !end || *layer < 0 || *layer >= cfg->n_layer) return -1;
-    for (int m = 0; m < GPT_LORA_MODULES; m++)
+    for (int m = 0; m < LORA_TARGET_COUNT; m++)
         if (!strcmp(base + end, gpt_lora_module_gguf(m)) && !gpt_lora_module_shape(cfg, m, &in, &out)) return m;
     return -1;
 }
@@ -53,7 +53,7 @@ static int pair_up(const gpt_config *cfg, const gguf_file *f, const char *path, 
                      "those only)", path, t->name, base);
             return error_one_line(err, errlen), -1;
         }
-        slot[2 * (layer * GPT_LORA_MODULES + m) + is_b] = t;
+        slot[2 * (layer * LORA_TARGET_COUNT + m) + is_b] = t;
     }
     return 0;
 }
@@ -92,14 +92,14 @@ static int read_pair(const gpt_config *cfg, int permuted, const char *path, int 
 /* Every pair of the file, in (layer, module) order, all of one rank. */
 static int read_pairs(const gpt_config *cfg, int permuted, const gguf_file *f, const char *path, gpt_lora_gguf *g,
                       char *err, size_t errlen) {
-    size_t slots = (size_t)cfg->n_layer * GPT_LORA_MODULES;
+    size_t slots = (size_t)cfg->n_layer * LORA_TARGET_COUNT;
     const gguf_tensor **slot = calloc(2 * slots, sizeof *slot);
     g->pairs = calloc(slots, sizeof *g->pairs);
     int rc = slot && g->pairs ? pair_up(cfg, f, path, slot, err, errlen) : (snprintf(err, errlen, "out of memory"), -1);
     for (size_t s = 0; rc == 0 && s < slots; s++) {
         if (!slot[2 * s] && !slot[2 * s + 1]) continue;
         gpt_lora_pair *p = &g->pairs[g->n++];
-        rc = read_pair(cfg, permuted, path, (int)(s / GPT_LORA_MODULES), (int)(s % GPT_LORA_MODULES), slot[2 * s],
+        rc = read_pair(cfg, permuted, path, (int)(s / LORA_TARGET_COUNT), (int)(s % LORA_TARGET_COUNT), slot[2 * s],
                        slot[2 * s + 1], p, err, errlen);
         if (rc == 0 && g->rank && p->rank != g->rank)
             rc = (snprintf(err, errlen, "%s: pairs of ranks %lld and %lld: kiln's adapters have one rank", path,
