@@ -18,6 +18,8 @@
 #include "formats/json.h"
 #include "formats/safetensors.h"
 #include "model/gpt/gpt.h"
+#include "kiln/quant.h"
+#include "model/gpt/gpt_quantize.h"
 #include "model/lora.h"
 #include "testutil.h"
 
@@ -26,8 +28,8 @@ enum { C = 8, V = 11, T = 5, B = 2 };
 /* A tiny GPT-2 (learned positions, LayerNorm, GELU) or Llama (RMSNorm, rope, SwiGLU, 4 query
  * heads over 2 key/value heads of 2, F = 12, no biases), with weights large enough that
  * every part matters. */
-static gpt_config tiny_config(int llama, int layers) {
-    gpt_config c = {.n_layer = layers, .n_head = llama ? 4 : 2, .n_embd = C, .n_positions = 8, .vocab_size = V,
+static gpt_config sized_config(int llama, int layers, int width, int ffn) {
+    gpt_config c = {.n_layer = layers, .n_head = llama ? 4 : 2, .n_embd = width, .n_positions = 8, .vocab_size = V,
                     .ln_eps = 1e-5f};
     if (llama) {
         c.block.norm_type = BLOCK_NORM_TYPE_RMSNORM;
@@ -37,23 +39,27 @@ static gpt_config tiny_config(int llama, int layers) {
         c.block.rope_layout = KILN_ROPE_HALF;
         c.position = GPT_POSITION_ROPE;
         c.n_kv_head = 2;
-        c.n_ffn = 12;
+        c.n_ffn = ffn;
     }
     char err[256];
     ck_assert_msg(!gpt_config_check(&c, err, sizeof err), "%s", err);
     return c;
 }
 
-static gpt_model *tiny_model(kiln_ctx *ctx, const gpt_config *cfg) {
+static gpt_config tiny_config(int llama, int layers) { return sized_config(llama, layers, C, 12); }
+
+static gpt_model *scaled_model(kiln_ctx *ctx, const gpt_config *cfg, float std) {
     gpt_model *m = gpt_new(ctx, cfg);
     ck_assert_msg(m != NULL, "%s", kiln_error_message());
     ck_assert_int_eq(gpt_init(m, 3), KILN_OK);
     /* GPT-2's 0.02 init would leave the attention uniform: scale the matrices up */
     for (int i = 0; i < m->n_params; i++)
         if (m->params[i].spec.ndim == 2)
-            ck_assert_int_eq(kiln_init_normal(m->params[i].t, 17, (uint64_t)i, 0.0f, 0.4f), KILN_OK);
+            ck_assert_int_eq(kiln_init_normal(m->params[i].t, 17, (uint64_t)i, 0.0f, std), KILN_OK);
     return m;
 }
+
+static gpt_model *tiny_model(kiln_ctx *ctx, const gpt_config *cfg) { return scaled_model(ctx, cfg, 0.4f); }
 
 /* An adapter with B drawn too (PEFT's zeros would hide A's gradient and the delta). */
 static lora_adapter *tiny_adapter(gpt_model *m, const char *targets, int rank) {
@@ -205,14 +211,10 @@ static void adapted_model(kiln_ctx *ctx, int llama, const char *targets, gpt_mod
     ck_assert_msg(!lora_attach(*m, *a, err, sizeof err), "%s", err);
 }
 
-/* Central differences of the loss in every adapter element, in float. */
-static void expect_finite_differences(int llama, const char *targets) {
-    gpt_model *m;
-    lora_adapter *a;
-    adapted_model(kt_cpu(), llama, targets, &m, &a);
-    int64_t n;
-    float *g = loss_and_grads(m, a, &n);
-    float *fd = malloc((size_t)n * sizeof *fd);
+/* Central differences of the loss in every adapter element, in float, laid out as
+ * loss_and_grads' (n values, the first unused). */
+static float *finite_differences(gpt_model *m, lora_adapter *a, int64_t n) {
+    float *fd = calloc((size_t)n, sizeof *fd);
     int64_t at = 1;
     const float eps = 1e-2f;
     for (int i = 0; i < a->n_params; i++) {
@@ -233,6 +235,16 @@ static void expect_finite_differences(int llama, const char *targets) {
         free(h);
     }
     ck_assert_int_eq(at, n);
+    return fd;
+}
+
+static void expect_finite_differences(int llama, const char *targets) {
+    gpt_model *m;
+    lora_adapter *a;
+    adapted_model(kt_cpu(), llama, targets, &m, &a);
+    int64_t n;
+    float *g = loss_and_grads(m, a, &n);
+    float *fd = finite_differences(m, a, n);
     double e = kt_normalized_error(fd + 1, g + 1, n - 1);
     ck_assert_msg(e < 1e-4, "%s %s: adapter gradients vs finite differences: normalized error %g",
                   llama ? "llama" : "gpt2", targets ? targets : "all", e);
@@ -267,6 +279,94 @@ START_TEST(gradients_match) {
             else
                 expect_cpu_gradients(llama, sets[s][llama]);
         }
+}
+END_TEST
+
+/* The float model a quantized one computes: its float tensors copied, each block matrix
+ * and the embedding's blocks dequantized (kiln's [in, out] layout). */
+static void upload_rows(kiln_tensor *t, const float *v) { ck_assert_int_eq(kiln_upload_f32(t, v, kiln_numel(t)), KILN_OK); }
+
+static gpt_model *dequantized_copy(gpt_model *q) {
+    gpt_model *f = gpt_new(q->ctx, &q->cfg);
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < q->n_params + q->n_buffers; i++)
+        if (q->params[i].t) {
+            float *h = host_copy(q->params[i].t);
+            upload_rows(f->params[i].t, h);
+            free(h);
+        }
+    for (int l = 0; l < q->cfg.n_layer; l++)
+        for (int s = 0; s < BLOCK_SLOT_COUNT; s++) {
+            const kiln_qmatrix *qm = q->blocks[l].q[s];
+            ck_assert_ptr_null(q->blocks[l].qpart[s][0]);
+            if (!qm) continue;
+            int64_t out = kiln_qmatrix_rows(qm), in = kiln_qmatrix_cols(qm);
+            size_t row = kiln_qformat_row_bytes(kiln_qmatrix_format(qm), in);
+            unsigned char *blocks = malloc(row * (size_t)out);
+            float *r = malloc((size_t)in * sizeof *r), *w = malloc((size_t)(in * out) * sizeof *w);
+            ck_assert_int_eq(kiln_qmatrix_download(qm, blocks), KILN_OK);
+            for (int64_t o = 0; o < out; o++) {
+                ck_assert_int_eq(kiln_dequantize_row(kiln_qmatrix_format(qm), blocks + row * (size_t)o, in, r), KILN_OK);
+                for (int64_t c = 0; c < in; c++) w[c * out + o] = r[c];
+            }
+            upload_rows(f->blocks[l].w[s], w);
+            free(blocks), free(r), free(w);
+        }
+    if (q->quant && q->quant->embd) {
+        int64_t V_ = q->cfg.vocab_size, C_ = q->cfg.n_embd;
+        float *w = malloc((size_t)(V_ * C_) * sizeof *w);
+        for (int64_t v = 0; v < V_; v++)
+            ck_assert_int_eq(kiln_dequantize_row(q->quant->embd_format, q->quant->embd + q->quant->embd_row_bytes * (size_t)v,
+                                                 C_, w + v * C_), KILN_OK);
+        upload_rows(f->wte, w);
+        free(w);
+    }
+    ck_assert(!q->quant || !q->quant->head || !q->cfg.untied); /* a tied head is the embedding's blocks */
+    return f;
+}
+
+/* The adapters' gradients through a frozen quantized base (Q8_0, Q4_0: blocks of 32, so the
+ * model is 32 wide), whose product's backward to its input runs from the blocks, against
+ * those through the float weights the blocks hold, on the same backend: equal but for the
+ * forward's rounding of the activations to int8 blocks where the backend does that
+ * (kiln_qmatmul_rounds_activations; finite differences cannot see through that rounding,
+ * and the weights are smaller than the other tests' to keep its effect small). */
+#define QUANT_STD 0.2f
+static void expect_quantized_gradients(int llama, const char *type) {
+    gpt_config cfg = sized_config(llama, 2, 32, 32);
+    char err[256];
+    gpt_model *q = scaled_model(kt_ctx(), &cfg, QUANT_STD);
+    ck_assert_msg(!gpt_quantize(q, gpt_quant_type_find(type), err, sizeof err), "%s", err);
+    ck_assert_ptr_nonnull(q->quant);
+    gpt_model *f = dequantized_copy(q);
+    gpt_model *m[2] = {q, f};
+    lora_adapter *a[2];
+    for (int k = 0; k < 2; k++) {
+        lora_freeze_base(m[k]);
+        a[k] = tiny_adapter(m[k], llama ? "q_proj,v_proj,up_proj,down_proj" : "c_attn,mlp.c_proj", 2);
+        ck_assert_msg(!lora_attach(m[k], a[k], err, sizeof err), "%s", err);
+    }
+    int64_t n, nf;
+    float *g = loss_and_grads(q, a[0], &n), *want = loss_and_grads(f, a[1], &nf);
+    ck_assert_int_eq(n, nf);
+    /* the CPU's int8 activations leave about 5e-4 here; a product that recorded no backward
+       to its input leaves 0.4 */
+    double tol = kiln_qmatmul_rounds_activations(q->ctx) ? 1e-2 : 1e-8;
+    double e = kt_normalized_error(want, g, n);
+    ck_assert_msg(e < tol, "%s base (%s): adapter gradients vs the dequantized weights': normalized error %g", type,
+                  llama ? "llama" : "gpt2", e);
+    free(g), free(want);
+    for (int k = 0; k < 2; k++) {
+        lora_free(a[k]);
+        gpt_free(m[k]);
+    }
+}
+
+START_TEST(gradients_through_a_quantized_base) {
+    expect_quantized_gradients(0, "q8_0");
+    expect_quantized_gradients(0, "q4_0");
+    expect_quantized_gradients(1, "q8_0");
+    expect_quantized_gradients(1, "q4_0");
 }
 END_TEST
 
@@ -447,6 +547,7 @@ static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, forward_equals_the_merged_weights);
     tcase_add_test(tc, gradients_match);
+    tcase_add_test(tc, gradients_through_a_quantized_base);
     tcase_add_test(tc, swiglu_paths_agree);
     tcase_add_test(tc, the_base_is_frozen);
     tcase_add_test(tc, targets_match_by_suffix);

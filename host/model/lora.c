@@ -291,12 +291,13 @@ static kiln_tensor *operand(const model_param *p, kiln_dtype dtype) {
     return t && t->dtype != dtype ? kiln_cast(t, dtype) : t;
 }
 
-/* scale * (dropout(x) A^T) B^T of one adapter's target in one layer. */
+/* scale * (dropout(x) A^T) B^T of one adapter's target in one layer; the scale applies to
+ * the r-wide middle, which keeps r values a token on the tape rather than the output's width. */
 static kiln_tensor *delta(const lora_adapter *a, int layer, int t, kiln_tensor *x) {
     const model_param *p = &a->params[a->first[layer * LORA_TARGET_COUNT + t]];
     if (a->dropout > 0.0f && kiln_training(x->ctx)) x = kiln_dropout(x, a->dropout);
-    kiln_tensor *h = kiln_matmul(x, operand(&p[0], x->dtype), NULL, 0, 1); /* [.., r] */
-    return kiln_scale(kiln_matmul(h, operand(&p[1], x->dtype), NULL, 0, 1), a->scale);
+    kiln_tensor *h = kiln_scale(kiln_matmul(x, operand(&p[0], x->dtype), NULL, 0, 1), a->scale); /* [.., r] */
+    return kiln_matmul(h, operand(&p[1], x->dtype), NULL, 0, 1);
 }
 
 kiln_tensor *lora_block_apply(const struct lora_block *lb, block_linear l, int64_t col0, kiln_tensor *x,

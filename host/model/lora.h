@@ -1,4 +1,9 @@
-/* LoRA adapters on the GPT's block linears (Hu et al. 2021, as Hugging Face PEFT has them):
+/* Against issue 32's contract: lora_load takes a non-const lora_base_info (it writes the
+ * hash warning into base->warning); lora_alloc, lora_peft_name, lora_param_count,
+ * lora_family_of, lora_site_of, lora_base_format, lora_base_trainable and lora_file_meta are
+ * added; lora_block_apply (the forward's hook) is declared in model/block.h.
+ *
+ * LoRA adapters on the GPT's block linears (Hu et al. 2021, as Hugging Face PEFT has them):
  *
  *   h = W x + b + scale * B A dropout(x),   scale = alpha / rank (times a user's SCALE)
  *

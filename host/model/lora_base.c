@@ -1,6 +1,7 @@
 /* The base an adapter belongs to (model/lora.h's lora_base_info): its architecture, shapes,
  * tokenizer and a hash of its bytes, which an adapter records and a load checks. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -103,7 +104,9 @@ static void file_format(const char *path, char *buf, size_t size) {
         for (size_t i = 0; i < gguf_tensor_count(g); i++) {
             const gguf_tensor *t = gguf_tensor_at(g, i);
             if (t->ndim == 2 && strstr(t->name, "attn")) {
-                gguf_tensor_type_name(t->type, buf, size);
+                char other[32];
+                snprintf(buf, size, "%s", gguf_tensor_type_name(t->type, other, sizeof other));
+                for (char *c = buf; *c; c++) *c = (char)toupper((unsigned char)*c); /* as safetensors spells them */
                 break;
             }
         }
