@@ -8,8 +8,6 @@
 #include <sys/stat.h>
 
 #include "formats/text_number.h"
-#include "model/gpt/gpt_lora_gguf.h"
-#include "model/lora_gguf.h"
 
 int host_lora_spec(const char *value, char *path, size_t size, float *scale) {
     struct stat st;
