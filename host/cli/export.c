@@ -152,8 +152,8 @@ int cmd_export(int argc, char **argv) {
          .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
         {.name = "--lora", .kind = CLI_LIST, .target = &lora, .meta = "PATH[:SCALE]",
          .help = "a LoRA adapter for --ckpt (a PEFT folder, its adapter_model.safetensors or llama.cpp's LoRA "
-                 "GGUF): written alone as llama.cpp's LoRA GGUF (--format gguf), or merged (--merge-lora; "
-                 "repeatable), its delta times SCALE (default 1)"},
+                 "GGUF): written alone as llama.cpp's LoRA GGUF (--format gguf), or merged (--merge-lora: "
+                 "several at once), its delta times SCALE (default 1)"},
         {.name = "--merge-lora", .kind = CLI_FLAG, .target = &merge,
          .help = "write the model with the --lora adapters merged into its weights (W + scale B A)"},
         {.name = "--out", .kind = CLI_STRING, .target = &out, .meta = "FILE", .help = "the file to write"},

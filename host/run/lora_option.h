@@ -11,7 +11,7 @@
 /* The option's help text, the same in every command. */
 #define HOST_LORA_HELP                                                                                             \
     "a LoRA adapter for --ckpt (a PEFT folder, its adapter_model.safetensors or llama.cpp's LoRA GGUF), its "      \
-    "delta times SCALE (default 1); repeat it to apply several"
+    "delta times SCALE (default 1); several apply at once"
 
 /* Splits one value into the adapter's path and its scale: the text after the last ':' is the
  * scale unless the whole value names a file or folder. Returns 0, or 1 with one line printed
