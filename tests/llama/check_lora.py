@@ -17,7 +17,9 @@ and with both adapters at once. The merged model (`kiln export --merge-lora --ty
 decodes in llama.cpp to the adapter run's tokens, and `kiln decode` of the f16 merge to
 llama.cpp's; a merge into Q8_0 (`--ckpt BASE-Q8_0.gguf --merge-lora --type q8_0`) keeps
 `kiln eval`'s loss within 0.01 of `kiln eval --ckpt BASE-Q8_0.gguf --lora ADAPTER`. The
-adapters must change llama.cpp's tokens (else nothing was tested).
+adapters must change llama.cpp's tokens (else nothing was tested), and llama.cpp must refuse
+GPT-2's adapter in the layout of its own convert_lora_to_gguf.py (A and B swapped and
+transposed: docs/quantization.md's pitfall), which kiln does not write.
 
 The prompts are the first 3 cuts of 8 bytes (every 60) that select_prompts.py's rule calls
 decisive for each adapted model's float64 reference, PEFT's arithmetic on the adapter's files
@@ -30,6 +32,10 @@ import os
 import re
 import shutil
 
+import numpy as np
+
+import gguf_file
+import hf_folder
 import lora_reference
 import peer_checks as pc
 import peers
@@ -142,6 +148,24 @@ def exports(a, w, f):
     return e
 
 
+def converter_layout(peft, path):
+    """GPT-2's adapter as llama.cpp's convert_lora_to_gguf.py lays it out: GPT-2's converter
+    transposes each Conv1D weight, and transposing B A swaps and transposes the pair (lora_a
+    = B^T, lora_b = A^T), which llama.cpp's loader refuses ("incorrect shape")."""
+    base = {"attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
+    t, tensors = hf_folder.read_safetensors(os.path.join(peft, "adapter_model.safetensors")), []
+    for name in sorted(t):
+        if name.endswith(".lora_A.weight"):
+            layer, module = name[len("base_model.model.transformer.h."):-len(".lora_A.weight")].split(".", 1)
+            pair = (t[name.replace(".lora_A.", ".lora_B.")].T, t[name].T)
+            for suffix, m in zip(("a", "b"), pair):
+                m = np.ascontiguousarray(m, np.float32)
+                tensors.append((f"blk.{layer}.{base[module]}.weight.lora_{suffix}", 0, list(m.shape), m.tobytes()))
+    kv = gguf_file.kvs([("general.architecture", "gpt2"), ("general.type", "adapter"), ("adapter.type", "lora"),
+                        ("adapter.lora.alpha", 16.0)])
+    gguf_file.write_file(path, kv, tensors)
+
+
 def trained_case(a, name, flags, text):
     """(llama.cpp jobs, checks run on their tokens) for one base."""
     w = os.path.join(a.work, name)
@@ -158,6 +182,10 @@ def trained_case(a, name, flags, text):
             job(f"{name} base", f["F32"], p), job(f"{name} scale 0.5", f["F32"], ps, [(e["gguf"], 0.5)]),
             job(f"{name} two adapters", f["F32"], p2, [(e["gguf"], 1.0), (e["gguf2"], 1.0)]),
             job(f"{name} merged f32", e["merged f32"], p), job(f"{name} merged f16", e["merged f16"], p)]
+    if name == "gpt2":
+        converted = os.path.join(w, "converter-layout.gguf")
+        converter_layout(f["peft"], converted)
+        jobs.append({**job("gpt2 converter layout", f["F32"], p[:1], [(converted, 1.0)]), "refusal": True})
 
     def checks(want):
         changed = sum(want[f"{name} base"][i] != want[f"{name} F32"][i] for i in range(3))
@@ -178,6 +206,10 @@ def trained_case(a, name, flags, text):
             compare(f"{name} prompt {i}: kiln decode of the merged f16 export = llama.cpp's",
                     kiln_tokens(a, e["merged f16"], p[i]), want[f"{name} merged f16"][i])
         quant_merge(a, name, w, f)
+        if name == "gpt2":
+            refused = want["gpt2 converter layout"]["refused"]
+            pc.check("gpt2: llama.cpp refuses convert_lora_to_gguf.py's layout of the same adapter", bool(refused),
+                     refused or "it loaded it")
     return jobs, [checks]
 
 
