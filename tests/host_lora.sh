@@ -136,6 +136,10 @@ for t in f16 q8_0 q4_0; do
   echo "ok: a $t GGUF base trains to val loss $(last_val "gguf_$t")"
 done
 grep -q "F16 weights are held in f32" gguf_f16.err || fail "the f16 base under fp32 is not said"
+"$kiln" train "${common[@]}" --init base/q8_0.gguf --lora-rank 4 --steps 20 --eval-every 0 --precision fp16 \
+  --out gguf_q8_0_half >/dev/null 2>half.err || fail "fp16 on a q8_0 base: $(tail -n 1 half.err)"
+within "$(last_val gguf_q8_0_half)" "$(last_val gguf_q8_0)" 0.05 &&
+  echo "ok: fp16 on a q8_0 base: $(last_val gguf_q8_0_half)" || fail "fp16 on a q8_0 base ends at $(last_val gguf_q8_0_half)"
 grep -q "frozen, Q4_0)" gguf_q4_0.err || fail "the q4_0 base's format is not said: $(cat gguf_q4_0.err)"
 if [ -f gguf_f16/metrics.jsonl ] && [ -f gguf_q4_0/metrics.jsonl ]; then
   within "$(last_val gguf_f16)" "$(last_val gguf_q4_0)" 0.05 &&

@@ -407,11 +407,11 @@ START_TEST(targets_match_by_suffix) {
     gpt_config g = tiny_config(0, 1), l = tiny_config(1, 1);
     ck_assert_int_eq(lora_targets_parse(&g, "c_proj", &mask, err, sizeof err), 0);
     ck_assert_uint_eq(mask, (1u << LORA_ATTN_C_PROJ) | (1u << LORA_MLP_C_PROJ));
-    ck_assert_int_eq(lora_targets_parse(&g, "attn.c_proj,c_fc", &mask, err, sizeof err), 0);
+    ck_assert_int_eq(lora_targets_parse(&g, "attn.c_proj, c_fc", &mask, err, sizeof err), 0);
     ck_assert_uint_eq(mask, (1u << LORA_ATTN_C_PROJ) | (1u << LORA_MLP_C_FC));
     ck_assert_int_eq(lora_targets_parse(&g, NULL, &mask, err, sizeof err), 0);
     ck_assert_uint_eq(mask, 0xfu);
-    ck_assert_int_eq(lora_targets_parse(&l, "q_proj,mlp.down_proj", &mask, err, sizeof err), 0);
+    ck_assert_int_eq(lora_targets_parse(&l, "q_proj,mlp.down_proj ", &mask, err, sizeof err), 0);
     ck_assert_uint_eq(mask, (1u << LORA_Q_PROJ) | (1u << LORA_DOWN_PROJ));
     /* a suffix must end at a dot: "proj" is not a module name */
     ck_assert_int_eq(lora_targets_parse(&l, "proj", &mask, err, sizeof err), -1);

@@ -89,7 +89,12 @@ int lora_targets_parse(const gpt_config *cfg, const char *list, unsigned *mask, 
     }
     for (const char *at = list; *at;) {
         const char *end = strchr(at, ',');
-        size_t len = end ? (size_t)(end - at) : strlen(at);
+        size_t len = end ? (size_t)(end - at) : strlen(at), skip = 0;
+        /* "q_proj, v_proj" as a person types it */
+        while (skip < len && at[skip] == ' ') skip++;
+        while (len > skip && at[len - 1] == ' ') len--;
+        at += skip;
+        len -= skip;
         unsigned found = 0;
         for (int t = 0; t < LORA_TARGET_COUNT; t++)
             if ((family >> t & 1u) && suffix_matches(lora_target_modules[t], at, len)) found |= 1u << t;
@@ -101,8 +106,8 @@ int lora_targets_parse(const gpt_config *cfg, const char *list, unsigned *mask, 
             return -1;
         }
         *mask |= found;
-        at += len;
-        if (*at == ',') at++;
+        if (!end) break;
+        at = end + 1;
     }
     return 0;
 }
