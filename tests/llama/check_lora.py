@@ -23,7 +23,7 @@ transposed: docs/quantization.md's pitfall), which kiln does not write.
 
 The prompts are the first 3 cuts of 8 bytes (every 60) that select_prompts.py's rule calls
 decisive for each adapted model's float64 reference, PEFT's arithmetic on the adapter's files
-(lora_reference.py), exact and with 8-bit activations, so no near tie can flip a token.
+(adapted_reference.py), exact and with 8-bit activations, so no near tie can flip a token.
 
     check_lora.py --kiln PATH/kiln --work DIR
 Exit 0: all equal; 1: a mismatch or a kiln error; 77: skipped (no npm peers or no torch).
@@ -34,9 +34,9 @@ import shutil
 
 import numpy as np
 
+import adapted_reference
 import gguf_file
 import hf_folder
-import lora_reference
 import peer_checks as pc
 import peers
 
@@ -113,11 +113,11 @@ def references(a, w, name, f):
     configs = {"adapter": [(f["peft"], 1.0)], "scale 0.5": [(f["peft"], 0.5)],
                "two adapters": [(f["peft"], 1.0), (f["second"], 1.0)]}
     if name == "gpt2":
-        return {k: lora_reference.gpt2(f["ckpt"], ads) for k, ads in configs.items()}
+        return {k: adapted_reference.gpt2(f["ckpt"], ads) for k, ads in configs.items()}
     hf = os.path.join(w, "base-hf")
     if run(a, "export", "--ckpt", f["ckpt"], "--format", "hf", "--out", hf) is None:
         return None
-    return {k: lora_reference.llama(hf, ads, os.path.join(w, "reference-" + k.replace(" ", "-")))
+    return {k: adapted_reference.llama(hf, ads, os.path.join(w, "reference-" + k.replace(" ", "-")))
             for k, ads in configs.items()}
 
 
@@ -127,7 +127,7 @@ def choose(name, refs, text):
     candidates = [list(t[o:o + 8]) for t in (text.upper(), text) for o in range(0, len(t) - 8, 20)]
     chosen = {}
     for k, ref in refs.items():
-        prompts, low = lora_reference.decisive_prompts([ref], candidates)
+        prompts, low = adapted_reference.decisive_prompts([ref], candidates)
         if len(prompts) < 3:
             pc.check(f"{name} {k}: decisive prompts", False, f"only {len(prompts)} of 3 among {len(candidates)}")
             return None
