@@ -214,7 +214,9 @@ __kernel void qmatmul_rows(const __global real_t *x, ulong x_off, const __global
 
 __kernel void qmatmul_t(const __global real_t *dy, ulong dy_off, const __global uint *w, ulong w_off,
                         __global real_t *y, ulong y_off, long m, long n, long k, long row_words, int format) {
-    __local float wv[QT_PANEL * QT_COLS]; /* row p of the panel at p * QT_COLS */
+    /* the panel's values: unit u = p QT_UNITS + b (row p, unit b of the tile) at u * 33, so
+     * that the decoders' writes and the columns' reads fall in different banks on a GPU */
+    __local float wv[QT_PANEL * QT_UNITS * 33];
     __local float dv[QT_ROWS * QT_PANEL]; /* dy[i0 + t, r0 + p] at t * QT_PANEL + p */
     uint l = get_local_id(0), lanes = get_local_size(0), per = QT_COLS / lanes;
     long c0 = (long)get_group_id(0) * QT_COLS, i0 = (long)get_group_id(1) * QT_ROWS;
@@ -228,7 +230,7 @@ __kernel void qmatmul_t(const __global real_t *dy, ulong dy_off, const __global 
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous panel's readers are done */
         for (uint u = l; u < QT_PANEL * QT_UNITS; u += lanes) {
             uint p = u / QT_UNITS, b = u % QT_UNITS;
-            __local float *dst = wv + p * QT_COLS + b * 32u;
+            __local float *dst = wv + u * 33u;
             if (p < panel && b < live_units) {
                 float q[32], a, off;
                 decode_unit(w, w_off + (ulong)(r0 + p) * (ulong)row_words, format, (uint)(c0 / 32) + b, q, &a, &off);
@@ -244,7 +246,8 @@ __kernel void qmatmul_t(const __global real_t *dy, ulong dy_off, const __global 
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint p = 0; p < panel; p++)
             for (uint s = 0; s < per; s++) {
-                float wc = wv[p * QT_COLS + l + s * lanes];
+                uint c = l + s * lanes;
+                float wc = wv[(p * QT_UNITS + c / 32u) * 33u + c % 32u];
                 for (uint t = 0; t < QT_ROWS; t++) acc[s][t] += dv[t * QT_PANEL + p] * wc;
             }
     }

@@ -9,7 +9,7 @@
 // workgroup, into shared memory, and load the panel's dy values beside them; then each
 // invocation adds the panel's products for its column to its ROWS sums, kept in registers.
 // Every output is summed and written by one invocation: no atomics, no subgroup operation,
-// and 4.5 KiB of shared memory (WG = 64), so minimum-limits devices run it as it is.
+// and 4.6 KiB of shared memory (WG = 64), so minimum-limits devices run it as it is.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -29,20 +29,24 @@ layout(push_constant) uniform Push { QMATMUL_T_PUSH } pc;
 #define ROWS KILN_ABI_QMATMUL_T_ROWS
 #define PANEL KILN_ABI_QMATMUL_T_PANEL
 
-shared float wv[PANEL * WG];   // the panel's values: row p of the panel at p * WG
+// the panel's values: unit u = p * (WG / 32) + b (row p of the panel, unit b of the tile) at
+// u * 33, so that the decoders' writes (value j of consecutive units) and the columns' reads
+// (consecutive values) fall in different banks
+#define UNIT_STRIDE 33u
+shared float wv[PANEL * (WG / 32u) * UNIT_STRIDE];
 shared float dv[ROWS * PANEL]; // dy[i0 + t, r0 + p] at t * PANEL + p
 
 #include "qblock.glsl"
 
-// Decodes unit `b` of the workgroup's tile in row r of W into wv's row p: value j is
+// Decodes unit `b` of the workgroup's tile in row r of W into wv's unit u: value j is
 // d * sc[j / 16] * q_j + mn (qblock.glsl's qunit).
-void decode(uint r, uint p, uint b, uint c0) {
+void decode(uint r, uint u, uint b, uint c0) {
     uint packed[8];
     float d, mn;
     ivec2 sc;
     qunit(FORMAT, pc.off[1] + r * pc.row_words, c0 / 32u + b, packed, d, sc, mn);
     for (uint j = 0u; j < 32u; j++)
-        wv[p * WG + b * 32u + j] = d * float((int(packed[j / 4u] << (24u - 8u * (j % 4u))) >> 24) * sc[j / 16u]) + mn;
+        wv[u * UNIT_STRIDE + j] = d * float((int(packed[j / 4u] << (24u - 8u * (j % 4u))) >> 24) * sc[j / 16u]) + mn;
 }
 
 void main() {
@@ -60,9 +64,9 @@ void main() {
         for (uint u = l; u < PANEL * per_row; u += WG) {
             uint p = u / per_row, b = u % per_row;
             if (p < panel && b < live_units) {
-                decode(r0 + p, p, b, c0);
+                decode(r0 + p, u, b, c0);
             } else {
-                for (uint j = 0u; j < 32u; j++) wv[p * WG + b * 32u + j] = 0.0;
+                for (uint j = 0u; j < 32u; j++) wv[u * UNIT_STRIDE + j] = 0.0;
             }
         }
         for (uint e = l; e < ROWS * PANEL; e += WG) {
@@ -70,8 +74,9 @@ void main() {
             dv[e] = t < rows && p < panel ? LD(dy[pc.off[0] + (i0 + t) * pc.n + r0 + p]) : 0.0;
         }
         barrier();
+        uint col = (l / 32u) * UNIT_STRIDE + l % 32u;
         for (uint p = 0u; p < panel; p++) {
-            float wc = wv[p * WG + l];
+            float wc = wv[p * per_row * UNIT_STRIDE + col];
             for (uint t = 0u; t < ROWS; t++) acc[t] += dv[t * PANEL + p] * wc;
         }
     }

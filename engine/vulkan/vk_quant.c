@@ -88,7 +88,7 @@ kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
  * A workgroup of QT_WG invocations owns QT_WG output columns (two units of 32 per row of W)
  * and KILN_ABI_QMATMUL_T_ROWS rows of dy: ceil(k / QT_WG) x ceil(m / ROWS) workgroups. 64 is
  * within every device's limits (Vulkan's minimum is 128 invocations) and keeps the shared
- * panel at 4.5 KiB. */
+ * panel at 4.6 KiB. */
 #define QT_WG 64u
 
 typedef struct { QMATMUL_T_PUSH } qmatmul_t_push;
