@@ -35,7 +35,8 @@ static const command commands[] = {
     {.name = "verify", .run = cmd_verify,
      .summary = "every kernel checked against the CPU on a device (run it first on a new GPU)"},
     {.name = "export", .run = cmd_export,
-     .summary = "a GPT as GGUF (f32, f16, q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k or a q4_k/q5_k mix) or HF"},
+     .summary = "a GPT as GGUF (f32, f16, q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k or a q4_k/q5_k mix), HF or "
+                "kiln; a LoRA adapter as llama.cpp's LoRA GGUF, or merged"},
     {.name = "quantize", .run = cmd_quantize,
      .summary = "a GPT's matrices to q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k or a mix, as GGUF"},
     {.name = "plot", .run = cmd_plot, .summary = "training runs' metrics overlaid as an SVG"},

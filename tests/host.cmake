@@ -20,6 +20,7 @@ target_link_libraries(test_host_gpt_quantize PRIVATE kiln_model)
 target_link_libraries(test_host_load_memory PRIVATE kiln_model)
 target_link_libraries(test_host_gpt_import PRIVATE kiln_model)
 target_link_libraries(test_host_checkpoint_atomic PRIVATE kiln_model)
+target_link_libraries(test_host_lora_gguf PRIVATE kiln_model)
 target_link_libraries(test_host_bleu PRIVATE kiln_text)
 # the parsers' tests replay the fuzz seeds (fuzz/corpus/<target>/) through the parser
 target_compile_definitions(test_host_pairs PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")
@@ -49,10 +50,11 @@ function(kiln_host_test_env backend extra out)
 endfunction()
 
 # Bad input is about the program, not the device: cpu only. Resume, the KV cache, mixed
-# precision and LoRA fine-tuning (host_lora.sh: its bad input on cpu only) run on every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
+# precision, LoRA fine-tuning and using adapters (host_lora.sh, host_lora_use.sh: their bad input on
+# cpu only) run on every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
 # share between threads: one thread keeps them fast under a sanitizer and on a busy machine.
 foreach(backend ${_kiln_host_backends})
-  foreach(script bad_input resume decode_cache precision stability faults verify llama lora)
+  foreach(script bad_input resume decode_cache precision stability faults verify llama lora lora_use)
     if(script STREQUAL "bad_input" AND NOT backend STREQUAL "cpu")
       continue()
     endif()

@@ -17,6 +17,7 @@
 #   llama_quant_mix     `kiln quantize --format q4_k_m|q5_k_m|q4_k_s|q5_k_s` and the pure types of
 #                       F32 GGUF files (llama, rows of 256; qwen2, rows of 192 and 576; gpt2) give
 #                       every tensor the type and bytes llama.cpp's llama_model_quantize gives it;
+#   llama_lora          kiln's LoRA adapters in llama.cpp (check_lora.py, below);
 #   llama_tokenizers    `kiln tokenizer encode` after `kiln tokenizer import --hf` gives
 #                       @lenml/tokenizers' ids for three real tokenizer.json files;
 #   llama_kquant_models the K-quant fixture: llama.cpp's own quantizer (llama_model_quantize)
@@ -93,3 +94,12 @@ add_test(NAME llama_tokenizers
   COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_tokenizers.py --kiln $<TARGET_FILE:kiln_host>
           --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_tokenizers)
 set_tests_properties(llama_tokenizers PROPERTIES LABELS cpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# llama_lora: LoRA adapters (issue 32) that kiln trained on GPT-2, llama and qwen3 bases,
+# exported as llama.cpp's LoRA GGUF, decode in llama.cpp to `kiln decode --lora`'s tokens at
+# F32 and Q8_0, at a scale and two at once; merged exports decode alike; a Q8_0 merge keeps
+# eval loss within 0.01 (tests/llama/check_lora.py).
+add_test(NAME llama_lora
+  COMMAND ${KILN_TORCH_PYTHON} ${_kiln_llama_dir}/check_lora.py --kiln $<TARGET_FILE:kiln_host>
+          --work ${CMAKE_CURRENT_BINARY_DIR}/host_work/llama_lora)
+set_tests_properties(llama_lora PROPERTIES LABELS cpu TIMEOUT 600 SKIP_RETURN_CODE 77)

@@ -3,8 +3,12 @@
 // dependency of kiln.
 //
 //   node llama_cpp_greedy.mjs JOBS.json OUT.json
-// JOBS.json: [{"model": FILE.gguf, "prompts": [[ids...], ...], "n": 32}, ...]. OUT.json gets
-// {FILE.gguf: [[ids...] per prompt]}: the n token ids generated after each prompt, the
+// JOBS.json: [{"model": FILE.gguf, "prompts": [[ids...], ...], "n": 32}, ...], a job optionally
+// with "lora": [{"filePath": ADAPTER.gguf, "scale": S}, ...] (LoRA adapters applied at run
+// time: createContext's lora.adapters) and "key" (its name in OUT.json; default: the model);
+// a job with "refusal": true expects llama.cpp to refuse its adapters, and OUT.json gets
+// {KEY: {"refused": the error, or null when it loaded them}}.
+// OUT.json gets {KEY: [[ids...] per prompt]}: the n token ids generated after each prompt, the
 // prompt evaluated as given (no BOS added, no tokenizer) and each next token the argmax of
 // llama.cpp's logits (temperature 0), not stopping at end-of-generation tokens.
 // The peers' folder is $KILN_NODE_PEERS (it holds node_modules); exit 77 when it is absent.
@@ -18,8 +22,20 @@ const out = {};
 for (const job of jobs) {
     const model = await llama.loadModel({modelPath: job.model});
     const longest = Math.max(...job.prompts.map((p) => p.length));
-    const context = await model.createContext({contextSize: longest + job.n + 8, threads: 1,
-                                               batchSize: longest + job.n + 8, sequences: 1});
+    const options = {contextSize: longest + job.n + 8, threads: 1, batchSize: longest + job.n + 8, sequences: 1,
+                     ...(job.lora ? {lora: {adapters: job.lora}} : {})};
+    if (job.refusal) {
+        let refused = null;
+        try {
+            await (await model.createContext(options)).dispose();
+        } catch (e) {
+            refused = String(e.message ?? e);
+        }
+        out[job.key ?? job.model] = {refused};
+        await model.dispose();
+        continue;
+    }
+    const context = await model.createContext(options);
     const results = [];
     for (const prompt of job.prompts) {
         const seq = context.getSequence();
@@ -31,7 +47,7 @@ for (const job of jobs) {
         results.push(ids);
         seq.dispose();
     }
-    out[job.model] = results;
+    out[job.key ?? job.model] = results;
     await context.dispose();
     await model.dispose();
 }
