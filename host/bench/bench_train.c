@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bench/bench.h"
 #include "bench/bench_gpt.h"
@@ -63,9 +62,6 @@ done:
 /* PyTorch's tokens/s from the script's line "tokens_per_s X". */
 static int bench_torch(const bench_train_options *o, double *tokens_per_s, char *about, size_t size) {
     const train_hparams *hp = &o->gpt.hp;
-    struct stat st;
-    if (stat(o->script, &st))
-        return host_error("cannot find the PyTorch script %s (pass --torch-script PATH)", o->script);
     char cmd[8192];
     snprintf(cmd, sizeof cmd,
              "'%s' '%s' --bench --layers %d --heads %d --dim %d --block %d --batch %d "
@@ -74,24 +70,8 @@ static int bench_torch(const bench_train_options *o, double *tokens_per_s, char 
              o->python, o->script, o->gpt.layers, o->gpt.heads, o->gpt.dim, hp->block, hp->batch, o->steps,
              o->warmup_steps, (double)hp->lr, (double)hp->weight_decay, (double)hp->beta1,
              (double)hp->beta2, (double)hp->clip, (double)hp->dropout, o->threads);
-    fflush(stdout);
-    FILE *p = popen(cmd, "r");
-    if (!p) return host_error("cannot run %s", o->python);
-    char line[512];
-    int found = 0;
-    about[0] = 0;
-    while (fgets(line, sizeof line, p)) {
-        if (sscanf(line, "tokens_per_s %lf", tokens_per_s) == 1) found = 1;
-        if (!strncmp(line, "torch ", 6)) {
-            line[strcspn(line, "\n")] = 0;
-            snprintf(about, size, "%.200s", line);
-        }
-    }
-    int status = pclose(p);
-    if (status != 0 || !found)
-        return host_error("the PyTorch benchmark failed (exit status %d): run %s by hand to see why",
-                          status, o->script);
-    return 0;
+    const char *key = "tokens_per_s";
+    return bench_torch_peer(cmd, o->script, &key, tokens_per_s, 1, about, size);
 }
 
 int cmd_bench_train(int argc, char **argv) {
