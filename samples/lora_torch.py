@@ -2,7 +2,7 @@
 """LoRA in PyTorch, written by hand as PEFT's (Debian's torch 1.13 has no peft): the PyTorch
 half of `kiln bench train --lora`, which times this step beside kiln's in the same run.
 
-  lora_torch.py --bench --shape gpt2-small|qwen2.5-0.5b [--lora-rank R] [--lora-alpha A]
+  lora_torch.py --bench --shape gpt2-small|qwen2.5-0.5b [--layers N] [--lora-rank R] [--lora-alpha A]
                 [--lora-targets LIST] [--block 256] [--batch 1] [--steps N] [--warmup-steps N]
         times LoRA training steps on random tokens and prints `tokens_per_s X` and
         `step_ms X` (the median step).
@@ -199,8 +199,10 @@ class Qwen2(nn.Module):
         return logits, F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
-def build(shape):
-    cfg = SHAPES[shape]
+def build(shape, layers=0):
+    cfg = dict(SHAPES[shape])
+    if layers:
+        cfg["n_layer"] = layers
     model = GPT(cfg) if cfg["family"] == "gpt2" else Qwen2(cfg)
     model.init_weights()
     return model, (GPT2_TARGETS if cfg["family"] == "gpt2" else LLAMA_TARGETS)
@@ -208,7 +210,7 @@ def build(shape):
 
 def run_bench(args):
     torch.manual_seed(args.seed)
-    model, every = build(args.shape)
+    model, every = build(args.shape, args.layers)
     targets = args.lora_targets.split(",") if args.lora_targets else list(every)
     params = add_lora(model, targets, args.lora_rank, args.lora_alpha)
     opt = torch.optim.AdamW(params, lr=args.lr, betas=(args.beta1, args.beta2), eps=1e-8,
@@ -239,6 +241,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bench", action="store_true")
     p.add_argument("--shape", choices=sorted(SHAPES), default="gpt2-small")
+    p.add_argument("--layers", type=int, default=0, help="blocks (0: the shape's own)")
     p.add_argument("--lora-rank", type=int, default=8)
     p.add_argument("--lora-alpha", type=float, default=8.0)
     p.add_argument("--lora-targets", default="", help="comma separated; empty: every linear of the blocks")
