@@ -13,6 +13,7 @@ set(_kiln_host_work ${CMAKE_CURRENT_BINARY_DIR}/host_work)
 # code, so it links the host's model library.
 target_link_libraries(test_host_gpt_units PRIVATE kiln_model)
 target_link_libraries(test_host_block PRIVATE kiln_model)
+target_link_libraries(test_host_lora PRIVATE kiln_model)
 target_link_libraries(test_host_seq2seq PRIVATE kiln_model)
 target_link_libraries(test_host_bert PRIVATE kiln_model)
 target_link_libraries(test_host_gpt_quantize PRIVATE kiln_model)

@@ -226,7 +226,16 @@ typedef struct block_weights {
        matrix, their outputs side by side in this order (NULL after the last), so no piece is
        dequantized; q[] and w[] are then NULL. */
     kiln_qmatrix *qpart[BLOCK_SLOT_COUNT][BLOCK_QPARTS];
+    /* the LoRA adapters attached to this block (model/lora.h), a list; NULL: none */
+    struct lora_block *lora;
 } block_weights;
+
+/* The LoRA hook of a linear (defined in model/lora.c): y holds the columns
+ * [col0, col0 + y's width) of linear l's output for input x; returns y plus the delta of each
+ * adapter in lb whose target's columns lie within them (lb NULL: y itself). NULL on an
+ * engine error. */
+kiln_tensor *lora_block_apply(const struct lora_block *lb, block_linear l, int64_t col0, kiln_tensor *x,
+                              kiln_tensor *y);
 
 /* Initialises one tensor of a block from the counter RNG's (seed, stream):
  *   GPT-2: matrices normal(0, 0.02), the residual projections normal(0, proj_std), biases 0,

@@ -32,13 +32,20 @@ static kiln_tensor *linear_parts(kiln_qmatrix *const *part, kiln_tensor *bias, k
     return kiln_concat(y, n, -1);
 }
 
-static kiln_tensor *linear(const block_config *c, const block_weights *w, block_linear l,
-                           kiln_tensor *x) {
+/* The base's product x W + b, quantized or not. */
+static kiln_tensor *base_linear(const block_config *c, const block_weights *w, block_linear l, kiln_tensor *x) {
     /* each linear's bias slot follows its weight's */
     int slot = block_linear_slot(l);
     if (w->q[slot]) return kiln_matmul_q(x, w->q[slot], w->w[slot + 1]);
     if (w->qpart[slot][0]) return linear_parts(w->qpart[slot], w->w[slot + 1], x);
     return kiln_matmul(x, linear_weight(c, w, l), w->w[slot + 1], 0, 0);
+}
+
+/* A linear with its LoRA adapters' deltas, when any are attached (model/lora.h). */
+static kiln_tensor *linear(const block_config *c, const block_weights *w, block_linear l,
+                           kiln_tensor *x) {
+    kiln_tensor *y = base_linear(c, w, l, x);
+    return w->lora ? lora_block_apply(w->lora, l, 0, x, y) : y;
 }
 
 /* Appends the new positions' keys or values [B, T, W] to one layer's cache rows
@@ -202,6 +209,10 @@ static kiln_tensor *swiglu(const block_config *c, const block_weights *w, kiln_t
         W = linear_weight(c, w, BLOCK_LINEAR_FC);
         gate = kiln_matmul(x, kiln_slice(W, -1, 0, F), b ? kiln_slice(b, -1, 0, F) : NULL, 0, 0);
         up = kiln_matmul(x, kiln_slice(W, -1, F, F), b ? kiln_slice(b, -1, F, F) : NULL, 0, 0);
+        if (w->lora) { /* the gate and up adapters, each on its half (model/lora.h) */
+            gate = lora_block_apply(w->lora, BLOCK_LINEAR_FC, 0, x, gate);
+            up = lora_block_apply(w->lora, BLOCK_LINEAR_FC, F, x, up);
+        }
     } else {
         kiln_tensor *h = linear(c, w, BLOCK_LINEAR_FC, x);
         gate = kiln_slice(h, -1, 0, F);

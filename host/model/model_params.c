@@ -126,3 +126,40 @@ kiln_status model_sigma_init(const block_config *c, block_weights *masters, int 
     }
     return KILN_OK;
 }
+
+kiln_status model_params_layer_grad_norms(kiln_ctx *ctx, const model_param *p, int n_params, int L, double unscale,
+                                          double *out) {
+    kiln_tensor **grads = malloc((size_t)(n_params > 0 ? n_params : 1) * sizeof *grads);
+    kiln_tensor **norms = calloc((size_t)L, sizeof *norms);
+    float *host = malloc((size_t)L * sizeof *host);
+    if (!grads || !norms || !host) {
+        free(grads);
+        free(norms);
+        free(host);
+        return kiln_set_error(KILN_ERR_MEMORY, "gradient norms: out of host memory");
+    }
+    int grad = kiln_grad_enabled(ctx);
+    kiln_set_grad_enabled(ctx, 0);
+    /* every block's norm on the device first, then one read for all of them */
+    int64_t one = 1;
+    for (int l = 0; l < L; l++) {
+        int n = 0;
+        for (int i = 0; i < n_params; i++) {
+            kiln_tensor *g = kiln_grad(model_param_compute(&p[i]));
+            if (p[i].spec.layer == l && g) grads[n++] = g;
+        }
+        norms[l] = n ? kiln_reshape(kiln_global_norm(grads, n), 1, &one) : NULL;
+    }
+    kiln_tensor **present = grads; /* reused: the norms that exist, in layer order */
+    int count = 0;
+    for (int l = 0; l < L; l++)
+        if (norms[l]) present[count++] = norms[l];
+    kiln_tensor *all = count ? kiln_concat(present, count, 0) : NULL;
+    kiln_status s = !count ? KILN_OK : all ? kiln_download_f32(all, host, count) : kiln_error_status();
+    for (int l = 0, k = 0; l < L && !s; l++) out[l] = norms[l] ? (double)host[k++] / unscale : 0.0;
+    kiln_set_grad_enabled(ctx, grad);
+    free(grads);
+    free(norms);
+    free(host);
+    return s;
+}

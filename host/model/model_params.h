@@ -65,6 +65,12 @@ kiln_status model_params_init(const model_param *p, int n_params, uint64_t seed,
 kiln_status model_sigma_init(const block_config *c, block_weights *masters, int n_layers, int first_layer,
                              int n_tensors, int streams_per_layer, uint64_t seed);
 
+/* The global norm of each layer's gradients as they stand (after backward; the gradients
+ * of the tensors with spec.layer l, on model_param_compute) divided by `unscale` (the loss
+ * scale in mixed precision, else 1): out[L]. */
+kiln_status model_params_layer_grad_norms(kiln_ctx *ctx, const model_param *p, int n_params, int L, double unscale,
+                                          double *out);
+
 /* Elements of the n_params trained weights. */
 int64_t model_params_count(const model_param *p, int n_params);
 /* The entry with this checkpoint name among n, or NULL. */
