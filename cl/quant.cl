@@ -134,8 +134,28 @@ void decode_q6_k(const __global uint *w, ulong row, uint u, float *q, float *a, 
     *b = 0.0f;
 }
 
+/* Q8_0 (34 bytes: d, qs[32] int8), Q4_0 (18: d, qs[16], centred on 8) and Q4_1 (20: d, m,
+ * qs[16]): value j < 16 is qs[j]'s low nibble, value j + 16 its high one. */
+void decode_32(const __global uint *w, ulong row, int format, uint u, float *q, float *a, float *b) {
+    uint p = u * (format == KILN_ABI_Q8_0 ? 34u : format == KILN_ABI_Q4_0 ? 18u : 20u);
+    *a = half_at(w, row, p);
+    *b = format == KILN_ABI_Q4_1 ? half_at(w, row, p + 2u) : 0.0f;
+    if (format == KILN_ABI_Q8_0) {
+        for (uint j = 0; j < 32u; j++) q[j] = (float)((int)(byte_at(w, row, p + 2u + j) << 24) >> 24);
+        return;
+    }
+    uint q0 = format == KILN_ABI_Q4_1 ? p + 4u : p + 2u;
+    float centre = format == KILN_ABI_Q4_0 ? 8.0f : 0.0f;
+    for (uint j = 0; j < 16u; j++) {
+        uint v = byte_at(w, row, q0 + j);
+        q[j] = (float)(v & 15u) - centre;
+        q[j + 16u] = (float)(v >> 4) - centre;
+    }
+}
+
 void decode_unit(const __global uint *w, ulong row, int format, uint u, float *q, float *a, float *b) {
-    if (format == KILN_ABI_Q5_0 || format == KILN_ABI_Q5_1) decode_q5(w, row, u, format == KILN_ABI_Q5_1, q, a, b);
+    if (format == KILN_ABI_Q8_0 || format == KILN_ABI_Q4_0 || format == KILN_ABI_Q4_1) decode_32(w, row, format, u, q, a, b);
+    else if (format == KILN_ABI_Q5_0 || format == KILN_ABI_Q5_1) decode_q5(w, row, u, format == KILN_ABI_Q5_1, q, a, b);
     else if (format == KILN_ABI_Q6_K) decode_q6_k(w, row, u, q, a, b);
     else decode_k45(w, row, u, format == KILN_ABI_Q5_K, q, a, b);
 }
@@ -177,4 +197,60 @@ __kernel void qmatmul_rows(const __global real_t *x, ulong x_off, const __global
     }
     for (long t = lane; t < tokens; t += lanes)
         STORE(y, y_off + (ulong)(i0 + t) * (ulong)n + (ulong)r, sums[t][0] + (has_bias ? LOAD(bias, bias_off + r) : 0.0f));
+}
+
+/* ---- the transposed product: y[m, k] = sum_n dy[m, n] w[n, k], the gradient of x ----
+ * grid (ceil(k / QT_COLS) L, ceil(m / QT_ROWS)), work-groups of L items (16, 32 or 64): a
+ * work-group owns QT_COLS output columns (two units of each row of w), item l columns l,
+ * l + L, ..., and QT_ROWS rows of dy. It walks w's rows QT_PANEL at a time: the items decode
+ * the panel's units, each once for the work-group, into local memory beside the panel's dy
+ * values, then each item adds the panel's products for its columns to its sums. Every
+ * output is summed and written by one item: no atomics. */
+#define QT_ROWS KILN_ABI_QMATMUL_T_ROWS
+#define QT_PANEL KILN_ABI_QMATMUL_T_PANEL
+#define QT_COLS 64
+#define QT_UNITS (QT_COLS / 32)
+#define QT_MAX_PER 4 /* columns per item: QT_COLS / L, L >= 16 */
+
+__kernel void qmatmul_t(const __global real_t *dy, ulong dy_off, const __global uint *w, ulong w_off,
+                        __global real_t *y, ulong y_off, long m, long n, long k, long row_words, int format) {
+    __local float wv[QT_PANEL * QT_COLS]; /* row p of the panel at p * QT_COLS */
+    __local float dv[QT_ROWS * QT_PANEL]; /* dy[i0 + t, r0 + p] at t * QT_PANEL + p */
+    uint l = get_local_id(0), lanes = get_local_size(0), per = QT_COLS / lanes;
+    long c0 = (long)get_group_id(0) * QT_COLS, i0 = (long)get_group_id(1) * QT_ROWS;
+    long rows = min((long)QT_ROWS, m - i0);
+    uint live_units = (uint)min((long)QT_UNITS, (k - c0) / 32); /* k is whole units */
+    float acc[QT_MAX_PER][QT_ROWS];
+    for (uint s = 0; s < QT_MAX_PER; s++)
+        for (uint t = 0; t < QT_ROWS; t++) acc[s][t] = 0.0f;
+    for (long r0 = 0; r0 < n; r0 += QT_PANEL) {
+        uint panel = (uint)min((long)QT_PANEL, n - r0);
+        barrier(CLK_LOCAL_MEM_FENCE); /* the previous panel's readers are done */
+        for (uint u = l; u < QT_PANEL * QT_UNITS; u += lanes) {
+            uint p = u / QT_UNITS, b = u % QT_UNITS;
+            __local float *dst = wv + p * QT_COLS + b * 32u;
+            if (p < panel && b < live_units) {
+                float q[32], a, off;
+                decode_unit(w, w_off + (ulong)(r0 + p) * (ulong)row_words, format, (uint)(c0 / 32) + b, q, &a, &off);
+                for (uint j = 0; j < 32u; j++) dst[j] = a * q[j] + off;
+            } else {
+                for (uint j = 0; j < 32u; j++) dst[j] = 0.0f;
+            }
+        }
+        for (uint e = l; e < QT_ROWS * QT_PANEL; e += lanes) {
+            uint t = e / QT_PANEL, p = e % QT_PANEL;
+            dv[e] = t < rows && p < panel ? LOAD(dy, dy_off + (ulong)(i0 + t) * (ulong)n + (ulong)(r0 + p)) : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint p = 0; p < panel; p++)
+            for (uint s = 0; s < per; s++) {
+                float wc = wv[p * QT_COLS + l + s * lanes];
+                for (uint t = 0; t < QT_ROWS; t++) acc[s][t] += dv[t * QT_PANEL + p] * wc;
+            }
+    }
+    for (uint s = 0; s < per; s++) {
+        long c = c0 + l + s * lanes;
+        if (c < k)
+            for (long t = 0; t < rows; t++) STORE(y, y_off + (ulong)(i0 + t) * (ulong)k + (ulong)c, acc[s][t]);
+    }
 }

@@ -7,7 +7,12 @@
  * (the CPU; Vulkan with integer dot products: kiln_qmatmul_rounds_activations says which)
  * is held to that rounding exactly and to its bound against the exact product. The
  * library's "quant" verification cases (engine/verify/cases_quant.c, also run by
- * `kiln verify`) compare the device with the CPU. */
+ * `kiln verify`) compare the device with the CPU.
+ *
+ * The transposed product (kiln_matmul_qt, the gradient of x) against dequantize-then-
+ * multiply too, for every format, f32 and f16, 1 to 64 rows of dy and shapes across the
+ * kernels' tiles; the backward of kiln_matmul_q gives R W and the sums of R for the loss
+ * sum(y R); kiln_qmatrix_download returns the bytes uploaded. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,10 +222,182 @@ START_TEST(matmul_q_transposed_source_and_refusals) {
 }
 END_TEST
 
+/* ---- the transposed product y = dy W (kiln_matmul_qt), the gradient of x ---- */
+
+/* A [n, k] matrix quantized in f: its blocks in q, their values (kiln_dequantize_row, the
+ * reference decoding) in wd. */
+static kiln_qmatrix *random_qmatrix(kiln_ctx *ctx, kiln_qformat f, int64_t n, int64_t k, uint32_t seed, float *wd) {
+    const size_t row_bytes = kiln_qformat_row_bytes(f, k);
+    float *w = malloc((size_t)(n * k) * sizeof *w);
+    unsigned char *blocks = malloc(row_bytes * (size_t)n);
+    for (int64_t i = 0; i < n * k; i++) w[i] = 0.3f * noise(&seed) * (1.0f + (float)(i % 7));
+    for (int64_t r = 0; r < n; r++) {
+        ck_assert_int_eq(kiln_quantize_row(f, w + r * k, k, blocks + (size_t)r * row_bytes), KILN_OK);
+        ck_assert_int_eq(kiln_dequantize_row(f, blocks + (size_t)r * row_bytes, k, wd + r * k), KILN_OK);
+    }
+    kiln_qmatrix *q = kiln_qmatrix_new(ctx, f, n, k);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_int_eq(kiln_qmatrix_upload(q, blocks), KILN_OK);
+    free(w), free(blocks);
+    return q;
+}
+
+/* {n, k}: W's rows (dy's width) and columns (y's), across the kernels' tiles: the GPUs' panels
+ * of 16 rows and 64 columns, the CPU's of 128 rows and 256 columns (cpu_quant_t.c). */
+static const struct {
+    int64_t n, k;
+} qt_qshapes[] = {{5, 32}, {33, 96}, {130, 64}}, qt_kshapes[] = {{5, 256}, {33, 512}, {130, 256}};
+#define N_QT_SHAPES (int)(sizeof qt_qshapes / sizeof qt_qshapes[0])
+_Static_assert(sizeof qt_qshapes == sizeof qt_kshapes, "a K shape for each shape");
+/* dy's rows: one token, a few, a prefill across the GPUs' row tiles of 8, the CPU's runs */
+static const int64_t qt_rows[] = {1, 3, 17, 64};
+#define N_QT_ROWS (int)(sizeof qt_rows / sizeof qt_rows[0])
+
+/* Loop index i: format i % formats, dy's rows (i / formats) % N_QT_ROWS, shape
+ * i / (formats * N_QT_ROWS). Against dequantize-then-multiply in double: f32 sums in another
+ * order, so a few ulps of the largest sum of magnitudes; f16 dy and y within their rounding. */
+START_TEST(matmul_qt_matches_dequantize_then_multiply) {
+    const kiln_qformat f = (kiln_qformat)(_i % N_PRODUCT_FORMATS);
+    const int64_t m = qt_rows[(_i / N_PRODUCT_FORMATS) % N_QT_ROWS];
+    const int shape = _i / (N_PRODUCT_FORMATS * N_QT_ROWS);
+    const int is_k = kiln_qformat_block_values(f) == KILN_QK_K;
+    const int64_t n = (is_k ? qt_kshapes : qt_qshapes)[shape].n, k = (is_k ? qt_kshapes : qt_qshapes)[shape].k;
+    kiln_ctx *ctx = kt_ctx();
+    uint32_t state = (uint32_t)(91 + _i);
+    float *wd = malloc((size_t)(n * k) * sizeof *wd), *dy = malloc((size_t)(m * n) * sizeof *dy);
+    float *expect = malloc((size_t)(m * k) * sizeof *expect);
+    kiln_qmatrix *q = random_qmatrix(ctx, f, n, k, state, wd);
+    for (int64_t i = 0; i < m * n; i++) dy[i] = 2.0f * noise(&state);
+    double scale = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t c = 0; c < k; c++) {
+            double sum = 0, mag = 0;
+            for (int64_t r = 0; r < n; r++) sum += (double)dy[i * n + r] * wd[r * k + c], mag += fabs((double)dy[i * n + r] * wd[r * k + c]);
+            expect[i * k + c] = (float)sum;
+            scale = mag > scale ? mag : scale;
+        }
+    int64_t ds[2] = {m, n};
+    kiln_tensor *dyt = kt_tensor(ctx, KILN_F32, 2, ds, dy);
+    kiln_tensor *y = kiln_matmul_qt(dyt, q);
+    ck_assert_msg(y != NULL, "%s", kiln_error_message());
+    ck_assert_int_eq(y->dtype, KILN_F32);
+    ck_assert_int_eq(y->shape[0], m);
+    ck_assert_int_eq(y->shape[1], k);
+    kt_expect_values(y, expect, m * k, 4e-6 * scale);
+    if (kiln_supports_dtype(ctx, KILN_F16)) { /* f16 dy and y: within their rounding */
+        kiln_tensor *yh = kiln_matmul_qt(kiln_cast(dyt, KILN_F16), q);
+        ck_assert_msg(yh != NULL && yh->dtype == KILN_F16, "%s", kiln_error_message());
+        kt_expect_values(kiln_cast(yh, KILN_F32), expect, m * k, 2e-3 * scale + 1e-3);
+    }
+    kiln_step_reset(ctx);
+    kiln_qmatrix_free(q);
+    kiln_tensor_free(dyt);
+    free(wd), free(dy), free(expect);
+}
+END_TEST
+
+/* The backward through kiln_matmul_q: L = sum(matmul_q(x, W, b) * R) + sum(matmul_q(x + x, W)
+ * * R) has dL/dx = 3 R W (whatever rounding of x the forward did: the gradient is the
+ * product's, dY W) and dL/db = R summed over its rows. x + x is a step tensor, whose
+ * gradient the kernel writes outright; the leaf x's is accumulated into. */
+typedef struct qt_loss {
+    kiln_tensor *x, *b, *r;
+    kiln_qmatrix *q;
+} qt_loss;
+
+static kiln_tensor *qt_loss_fn(void *user) {
+    qt_loss *l = user;
+    kiln_tensor *a = kiln_sum(kiln_mul(kiln_matmul_q(l->x, l->q, l->b), l->r));
+    kiln_tensor *b = kiln_sum(kiln_mul(kiln_matmul_q(kiln_add(l->x, l->x), l->q, NULL), l->r));
+    return kiln_add(a, b);
+}
+
+START_TEST(matmul_q_backward_is_dy_w) {
+    const kiln_qformat formats[] = {KILN_Q4_0, KILN_Q5_1, KILN_Q6_K};
+    const kiln_qformat f = formats[_i];
+    const int64_t m = 6, n = 19, k = kiln_qformat_block_values(f) == KILN_QK_K ? 256 : 96;
+    kiln_ctx *ctx = kt_ctx();
+    uint32_t state = (uint32_t)(7 + _i);
+    float *wd = malloc((size_t)(n * k) * sizeof *wd), *x = malloc((size_t)(m * k) * sizeof *x);
+    float r[6 * 19], bias[19], expect_dx[6 * 512], expect_db[19];
+    kiln_qmatrix *q = random_qmatrix(ctx, f, n, k, state, wd);
+    for (int64_t i = 0; i < m * k; i++) x[i] = noise(&state);
+    for (int64_t i = 0; i < m * n; i++) r[i] = noise(&state);
+    for (int64_t j = 0; j < n; j++) bias[j] = noise(&state);
+    double scale = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t c = 0; c < k; c++) {
+            double sum = 0, mag = 0;
+            for (int64_t j = 0; j < n; j++) sum += 3.0 * r[i * n + j] * wd[j * k + c], mag += fabs(3.0 * r[i * n + j] * wd[j * k + c]);
+            expect_dx[i * k + c] = (float)sum;
+            scale = mag > scale ? mag : scale;
+        }
+    for (int64_t j = 0; j < n; j++) {
+        double sum = 0;
+        for (int64_t i = 0; i < m; i++) sum += r[i * n + j];
+        expect_db[j] = (float)sum;
+    }
+    int64_t xs[2] = {m, k}, rs[2] = {m, n};
+    qt_loss l = {kt_tensor(ctx, KILN_F32, 2, xs, x), kt_tensor(ctx, KILN_F32, 1, &n, bias),
+                 kt_tensor(ctx, KILN_F32, 2, rs, r), q};
+    kiln_set_requires_grad(l.x, 1), kiln_set_requires_grad(l.b, 1);
+    kiln_tensor *weights[2] = {l.x, l.b};
+    int64_t count;
+    float *got = kt_loss_and_grads(ctx, weights, 2, qt_loss_fn, &l, &count);
+    ck_assert_int_eq(count, 1 + m * k + n);
+    for (int64_t i = 0; i < m * k; i++)
+        ck_assert_msg(fabs(got[1 + i] - expect_dx[i]) <= 4e-6 * scale, "%s dx[%lld] = %g, expected %g",
+                      kiln_qformat_name(f), (long long)i, got[1 + i], expect_dx[i]);
+    for (int64_t j = 0; j < n; j++)
+        ck_assert_msg(fabs(got[1 + m * k + j] - expect_db[j]) <= 1e-5, "%s db[%lld] = %g, expected %g",
+                      kiln_qformat_name(f), (long long)j, got[1 + m * k + j], expect_db[j]);
+    /* with grad off, nothing is recorded: the product is inference again */
+    kiln_set_grad_enabled(ctx, 0);
+    ck_assert_int_eq(kiln_requires_grad(kiln_matmul_q(l.x, q, l.b)), 0);
+    kiln_set_grad_enabled(ctx, 1);
+    kiln_step_reset(ctx);
+    kiln_qmatrix_free(q);
+    kiln_tensor_free(l.x), kiln_tensor_free(l.b), kiln_tensor_free(l.r);
+    free(got), free(wd), free(x);
+}
+END_TEST
+
+/* kiln_qmatrix_download gives back the bytes uploaded, unpadded (Q5_0's rows of 22 bytes are
+ * padded to 24 on the device); dy of the wrong width is refused. */
+START_TEST(qmatrix_download_and_qt_refusals) {
+    kiln_ctx *ctx = kt_ctx();
+    const int64_t n = 5, k = 32;
+    const size_t row_bytes = kiln_qformat_row_bytes(KILN_Q5_0, k);
+    unsigned char blocks[5 * 22], back[5 * 22];
+    uint32_t state = 3;
+    for (size_t i = 0; i < sizeof blocks; i++) blocks[i] = (unsigned char)(noise(&state) * 256.0f + 128.0f);
+    for (int64_t r = 0; r < n; r++) blocks[r * (int64_t)row_bytes + 1] = 0x3c; /* a finite f16 d */
+    kiln_qmatrix *q = kiln_qmatrix_new(ctx, KILN_Q5_0, n, k);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_uint_eq(row_bytes, 22);
+    ck_assert_int_eq(kiln_qmatrix_upload(q, blocks), KILN_OK);
+    memset(back, 0, sizeof back);
+    ck_assert_int_eq(kiln_qmatrix_download(q, back), KILN_OK);
+    ck_assert_int_eq(memcmp(blocks, back, sizeof blocks), 0);
+    ck_assert_int_eq(kiln_qmatrix_download(q, NULL), KILN_ERR_ARGUMENT);
+    int64_t bad[2] = {2, 4};
+    kiln_tensor *dy = kiln_tensor_new(ctx, KILN_F32, 2, bad);
+    ck_assert_ptr_null(kiln_matmul_qt(dy, q));
+    ck_assert_int_eq(kiln_error_status(), KILN_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(kiln_error_message(), "5 rows"));
+    kiln_step_reset(ctx);
+    kiln_qmatrix_free(q);
+    kiln_tensor_free(dy);
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_loop_test(tc, matmul_q_matches_dequantize_then_multiply, 0, N_QSHAPES * N_PRODUCT_FORMATS * 2);
     tcase_add_test(tc, matmul_q_transposed_source_and_refusals);
+    tcase_add_loop_test(tc, matmul_qt_matches_dequantize_then_multiply, 0, N_QT_SHAPES * N_QT_ROWS * N_PRODUCT_FORMATS);
+    tcase_add_loop_test(tc, matmul_q_backward_is_dy_w, 0, 3);
+    tcase_add_test(tc, qmatrix_download_and_qt_refusals);
 }
 
 int main(int argc, char **argv) { return kt_main_group(argc, argv, "quant", add_tests); }

@@ -129,6 +129,14 @@
  * ceil(m / QMATMUL_TOKENS) work-groups per row. */
 #define KILN_ABI_CL_QMATMUL_TOKENS 4
 
+/* qmatmul_t, the transposed product y = dy W (shaders/qmatmul_t.comp, cl/quant.cl): a
+ * work-group owns a tile of output columns, one per invocation (a multiple of 32: whole units
+ * of qblock.glsl), and QMATMUL_T_ROWS rows of dy; it walks W's rows QMATMUL_T_PANEL at a
+ * time, decoding the panel's units once into shared memory for all its dy rows. The host
+ * launches ceil(k / work-group size) x ceil(m / QMATMUL_T_ROWS) work-groups. */
+#define KILN_ABI_QMATMUL_T_ROWS 8
+#define KILN_ABI_QMATMUL_T_PANEL 16
+
 /* Independent FMA chains per work-item of the probe kernels fma_<dtype>x<width>
  * (cl/probe.cl); the host counts the FMAs a kernel does from the same numbers. A CPU device
  * runs a work-item's vectors as SIMD instructions and needs independent chains within it at

@@ -45,7 +45,12 @@ static inline int64_t kiln_round_up(int64_t v, int64_t m) { return (v + m - 1) /
  * m times the sum of x), and the row's blocks summed in f32. A backend may first round the
  * activations to int8, in blocks with one f32 scale, as ggml's CPU backend does (32 values,
  * or 256 for the K formats: cpu/cpu_quant_dot.h), and sum integer products; its
- * qmatmul_rounds_x capability says so. No gradient: inference. */
+ * qmatmul_rounds_x capability says so.
+ *
+ * qmatmul_t, the transposed product (the gradient of x): y[m, k] = sum_n x[m, n] w[n, k],
+ * with x the output's gradient dy [m, n], y [m, k] and no bias; read from the blocks (a
+ * kernel decodes each block it needs, never a dequantized copy of the matrix), f32
+ * arithmetic on the values as given. */
 typedef struct kiln_qmatmul_args {
     kiln_ref x, w, bias, y;
     int format; /* kiln_qformat */

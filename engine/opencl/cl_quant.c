@@ -38,3 +38,30 @@ kiln_status cl_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     size_t global[2] = {(size_t)a->n, (size_t)a->m}, local[2] = {d->wg_elem, 1};
     return cl_run(&c, 2, global, local);
 }
+
+/* The transposed product (qmatmul_t): a work-group per 64 output columns and
+ * KILN_ABI_QMATMUL_T_ROWS rows of dy, of the device's row work-group size (d->wg) up to 64
+ * items; the kernel's items take 64 / that many columns each, at most 4. */
+kiln_status cl_qmatmul_t(void *dev, const kiln_qmatmul_args *a) {
+    cl_dev *d = dev;
+    if (a->format < KILN_ABI_Q8_0 || a->format > KILN_ABI_Q6_K) /* Q8_K: activations only */
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "opencl qmatmul_t: %d is not a weight format", a->format);
+    if (d->wg < 16) /* d->wg: a power of 2 */
+        return kiln_set_error(KILN_ERR_UNSUPPORTED, "opencl qmatmul_t: needs work-groups of 16, the device runs %zu",
+                              d->wg);
+    if (a->m == 0) return KILN_OK;
+    size_t es = kiln_dtype_size(a->dtype), lanes = d->wg < 64 ? d->wg : 64;
+    cl_call c = cl_begin_dt(d, "quant", "qmatmul_t", a->dtype);
+    cl_arg_op(&c, CL_OP(qmatmul_t, dy), a->x, es);
+    cl_arg_op(&c, CL_OP(qmatmul_t, w), a->w, 4);
+    cl_arg_op(&c, CL_OP(qmatmul_t, y), a->y, es);
+    cl_arg_i64(&c, a->m);
+    cl_arg_i64(&c, a->n);
+    cl_arg_i64(&c, a->k);
+    cl_arg_i64(&c, a->row_words);
+    cl_arg_i32(&c, a->format);
+    size_t global[2] = {((size_t)a->k + 63) / 64 * lanes,
+                        ((size_t)a->m + KILN_ABI_QMATMUL_T_ROWS - 1) / KILN_ABI_QMATMUL_T_ROWS};
+    size_t local[2] = {lanes, 1};
+    return cl_run(&c, 2, global, local);
+}

@@ -2,12 +2,17 @@
  *
  * A kiln_qmatrix is an i32 tensor of [rows, row_words]: each row's blocks, padded to whole
  * 32-bit words so that every row starts on a word (GPU kernels read words where a device has
- * no 8-bit storage), plus the format and the logical shape. */
+ * no 8-bit storage), plus the format and the logical shape.
+ *
+ * The product records on the tape when x or the bias requires a gradient: dX = dY W comes
+ * from the blocks (the qmatmul_t kernel), dBias = the sum of dY's rows. W itself is frozen:
+ * it never gets a gradient, and must outlive the backward of a product that used it. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/internal.h"
 #include "kiln/quant.h"
+#include "ops/op_grad.h"
 
 struct kiln_qmatrix {
     kiln_tensor *data; /* i32 [rows, row_words] */
@@ -65,6 +70,18 @@ kiln_status kiln_qmatrix_upload(kiln_qmatrix *q, const void *blocks) {
     return s;
 }
 
+kiln_status kiln_qmatrix_download(const kiln_qmatrix *q, void *blocks) {
+    if (!q || !blocks) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_qmatrix_download: NULL argument");
+    size_t row_bytes = kiln_qformat_row_bytes(q->format, q->cols), padded = (size_t)q->row_words * 4;
+    unsigned char *host = malloc((size_t)q->rows * padded);
+    if (!host) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+    kiln_status s = kiln_download(q->data, host, (size_t)q->rows * padded);
+    for (int64_t r = 0; s == KILN_OK && r < q->rows; r++)
+        memcpy((unsigned char *)blocks + (size_t)r * row_bytes, host + (size_t)r * padded, row_bytes);
+    free(host);
+    return s;
+}
+
 kiln_status kiln_qmatrix_quantize(kiln_qmatrix *q, const float *w, int transposed) {
     if (!q || !w) return kiln_set_error(KILN_ERR_ARGUMENT, "kiln_qmatrix_quantize: NULL argument");
     size_t row_bytes = kiln_qformat_row_bytes(q->format, q->cols);
@@ -89,6 +106,60 @@ int kiln_qmatmul_rounds_activations(const kiln_ctx *ctx) {
     return ctx && ctx->be->qmatmul_rounds_x && ctx->be->qmatmul_rounds_x(ctx->dev);
 }
 
+/* y[m, k] = dy[m, n] W into y (the qmatmul_t kernel); w is the matrix's word tensor, n and k
+ * its rows and columns. */
+static kiln_status qt_into(const kiln_tensor *dy, const kiln_tensor *w, int format, int64_t n, int64_t k,
+                           int64_t row_words, kiln_tensor *y) {
+    kiln_qmatmul_args a = {.x = kiln_ref_of(dy), .w = kiln_ref_of(w), .y = kiln_ref_of(y), .format = format,
+                           .m = kiln_numel(dy) / n, .n = n, .k = k, .row_words = row_words, .dtype = dy->dtype};
+    return KILN_CALL(dy->ctx, qmatmul_t, &a);
+}
+
+kiln_tensor *kiln_matmul_qt(kiln_tensor *dy, const kiln_qmatrix *w) {
+    if (!dy || !w) return kiln_fail(KILN_ERR_ARGUMENT, "matmul_qt: NULL operand");
+    char sd[64];
+    if (kiln_check_float("matmul_qt", dy, "dy")) return NULL;
+    if (dy->ctx != w->data->ctx) return kiln_fail(KILN_ERR_ARGUMENT, "matmul_qt: the operands belong to different contexts");
+    if (dy->ndim < 1 || dy->shape[dy->ndim - 1] != w->rows)
+        return kiln_fail(KILN_ERR_SHAPE, "matmul_qt: dy %s does not end in the matrix's %lld rows",
+                         kiln_shape_str(dy, sd, sizeof sd), (long long)w->rows);
+    int64_t shape[KILN_MAX_DIMS];
+    memcpy(shape, dy->shape, sizeof shape);
+    shape[dy->ndim - 1] = w->cols;
+    kiln_tensor *y = kiln_op_output(dy->ctx, dy->dtype, dy->ndim, shape);
+    if (!y) return NULL;
+    return qt_into(dy, w->data, (int)w->format, w->rows, w->cols, w->row_words, y) ? NULL : y;
+}
+
+/* in[0] x, in[1] the bias (when there is one); saved[0] the matrix's words; i[] its format,
+ * rows, columns and row words. */
+static kiln_status matmul_q_backward(kiln_tape_rec *rec) {
+    kiln_tensor *x = rec->in[0], *bias = rec->n_in > 1 ? rec->in[1] : NULL, *dy = rec->out->grad;
+    kiln_ctx *ctx = dy->ctx;
+    const int64_t n = rec->i[1], k = rec->i[2];
+    int fresh;
+    kiln_tensor *dx;
+    kiln_status s = op_grad_to_write(x, &dx, &fresh);
+    if (s == KILN_OK && dx) {
+        /* the kernel overwrites its output: straight into a fresh gradient, else added */
+        kiln_tensor *t = fresh ? dx : kiln_tensor_temp(ctx, dx->dtype, dx->ndim, dx->shape);
+        if (!t) return kiln_error_status();
+        s = qt_into(dy, rec->saved[0], (int)rec->i[0], n, k, rec->i[3], t);
+        if (s == KILN_OK && !fresh) {
+            kiln_axpby_args ax = {.x = kiln_ref_of(t), .y = kiln_ref_of(dx), .n = kiln_numel(dx), .alpha = 1.0f,
+                                  .beta = 1.0f, .dtype = dx->dtype};
+            s = KILN_CALL(ctx, axpby, &ax);
+        }
+    }
+    kiln_tensor *dbias;
+    if (s == KILN_OK && (s = op_grad_to_add(bias, &dbias)) == KILN_OK && dbias) {
+        kiln_sum_rows_args sr = {.x = kiln_ref_of(dy), .out = kiln_ref_of(dbias), .rows = kiln_numel(dy) / n,
+                                 .cols = n, .alpha = 1.0f, .dtype = dy->dtype};
+        s = KILN_CALL(ctx, sum_rows, &sr);
+    }
+    return s;
+}
+
 kiln_tensor *kiln_matmul_q(kiln_tensor *x, const kiln_qmatrix *w, kiln_tensor *bias) {
     if (!x || !w) return kiln_fail(KILN_ERR_ARGUMENT, "matmul_q: NULL operand");
     char sx[64], sb[64];
@@ -110,5 +181,14 @@ kiln_tensor *kiln_matmul_q(kiln_tensor *x, const kiln_qmatrix *w, kiln_tensor *b
     kiln_qmatmul_args a = {.x = kiln_ref_of(x), .w = kiln_ref_of(w->data), .bias = kiln_ref_of(bias),
                            .y = kiln_ref_of(y), .format = (int)w->format, .m = kiln_numel(x) / w->cols,
                            .n = w->rows, .k = w->cols, .row_words = w->row_words, .dtype = x->dtype};
-    return KILN_CALL(x->ctx, qmatmul, &a) ? NULL : y;
+    if (KILN_CALL(x->ctx, qmatmul, &a)) return NULL;
+    kiln_tensor *ins[2] = {x, bias};
+    const int n_in = bias ? 2 : 1;
+    if (kiln_needs_tape(x->ctx, n_in, ins)) {
+        kiln_tape_rec *rec = kiln_tape_push(x->ctx, matmul_q_backward, y, n_in, ins);
+        if (!rec) return NULL;
+        rec->saved[0] = w->data;
+        rec->i[0] = (int64_t)w->format, rec->i[1] = w->rows, rec->i[2] = w->cols, rec->i[3] = w->row_words;
+    }
+    return y;
 }

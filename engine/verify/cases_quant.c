@@ -1,26 +1,44 @@
 /* The verification cases of the product with a block-quantized matrix (kiln/quant.h): run by
  * `kiln verify` and by tests/test_op_quant.c. The case quantizes its weight input on the host
  * and multiplies on the device, so the device's kernel meets the CPU's on the same blocks;
- * tests/test_op_quant.c also checks both against dequantize-then-multiply. Inference only:
- * no gradient. */
+ * tests/test_op_quant.c also checks both against dequantize-then-multiply. The transposed
+ * product (kiln_matmul_qt, the gradient of x through the quantized product) has cases of its
+ * own: the quantized weights get no gradient, and the CPU's product rounds x to 8 bits, so a
+ * finite difference of it in x would not be its gradient. */
 #include <stdlib.h>
 
 #include "kiln/kiln.h"
 #include "verify/cases.h"
 
-/* in[0] x [.., k], in[1] the weight [n, k] to quantize in format *param, in[2] the bias or
- * absent. */
-static kiln_tensor *build_matmul_q(kiln_tensor **in, const void *param) {
-    kiln_tensor *x = in[0], *w = in[1];
+/* The weight w [n, k] quantized on the host in format *param and uploaded; NULL with the
+ * error set on failure. */
+static kiln_qmatrix *quantized(kiln_tensor *w, const void *param) {
     int64_t n = w->shape[0], k = w->shape[1];
     float *host = malloc((size_t)(n * k) * sizeof *host);
-    kiln_qmatrix *q = kiln_qmatrix_new(x->ctx, *(const kiln_qformat *)param, n, k);
-    kiln_tensor *y = NULL;
+    kiln_qmatrix *q = kiln_qmatrix_new(w->ctx, *(const kiln_qformat *)param, n, k);
     if (!host) kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
-    else if (q && !kiln_download_f32(w, host, n * k) && !kiln_qmatrix_quantize(q, host, 0))
-        y = kiln_matmul_q(x, q, in[2]);
+    if (!host || !q || kiln_download_f32(w, host, n * k) || kiln_qmatrix_quantize(q, host, 0)) {
+        kiln_qmatrix_free(q);
+        q = NULL;
+    }
     free(host);
-    kiln_qmatrix_free(q); /* a backend keeps the storage until the queued product has run */
+    return q;
+}
+
+/* in[0] x [.., k], in[1] the weight [n, k] to quantize in format *param, in[2] the bias or
+ * absent. A backend keeps the matrix's storage until the queued product has run. */
+static kiln_tensor *build_matmul_q(kiln_tensor **in, const void *param) {
+    kiln_qmatrix *q = quantized(in[1], param);
+    kiln_tensor *y = q ? kiln_matmul_q(in[0], q, in[2]) : NULL;
+    kiln_qmatrix_free(q);
+    return y;
+}
+
+/* in[0] dy [.., n], in[1] the weight [n, k] to quantize in format *param: dy W. */
+static kiln_tensor *build_matmul_qt(kiln_tensor **in, const void *param) {
+    kiln_qmatrix *q = quantized(in[1], param);
+    kiln_tensor *y = q ? kiln_matmul_qt(in[0], q) : NULL;
+    kiln_qmatrix_free(q);
     return y;
 }
 
@@ -78,6 +96,25 @@ static const kiln_verify_case cases[] = {
      .in = {X(1, 512), W(13, 512)}},
     {.name = "matmul_q6_k_prefill_bias", .build = build_matmul_q, .param = &q6_k, .no_grad = 1, QTOL, .n_in = 3,
      .in = {X(17, 256), W(5, 256), BIAS(5)}},
+    /* the transposed product: no activation rounding on any backend, so the device meets
+     * the CPU within f32 sums in another order and decodings that round d * sc * q in
+     * another order (a few ulps of each weight) */
+    {.name = "matmul_qt_q8_0_token", .quick = 1, .build = build_matmul_qt, .param = &q8_0, .no_grad = 1,
+     .fwd_tol = 1e-9, .n_in = 2, .in = {X(1, 33), W(33, 160)}},
+    {.name = "matmul_qt_q4_0_prefill", .build = build_matmul_qt, .param = &q4_0, .no_grad = 1, .fwd_tol = 1e-9,
+     .n_in = 2, .in = {X(17, 21), W(21, 96)}},
+    {.name = "matmul_qt_q4_1_prefill", .build = build_matmul_qt, .param = &q4_1, .no_grad = 1, .fwd_tol = 1e-9,
+     .n_in = 2, .in = {X(10, 7), W(7, 64)}},
+    {.name = "matmul_qt_q5_0_prefill", .build = build_matmul_qt, .param = &q5_0, .no_grad = 1, .fwd_tol = 1e-9,
+     .n_in = 2, .in = {X(17, 9), W(9, 160)}},
+    {.name = "matmul_qt_q5_1_token", .build = build_matmul_qt, .param = &q5_1, .no_grad = 1, .fwd_tol = 1e-9,
+     .n_in = 2, .in = {X(1, 5), W(5, 64)}},
+    {.name = "matmul_qt_q4_k_prefill", .quick = 1, .build = build_matmul_qt, .param = &q4_k, .no_grad = 1,
+     .fwd_tol = 1e-9, .n_in = 2, .in = {X(17, 9), W(9, 512)}},
+    {.name = "matmul_qt_q5_k_token", .build = build_matmul_qt, .param = &q5_k, .no_grad = 1, .fwd_tol = 1e-9,
+     .n_in = 2, .in = {X(1, 7), W(7, 256)}},
+    {.name = "matmul_qt_q6_k_prefill", .build = build_matmul_qt, .param = &q6_k, .no_grad = 1, .fwd_tol = 1e-9,
+     .n_in = 2, .in = {X(17, 13), W(13, 256)}},
 };
 const kiln_verify_group kiln_verify_group_quant =
     {.name = "quant", .cases = cases, .count = (int)(sizeof cases / sizeof cases[0])};

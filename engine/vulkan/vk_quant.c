@@ -83,3 +83,31 @@ kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     l.ops[VK_OP(qmatmul, y)] = vk_out(a->y, a->m * a->n, es);
     return vk_dispatch(d, &l);
 }
+
+/* ---- the transposed product (shaders/qmatmul_t.comp) ----
+ * A workgroup of QT_WG invocations owns QT_WG output columns (two units of 32 per row of W)
+ * and KILN_ABI_QMATMUL_T_ROWS rows of dy: ceil(k / QT_WG) x ceil(m / ROWS) workgroups. 64 is
+ * within every device's limits (Vulkan's minimum is 128 invocations) and keeps the shared
+ * panel at 4.5 KiB. */
+#define QT_WG 64u
+
+typedef struct { QMATMUL_T_PUSH } qmatmul_t_push;
+
+kiln_status vk_qmatmul_t(void *dev, const kiln_qmatmul_args *a) {
+    vk_dev *d = vk_of(dev);
+    vk_shader_id shader;
+    kiln_status s = vk_variant(d, VK_SHADER_qmatmul_t, a->dtype, &shader);
+    if (s) return s;
+    if (a->m == 0) return KILN_OK;
+    uint32_t es = vk_elem(a->dtype);
+    qmatmul_t_push p = {.m = vk_u32(a->m), .n = vk_u32(a->n), .k = vk_u32(a->k), .row_words = vk_u32(a->row_words)};
+    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p, .n_spec = 2};
+    l.spec[0] = QT_WG;
+    l.spec[1] = (uint32_t)a->format;
+    vk_grid_1d(d, (uint64_t)vk_div_up((uint64_t)a->k, QT_WG) * vk_div_up((uint64_t)a->m, KILN_ABI_QMATMUL_T_ROWS),
+               l.groups);
+    l.ops[VK_OP(qmatmul_t, dy)] = vk_in(a->x, a->m * a->n, es);
+    l.ops[VK_OP(qmatmul_t, w)] = vk_in(a->w, a->n * a->row_words, 4);
+    l.ops[VK_OP(qmatmul_t, y)] = vk_out(a->y, a->m * a->k, es);
+    return vk_dispatch(d, &l);
+}

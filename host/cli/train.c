@@ -85,7 +85,7 @@ int cmd_train(int argc, char **argv) {
     FILE *metrics = NULL;
     int parsed = parse_options(k, run, &o, opts, n, argc, argv), rc = parsed < 0;
     if (parsed == 0)
-        rc = run_paths_init(&paths, o.out) || k->prepare(run, opts, n, &paths) ||
+        rc = run_paths_init(&paths, o.out, o.lora) || k->prepare(run, opts, n, &paths) ||
              open_run(k, run, &o, &paths, &ctx, &t, &sync, &metrics) || train_to_end(k, run, &t, &o, metrics);
     rc = train_parallel_end(rc, sync, &t);
     if (metrics) fclose(metrics);

@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include "formats/text_number.h"
+#include "model/lora.h"
 #include "model/model_checkpoint.h"
 #include "run/cli.h"
 
-int run_paths_init(run_paths *p, const char *out) {
-    const char *names[] = {"model.safetensors", "optimizer.safetensors", "optimizer.prev.safetensors"};
+int run_paths_init(run_paths *p, const char *out, int lora) {
+    const char *names[] = {lora ? LORA_WEIGHTS_FILE : "model.safetensors", "optimizer.safetensors",
+                           "optimizer.prev.safetensors"};
     char *dst[] = {p->model, p->optimizer, p->optimizer_prev};
     for (int i = 0; i < 3; i++)
         if ((size_t)snprintf(dst[i], sizeof p->model, "%s/%s", out, names[i]) >= sizeof p->model)
@@ -25,7 +27,8 @@ int run_paths_init(run_paths *p, const char *out) {
 void train_remove_stale_temporaries(const char *out) {
     static const char *const prefixes[] = {"model.safetensors.tmp", "optimizer.safetensors.tmp",
                                            "optimizer.prev.safetensors.tmp", "config.json.tmp",
-                                           "metrics.jsonl.tmp"};
+                                           "metrics.jsonl.tmp", LORA_WEIGHTS_FILE ".tmp",
+                                           LORA_CONFIG_FILE ".tmp"};
     DIR *d = opendir(out);
     if (!d) return;
     struct dirent *e;

@@ -16,13 +16,16 @@
 
 #include "model/trainer.h"
 
-/* Where the run keeps its checkpoint. */
+/* Where the run keeps its checkpoint: `model` is the trained weights' file, the model's
+ * (model.safetensors) or a LoRA run's adapter (adapter_model.safetensors, beside
+ * adapter_config.json); either holds the step in its metadata. */
 typedef struct run_paths {
     char model[4096], optimizer[4096], optimizer_prev[4096];
 } run_paths;
 
-/* The paths in the directory `out`. Returns 0, or 1 with the error printed (too long). */
-int run_paths_init(run_paths *p, const char *out);
+/* The paths in the directory `out` (lora: a LoRA run's). Returns 0, or 1 with the error
+ * printed (too long). */
+int run_paths_init(run_paths *p, const char *out, int lora);
 
 /* Removes the temporary files a killed run left in `out` (each writer's "<file>.tmp..."):
  * a run opening its directory calls it, as the only writer there. */

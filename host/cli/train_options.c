@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 
 #include "cli/device_check.h"
+#include "cli/kind_commands.h"
 #include "formats/text_number.h"
+#include "model/lora.h"
 #include "model/model_checkpoint.h"
 #include "run/device.h"
 #include "run/precision_option.h"
@@ -68,6 +70,33 @@ static int validate_stability(stability_options *s) {
     return 0;
 }
 
+/* The LoRA options: a GPT's, with --init (or a LoRA run in --out to resume, whose adapter
+ * keeps its own options: any given must agree). */
+static int validate_lora(train_options *o, const cli_opt *opts, int n) {
+    static const char *const names[] = {"--lora-rank", "--lora-alpha", "--lora-targets", "--lora-dropout"};
+    const char *given = NULL;
+    for (int i = 0; i < 4; i++)
+        if (cli_find(opts, n, names[i])->seen) {
+            o->lora_seen |= 1u << i;
+            if (!given) given = names[i];
+        }
+    char adapter[4200];
+    snprintf(adapter, sizeof adapter, "%s/%s", o->out, LORA_WEIGHTS_FILE);
+    int resumes_lora = o->resume && train_file_exists(adapter);
+    o->lora = resumes_lora; /* --init then names its base, else the adapter does */
+    if (!given) return 0;
+    const kind_commands *k = kind_commands_find(o->model);
+    if (k && k != kind_commands_default())
+        return host_error("%s applies to GPT models (--model gpt or llama), not --model %s", given, o->model);
+    if (resumes_lora) return 0; /* the adapter's own must agree (cli/gpt/gpt_train_lora.c) */
+    if (o->resume) return host_error("%s: --out %s holds no LoRA adapter to resume", given, o->out);
+    if (!o->init) return host_error("%s needs --init BASE: LoRA adapts an existing model", given);
+    if (!cli_find(opts, n, "--lora-rank")->seen) return host_error("%s needs --lora-rank R", given);
+    if (o->lora_rank <= 0) return host_error("--lora-rank %d: the rank must be positive", o->lora_rank);
+    o->lora = 1;
+    return 0;
+}
+
 /* Semantic checks that the option table's ranges cannot express. */
 int train_validate_options(train_options *o, const cli_opt *opts, int n) {
     if (validate_stability(&o->st)) return 1;
@@ -106,7 +135,8 @@ int train_validate_options(train_options *o, const cli_opt *opts, int n) {
                                             .interval = o->ls_interval};
     if (!o->data) return host_error("kiln train needs --data FILE");
     if (!o->out) return host_error("kiln train needs --out DIR");
-    if (o->init && o->resume)
+    if (validate_lora(o, opts, n)) return 1;
+    if (o->init && o->resume && !o->lora)
         return host_error("--init and --resume exclude each other (--resume continues the run in --out)");
     const cli_opt *head_dim = cli_find(opts, n, "--head-dim"); /* a GPT's heads may be of any width */
     if (o->dim % o->heads != 0 && !(head_dim && head_dim->seen))
@@ -157,7 +187,7 @@ train_options train_default_options(void) {
                        .st = {.norm = "pre", .residual = "plain", .layer_type = "transformer",
                               .gau_attn = "relu2", .admin_init = "profile", .gau_s = 128,
                               .attn_temperature = 1.0f, .entropy_alert = 0.5f},
-                       .eval_every = 250, .eval_windows = 200, .log_every = 10,
+                       .eval_every = 250, .eval_windows = 200, .log_every = 10, .lora_alpha = 8.0f,
                        .hp = train_nanogpt_hparams()};
     return o;
 }
@@ -285,10 +315,32 @@ static int device_options(train_options *o, cli_opt *opts) {
     return (int)(sizeof own / sizeof own[0]);
 }
 
+/* LoRA fine-tuning of --init's model (model/lora.h). */
+static int lora_cli_options(train_options *o, cli_opt *opts) {
+    const cli_opt own[] = {
+        {.name = "--lora-rank", .kind = CLI_INT, .target = &o->lora_rank, .meta = "R",
+         .help = "train LoRA adapters of rank R on --init's frozen model instead of its weights (GPT-2 and the "
+                 "Llama family; --out receives PEFT's adapter_config.json and adapter_model.safetensors)",
+         .min = -(1 << 30), .max = 1 << 30},
+        {.name = "--lora-alpha", .kind = CLI_FLOAT, .target = &o->lora_alpha, .meta = "A",
+         .help = "LoRA's alpha: the adapters' output is scaled by A / R (default 8, PEFT's)", .min = 1e-6,
+         .max = 1e6},
+        {.name = "--lora-targets", .kind = CLI_STRING, .target = &o->lora_targets, .meta = "LIST",
+         .help = "the linears to adapt, by PEFT's suffix matching (c_proj: both of GPT-2's; q_proj,v_proj: the "
+                 "Llama family's); default: every linear of the blocks"},
+        {.name = "--lora-dropout", .kind = CLI_FLOAT, .target = &o->lora_dropout, .meta = "P",
+         .help = "dropout on the adapters' input while training", .min = 0, .max = 0.99},
+    };
+    _Static_assert(sizeof own / sizeof own[0] <= 4, "TRAIN_COMMON_OPTIONS's share is too small");
+    memcpy(opts, own, sizeof own);
+    return (int)(sizeof own / sizeof own[0]);
+}
+
 int train_common_options(train_options *o, cli_opt *opts) {
     int n = run_options(o, opts);
     n += recipe_options(o, opts + n);
     n += device_options(o, opts + n);
+    n += lora_cli_options(o, opts + n);
     return n;
 }
 

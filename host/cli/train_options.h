@@ -44,6 +44,12 @@ typedef struct train_options {
     int enc_layers, dec_layers; /* 0: --layers */
     int max_len, batch_tokens, separate_vocab;
     const char *tokenizer;
+    /* LoRA (model/lora.h): adapters on --init's frozen base; lora is set by the checks when
+       --lora-rank is given or --resume finds an adapter in --out */
+    int lora, lora_rank;
+    float lora_alpha, lora_dropout;
+    const char *lora_targets;
+    unsigned lora_seen; /* bit i: the i-th of --lora-rank, -alpha, -targets, -dropout was given */
 } train_options;
 
 /* train_options with every default but the model's own (layers, schedule, ...). */
@@ -51,7 +57,7 @@ train_options train_default_options(void);
 
 /* Appends the options every model trains with to opts (room for TRAIN_COMMON_OPTIONS) and
  * returns their number. */
-enum { TRAIN_COMMON_OPTIONS = 48 }; /* 22 + 16 + 10 (train_options.c's groups) */
+enum { TRAIN_COMMON_OPTIONS = 52 }; /* 22 + 16 + 10 + 4 (train_options.c's groups) */
 int train_common_options(train_options *o, cli_opt *opts);
 
 /* One choice-valued option: its index among names, or a one-line error listing them. */

@@ -126,6 +126,14 @@ typedef struct lora_base_info {
 int lora_base_info_of(const gpt_model *m, const tokenizer *tok, const char *path, lora_base_info *out, char *err,
                       size_t errlen);
 
+/* The storage type of the base file's (or folder's) block matrices as the file holds them:
+ * "F32", "F16", "BF16", "Q8_0", "Q4_K", ... ("unknown" when it cannot tell). */
+void lora_base_format(const char *path, char *buf, size_t size);
+
+/* 0 when training adapters on m can reach every layer: a base of f32/f16 weights, or
+ * quantized blocks whose product records its backward to the input; -1 with one line. */
+int lora_base_trainable(gpt_model *m, char *err, size_t errlen);
+
 /* ---- PEFT's files (lora_peft.c) ---- */
 #define LORA_CONFIG_FILE "adapter_config.json"
 #define LORA_WEIGHTS_FILE "adapter_model.safetensors"

@@ -1,6 +1,7 @@
 /* The base an adapter belongs to (model/lora.h's lora_base_info): its architecture, shapes,
  * tokenizer and a hash of its bytes, which an adapter records and a load checks. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "formats/gguf.h"
+#include "formats/safetensors.h"
 #include "model/gpt/gpt_export.h"
 #include "model/lora.h"
 
@@ -36,39 +39,126 @@ static int hash_file(const char *path, uint64_t *h, char *err, size_t errlen) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The *.safetensors files of a folder in name order (NULL-terminated; free each and the
+ * array), or NULL. */
+static char **safetensors_in(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    char **names = calloc(1, sizeof *names);
+    size_t n = 0;
+    for (struct dirent *e; names && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 12 || strcmp(e->d_name + len - 12, ".safetensors")) continue;
+        char **grown = realloc(names, (n + 2) * sizeof *names);
+        if (!grown) break;
+        names = grown;
+        if (!(names[n] = strdup(e->d_name))) break;
+        names[++n] = NULL;
+    }
+    closedir(d);
+    if (names) qsort(names, n, sizeof *names, by_name);
+    return names;
+}
+
+static void free_names(char **names) {
+    for (size_t i = 0; names && names[i]; i++) free(names[i]);
+    free(names);
+}
+
 /* A folder's config.json and its *.safetensors in name order. */
 static int hash_folder(const char *dir, uint64_t *h, char *err, size_t errlen) {
     char path[2048];
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (hash_file(path, h, err, errlen)) return -1;
-    DIR *d = opendir(dir);
-    if (!d) {
+    char **names = safetensors_in(dir);
+    if (!names) {
         snprintf(err, errlen, "%s: cannot list the folder", dir);
         return -1;
     }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
     int rc = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len < 12 || strcmp(e->d_name + len - 12, ".safetensors")) continue;
-        if (n == cap) {
-            char **grown = realloc(names, (cap = cap ? 2 * cap : 8) * sizeof *names);
-            if (!grown) break;
-            names = grown;
-        }
-        if (!(names[n] = strdup(e->d_name))) break;
-        n++;
-    }
-    closedir(d);
-    if (names) qsort(names, n, sizeof *names, by_name);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; names[i] && !rc; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (!rc) rc = hash_file(path, h, err, errlen);
-        free(names[i]);
+        rc = hash_file(path, h, err, errlen);
     }
-    free(names);
+    free_names(names);
     return rc;
+}
+
+static int is_folder(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The storage type of the first attention matrix of a GGUF or safetensors file. */
+static void file_format(const char *path, char *buf, size_t size) {
+    char err[256];
+    gguf_file *g;
+    st_file *f;
+    snprintf(buf, size, "unknown");
+    FILE *probe = fopen(path, "rb");
+    char magic[4] = {0};
+    size_t got = probe ? fread(magic, 1, 4, probe) : 0;
+    if (probe) fclose(probe);
+    if (got == 4 && !memcmp(magic, "GGUF", 4)) {
+        if (gguf_open(path, &g, err, sizeof err)) return;
+        for (size_t i = 0; i < gguf_tensor_count(g); i++) {
+            const gguf_tensor *t = gguf_tensor_at(g, i);
+            if (t->ndim == 2 && strstr(t->name, "attn")) {
+                char other[32];
+                snprintf(buf, size, "%s", gguf_tensor_type_name(t->type, other, sizeof other));
+                for (char *c = buf; *c; c++) *c = (char)toupper((unsigned char)*c); /* as safetensors spells them */
+                break;
+            }
+        }
+        gguf_close(g);
+    } else if (!st_open(path, &f, err, sizeof err)) {
+        for (size_t i = 0; i < st_count(f); i++) {
+            const st_tensor *t = st_tensor_at(f, i);
+            if (t->ndim == 2 && strstr(t->name, "attn")) {
+                snprintf(buf, size, "%s", t->dtype_name);
+                break;
+            }
+        }
+        st_close(f);
+    }
+}
+
+void lora_base_format(const char *path, char *buf, size_t size) {
+    if (!is_folder(path)) {
+        file_format(path, buf, size);
+        return;
+    }
+    char **names = safetensors_in(path);
+    snprintf(buf, size, "unknown");
+    if (names && names[0]) {
+        char file[2048];
+        snprintf(file, sizeof file, "%s/%s", path, names[0]);
+        file_format(file, buf, size);
+    }
+    free_names(names);
+}
+
+int lora_base_trainable(gpt_model *m, char *err, size_t errlen) {
+    kiln_qmatrix *q = NULL;
+    for (int s = 0; s < BLOCK_SLOT_COUNT && !q; s++) q = m->blocks[0].q[s] ? m->blocks[0].q[s] : m->blocks[0].qpart[s][0];
+    if (!q) return 0;
+    /* a quantized product that records no backward would cut the gradient to the layers
+       below: ask the engine whether it records one */
+    int64_t shape[2] = {1, kiln_qmatrix_cols(q)};
+    kiln_tensor *x = kiln_tensor_temp(m->ctx, m->dtype, 2, shape);
+    int grad = kiln_grad_enabled(m->ctx), records = 0;
+    kiln_set_grad_enabled(m->ctx, 1);
+    if (x && !kiln_fill(x, 0.0f)) {
+        kiln_set_requires_grad(x, 1);
+        kiln_tensor *y = kiln_matmul_q(x, q, NULL);
+        records = y && kiln_requires_grad(y);
+    }
+    kiln_set_grad_enabled(m->ctx, grad);
+    kiln_step_reset(m->ctx);
+    if (records) return 0;
+    snprintf(err, errlen, "this build of kiln cannot backpropagate through quantized matrices, which LoRA on a "
+                          "quantized base needs; use an f16 or f32 base");
+    return -1;
 }
 
 int lora_base_info_of(const gpt_model *m, const tokenizer *tok, const char *path, lora_base_info *out, char *err,
@@ -97,10 +187,8 @@ int lora_base_info_of(const gpt_model *m, const tokenizer *tok, const char *path
     snprintf(out->hash, sizeof out->hash, "none");
     if (path) {
         snprintf(out->path, sizeof out->path, "%s", path);
-        struct stat st;
         uint64_t h = FNV_INIT;
-        int folder = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-        if (folder ? hash_folder(path, &h, err, errlen) : hash_file(path, &h, err, errlen)) return -1;
+        if (is_folder(path) ? hash_folder(path, &h, err, errlen) : hash_file(path, &h, err, errlen)) return -1;
         snprintf(out->hash, sizeof out->hash, "%016" PRIx64, h);
     }
     return 0;

@@ -1,6 +1,8 @@
 /* One training step and the learning-rate schedule (see trainer.h). */
 #include "model/trainer.h"
 
+#include "model/lora.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,13 +129,10 @@ static kiln_status gpt_grad_norms_hook(void *m, double unscale, double *out) {
     return gpt_layer_grad_norms(m, unscale, out);
 }
 
-int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hparams *hp,
-                 char *err, size_t errlen) {
-    train_model model = {.self = m, .ctx = m->ctx, .params = m->params, .n_params = m->n_params,
-                         .d_model = m->cfg.n_embd, .data_tokens = ds ? (uint64_t)ds->n_tokens : 0,
-                         .set_precision = gpt_precision_hook, .sigma_step = gpt_sigma_hook,
-                         .layer_grad_norms = gpt_grad_norms_hook, .micro_loss = gpt_micro_loss};
-    if (trainer_init_model(t, &model, hp, err, errlen)) return -1;
+/* The GPT's trainer over the table `model` describes (its own weights, or an adapter's). */
+static int gpt_trainer_init(trainer *t, const train_model *model, gpt_model *m, const data_set *ds,
+                            const train_hparams *hp, char *err, size_t errlen) {
+    if (trainer_init_model(t, model, hp, err, errlen)) return -1;
     t->m = m;
     t->ds = ds;
     size_t cells = (size_t)hp->batch * (size_t)hp->block;
@@ -145,6 +144,45 @@ int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hpara
         return -1;
     }
     return 0;
+}
+
+int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hparams *hp,
+                 char *err, size_t errlen) {
+    train_model model = {.self = m, .ctx = m->ctx, .params = m->params, .n_params = m->n_params,
+                         .d_model = m->cfg.n_embd, .data_tokens = ds ? (uint64_t)ds->n_tokens : 0,
+                         .set_precision = gpt_precision_hook, .sigma_step = gpt_sigma_hook,
+                         .layer_grad_norms = gpt_grad_norms_hook, .micro_loss = gpt_micro_loss};
+    return gpt_trainer_init(t, &model, m, ds, hp, err, errlen);
+}
+
+/* fp16 under LoRA: the base turns to f16 without masters (never updated) unless it is f16
+ * already or quantized blocks (its norms and biases turn), the adapter keeps f32 masters
+ * with f16 copies that backward reaches. */
+static kiln_status lora_precision_hook(void *self, kiln_dtype dtype, int keep_masters) {
+    lora_adapter *a = self;
+    gpt_model *m = a->attached;
+    kiln_status s = m->dtype == dtype ? KILN_OK : gpt_set_precision(m, dtype, 0);
+    if (!s && dtype == KILN_F16) s = model_params_to_half(a->ctx, a->params, a->n_params, keep_masters);
+    return s;
+}
+
+static kiln_status lora_grad_norms_hook(void *self, double unscale, double *out) {
+    lora_adapter *a = self;
+    return model_params_layer_grad_norms(a->ctx, a->params, a->n_params, a->n_layer, unscale, out);
+}
+
+int trainer_init_lora(trainer *t, gpt_model *m, lora_adapter *a, const data_set *ds, const train_hparams *hp,
+                      char *err, size_t errlen) {
+    if (a->attached != m) {
+        snprintf(err, errlen, "the LoRA adapter is not attached to the model it trains");
+        return -1;
+    }
+    lora_freeze_base(m);
+    train_model model = {.self = a, .ctx = m->ctx, .params = a->params, .n_params = a->n_params,
+                         .d_model = m->cfg.n_embd, .data_tokens = ds ? (uint64_t)ds->n_tokens : 0,
+                         .set_precision = lora_precision_hook, .layer_grad_norms = lora_grad_norms_hook,
+                         .micro_loss = gpt_micro_loss};
+    return gpt_trainer_init(t, &model, m, ds, hp, err, errlen);
 }
 
 void trainer_free(trainer *t) {

@@ -126,6 +126,14 @@ typedef struct trainer {
  * -1 with a message. */
 int trainer_init(trainer *t, gpt_model *m, const data_set *ds, const train_hparams *hp,
                  char *err, size_t errlen);
+/* LoRA (model/lora.h): the optimizer's weights and the gradients are the adapter's alone
+ * (decay on A and B), attached to m, whose base is frozen here (lora_freeze_base); fp16
+ * turns the base to f16 without masters (an f16 base stays as it is, quantized blocks stay
+ * quantized) and gives the adapter f16 copies with f32 masters; no sigma-reparam step; the
+ * per-layer gradient norms are the adapter's. */
+struct lora_adapter;
+int trainer_init_lora(trainer *t, gpt_model *m, struct lora_adapter *a, const data_set *ds, const train_hparams *hp,
+                      char *err, size_t errlen);
 /* The same for any model: decay where its specs say so. */
 int trainer_init_model(trainer *t, const train_model *model, const train_hparams *hp, char *err,
                        size_t errlen);

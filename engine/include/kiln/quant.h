@@ -100,10 +100,22 @@ kiln_status kiln_qmatrix_upload(kiln_qmatrix *q, const void *blocks);
  * a [cols, rows] matrix instead (GPT-2's Conv1D layout), quantizing its columns. */
 kiln_status kiln_qmatrix_quantize(kiln_qmatrix *q, const float *w, int transposed);
 
+/* Downloads the blocks into rows x kiln_qformat_row_bytes(format, cols) bytes, rows one after
+ * the other, unpadded (GGUF's layout): the inverse of kiln_qmatrix_upload. */
+kiln_status kiln_qmatrix_download(const kiln_qmatrix *q, void *blocks);
+
 /* y[..., rows] = x[..., cols] W^T (+ bias[rows]): the product of activations (f32 or f16,
  * y the same) with a quantized matrix, read block by block by the kernel, accumulating in
- * f32. No gradient flows through it (quantized weights are for inference). */
+ * f32. The matrix is frozen: it never gets a gradient. When x or the bias requires a
+ * gradient (and grad is enabled), the product records on the tape: the backward computes
+ * dX = dY W from the blocks (kiln_matmul_qt) and dBias = dY summed over its rows, as a
+ * LoRA adapter over a quantized base needs. The matrix must then outlive the backward. */
 kiln_tensor *kiln_matmul_q(kiln_tensor *x, const kiln_qmatrix *w, kiln_tensor *bias);
+
+/* y[..., cols] = dy[..., rows] W: the transposed product (f32 or f16, y in dy's dtype,
+ * accumulating in f32), the gradient of kiln_matmul_q's x. The kernel decodes the blocks it
+ * needs as it goes: no dequantized copy of the matrix. No gradient flows through it. */
+kiln_tensor *kiln_matmul_qt(kiln_tensor *dy, const kiln_qmatrix *w);
 
 /* 1 when kiln_matmul_q on ctx's device rounds the activations to int8 first and sums
  * integer products, as ggml's CPU backend does; 0 when the product uses the activations as

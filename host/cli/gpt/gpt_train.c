@@ -21,6 +21,7 @@
 #include "run/cli.h"
 #include "run/gpt_load.h"
 #include "cli/gpt/gpt_arch_options.h"
+#include "cli/gpt/gpt_train_lora.h"
 #include "cli/kind_commands.h"
 #include "run/gpt_tokenizer.h"
 #include "cli/train_loop.h"
@@ -118,14 +119,27 @@ typedef struct gpt_run {
     gpt_model *m;
     trainer *t;
     double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring (one allocation) */
+    lora_run lora;                /* o->lora: the adapters trained on a frozen base */
 } gpt_run;
+
+/* A loaded model's sizes and options become the run's (any given must agree). */
+static int adopt_loaded(gpt_model *m, train_options *o, const cli_opt *opts, int n, const gpt_config *want,
+                        const char *from) {
+    if (!cli_find(opts, n, "--block")->seen) o->hp.block = m->cfg.n_positions;
+    if (check_arch(&m->cfg, opts, n, o, want, from)) return 1;
+    o->layers = m->cfg.n_layer;
+    o->heads = m->cfg.n_head;
+    o->dim = m->cfg.n_embd;
+    /* the temperature is a knob, not a weight: the command line's wins */
+    if (cli_find(opts, n, "--attn-temperature")->seen) gpt_set_attn_temperature(m, o->st.attn_temperature);
+    return 0;
+}
 
 /* The model to train: fresh from --seed, from --init, or the run in --out for --resume. */
 static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *opts, int n,
                               const run_paths *paths, const data_set *ds, const gpt_config *want) {
     char err[1024];
     const char *from = o->resume ? paths->model : o->init;
-    int block_given = cli_find(opts, n, "--block")->seen;
     if (!from) {
         gpt_config cfg = *want;
         cfg.n_layer = o->layers;
@@ -160,20 +174,15 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
         return NULL;
     }
     if (m->quant) {
-        host_error("%s: its matrices are quantized and cannot be trained; --init takes f32, f16 or bf16 weights", from);
+        host_error("%s: its matrices are quantized and cannot be trained; --init takes f32, f16 or bf16 weights "
+                   "(or LoRA adapters on the quantized model: --lora-rank)", from);
         gpt_free(m);
         return NULL;
     }
-    if (!block_given) o->hp.block = m->cfg.n_positions;
-    if (check_arch(&m->cfg, opts, n, o, want, from)) {
+    if (adopt_loaded(m, o, opts, n, want, from)) {
         gpt_free(m);
         return NULL;
     }
-    o->layers = m->cfg.n_layer;
-    o->heads = m->cfg.n_head;
-    o->dim = m->cfg.n_embd;
-    /* the temperature is a knob, not a weight: the command line's wins */
-    if (cli_find(opts, n, "--attn-temperature")->seen) gpt_set_attn_temperature(m, o->st.attn_temperature);
     return m;
 }
 
@@ -255,6 +264,7 @@ static int evaluate(void *self, int full, metrics_row *row) {
 
 static int save(void *self) {
     gpt_run *r = self;
+    if (r->o->lora) return lora_run_save(&r->lora, r->t, r->o, r->paths);
     return save_checkpoint(r->t, r->paths, r->tok);
 }
 
@@ -309,6 +319,10 @@ static int prepare(void *self, const cli_opt *opts, int n, const run_paths *path
     r->n = n;
     r->paths = paths;
     const char *from = r->o->resume ? paths->model : r->o->init;
+    if (r->o->lora) { /* the base's tokenizer */
+        if (lora_run_base(&r->lora, r->o, paths)) return 1;
+        from = r->lora.base;
+    }
     if (host_load_tokenizer_or(from && train_file_exists(from) ? from : NULL, r->o->tokenizer, &r->tok) ||
         gpt_tokenizer_load_data(r->tok, r->o->data, "the training data", &r->ds))
         return 1;
@@ -320,11 +334,20 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     gpt_run *r = self;
     char err[1024];
     const train_hparams *hp = &r->o->hp;
-    if (!(r->m = build_model(ctx, r->o, r->opts, r->n, r->paths, r->ds, &r->want))) return 1;
+    if (r->o->lora) {
+        if (!(r->m = lora_run_load(&r->lora, ctx, r->o)) ||
+            adopt_loaded(r->m, r->o, r->opts, r->n, &r->want, r->lora.base) ||
+            lora_run_adapter(&r->lora, r->m, r->tok, r->o, r->paths))
+            return 1;
+    } else if (!(r->m = build_model(ctx, r->o, r->opts, r->n, r->paths, r->ds, &r->want))) {
+        return 1;
+    }
     if (data_check_block(r->ds, DATA_TRAIN, hp->block, err, sizeof err) ||
         data_check_block(r->ds, DATA_VAL, hp->block, err, sizeof err))
         return host_error("%s: %s", r->o->data, err);
-    if (trainer_init(t, r->m, r->ds, hp, err, sizeof err)) return host_error("%s", err);
+    if (r->o->lora ? trainer_init_lora(t, r->m, r->lora.a, r->ds, hp, err, sizeof err)
+                   : trainer_init(t, r->m, r->ds, hp, err, sizeof err))
+        return host_error("%s", err);
     r->t = t;
     int L = r->m->cfg.n_layer;
     if (!(r->entropy = calloc(2 * (size_t)L, sizeof(double)))) return host_error("out of host memory");
@@ -363,6 +386,7 @@ static void describe(void *self, const trainer *t) {
         o->dim, llama_choices(r->m, choices, sizeof choices), hp->block, (double)gpt_param_count(r->m) / 1e6,
         (long long)r->ds->n_train, (long long)(r->ds->n_tokens - r->ds->n_train), t->step + 1, hp->steps,
         hp->precision == KILN_F16 ? "fp16 (mixed precision, dynamic loss scaling)" : "fp32");
+    if (o->lora) lora_run_describe(&r->lora, r->m);
 }
 
 static int last_evaluation(void *self, double *val) {
@@ -390,6 +414,7 @@ static void destroy(void *self) {
     gpt_run *r = self;
     if (r->t) r->t->layer_grad_norms = NULL;
     free(r->entropy); /* and grad_norms */
+    lora_run_free(&r->lora);
     gpt_free(r->m);
     data_free(r->ds);
     tokenizer_free(r->tok);
