@@ -20,6 +20,7 @@ target_link_libraries(test_host_gpt_quantize PRIVATE kiln_model)
 target_link_libraries(test_host_load_memory PRIVATE kiln_model)
 target_link_libraries(test_host_gpt_import PRIVATE kiln_model)
 target_link_libraries(test_host_checkpoint_atomic PRIVATE kiln_model)
+target_link_libraries(test_host_lora_gguf PRIVATE kiln_model)
 target_link_libraries(test_host_bleu PRIVATE kiln_text)
 # the parsers' tests replay the fuzz seeds (fuzz/corpus/<target>/) through the parser
 target_compile_definitions(test_host_pairs PRIVATE KILN_FUZZ_CORPUS="${PROJECT_SOURCE_DIR}/fuzz/corpus")

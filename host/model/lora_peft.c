@@ -12,6 +12,7 @@
 #include "formats/safetensors.h"
 #include "kiln/file.h"
 #include "model/lora.h"
+#include "model/lora_gguf.h"
 
 /* PEFT's prefix of a layer's modules: the PeftModel wraps the base model's own names. */
 static const char *layer_prefix(lora_family f) {
@@ -286,6 +287,7 @@ static int read_weights(lora_adapter *a, const st_file *f, const char *path, cha
 int lora_load(gpt_model *m, lora_base_info *base, const char *path, float scale, lora_adapter **out, char *err,
               size_t errlen) {
     *out = NULL;
+    if (gpt_lora_is_gguf(path)) return lora_load_gguf(m, base, path, scale, out, err, errlen); /* llama.cpp's form */
     char weights[2048], config[2048];
     adapter_paths(path, weights, config, sizeof weights);
     lora_family fam;

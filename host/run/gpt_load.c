@@ -97,13 +97,16 @@ int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_mod
     return host_load_gpt_as(ctx, path, tok_path, KILN_F32, m, tok);
 }
 
-int host_load_gpt_as(kiln_ctx *ctx, const char *path, const char *tok_path, kiln_dtype dtype, gpt_model **m,
-                     tokenizer **tok) {
+/* host_load_gpt_as, a GGUF's quantized matrices in blocks when keep_blocks, else floats. */
+static int load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, kiln_dtype dtype, int keep_blocks,
+                    gpt_model **m, tokenizer **tok) {
     char err[1024];
     *m = NULL;
     *tok = NULL;
     if (host_is_gguf(path)) {
-        if (gpt_load_gguf_as(ctx, path, dtype, m, tok, err, sizeof err)) return host_error("%s", err);
+        if (keep_blocks ? gpt_load_gguf_as(ctx, path, dtype, m, tok, err, sizeof err)
+                        : gpt_load_gguf_floats(ctx, path, m, tok, err, sizeof err))
+            return host_error("%s", err);
         if (!tok_path && *tok) return 0; /* a Llama-family file may come without tokenizer.ggml.* */
         tokenizer_free(*tok); /* --tokenizer wins over the file's own */
         *tok = NULL;
@@ -111,4 +114,13 @@ int host_load_gpt_as(kiln_ctx *ctx, const char *path, const char *tok_path, kiln
     }
     if (host_load_gpt_model_as(ctx, path, dtype, m, err, sizeof err)) return host_error("%s", err);
     return host_load_tokenizer(path, tok_path, (*m)->cfg.vocab_size, tok);
+}
+
+int host_load_gpt_as(kiln_ctx *ctx, const char *path, const char *tok_path, kiln_dtype dtype, gpt_model **m,
+                     tokenizer **tok) {
+    return load_gpt(ctx, path, tok_path, dtype, 1, m, tok);
+}
+
+int host_load_gpt_floats(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok) {
+    return load_gpt(ctx, path, tok_path, KILN_F32, 0, m, tok);
 }

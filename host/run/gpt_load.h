@@ -21,6 +21,10 @@ int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_mod
 int host_load_gpt_as(kiln_ctx *ctx, const char *path, const char *tok_path, kiln_dtype dtype, gpt_model **m,
                      tokenizer **tok);
 
+/* The same in f32 with a GGUF's quantized matrices dequantized (gpt_load_gguf_floats): what
+ * a LoRA merge writes into. */
+int host_load_gpt_floats(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_model **m, tokenizer **tok);
+
 /* The model alone (no tokenizer), f32 or in dtype. Returns 0 with *m, or -1 with one line in
  * err. */
 int host_load_gpt_model(kiln_ctx *ctx, const char *path, gpt_model **m, char *err, size_t errlen);

@@ -20,6 +20,7 @@
 #include "run/precision_option.h"
 #include "run/gpt_load.h"
 #include "run/gpt_tokenizer.h"
+#include "run/lora_option.h"
 #include "run/progress.h"
 #include "model/gpt/gpt_checkpoint.h"
 #include "model/sample.h"
@@ -67,6 +68,7 @@ typedef struct decode_options {
     int device, max_new, greedy, no_cache, echo, trust, print_ids, ignore_eog;
     sample_opts so;
     kiln_dtype dtype;
+    cli_list lora; /* --lora PATH[:SCALE], in order */
 } decode_options;
 
 /* Parses the options. Returns 0, 1 after --help, or -1 (printed). */
@@ -86,6 +88,7 @@ static int parse_options(int argc, char **argv, decode_options *o) {
          .help = "go on after an end-of-generation token (the tokenizer's EOS, EOT, ...)"},
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tok_path, .meta = "FILE",
          .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
+        {.name = "--lora", .kind = CLI_LIST, .target = &o->lora, .meta = "PATH[:SCALE]", .help = HOST_LORA_HELP},
         {.name = "--max-new", .kind = CLI_INT, .target = &o->max_new, .meta = "N",
          .help = "tokens to generate", .min = 0, .max = 1 << 30},
         {.name = "--greedy", .kind = CLI_FLAG, .target = &o->greedy, .help = "always take the most likely token"},
@@ -111,7 +114,8 @@ static int parse_options(int argc, char **argv, decode_options *o) {
     const char *summary =
         "Continues a prompt with a GPT (its tokenizer: --tokenizer, the checkpoint's, or bytes); the text\n"
         "streams to stdout. A seq2seq checkpoint translates instead, with its own options (--input,\n"
-        "--input-file, --beam, --length-penalty): `kiln decode --ckpt FILE --help` shows a checkpoint's.";
+        "--input-file, --beam, --length-penalty): `kiln decode --ckpt FILE --help` shows a checkpoint's.\n"
+        "--lora applies LoRA adapters to the GPT as it runs (kiln train --lora-rank writes them).";
     int rc = cli_parse("decode", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? -1 : 1;
     if (!o->ckpt) return -host_error("kiln decode needs --ckpt FILE");
@@ -128,6 +132,7 @@ typedef struct decode_run {
     tokenizer *tok;
     sampler *smp;
     float *logits;
+    lora_adapter **adapters; /* --lora's, attached to d.m */
 } decode_run;
 
 /* The device and the model in the precision asked for. */
@@ -137,7 +142,7 @@ static int open_model(decode_run *r, const decode_options *o) {
     if (host_load_gpt_as(r->ctx, o->ckpt, o->tok_path, o->dtype, &r->d.m, &r->tok)) return 1;
     /* fp16: f16 weights, activations and KV cache (the f32 weights are released) */
     if (gpt_set_precision(r->d.m, o->dtype, 0)) return host_engine_error("--precision fp16");
-    return 0;
+    return host_load_loras(r->d.m, r->tok, o->ckpt, &o->lora, 1, &r->adapters);
 }
 
 /* --prompt-ids "1,2,3": each id in the model's vocabulary. *ids is malloc'd. */
@@ -292,6 +297,7 @@ int gpt_decode_command(int argc, char **argv) {
     tokenizer_free(r.tok);
     free(r.d.tokens);
     gpt_kv_free(r.d.cache);
+    host_free_loras(r.adapters, o.lora.count);
     gpt_free(r.d.m);
     kiln_close(r.ctx);
     return rc;

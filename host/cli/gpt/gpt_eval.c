@@ -8,12 +8,15 @@
 #include "run/precision_option.h"
 #include "run/gpt_load.h"
 #include "run/gpt_tokenizer.h"
+#include "run/lora_option.h"
 #include "model/gpt/eval_loss.h"
 #include "model/gpt/gpt_checkpoint.h"
 
 int gpt_eval_command(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, batch = 8, trust = 0;
+    static cli_list lora; /* --lora PATH[:SCALE] (static: 32 KiB) */
+    lora.count = 0;
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
          .help = "the GPT: a kiln checkpoint, a GGUF file or a Hugging Face folder"},
@@ -21,6 +24,7 @@ int gpt_eval_command(int argc, char **argv) {
          .help = "a text file, tokenized as the model was trained"},
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &tok_path, .meta = "FILE",
          .help = "the model's tokenizer (default: the checkpoint's own, else bytes)"},
+        {.name = "--lora", .kind = CLI_LIST, .target = &lora, .meta = "PATH[:SCALE]", .help = HOST_LORA_HELP},
         {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N",
          .help = "windows per forward pass", .min = 1, .max = 65536},
         host_precision_option(&precision),
@@ -33,7 +37,8 @@ int gpt_eval_command(int argc, char **argv) {
         "Prints `loss X`: the model's mean cross-entropy over the file's tokens, cut into\n"
         "consecutive non-overlapping windows of n_positions inputs (only full windows). A seq2seq\n"
         "checkpoint is scored by BLEU on pairs (--beam, --length-penalty), a BERT one by masked-token\n"
-        "loss (--split): `kiln eval --ckpt FILE --help` shows a checkpoint's options.";
+        "loss (--split): `kiln eval --ckpt FILE --help` shows a checkpoint's options. --lora applies\n"
+        "LoRA adapters to the GPT.";
     int rc = cli_parse("eval", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
     if (!ckpt) return host_error("kiln eval needs --ckpt FILE");
@@ -46,6 +51,7 @@ int gpt_eval_command(int argc, char **argv) {
     tokenizer *tok = NULL;
     kiln_ctx *ctx = host_open_checked_device("eval", backend, device, trust);
     gpt_model *m = NULL;
+    lora_adapter **adapters = NULL;
     data_set whole = {0};
     rc = 1;
     if (!ctx || host_check_precision(ctx, dtype)) goto done;
@@ -60,6 +66,7 @@ int gpt_eval_command(int argc, char **argv) {
         host_engine_error("--precision fp16");
         goto done;
     }
+    if (host_load_loras(m, tok, ckpt, &lora, 1, &adapters)) goto done;
     if (data_windows(&whole, DATA_TRAIN, m->cfg.n_positions) <= 0) {
         host_error("%s has %lld tokens; evaluating needs at least n_positions + 1 = %d", data,
                    (long long)whole.n_tokens, m->cfg.n_positions + 1);
@@ -74,6 +81,7 @@ int gpt_eval_command(int argc, char **argv) {
     printf("loss %.6f\n", loss);
     rc = 0;
 done:
+    host_free_loras(adapters, lora.count);
     gpt_free(m);
     kiln_close(ctx);
     data_free(ds);

@@ -69,6 +69,17 @@ void *gpt_gguf_convert(const float *x, int64_t rows, int64_t cols, int type, uin
 int gpt_load_gguf_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **model, tokenizer **tok, char *err,
                      size_t errlen);
 
+/* A GGUF tensor's values as f32 rows (malloc'd; NULL out of memory or for a block that does
+ * not decode): f32 copied, f16 and bf16 widened, blocks dequantized. */
+struct gguf_tensor;
+float *gpt_gguf_values(const struct gguf_tensor *t);
+
+/* The same with every quantized tensor dequantized to the model's f32 weights (a tied head
+ * then is token_embd's: a mix's own output.weight is left), for what needs floats: merging a
+ * LoRA adapter into the weights, re-exporting. */
+int gpt_load_gguf_floats(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err,
+                         size_t errlen);
+
 /* The kiln block format (kiln/quant.h) of a quantized ggml type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
  * Q4_K, Q5_K, Q6_K); -1 for any other type. The one place the two numberings meet. */
 int gpt_gguf_qformat(int type);

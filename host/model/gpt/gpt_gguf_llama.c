@@ -96,7 +96,7 @@ static import_tensor *tensors_of(const gguf_file *f) {
 
 /* The model with the matrices the file quantizes left in blocks, filled from the file. */
 static int build(kiln_ctx *ctx, const import_source *src, const gpt_config *cfg, const gpt_names *names,
-                 kiln_dtype dtype, gpt_model **out, char *err, size_t errlen) {
+                 kiln_dtype dtype, int keep_blocks, gpt_model **out, char *err, size_t errlen) {
     int n = gpt_param_specs(cfg, NULL), any = 0;
     param_spec *specs = calloc((size_t)n, sizeof *specs);
     unsigned char *absent = calloc((size_t)n, 1);
@@ -106,7 +106,8 @@ static int build(kiln_ctx *ctx, const import_source *src, const gpt_config *cfg,
     int rc = specs && absent ? 0 : (snprintf(err, errlen, "out of memory"), -1);
     if (rc == 0) gpt_param_specs(cfg, specs);
     if (rc == 0) rc = import_check(src, specs, n, gpt_names_recipe, names, config, err, errlen);
-    for (int i = 0; rc == 0 && i < n; i++) any |= absent[i] = (unsigned char)import_stays_quantized(src, &specs[i], gpt_names_recipe, names);
+    for (int i = 0; rc == 0 && i < n; i++) any |= absent[i] =
+        (unsigned char)(keep_blocks && import_stays_quantized(src, &specs[i], gpt_names_recipe, names));
     gpt_model *m = NULL;
     if (rc == 0 && !(m = gpt_new_typed(ctx, cfg, absent, dtype)))
         rc = (snprintf(err, errlen, "%s: %s", src->path, kiln_error_message()), -1);
@@ -120,7 +121,7 @@ static int build(kiln_ctx *ctx, const import_source *src, const gpt_config *cfg,
 }
 
 int gpt_load_gguf_llama(kiln_ctx *ctx, const gguf_file *f, const char *path, const char *arch, kiln_dtype dtype,
-                        gpt_model **out, char *err, size_t errlen) {
+                        int keep_blocks, gpt_model **out, char *err, size_t errlen) {
     gpt_config cfg;
     *out = NULL;
     if (!gpt_gguf_is_llama_family(arch)) {
@@ -136,7 +137,7 @@ int gpt_load_gguf_llama(kiln_ctx *ctx, const gguf_file *f, const char *path, con
     import_tensor *t = tensors_of(f);
     if (!t) return snprintf(err, errlen, "out of memory"), -1;
     import_source src = {.tensors = t, .count = gguf_tensor_count(f), .path = path};
-    int rc = build(ctx, &src, &cfg, &names, dtype, out, err, errlen);
+    int rc = build(ctx, &src, &cfg, &names, dtype, keep_blocks, out, err, errlen);
     free(t);
     return rc;
 }

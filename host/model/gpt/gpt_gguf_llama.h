@@ -22,11 +22,12 @@
 int gpt_gguf_is_llama_family(const char *arch);
 
 /* Reads f (of architecture arch, named path in messages) into a GPT on ctx, its float weights
- * in dtype (gpt_hf.h's gpt_load_hf says how). Everything is
+ * in dtype (gpt_hf.h's gpt_load_hf says how), its quantized matrices kept in blocks when
+ * keep_blocks, else dequantized to floats. Everything is
  * checked before the model is allocated. Returns 0, or -1 with one line in err (an
  * architecture kiln does not read is named). */
 int gpt_load_gguf_llama(kiln_ctx *ctx, const gguf_file *f, const char *path, const char *arch, kiln_dtype dtype,
-                        gpt_model **out, char *err, size_t errlen);
+                        int keep_blocks, gpt_model **out, char *err, size_t errlen);
 
 /* Writes m (a Llama-family model: gpt_llama_arch names its architecture; its f32 weights)
  * with tokenizer tok as GGUF at path, atomically: the keys and tensor names

@@ -15,8 +15,7 @@ static kiln_qformat qformat_of(int type) { return (kiln_qformat)gpt_gguf_qformat
 
 static int is_quantized(int type) { return gpt_gguf_qformat(type) >= 0; }
 
-/* A tensor's values as f32 rows (malloc'd): f32 copied, f16 widened, blocks dequantized. */
-static float *values_of(const gguf_tensor *t) {
+float *gpt_gguf_values(const gguf_tensor *t) {
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= t->ne[d];
     float *v = malloc((size_t)n * sizeof *v);
@@ -65,7 +64,7 @@ static const gguf_tensor *tensor_for(const gguf_file *f, const gpt_param *p, con
 /* Uploads a tensor's values into the f32 weight p (transposing ggml's [out][in] rows back to
  * a Conv1D [in, out] when asked). */
 static int load_f32(gpt_param *p, const gguf_tensor *t, int conv1d, char *err, size_t errlen) {
-    float *v = values_of(t);
+    float *v = gpt_gguf_values(t);
     int64_t n = kiln_numel(p->t);
     if (v && conv1d) {
         int64_t in = p->spec.shape[0], out = p->spec.shape[1];
@@ -149,15 +148,15 @@ static int stays_quantized(const gguf_file *f, const gpt_param_spec *s) {
     return t && is_quantized(t->type);
 }
 
-/* gpt_new_except's `absent` for file f: which weights stay quantized (malloc'd; NULL out of
- * memory). */
-static unsigned char *quantized_weights(const gguf_file *f, const gpt_config *cfg) {
+/* gpt_new_except's `absent` for file f: which weights stay quantized (none unless keep_blocks;
+ * malloc'd; NULL out of memory). */
+static unsigned char *quantized_weights(const gguf_file *f, const gpt_config *cfg, int keep_blocks) {
     int n = gpt_param_specs(cfg, NULL);
     gpt_param_spec *specs = calloc((size_t)n, sizeof *specs);
     unsigned char *absent = calloc((size_t)n, 1);
     if (specs && absent) {
         gpt_param_specs(cfg, specs);
-        for (int i = 0; i < n; i++) absent[i] = (unsigned char)stays_quantized(f, &specs[i]);
+        for (int i = 0; i < n; i++) absent[i] = (unsigned char)(keep_blocks && stays_quantized(f, &specs[i]));
     } else {
         free(absent), absent = NULL;
     }
@@ -188,8 +187,8 @@ static int load_head(gpt_model *m, const gguf_file *f, const char *path, char *e
 }
 
 /* A gpt2 architecture's model from f. */
-static int load_gpt2(kiln_ctx *ctx, const gguf_file *f, const char *path, gpt_model **model, char *err,
-                     size_t errlen) {
+static int load_gpt2(kiln_ctx *ctx, const gguf_file *f, const char *path, int keep_blocks, gpt_model **model,
+                     char *err, size_t errlen) {
     uint64_t layers = 0, heads = 0, width = 0, positions = 0, ffn = 0;
     double eps = 0;
     const gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
@@ -211,14 +210,14 @@ static int load_gpt2(kiln_ctx *ctx, const gguf_file *f, const char *path, gpt_mo
                       .block = block_options_default()};
     if (rc == 0 && gpt_config_check(&cfg, err, errlen)) rc = -1;
     gpt_model *m = NULL;
-    unsigned char *absent = rc == 0 ? quantized_weights(f, &cfg) : NULL;
+    unsigned char *absent = rc == 0 ? quantized_weights(f, &cfg, keep_blocks) : NULL;
     if (rc == 0 && !absent) rc = (snprintf(err, errlen, "out of memory"), -1);
     if (rc == 0 && !(m = gpt_new_except(ctx, &cfg, absent)))
         rc = (snprintf(err, errlen, "%s: %s", path, kiln_error_message()), -1);
     free(absent);
-    if (rc == 0 && is_quantized(embd->type) && !(m->quant = calloc(1, sizeof *m->quant)))
+    if (rc == 0 && keep_blocks && is_quantized(embd->type) && !(m->quant = calloc(1, sizeof *m->quant)))
         rc = (snprintf(err, errlen, "out of memory"), -1);
-    if (rc == 0 && !m->quant)
+    if (rc == 0 && keep_blocks && !m->quant)
         for (size_t i = 0; i < gguf_tensor_count(f) && !m->quant; i++)
             if (is_quantized(gguf_tensor_at(f, i)->type) && !(m->quant = calloc(1, sizeof *m->quant)))
                 rc = (snprintf(err, errlen, "out of memory"), -1);
@@ -236,16 +235,17 @@ int gpt_load_gguf(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer 
     return gpt_load_gguf_as(ctx, path, KILN_F32, model, tok, err, errlen);
 }
 
-int gpt_load_gguf_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **model, tokenizer **tok, char *err,
-                     size_t errlen) {
+/* The file's model in dtype, its quantized matrices in blocks when keep_blocks, else dequantized. */
+static int load_file(kiln_ctx *ctx, const char *path, kiln_dtype dtype, int keep_blocks, gpt_model **model,
+                     tokenizer **tok, char *err, size_t errlen) {
     gguf_file *f;
     *model = NULL;
     *tok = NULL;
     if (gguf_open(path, &f, err, errlen)) return -1;
     const char *arch = NULL;
     int rc = gguf_get_string(f, "general.architecture", &arch, err, errlen), gpt2 = rc == 0 && !strcmp(arch, "gpt2");
-    if (rc == 0 && gpt2) rc = load_gpt2(ctx, f, path, model, err, errlen);
-    else if (rc == 0) rc = gpt_load_gguf_llama(ctx, f, path, arch, dtype, model, err, errlen);
+    if (rc == 0 && gpt2) rc = load_gpt2(ctx, f, path, keep_blocks, model, err, errlen);
+    else if (rc == 0) rc = gpt_load_gguf_llama(ctx, f, path, arch, dtype, keep_blocks, model, err, errlen);
     /* gpt2's reader builds f32 weights: converted after (its files are GPT-2 sized) */
     if (rc == 0 && gpt_set_precision(*model, dtype, 0))
         rc = (snprintf(err, errlen, "%s: %s", path, kiln_error_message()), -1);
@@ -259,4 +259,14 @@ int gpt_load_gguf_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_mode
         return -1;
     }
     return 0;
+}
+
+int gpt_load_gguf_as(kiln_ctx *ctx, const char *path, kiln_dtype dtype, gpt_model **model, tokenizer **tok, char *err,
+                     size_t errlen) {
+    return load_file(ctx, path, dtype, 1, model, tok, err, errlen);
+}
+
+int gpt_load_gguf_floats(kiln_ctx *ctx, const char *path, gpt_model **model, tokenizer **tok, char *err,
+                         size_t errlen) {
+    return load_file(ctx, path, KILN_F32, 0, model, tok, err, errlen);
 }
