@@ -75,6 +75,8 @@ static int bench_torch(const bench_train_options *o, double *tokens_per_s, char 
 }
 
 int cmd_bench_train(int argc, char **argv) {
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], "--lora")) return cmd_bench_lora(argc, argv);
     bench_train_options o = {.gpt = bench_gpt_defaults(), .steps = 50, .warmup_steps = 5,
                              .backend = "cpu", .python = "/usr/bin/python3",
                              .script = KILN_SOURCE_DIR "/samples/nanogpt_torch.py", .device = -1};
