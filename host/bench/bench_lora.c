@@ -8,7 +8,7 @@
  *   qwen2.5-0.5b  Qwen2.5-0.5B's shape: 24 layers, 14 heads (2 key/value heads of 64), width
  *                 896, SwiGLU of 4864, q/k/v biases, RMSNorm, rotary positions (theta 1e6),
  *                 vocabulary 151936, tied head (494M weights); LoRA only: full fine-tuning
- *                 at this size needs ~8 GB of Adam state
+ *                 at this size holds ~8 GB (weights, gradients and Adam moments, f32)
  * and each runs, in a context of its own (so its memory counters are its own), as
  *   full fp32          every weight trained, f32, AdamW over all of them
  *   full fp16          mixed precision from the F16 base: f16 working copies, f32 masters
@@ -216,7 +216,8 @@ static int bench_shape(const lora_bench *o, const lora_shape *s) {
     for (int i = 0; i < N_RUNS && !rc; i++) {
         run_result res;
         if (!runs[i].lora && !s->full) {
-            printf("  %-26s n/a: LoRA only at this size (full fine-tuning needs ~8 GB of Adam state)\n", runs[i].label);
+            printf("  %-26s n/a: LoRA only at this size (full fine-tuning holds 16 bytes a weight: f32 weights, "
+                   "gradients, Adam m and v)\n", runs[i].label);
             continue;
         }
         if ((rc = measure(o, &cfg, &runs[i], ds, &res))) break;
