@@ -8,7 +8,8 @@
  *   kiln bench decode     its decode section alone (bench_decode.c)
  *   kiln bench compare    result files of several runs side by side (bench_compare.c)
  *   kiln bench gemm       f32 GEMM against OpenBLAS and CLBlast (bench_gemm.c)
- *   kiln bench train      training tokens/s of kiln and PyTorch (bench_train.c)
+ *   kiln bench train      training tokens/s of kiln and PyTorch (bench_train.c); with
+ *                         --lora, full fine-tuning against LoRA (bench_lora.c)
  *   kiln bench precision  fp16 against fp32 training on one device (bench_precision.c)
  *
  * A run's results are a list of figures per device. A figure has a stable key
@@ -30,6 +31,9 @@
  * precision`: fp16 against fp32 training memory and step time (bench_precision.c). Both
  * take main's argc/argv: their options start at argv[3]. */
 int cmd_bench_train(int argc, char **argv);
+/* `kiln bench train --lora` (cmd_bench_train hands it over): full fine-tuning against LoRA,
+ * memory and step time, and PyTorch's LoRA step (bench_lora.c). */
+int cmd_bench_lora(int argc, char **argv);
 int cmd_bench_precision(int argc, char **argv);
 /* argv[0] is "gemm"; the options follow. Returns the process exit code. */
 int kiln_bench_gemm_main(int argc, char **argv);

@@ -1,8 +1,12 @@
 /* The GPT the training benchmarks train (see bench_gpt.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "bench/bench_gpt.h"
+#include "run/share_file.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kiln/rng.h"
 
@@ -58,5 +62,42 @@ int bench_gpt_build(const bench_gpt *g, kiln_ctx *ctx, const data_set *ds, kiln_
     train_hparams hp = g->hp;
     hp.precision = precision;
     if (trainer_init(t, *m, ds, &hp, err, sizeof err)) return host_error("%s", err);
+    return 0;
+}
+
+int bench_torch_script(const char *given, const char *name, const char *env_var, char *out, size_t size) {
+    if (given) {
+        snprintf(out, size, "%s", given);
+        return 0;
+    }
+    if (host_share_file(name, env_var, out, size))
+        return host_error("cannot find the PyTorch script %s (pass --torch-script PATH)", name);
+    return 0;
+}
+
+int bench_torch_peer(const char *cmd, const char *script, const char *const *keys, double *values, int n_keys,
+                     char *about, size_t size) {
+    struct stat st;
+    if (stat(script, &st)) return host_error("cannot find the PyTorch script %s (pass --torch-script PATH)", script);
+    fflush(stdout);
+    FILE *p = popen(cmd, "r");
+    if (!p) return host_error("cannot run %s", cmd);
+    char line[512];
+    unsigned found = 0;
+    about[0] = 0;
+    while (fgets(line, sizeof line, p)) {
+        for (int i = 0; i < n_keys; i++) {
+            size_t k = strlen(keys[i]);
+            if (!strncmp(line, keys[i], k) && line[k] == ' ' && sscanf(line + k, "%lf", &values[i]) == 1)
+                found |= 1u << i;
+        }
+        if (!strncmp(line, "torch ", 6)) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(about, size, "%.200s", line);
+        }
+    }
+    int status = pclose(p);
+    if (status != 0 || found != (1u << n_keys) - 1)
+        return host_error("the PyTorch benchmark failed (exit status %d): run %s by hand to see why", status, script);
     return 0;
 }

@@ -36,4 +36,16 @@ int bench_gpt_data(const bench_gpt *g, data_set **out);
 int bench_gpt_build(const bench_gpt *g, kiln_ctx *ctx, const data_set *ds, kiln_dtype precision,
                     gpt_model **m, trainer *t);
 
+/* The PyTorch script of a benchmark: `given` (--torch-script) when set, else the shipped file
+ * `name` (run/share_file.h: the environment variable env_var, kiln's share/kiln/, a build tree's samples/),
+ * into out. Returns 0, or 1 after printing an error. */
+int bench_torch_script(const char *given, const char *name, const char *env_var, char *out, size_t size);
+
+/* Runs a PyTorch peer (the shell command cmd, which runs `script`) and reads its stdout:
+ * values[i] from the line "keys[i] X" (every key must appear), and into `about` the line that
+ * starts with "torch " (its version and device; empty without one). Returns 0, or 1 after
+ * printing an error (a missing script, a failed run, a key it did not print). */
+int bench_torch_peer(const char *cmd, const char *script, const char *const *keys, double *values, int n_keys,
+                     char *about, size_t size);
+
 #endif

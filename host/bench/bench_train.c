@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bench/bench.h"
 #include "bench/bench_gpt.h"
@@ -60,13 +59,8 @@ done:
 /* PyTorch's tokens/s from the script's line "tokens_per_s X". */
 static int bench_torch(const bench_train_options *o, double *tokens_per_s, char *about, size_t size) {
     const train_hparams *hp = &o->gpt.hp;
-    struct stat st;
-    char located[4096];
-    if (!o->script && host_share_file("nanogpt_torch.py", "KILN_TORCH_SCRIPT", located, sizeof located))
-        return host_error("cannot find the PyTorch script nanogpt_torch.py (pass --torch-script PATH)");
-    const char *script = o->script ? o->script : located;
-    if (stat(script, &st))
-        return host_error("cannot find the PyTorch script %s (pass --torch-script PATH)", script);
+    char script[4096];
+    if (bench_torch_script(o->script, "nanogpt_torch.py", "KILN_TORCH_SCRIPT", script, sizeof script)) return 1;
     char cmd[8192];
     snprintf(cmd, sizeof cmd,
              "'%s' '%s' --bench --layers %d --heads %d --dim %d --block %d --batch %d "
@@ -75,27 +69,13 @@ static int bench_torch(const bench_train_options *o, double *tokens_per_s, char 
              o->python, script, o->gpt.layers, o->gpt.heads, o->gpt.dim, hp->block, hp->batch, o->steps,
              o->warmup_steps, (double)hp->lr, (double)hp->weight_decay, (double)hp->beta1,
              (double)hp->beta2, (double)hp->clip, (double)hp->dropout, o->threads);
-    fflush(stdout);
-    FILE *p = popen(cmd, "r");
-    if (!p) return host_error("cannot run %s", o->python);
-    char line[512];
-    int found = 0;
-    about[0] = 0;
-    while (fgets(line, sizeof line, p)) {
-        if (sscanf(line, "tokens_per_s %lf", tokens_per_s) == 1) found = 1;
-        if (!strncmp(line, "torch ", 6)) {
-            line[strcspn(line, "\n")] = 0;
-            snprintf(about, size, "%.200s", line);
-        }
-    }
-    int status = pclose(p);
-    if (status != 0 || !found)
-        return host_error("the PyTorch benchmark failed (exit status %d): run %s by hand to see why",
-                          status, script);
-    return 0;
+    const char *key = "tokens_per_s";
+    return bench_torch_peer(cmd, script, &key, tokens_per_s, 1, about, size);
 }
 
 int cmd_bench_train(int argc, char **argv) {
+    for (int i = 3; i < argc; i++)
+        if (!strcmp(argv[i], "--lora")) return cmd_bench_lora(argc, argv);
     bench_train_options o = {.gpt = bench_gpt_defaults(), .steps = 50, .warmup_steps = 5,
                              .backend = "cpu", .python = "/usr/bin/python3",
                              .device = -1};
