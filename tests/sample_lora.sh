@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # samples/lora/run.sh --quick end to end (its base, its adapter, llama.cpp):
-#   1. it runs to the end, on the man pages of this machine (77 where it has too few);
+#   1. it runs to the end, on the man pages and licence texts of this machine (77 where it
+#      has too few);
 #   2. the adapter lowers the loss of the held-out NAME lines below the base's;
 #   3. the adapter folder holds PEFT's two files, and the base checkpoint is the one the
 #      base run wrote (training the adapter never rewrote it);

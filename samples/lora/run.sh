@@ -51,7 +51,9 @@ prompts=("${held_commands[@]/%/ - }")
 mkdir -p "$out"
 
 echo "== data"
-find "$licenses" -maxdepth 1 -type f | LC_ALL=C sort | xargs cat >"$out/licenses.txt"
+find "$licenses" -maxdepth 1 -type f 2>/dev/null | LC_ALL=C sort | xargs -r cat >"$out/licenses.txt"
+[ "$(wc -c <"$out/licenses.txt")" -ge 100000 ] ||
+  { echo "lora: less than 100 KB of licence texts in $licenses (base-files): this sample needs them" >&2; exit 3; }
 find "$man1" -name '*.gz' \( -type f -o -type l \) -print0 2>/dev/null | LC_ALL=C sort -z |
   xargs -0 -r zcat -f 2>/dev/null | awk -f "$here/man_names.awk" | LC_ALL=C sort -u >"$out/names.txt" || true
 held_re="^($(IFS='|'; echo "${held_commands[*]}"))(, [^ ]+)* - "
