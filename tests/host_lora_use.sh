@@ -99,9 +99,9 @@ check() { # check WHAT WANT ARGS...: one line, and no file bad.*
   [ -z "$(ls -d bad.* 2>/dev/null)" ] || fail "$1: left $(ls -d bad.*)"
 }
 d=(decode --prompt row --max-new 2)
-check "a model checkpoint as --lora" "adapter_config.json" "${d[@]}" --ckpt f32.gguf --lora base/model.safetensors
+check "a model checkpoint as --lora" "none of its tensors is PEFT's lora_A or lora_B" "${d[@]}" --ckpt f32.gguf --lora base/model.safetensors
 check "a model GGUF as --lora" "is not a LoRA adapter" "${d[@]}" --ckpt f32.gguf --lora q8_0.gguf
-check "a text file as --lora" "notes.txt" "${d[@]}" --ckpt f32.gguf --lora notes.txt
+check "a text file as --lora" "notes.txt: not a LoRA adapter" "${d[@]}" --ckpt f32.gguf --lora notes.txt
 check "a missing --lora" "missing" "${d[@]}" --ckpt f32.gguf --lora missing
 check "GPT-2's adapter on a llama base" "another base: its architecture is gpt2" eval --data tune.txt --ckpt llama/model.safetensors --lora ad
 check "GPT-2's LoRA GGUF on a llama base" "an adapter for llama.cpp's gpt2, but the base is llama" eval --data tune.txt --ckpt llama/model.safetensors --lora ad.gguf

@@ -234,6 +234,14 @@ static int read_options(const st_file *f, const char *config, lora_options *o, c
     return rc;
 }
 
+/* 0 when some tensor of f is named as PEFT's LoRA weights are (a model's file is not). */
+static int check_is_adapter(const st_file *f, const char *path, char *err, size_t errlen) {
+    for (size_t i = 0; i < st_count(f); i++)
+        if (strstr(st_tensor_at(f, i)->name, ".lora_")) return 0;
+    snprintf(err, errlen, "%s: not a LoRA adapter (none of its tensors is PEFT's lora_A or lora_B)", path);
+    return -1;
+}
+
 /* The targets the file's tensors cover (every layer must hold the same ones). */
 static int read_targets(const st_file *f, const char *path, lora_family fam, int n_layer, unsigned *targets, char *err,
                         size_t errlen) {
@@ -248,10 +256,6 @@ static int read_targets(const st_file *f, const char *path, lora_family fam, int
             return -1;
         }
         *targets |= 1u << t;
-    }
-    if (!*targets) {
-        snprintf(err, errlen, "%s: not a LoRA adapter (no lora_A/lora_B weights)", path);
-        return -1;
     }
     return 0;
 }
@@ -293,12 +297,21 @@ int lora_load(gpt_model *m, lora_base_info *base, const char *path, float scale,
     lora_family fam;
     if (lora_family_of(&m->cfg, &fam, err, errlen)) return -1;
     st_file *f;
-    if (st_open(weights, &f, err, errlen)) return -1;
+    struct stat st;
+    if (st_open(weights, &f, err, errlen)) {
+        if (stat(path, &st)) return -1; /* the path itself is missing: st_open said so */
+        /* say what was expected: a model or a text file given as --lora is a likely slip */
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "%s: not a LoRA adapter (PEFT's folder or adapter_model.safetensors, or llama.cpp's LoRA GGUF): %s",
+                 path, why);
+        return -1;
+    }
     lora_options o = {0};
     lora_adapter *a = NULL;
     int rc = -1;
-    if (check_base(f, weights, base, err, errlen) || read_options(f, config, &o, err, errlen) ||
-        read_targets(f, weights, fam, m->cfg.n_layer, &o.targets, err, errlen))
+    if (check_is_adapter(f, weights, err, errlen) || check_base(f, weights, base, err, errlen) ||
+        read_options(f, config, &o, err, errlen) || read_targets(f, weights, fam, m->cfg.n_layer, &o.targets, err, errlen))
         goto done;
     if (!(a = lora_alloc(m, &o, err, errlen))) goto done;
     if (a->n_params != (int)st_count(f)) {
