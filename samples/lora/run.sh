@@ -19,7 +19,7 @@
 # 6. llama.cpp: `kiln export` writes the base as GGUF and the adapter as llama.cpp's LoRA
 #    GGUF, and llama.cpp (node-llama-cpp, when $KILN_NODE_PEERS holds it: see
 #    scripts/install-peers.sh) continues the same prompts with the adapter applied.
-# --quick runs each step briefly (the test tests/host_lora_sample.sh): the losses move, the
+# --quick runs each step briefly (the test tests/sample_lora.sh): the losses move, the
 # outputs are not yet good. docs/results.md records the figures of one full run.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
