@@ -2,7 +2,8 @@
 # The encoder-decoder end to end (kiln train --model seq2seq, eval, decode) on one backend:
 #   - a small model learns to reverse and to copy random letter strings: >= 99% exact
 #     matches on held-out strings, greedy and with a beam of 4, the beam never worse;
-#   - 10 steps plus a resumed 10 equal 20 uninterrupted steps exactly;
+#   - 10 steps plus a resumed 10 equal 20 uninterrupted steps exactly, also when the resume
+#     leaves --batch-tokens out; the run ends with the steps' throughput line;
 #   - bad input (cpu only): a TSV line without a tab, an empty side, a tokenizer without
 #     [BOS]/[EOS], a GPT's options given to a seq2seq checkpoint and the other way round:
 #     one line and a non-zero exit.
@@ -49,6 +50,8 @@ for task in reverse copy; do
   greedy=$(awk '$1 == "exact" { print $2 }' "$task.greedy")
   beam=$(awk '$1 == "exact" { print $2 }' "$task.beam")
   echo "$task: exact matches greedy $greedy, beam 4 $beam ($(tail -n 1 "$task.log"))"
+  grep -Eq "^kiln train: $steps steps in [0-9.]+ s \([0-9]+ tokens/s\)$" "$task.log" ||
+    { echo "FAIL: training on $task printed no 'N steps in X s (T tokens/s)' line"; fail=1; }
   [ "$quick" = 1 ] && continue
   awk -v g="$greedy" -v b="$beam" 'BEGIN { exit !(g >= 0.99 && b >= 0.99 && b >= g) }' ||
     { echo "FAIL: $task needs >= 0.99 exact matches, greedy and beam, and the beam no worse"; fail=1; }
@@ -72,6 +75,7 @@ done
 # exact resume
 head -n 400 copy.tsv >tiny.tsv
 expect_exact_resume "${small[@]}" --data tiny.tsv --eval-every 5 || fail=1
+expect_resume_keeps_batch --batch-tokens "${small[@]}" --data tiny.tsv --eval-every 5 || fail=1
 
 if [ "$backend" = cpu ]; then
   # refused in one line with a non-zero exit
