@@ -2,6 +2,7 @@
 # The encoder-decoder end to end (kiln train --model seq2seq, eval, decode) on one backend:
 #   - a small model learns to reverse and to copy random letter strings: >= 99% exact
 #     matches on held-out strings, greedy and with a beam of 4, the beam never worse;
+#   - eval and decode --input-file show progress on a terminal, with the same stdout;
 #   - 10 steps plus a resumed 10 equal 20 uninterrupted steps exactly, also when the resume
 #     leaves --batch-tokens out; the run ends with the steps' throughput line;
 #   - bad input (cpu only): a TSV line without a tab, an empty side, a tokenizer without
@@ -71,6 +72,30 @@ for search in "--beam 3" "--batch 3"; do
   [ "$quick" = 1 ] || [ "$(printf 'edcba\ncbajih\n\njdabcc')" = "$(cat outputs.txt)" ] ||
     { echo "FAIL: --input-file $search gave:"; cat outputs.txt; fail=1; }
 done
+
+# progress on a terminal (stderr), the same stdout as off it (script(1) gives the terminal)
+if command -v script >/dev/null; then
+  tty_run() { # NAME KILN-ARGS...: stdout to NAME.out, the terminal's bytes to NAME.tty
+    local name=$1
+    shift
+    script -qec "$(printf '%q ' "$kiln" "$@") >$name.out" /dev/null >"$name.tty" 2>&1
+  }
+  decode_args=(decode --backend "$backend" --ckpt reverse/model.safetensors --input-file inputs.txt --beam 3)
+  eval_args=(eval --backend "$backend" --ckpt reverse/model.safetensors --data reverse-test.tsv --beam 2)
+  for what in decode eval; do
+    declare -n args="${what}_args"
+    "$kiln" "${args[@]}" >"$what.plain" 2>"$what.err" || { echo "FAIL: $what off a terminal"; fail=1; }
+    grep -q $'\033' "$what.err" && { echo "FAIL: $what off a terminal drew a bar"; fail=1; }
+    tty_run "$what" "${args[@]}" || { echo "FAIL: $what on a terminal"; fail=1; }
+    cmp -s "$what.plain" "$what.out" || { echo "FAIL: $what's stdout differs on a terminal"; fail=1; }
+    unit=lines
+    [ $what = eval ] && unit="pairs translated"
+    total=$([ $what = eval ] && wc -l <reverse-test.tsv || wc -l <inputs.txt)
+    tr '\r' '\n' <"$what.tty" | grep -q "^.*kiln $what: $total/$total $unit  ETA " &&
+      echo "ok: $what on a terminal shows its progress ($total/$total $unit), the same stdout" ||
+      { echo "FAIL: $what on a terminal showed no '$total/$total $unit' line: $(tr '\r' '\n' <"$what.tty" | tail -n 3)"; fail=1; }
+  done
+fi
 
 # exact resume
 head -n 400 copy.tsv >tiny.tsv
