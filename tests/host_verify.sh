@@ -105,11 +105,16 @@ if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || [ "$(grep -c '^kiln: error: ' err.txt
    ! tail -n 1 err.txt | grep -q "^kiln: error: kiln train: $backend device .* computes wrong results: norm/.*--backend cpu.*--trust-device"; then
   fail "train on a device with a wrong kernel: exit $rc, stderr: $(head -c 600 err.txt)"
 fi
-# no silent minutes: before the open and the check (a minute on a cold cache) it says so
-[ "$(head -n 1 err.txt)" = "kiln train: opening the $backend device (first use)..." ] ||
-  fail "the first use did not start with the opening line: $(head -n 1 err.txt)"
+# no silent minutes: before the check (a minute on a cold cache) it says so, and on a
+# terminal (script(1)) also before opening the device
 grep -q "^kiln train: checking the $backend device's kernels (first use" err.txt ||
   fail "the first-use check did not say it was checking: $(head -c 600 err.txt)"
+if command -v script >/dev/null; then
+  script -qec "$(printf '%q ' "$kiln" "${train[@]}") --out tty >/dev/null" /dev/null >tty.txt 2>&1
+  [ "$(head -n 1 tty.txt | tr -d '\r')" = "kiln train: opening the $backend device (first use)..." ] ||
+    fail "a first use on a terminal did not start with the opening line: $(head -n 1 tty.txt)"
+  rm -rf cache
+fi
 [ -e bad/model.safetensors ] && fail "train on a failing device wrote a checkpoint"
 ls cache/verified-* >/dev/null 2>&1 && fail "a failed check was remembered"
 KILN_FAULT=wrong:norm_fwd "$kiln" "${train[@]}" --out trusted --trust-device >/dev/null 2>err.txt ||

@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kiln/file.h"
 #include "kiln/probe.h"
 #include "model/verify_suite.h"
 #include "run/device.h"
+#include "run/precision_option.h"
 
 #ifndef KILN_GIT_COMMIT
 #define KILN_GIT_COMMIT "unknown"
@@ -125,12 +127,18 @@ static int no_device_checked(void) {
     return none;
 }
 
-kiln_ctx *host_open_checked_device(const char *command, const char *backend, int device, int trust) {
-    /* a cold driver takes about a second to open (PoCL: 0.9 s); a warm open says nothing,
-     * which keeps a bad input's error the only line */
-    if (!trust && strcmp(backend, "cpu") && no_device_checked())
+kiln_ctx *host_open_checked_device(const char *command, const char *backend, int device, kiln_dtype dtype,
+                                   int trust) {
+    /* a cold driver takes about a second to open (PoCL: 0.9 s): said on a terminal, where
+     * someone waits; a log gets the check's line below a second later, and a device refused
+     * for its precision keeps its error the only line */
+    if (!trust && strcmp(backend, "cpu") && isatty(fileno(stderr)) && no_device_checked())
         host_say(command, "opening the %s device (first use)...", strcmp(backend, "auto") ? backend : "best");
     kiln_ctx *dev = host_open_device(backend, device);
+    if (dev && host_check_precision(dev, dtype)) {
+        kiln_close(dev);
+        return NULL;
+    }
     if (!dev || trust || !strcmp(kiln_backend_name(dev), "cpu")) return dev;
     char id[1024], path[640];
     identity(dev, id, sizeof id);

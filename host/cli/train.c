@@ -46,8 +46,9 @@ static int parse_options(const train_kind *k, void *run, train_options *o, cli_o
  * run. Returns 0 or 1 (printed). */
 static int open_run(const train_kind *k, void *run, const train_options *o, const run_paths *paths, kiln_ctx **ctx,
                     trainer *t, grad_sync **sync, FILE **metrics) {
-    if (!(*ctx = host_open_checked_device("train", o->backend, o->device, o->trust_device))) return 1;
-    if (host_check_precision(*ctx, o->hp.precision) || k->start(run, *ctx, t)) return 1;
+    if (!(*ctx = host_open_checked_device("train", o->backend, o->device, o->hp.precision, o->trust_device)) ||
+        k->start(run, *ctx, t))
+        return 1;
     if (train_parallel_start(t, o, sync) || train_open_run(t, o, paths, metrics)) return 1;
     if (k->opened) k->opened(run, t);
     host_say_device("train", *ctx);

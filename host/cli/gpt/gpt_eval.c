@@ -55,12 +55,12 @@ int gpt_eval_command(int argc, char **argv) {
     char err[1024];
     data_set *ds = NULL;
     tokenizer *tok = NULL;
-    kiln_ctx *ctx = host_open_checked_device("eval", backend, device, trust);
+    kiln_ctx *ctx = host_open_checked_device("eval", backend, device, dtype, trust);
     gpt_model *m = NULL;
     lora_adapter **adapters = NULL;
     data_set whole = {0};
     rc = 1;
-    if (!ctx || host_check_precision(ctx, dtype)) goto done;
+    if (!ctx) goto done;
     if (host_load_gpt_as(ctx, ckpt, tok_path, dtype, &m, &tok) || gpt_tokenizer_load_data(tok, data, "the evaluation data", &ds))
         goto done;
     /* The whole file is evaluated, not a held-out tenth: the same tokens seen as one
