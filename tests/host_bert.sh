@@ -7,7 +7,8 @@
 #   - metrics.jsonl has mlm_accuracy at the evaluations only; config.json is Hugging Face's;
 #   - kiln eval --split held-out gives the loss and accuracy training printed;
 #   - a trained BPE tokenizer (--tokenizer) trains and evaluates too;
-#   - 10 steps plus a resumed 10 equal 20 uninterrupted steps exactly;
+#   - 10 steps plus a resumed 10 equal 20 uninterrupted steps exactly, also when the resume
+#     leaves --batch out; the run ends with the steps' throughput line;
 #   - bad input (cpu only): a tokenizer without [CLS]/[SEP]/[MASK], --block below 3, text
 #     too short for --block, a GPT checkpoint to resume as BERT, a BERT checkpoint given to
 #     the GPT's decode, an unknown --split: one line and a non-zero exit.
@@ -38,6 +39,8 @@ steps=1500
 [ "$quick" = 1 ] && steps=150
 "$kiln" train "${small[@]}" --data cycle.txt --out cycle --steps $steps --eval-every $((steps / 3)) --block 32 >train.out 2>train.log ||
   { echo "FAIL: training"; cat train.log; exit 1; }
+grep -Eq "^kiln train: $steps steps in [0-9.]+ s \([0-9]+ tokens/s\)$" train.log ||
+  { echo "FAIL: training printed no 'N steps in X s (T tokens/s)' line"; fail=1; }
 acc=$(awk '$1 == "val" && $2 == "accuracy" { print $3 }' train.out)
 loss=$(awk '$1 == "val" && $2 == "loss" { print $3 }' train.out)
 echo "held-out MLM accuracy $acc (loss $loss), unigram baseline $baseline"
@@ -73,6 +76,7 @@ eval_loss=$(awk '$1 == "loss" { print $2 }' eval.out)
 # exact resume
 head -n 300 cycle.txt >tiny.txt
 expect_exact_resume "${small[@]}" --data tiny.txt --eval-every 5 --block 16 || fail=1
+expect_resume_keeps_batch --batch "${small[@]}" --data tiny.txt --eval-every 5 --block 16 || fail=1
 
 if [ "$backend" = cpu ]; then
   # refused in one line with a non-zero exit

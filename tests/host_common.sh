@@ -89,6 +89,31 @@ expect_exact_resume() {
   return $differs
 }
 
+# expect_resume_keeps_batch OPTION TRAIN-ARGS...: after expect_exact_resume with the same
+# TRAIN-ARGS (which give OPTION, the batch, once): 10 steps, then a resume without OPTION,
+# must end with the uninterrupted run's weights (the batch comes from the run), and a resume
+# with another batch must be refused with a line naming both. Returns 1 on a failure.
+expect_resume_keeps_batch() {
+  local option=$1 value="" rest=() said
+  shift
+  while [ $# -gt 0 ]; do
+    if [ "$1" = "$option" ]; then value=$2; shift 2; else rest+=("$1"); shift; fi
+  done
+  "$kiln" train "${rest[@]}" "$option" "$value" --out nobatch --steps 10 >/dev/null 2>&1 || exit
+  "$kiln" train "${rest[@]}" --out nobatch --steps 20 --resume >/dev/null 2>nobatch.err ||
+    { echo "FAIL: --resume without $option: $(cat nobatch.err)"; return 1; }
+  cmp -s whole/model.safetensors nobatch/model.safetensors ||
+    { echo "FAIL: --resume without $option: the weights differ from the uninterrupted run's"; return 1; }
+  if said=$("$kiln" train "${rest[@]}" "$option" $((value + 1)) --out nobatch --steps 30 --resume 2>&1 >/dev/null); then
+    echo "FAIL: --resume with $option $((value + 1)) (the run's is $value) was not refused"; return 1
+  fi
+  case $said in
+    *"the batch is $((value + 1)) here but $value"*) ;;
+    *) echo "FAIL: --resume with $option $((value + 1)) said: $said"; return 1 ;;
+  esac
+  echo "ok: --resume takes $option $value from the run, and refuses $option $((value + 1))"
+}
+
 # expect_cache_agrees CKPT WHAT DECODE-ARGS...: `kiln decode` of CKPT on $backend prints the
 # same text with the KV cache as without it (--no-cache); prints ok, or counts a fail.
 expect_cache_agrees() {

@@ -2,7 +2,7 @@
 # --resume continues a run bit for bit: 20 uninterrupted steps and 10 steps plus a resumed 10
 # end with the same loss, validation loss, gradient norm and weights (dropout on, so the
 # saved RNG stream matters; warmup then a flat rate, so the schedule does not depend on
-# --steps).
+# --steps). The resumed half may leave --batch out: it comes from the run.
 #   host_resume.sh KILN WORKDIR [BACKEND]
 set -eu
 . "$(dirname "$0")/host_common.sh"
@@ -13,5 +13,6 @@ run=(--data text.txt --backend "$backend" --layers 2 --heads 2 --dim 16 --block 
      --eval-windows 8 --seed 11)
 status=0
 expect_exact_resume "${run[@]}" || status=1
+expect_resume_keeps_batch --batch "${run[@]}" || status=1
 [ $status -eq 0 ] && echo "ok: resumed run is bit-exact"
 exit $status

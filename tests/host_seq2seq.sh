@@ -2,7 +2,9 @@
 # The encoder-decoder end to end (kiln train --model seq2seq, eval, decode) on one backend:
 #   - a small model learns to reverse and to copy random letter strings: >= 99% exact
 #     matches on held-out strings, greedy and with a beam of 4, the beam never worse;
-#   - 10 steps plus a resumed 10 equal 20 uninterrupted steps exactly;
+#   - eval and decode --input-file show progress on a terminal, with the same stdout;
+#   - 10 steps plus a resumed 10 equal 20 uninterrupted steps exactly, also when the resume
+#     leaves --batch-tokens out; the run ends with the steps' throughput line;
 #   - bad input (cpu only): a TSV line without a tab, an empty side, a tokenizer without
 #     [BOS]/[EOS], a GPT's options given to a seq2seq checkpoint and the other way round:
 #     one line and a non-zero exit.
@@ -49,6 +51,8 @@ for task in reverse copy; do
   greedy=$(awk '$1 == "exact" { print $2 }' "$task.greedy")
   beam=$(awk '$1 == "exact" { print $2 }' "$task.beam")
   echo "$task: exact matches greedy $greedy, beam 4 $beam ($(tail -n 1 "$task.log"))"
+  grep -Eq "^kiln train: $steps steps in [0-9.]+ s \([0-9]+ tokens/s\)$" "$task.log" ||
+    { echo "FAIL: training on $task printed no 'N steps in X s (T tokens/s)' line"; fail=1; }
   [ "$quick" = 1 ] && continue
   awk -v g="$greedy" -v b="$beam" 'BEGIN { exit !(g >= 0.99 && b >= 0.99 && b >= g) }' ||
     { echo "FAIL: $task needs >= 0.99 exact matches, greedy and beam, and the beam no worse"; fail=1; }
@@ -69,9 +73,34 @@ for search in "--beam 3" "--batch 3"; do
     { echo "FAIL: --input-file $search gave:"; cat outputs.txt; fail=1; }
 done
 
+# progress on a terminal (stderr), the same stdout as off it (script(1) gives the terminal)
+if command -v script >/dev/null; then
+  tty_run() { # NAME KILN-ARGS...: stdout to NAME.out, the terminal's bytes to NAME.tty
+    local name=$1
+    shift
+    script -qec "$(printf '%q ' "$kiln" "$@") >$name.out" /dev/null >"$name.tty" 2>&1
+  }
+  decode_args=(decode --backend "$backend" --ckpt reverse/model.safetensors --input-file inputs.txt --beam 3)
+  eval_args=(eval --backend "$backend" --ckpt reverse/model.safetensors --data reverse-test.tsv --beam 2)
+  for what in decode eval; do
+    declare -n args="${what}_args"
+    "$kiln" "${args[@]}" >"$what.plain" 2>"$what.err" || { echo "FAIL: $what off a terminal"; fail=1; }
+    grep -q $'\033' "$what.err" && { echo "FAIL: $what off a terminal drew a bar"; fail=1; }
+    tty_run "$what" "${args[@]}" || { echo "FAIL: $what on a terminal"; fail=1; }
+    cmp -s "$what.plain" "$what.out" || { echo "FAIL: $what's stdout differs on a terminal"; fail=1; }
+    unit=lines
+    [ $what = eval ] && unit="pairs translated"
+    total=$([ $what = eval ] && wc -l <reverse-test.tsv || wc -l <inputs.txt)
+    tr '\r' '\n' <"$what.tty" | grep -q "^.*kiln $what: $total/$total $unit  ETA " &&
+      echo "ok: $what on a terminal shows its progress ($total/$total $unit), the same stdout" ||
+      { echo "FAIL: $what on a terminal showed no '$total/$total $unit' line: $(tr '\r' '\n' <"$what.tty" | tail -n 3)"; fail=1; }
+  done
+fi
+
 # exact resume
 head -n 400 copy.tsv >tiny.tsv
 expect_exact_resume "${small[@]}" --data tiny.tsv --eval-every 5 || fail=1
+expect_resume_keeps_batch --batch-tokens "${small[@]}" --data tiny.tsv --eval-every 5 || fail=1
 
 if [ "$backend" = cpu ]; then
   # refused in one line with a non-zero exit

@@ -7,7 +7,9 @@
 #     the cases that use it, named with their precision and GEMM variant, and nothing else;
 #   - train refuses a device that fails the quick check with one line naming the case and
 #     what to do, remembers a pass (a later wrong kernel goes unnoticed: the check did not
-#     run again), and --trust-device skips the check;
+#     run again), and --trust-device skips the check; the first use says it is opening and
+#     checking the device before it does (a minute of compiling on a cold cache), a known
+#     device says neither;
 #   - in Vulkan's minimum-limits mode, every case passes or is skipped for its f16.
 #   host_verify.sh KILN WORKDIR [BACKEND]
 set -u
@@ -103,6 +105,16 @@ if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || [ "$(grep -c '^kiln: error: ' err.txt
    ! tail -n 1 err.txt | grep -q "^kiln: error: kiln train: $backend device .* computes wrong results: norm/.*--backend cpu.*--trust-device"; then
   fail "train on a device with a wrong kernel: exit $rc, stderr: $(head -c 600 err.txt)"
 fi
+# no silent minutes: before the check (a minute on a cold cache) it says so, and on a
+# terminal (script(1)) also before opening the device
+grep -q "^kiln train: checking the $backend device's kernels (first use" err.txt ||
+  fail "the first-use check did not say it was checking: $(head -c 600 err.txt)"
+if command -v script >/dev/null; then
+  script -qec "$(printf '%q ' "$kiln" "${train[@]}") --out tty >/dev/null" /dev/null >tty.txt 2>&1
+  [ "$(head -n 1 tty.txt | tr -d '\r')" = "kiln train: opening the $backend device (first use)..." ] ||
+    fail "a first use on a terminal did not start with the opening line: $(head -n 1 tty.txt)"
+  rm -rf cache
+fi
 [ -e bad/model.safetensors ] && fail "train on a failing device wrote a checkpoint"
 ls cache/verified-* >/dev/null 2>&1 && fail "a failed check was remembered"
 KILN_FAULT=wrong:norm_fwd "$kiln" "${train[@]}" --out trusted --trust-device >/dev/null 2>err.txt ||
@@ -112,6 +124,7 @@ ls cache/verified-* >/dev/null 2>&1 || fail "a passed check was not remembered i
 # the pass is remembered: the check does not run again, so a wrong kernel now goes unseen
 KILN_FAULT=wrong:norm_fwd "$kiln" "${train[@]}" --out again >/dev/null 2>err.txt ||
   fail "the remembered pass was not used: $(tail -n 1 err.txt)"
+grep -q "first use" err.txt && fail "a device known to pass still said: $(grep 'first use' err.txt)"
 KILN_FAULT=wrong:norm_fwd "$kiln" eval --ckpt good/model.safetensors --data text.txt --backend "$backend" \
   >/dev/null 2>err.txt || fail "eval after a remembered pass: $(tail -n 1 err.txt)"
 rm -rf cache

@@ -3,15 +3,18 @@
 #include "cli/device_check.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kiln/file.h"
 #include "kiln/probe.h"
 #include "model/verify_suite.h"
 #include "run/device.h"
+#include "run/precision_option.h"
 
 #ifndef KILN_GIT_COMMIT
 #define KILN_GIT_COMMIT "unknown"
@@ -28,16 +31,22 @@ static void identity(const kiln_ctx *dev, char *buf, size_t size) {
              kiln_device_name(dev), kiln_device_driver(dev));
 }
 
-/* <dir>/verified-<FNV-1a of the identity>, where dir is $KILN_DEVICE_CHECK_DIR (tests keep
- * their verdicts apart with it), else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; 0 when none
- * is set (no cache: every run checks). */
-static int cache_path(const char *id, char *path, size_t size) {
+/* The verdicts' directory: $KILN_DEVICE_CHECK_DIR (tests keep their verdicts apart with
+ * it), else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; 0 when none is set (no cache: every
+ * run checks). */
+static int cache_dir(char *dir, size_t size) {
     const char *own = getenv("KILN_DEVICE_CHECK_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    char dir[512];
-    if (own && *own) snprintf(dir, sizeof dir, "%s", own);
-    else if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/kiln", xdg);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/kiln", home);
+    if (own && *own) snprintf(dir, size, "%s", own);
+    else if (xdg && *xdg) snprintf(dir, size, "%s/kiln", xdg);
+    else if (home && *home) snprintf(dir, size, "%s/.cache/kiln", home);
     else return 0;
+    return 1;
+}
+
+/* <dir>/verified-<FNV-1a of the identity>; 0 when there is no cache directory. */
+static int cache_path(const char *id, char *path, size_t size) {
+    char dir[512];
+    if (!cache_dir(dir, sizeof dir)) return 0;
     uint64_t h = 0xcbf29ce484222325ull;
     for (const char *p = id; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     return snprintf(path, size, "%s/verified-%016llx", dir, (unsigned long long)h) < (int)size;
@@ -106,13 +115,39 @@ static int check_device(const char *command, kiln_ctx *dev) {
     return 0;
 }
 
-kiln_ctx *host_open_checked_device(const char *command, const char *backend, int device, int trust) {
+/* Whether no device has passed the check here yet: kiln's first GPU run on this machine (or
+ * with this cache), when the driver's own caches are likely cold too. */
+static int no_device_checked(void) {
+    char pattern[600];
+    if (!cache_dir(pattern, sizeof pattern - 16)) return 1;
+    strcat(pattern, "/verified-*");
+    glob_t g;
+    int none = glob(pattern, 0, NULL, &g) != 0;
+    if (!none) globfree(&g);
+    return none;
+}
+
+kiln_ctx *host_open_checked_device(const char *command, const char *backend, int device, kiln_dtype dtype,
+                                   int trust) {
+    /* a cold driver takes about a second to open (PoCL: 0.9 s): said on a terminal, where
+     * someone waits; a log gets the check's line below a second later, and a device refused
+     * for its precision keeps its error the only line */
+    if (!trust && strcmp(backend, "cpu") && isatty(fileno(stderr)) && no_device_checked())
+        host_say(command, "opening the %s device (first use)...", strcmp(backend, "auto") ? backend : "best");
     kiln_ctx *dev = host_open_device(backend, device);
+    if (dev && host_check_precision(dev, dtype)) {
+        kiln_close(dev);
+        return NULL;
+    }
     if (!dev || trust || !strcmp(kiln_backend_name(dev), "cpu")) return dev;
     char id[1024], path[640];
     identity(dev, id, sizeof id);
     int cacheable = cache_path(id, path, sizeof path);
     if (cacheable && cached_pass(path, id)) return dev;
+    /* the check compiles every kernel it runs, on a cold cache for a minute or more: a
+     * silent wait that long looks like a hang */
+    host_say(command, "checking the %s device's kernels (first use: kiln verify --quick; compiling them on a cold "
+                      "cache can take a minute)...", kiln_backend_name(dev));
     if (check_device(command, dev)) {
         kiln_close(dev);
         return NULL;

@@ -11,9 +11,12 @@
 /* --trust-device, for a command's option table. */
 cli_opt host_trust_device_option(int *trust);
 
-/* host_open_device, then the first-use check unless `trust`: NULL after one line on stderr
- * when the device cannot be opened, or fails the check (naming the failing case and what to
- * do: --backend cpu, or --trust-device). `command` names the command in that line. */
-kiln_ctx *host_open_checked_device(const char *command, const char *backend, int device, int trust);
+/* host_open_device, then host_check_precision for `dtype`, then the first-use check unless
+ * `trust`: NULL after one line on stderr when the device cannot be opened, cannot run dtype
+ * (refused before any check, so that is the only line), or fails the check (naming the
+ * failing case and what to do: --backend cpu, or --trust-device). `command` names the
+ * command in that line. */
+kiln_ctx *host_open_checked_device(const char *command, const char *backend, int device, kiln_dtype dtype,
+                                   int trust);
 
 #endif

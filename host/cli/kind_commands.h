@@ -50,8 +50,9 @@ typedef struct train_kind {
     train_loop_model loop;
     /* The full evaluation of a finished run resumed (no step ran). */
     int (*last_evaluation)(void *self, double *val);
-    /* rank 0, at the end: the final lines (stdout: `val loss X` and the kind's own). */
-    void (*report)(void *self, const trainer *t, double val, double seconds, int64_t first_step);
+    /* rank 0, at the end, after the steps' throughput: the final lines (stdout: `val loss X` and the
+     * kind's own). */
+    void (*report)(void *self, const trainer *t, double val);
     void (*destroy)(void *self); /* frees the run and what it holds but the context */
 } train_kind;
 

@@ -6,6 +6,7 @@
  * training loop (cli/train_loop.h: progress, metrics.jsonl, evaluating and saving every
  * --eval-every steps and at the last), and the final report. The kind's table says what each
  * phase does for its model. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "cli/kind_commands.h"
 #include "run/precision_option.h"
 #include "run/progress.h"
+#include "cli/train_checkpoint.h"
 #include "cli/train_parallel.h"
 
 /* The kind --model names (the default one without it). NULL: an unknown name, printed. */
@@ -44,8 +46,9 @@ static int parse_options(const train_kind *k, void *run, train_options *o, cli_o
  * run. Returns 0 or 1 (printed). */
 static int open_run(const train_kind *k, void *run, const train_options *o, const run_paths *paths, kiln_ctx **ctx,
                     trainer *t, grad_sync **sync, FILE **metrics) {
-    if (!(*ctx = host_open_checked_device("train", o->backend, o->device, o->trust_device))) return 1;
-    if (host_check_precision(*ctx, o->hp.precision) || k->start(run, *ctx, t)) return 1;
+    if (!(*ctx = host_open_checked_device("train", o->backend, o->device, o->hp.precision, o->trust_device)) ||
+        k->start(run, *ctx, t))
+        return 1;
     if (train_parallel_start(t, o, sync) || train_open_run(t, o, paths, metrics)) return 1;
     if (k->opened) k->opened(run, t);
     host_say_device("train", *ctx);
@@ -53,16 +56,21 @@ static int open_run(const train_kind *k, void *run, const train_options *o, cons
     return 0;
 }
 
-/* The training loop to the last step, then the report. */
+/* The training loop to the last step, then the report: the steps' throughput for every
+ * kind (seq2seq's steps hold as many tokens as their pairs have), then the kind's own. */
 static int train_to_end(const train_kind *k, void *run, trainer *t, const train_options *o, FILE *metrics) {
     train_loop_model lm = k->loop;
     lm.self = run;
-    double start = progress_now(), val;
+    double start = progress_now(), val, tokens;
     int64_t first = t->step;
-    int rc = train_loop(t, o, metrics, &lm, &val);
+    int rc = train_loop(t, o, metrics, &lm, &val, &tokens);
     if (rc == 0 && isnan(val)) rc = k->last_evaluation(run, &val); /* a finished run resumed */
-    if (rc == 0 && train_parallel_leads()) k->report(run, t, val, progress_now() - start, first);
-    return rc;
+    if (rc || !train_parallel_leads()) return rc;
+    double secs = progress_now() - start;
+    fprintf(stderr, "kiln train: %" PRId64 " steps in %.1f s (%.0f tokens/s)\n", t->step - first, secs,
+            secs > 0 ? tokens / secs : 0.0);
+    k->report(run, t, val);
+    return 0;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -84,9 +92,12 @@ int cmd_train(int argc, char **argv) {
     grad_sync *sync = NULL;
     FILE *metrics = NULL;
     int parsed = parse_options(k, run, &o, opts, n, argc, argv), rc = parsed < 0;
-    if (parsed == 0)
-        rc = run_paths_init(&paths, o.out, o.lora) || k->prepare(run, opts, n, &paths) ||
-             open_run(k, run, &o, &paths, &ctx, &t, &sync, &metrics) || train_to_end(k, run, &t, &o, metrics);
+    if (parsed == 0) {
+        rc = run_paths_init(&paths, o.out, o.lora);
+        if (rc == 0 && o.resume) train_resume_batch(&paths, opts, n);
+        rc = rc || k->prepare(run, opts, n, &paths) || open_run(k, run, &o, &paths, &ctx, &t, &sync, &metrics) ||
+             train_to_end(k, run, &t, &o, metrics);
+    }
     rc = train_parallel_end(rc, sync, &t);
     if (metrics) fclose(metrics);
     trainer_free(&t);

@@ -97,3 +97,26 @@ int train_resume_state(trainer *t, const run_paths *p) {
                 t->resumed_micro_batches, micros, t->step + 1, (double)micros / (double)t->resumed_micro_batches);
     return 0;
 }
+
+/* The batch the run recorded in its optimizer state (the previous file when a kill left
+ * none): 1 and *batch, 0 when neither file has it. */
+static int saved_batch(const run_paths *p, uint64_t *batch) {
+    const char *files[] = {p->optimizer, p->optimizer_prev};
+    char text[32], err[1024];
+    for (int i = 0; i < 2; i++)
+        if (model_checkpoint_meta(files[i], "batch", text, sizeof text, err, sizeof err) == 1 &&
+            text_to_uint64(text, batch) == 0)
+            return 1;
+    return 0;
+}
+
+void train_resume_batch(const run_paths *p, const cli_opt *opts, int n) {
+    static const char *const names[] = {"--batch", "--batch-tokens"};
+    uint64_t batch;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const cli_opt *opt = cli_find(opts, n, names[i]);
+        if (!opt || opt->seen || opt->kind != CLI_INT || !saved_batch(p, &batch)) continue;
+        /* out of the option's range: left as it is, and the resume names the mismatch */
+        if ((double)batch >= opt->min && (double)batch <= opt->max) *(int *)opt->target = (int)batch;
+    }
+}

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "model/trainer.h"
+#include "run/cli.h"
 
 /* Where the run keeps its checkpoint: `model` is the trained weights' file, the model's
  * (model.safetensors) or a LoRA run's adapter (adapter_model.safetensors, beside
@@ -38,5 +39,10 @@ int train_save_optimizer(const trainer *t, const run_paths *p, char *err, size_t
 /* Restores the optimizer state of a resumed run: the optimizer file, or the previous one,
  * whose step is the model file's. Returns 0, or 1 with the error printed. */
 int train_resume_state(trainer *t, const run_paths *p);
+
+/* A resumed run's batch (--batch, or seq2seq's --batch-tokens) when the command line does
+ * not give it: the one its optimizer state recorded, as the layers, width and tokenizer
+ * come from its model file. A --batch given and different is refused by the resume. */
+void train_resume_batch(const run_paths *p, const cli_opt *opts, int n);
 
 #endif

@@ -99,7 +99,8 @@ static int agree_after_step(double *tokens, int skipped, int64_t step, char *err
     return g_interrupted != 0;
 }
 
-static int loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val) {
+static int loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val,
+                double *trained) {
     const train_hparams *hp = &t->hp;
     char err[1024];
     int lead = train_parallel_leads();
@@ -120,6 +121,7 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
         double tokens = lm->step_tokens ? lm->step_tokens(lm->self) : tokens_per_step;
         int interrupted = agree_after_step(&tokens, st.skipped, t->step, err, sizeof err, &rc);
         if (rc) break;
+        *trained += tokens;
         double tokens_per_s = tokens / (progress_now() - t0);
         int half = hp->precision == KILN_F16;
         metrics_row row = {.step = t->step, .loss = st.loss, .val_loss = NAN, .lr = st.lr,
@@ -155,13 +157,15 @@ static int loop(trainer *t, const train_options *o, FILE *metrics, const train_l
     return rc;
 }
 
-int train_loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val) {
+int train_loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val,
+               double *trained) {
     *final_val = NAN;
+    *trained = 0;
     g_interrupted = 0;
     prepare_rank_gone(o);
     void (*previous_int)(int) = signal(SIGINT, on_interrupt);
     void (*previous_term)(int) = signal(SIGTERM, on_interrupt);
-    int rc = loop(t, o, metrics, lm, final_val);
+    int rc = loop(t, o, metrics, lm, final_val, trained);
     signal(SIGINT, previous_int);
     signal(SIGTERM, previous_term);
     forget_rank_gone();

@@ -40,8 +40,9 @@ typedef struct train_loop_model {
 int train_open_run(trainer *t, const train_options *o, const run_paths *paths, FILE **metrics);
 
 /* Runs steps t->step + 1 to the last (metrics NULL: a rank that writes none). Returns 0 with the last step's val loss in
- * *final_val (NaN when no step ran: a finished run resumed), or 1 with the error printed
- * (interrupted: after saving). */
-int train_loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val);
+ * *final_val (NaN when no step ran: a finished run resumed) and the tokens its steps trained on over all ranks in
+ * *trained, or 1 with the error printed (interrupted: after saving). */
+int train_loop(trainer *t, const train_options *o, FILE *metrics, const train_loop_model *lm, double *final_val,
+               double *trained);
 
 #endif

@@ -236,7 +236,8 @@ static int run_options(train_options *o, cli_opt *opts) {
         {.name = "--seed", .kind = CLI_U64, .target = &o->hp.seed, .meta = "N",
          .help = "seed of the init, the batches and dropout"},
         {.name = "--resume", .kind = CLI_FLAG, .target = &o->resume,
-         .help = "continue the run in --out exactly where it stopped"},
+         .help = "continue the run in --out exactly where it stopped (its model, tokenizer and batch come from "
+                 "the run; a --batch or --batch-tokens given must be the run's)"},
     };
     _Static_assert(sizeof own / sizeof own[0] <= 22, "TRAIN_COMMON_OPTIONS's share is too small");
     memcpy(opts, own, sizeof own);

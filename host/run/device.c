@@ -1,6 +1,7 @@
 /* Opening the device a command runs on (see device.h). */
 #include "run/device.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "parallel/world.h"
@@ -30,11 +31,19 @@ kiln_ctx *host_open_device(const char *backend, int device) {
     return ctx;
 }
 
-void host_say_device(const char *command, const kiln_ctx *ctx) {
+void host_say(const char *command, const char *fmt, ...) {
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    /* one write: the ranks under mpirun share the terminal */
     if (world_ranks() > 1)
-        fprintf(stderr, "kiln %s: rank %d of %d running on %s device %s\n", command, world_rank(), world_ranks(),
-                kiln_backend_name(ctx), kiln_device_name(ctx));
+        fprintf(stderr, "kiln %s: rank %d of %d %s\n", command, world_rank(), world_ranks(), what);
     else
-        fprintf(stderr, "kiln %s: running on %s device %s\n", command, kiln_backend_name(ctx),
-                kiln_device_name(ctx));
+        fprintf(stderr, "kiln %s: %s\n", command, what);
+}
+
+void host_say_device(const char *command, const kiln_ctx *ctx) {
+    host_say(command, "running on %s device %s", kiln_backend_name(ctx), kiln_device_name(ctx));
 }

@@ -19,4 +19,8 @@ kiln_ctx *host_open_device(const char *backend, int device);
  * their inputs are validated, so that bad input still gives exactly one line on stderr. */
 void host_say_device(const char *command, const kiln_ctx *ctx);
 
+/* A status line on stderr, "kiln COMMAND: WHAT" ("kiln COMMAND: rank R of N WHAT" under
+ * mpirun), WHAT from the printf format. */
+void host_say(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "run/cli.h"
 #include "run/gpt_tokenizer.h"
@@ -97,12 +98,27 @@ int host_load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, gpt_mod
     return host_load_gpt_as(ctx, path, tok_path, KILN_F32, m, tok);
 }
 
+/* A model file of 100 MB or more (a Hugging Face folder: its model.safetensors) takes a
+ * second or more to read and upload: it says so first. */
+static void say_loading(const char *path) {
+    struct stat st;
+    char file[4200];
+    if (stat(path, &st)) return;
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(file, sizeof file, "%s/model.safetensors", path);
+        if (stat(file, &st)) return;
+    }
+    if (st.st_size >= 100 * 1000 * 1000)
+        fprintf(stderr, "kiln: loading %s (%.0f MB)...\n", path, (double)st.st_size / 1e6);
+}
+
 /* host_load_gpt_as, a GGUF's quantized matrices in blocks when keep_blocks, else floats. */
 static int load_gpt(kiln_ctx *ctx, const char *path, const char *tok_path, kiln_dtype dtype, int keep_blocks,
                     gpt_model **m, tokenizer **tok) {
     char err[1024];
     *m = NULL;
     *tok = NULL;
+    say_loading(path);
     if (host_is_gguf(path)) {
         if (keep_blocks ? gpt_load_gguf_as(ctx, path, dtype, m, tok, err, sizeof err)
                         : gpt_load_gguf_floats(ctx, path, m, tok, err, sizeof err))

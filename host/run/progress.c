@@ -21,8 +21,7 @@ void progress_init(progress *p, FILE *out, int64_t first_step, int64_t total_ste
     p->low_entropy = NAN;
 }
 
-/* "1h02m", "3m07s", "12s" */
-static void format_duration(char *buf, size_t size, double seconds) {
+void progress_format_duration(char *buf, size_t size, double seconds) {
     long s = seconds > 0 && seconds < 1e9 ? (long)(seconds + 0.5) : 0;
     if (s >= 3600)
         snprintf(buf, size, "%ldh%02ldm", s / 3600, s % 3600 / 60);
@@ -37,7 +36,7 @@ void progress_step(progress *p, int64_t step, double loss, double lr, double tok
     double elapsed = progress_now() - p->start_time;
     int64_t done = step - p->first_step, left = p->total_steps - step;
     char eta[32];
-    format_duration(eta, sizeof eta, done > 0 ? elapsed / (double)done * (double)left : 0);
+    progress_format_duration(eta, sizeof eta, done > 0 ? elapsed / (double)done * (double)left : 0);
     int evaluated = !isnan(val_loss);
     /* average time per token, not tokens per second: one slow step then weighs as much
      * as it cost */

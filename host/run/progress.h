@@ -23,6 +23,9 @@ typedef struct progress {
 /* Monotonic seconds, for throughput and ETA. */
 double progress_now(void);
 
+/* A duration for an ETA: "1h02m", "3m07s", "12s". */
+void progress_format_duration(char *buf, size_t size, double seconds);
+
 void progress_init(progress *p, FILE *out, int64_t first_step, int64_t total_steps, int log_every);
 /* Reports step `step` (1-based, the number of optimizer steps done) and that step's
  * throughput (shown averaged over the last few dozen steps). val_loss is NaN when the step

@@ -85,9 +85,7 @@ static int load_tokenizer(const eval_options *o, tokenizer **tok) {
 /* The model on the device, in the precision asked for, agreeing with its tokenizer. */
 static int open_model(const eval_options *o, const tokenizer *tok, kiln_ctx **ctx, bert_model **m) {
     char err[1024];
-    if (!(*ctx = host_open_checked_device("eval", o->backend, o->device, o->trust)) ||
-        host_check_precision(*ctx, o->dtype))
-        return 1;
+    if (!(*ctx = host_open_checked_device("eval", o->backend, o->device, o->dtype, o->trust))) return 1;
     if (bert_checkpoint_load(*ctx, o->ckpt, m, err, sizeof err)) return host_error("%s", err);
     if ((*m)->cfg.vocab_size != tokenizer_vocab_size(tok))
         return host_error("%s: its vocabulary (%d) is not its tokenizer's (%d)", o->ckpt, (*m)->cfg.vocab_size,

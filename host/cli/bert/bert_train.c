@@ -251,11 +251,9 @@ static int last_evaluation(void *self, double *val) {
     return evaluate(r, 0, val, &r->accuracy);
 }
 
-static void report(void *self, const trainer *t, double val, double seconds, int64_t first_step) {
+static void report(void *self, const trainer *t, double val) {
     bert_run *r = self;
     (void)t;
-    (void)seconds;
-    (void)first_step;
     printf("val loss %.4f\nval accuracy %.4f\n", val, r->accuracy);
 }
 

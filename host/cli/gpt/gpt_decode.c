@@ -137,8 +137,8 @@ typedef struct decode_run {
 
 /* The device and the model in the precision asked for. */
 static int open_model(decode_run *r, const decode_options *o) {
-    r->ctx = host_open_checked_device("decode", o->backend, o->device, o->trust);
-    if (!r->ctx || host_check_precision(r->ctx, o->dtype)) return 1;
+    r->ctx = host_open_checked_device("decode", o->backend, o->device, o->dtype, o->trust);
+    if (!r->ctx) return 1;
     if (host_load_gpt_as(r->ctx, o->ckpt, o->tok_path, o->dtype, &r->d.m, &r->tok)) return 1;
     /* fp16: f16 weights, activations and KV cache (the f32 weights are released) */
     if (gpt_set_precision(r->d.m, o->dtype, 0)) return host_engine_error("--precision fp16");

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "run/cli.h"
+#include "run/count_progress.h"
 #include "cli/gpt/gpt_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
@@ -11,6 +12,11 @@
 #include "run/lora_option.h"
 #include "model/gpt/eval_loss.h"
 #include "model/gpt/gpt_checkpoint.h"
+
+static void windows_done(void *self, int64_t done, int64_t total) {
+    (void)total;
+    count_progress_update(self, done);
+}
 
 int gpt_eval_command(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
@@ -49,12 +55,12 @@ int gpt_eval_command(int argc, char **argv) {
     char err[1024];
     data_set *ds = NULL;
     tokenizer *tok = NULL;
-    kiln_ctx *ctx = host_open_checked_device("eval", backend, device, trust);
+    kiln_ctx *ctx = host_open_checked_device("eval", backend, device, dtype, trust);
     gpt_model *m = NULL;
     lora_adapter **adapters = NULL;
     data_set whole = {0};
     rc = 1;
-    if (!ctx || host_check_precision(ctx, dtype)) goto done;
+    if (!ctx) goto done;
     if (host_load_gpt_as(ctx, ckpt, tok_path, dtype, &m, &tok) || gpt_tokenizer_load_data(tok, data, "the evaluation data", &ds))
         goto done;
     /* The whole file is evaluated, not a held-out tenth: the same tokens seen as one
@@ -74,7 +80,12 @@ int gpt_eval_command(int argc, char **argv) {
     }
     host_say_device("eval", ctx);
     double loss;
-    if (eval_loss(m, &whole, DATA_TRAIN, m->cfg.n_positions, batch, 0, &loss, err, sizeof err)) {
+    count_progress bar;
+    count_progress_init(&bar, stderr, "eval", "windows", data_windows(&whole, DATA_TRAIN, m->cfg.n_positions));
+    eval_watch watch = {.done = windows_done, .self = &bar};
+    int failed = eval_loss_watched(m, &whole, DATA_TRAIN, m->cfg.n_positions, batch, &watch, &loss, err, sizeof err);
+    count_progress_finish(&bar);
+    if (failed) {
         host_error("%s: %s", data, err);
         goto done;
     }

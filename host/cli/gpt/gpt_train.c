@@ -397,11 +397,8 @@ static int last_evaluation(void *self, double *val) {
     return 0;
 }
 
-static void report(void *self, const trainer *t, double val, double secs, int64_t first) {
+static void report(void *self, const trainer *t, double val) {
     (void)self;
-    const train_hparams *hp = &t->hp;
-    fprintf(stderr, "kiln train: %" PRId64 " steps in %.1f s (%.0f tokens/s)\n", t->step - first, secs,
-            secs > 0 ? (double)(t->step - first) * hp->batch * hp->block * hp->grad_accum * world_ranks() / secs : 0.0);
     if (t->scaler) {
         kiln_loss_scale_state ls = kiln_loss_scaler_state(t->scaler);
         fprintf(stderr, "kiln train: loss scale %g, %" PRId64 " overflowing steps skipped in all\n", ls.scale,

@@ -3,11 +3,14 @@
  * default, --batch lines at a time as one batch; --beam K searches K hypotheses ranked with GNMT's length penalty
  * (--length-penalty alpha). The encoder runs once per input and every decoder layer's
  * cross-attention keys and values are computed once (model/seq2seq/seq2seq_search.c). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run/cli.h"
+#include "run/count_progress.h"
 #include "cli/seq2seq/seq2seq_commands.h"
 #include "run/device.h"
 #include "run/progress.h"
@@ -39,6 +42,13 @@ static int translate_lines(s2s_session *s, const seq2seq_search_opts *o, const c
     }
     fflush(stdout);
     return 0;
+}
+
+/* The lines the loop below reads: one per newline, and a last one without. */
+static int64_t count_lines(const char *text, size_t len) {
+    int64_t n = 0;
+    for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++) n++;
+    return n + (len && text[len - 1] != '\n');
 }
 
 int seq2seq_decode_command(int argc, char **argv) {
@@ -94,6 +104,11 @@ int seq2seq_decode_command(int argc, char **argv) {
             const char *group[DECODE_BATCH_MAX];
             size_t group_len[DECODE_BATCH_MAX];
             int in_group = 0;
+            /* translations printed to a terminal are their own progress: a bar would break
+             * into their lines */
+            int show = !isatty(fileno(stdout));
+            count_progress bar;
+            count_progress_init(&bar, stderr, "decode", "lines", count_lines(text, text_len));
             for (size_t at = 0; at < text_len && rc == 0; lines++) {
                 const char *nl = memchr(text + at, '\n', text_len - at);
                 size_t end = nl ? (size_t)(nl - text) : text_len, len = end - at;
@@ -103,10 +118,13 @@ int seq2seq_decode_command(int argc, char **argv) {
                 if (in_group == batch) {
                     rc = translate_lines(&s, &o, group, group_len, in_group);
                     in_group = 0;
+                    if (show) count_progress_update(&bar, lines + 1);
                 }
                 at = end + 1;
             }
             if (rc == 0 && in_group) rc = translate_lines(&s, &o, group, group_len, in_group);
+            if (rc == 0 && show) count_progress_update(&bar, lines);
+            count_progress_finish(&bar);
         }
         if (rc == 0)
             fprintf(stderr, "kiln decode: %d line%s in %.2f s (beam %d)%s\n", lines, lines == 1 ? "" : "s",

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "run/cli.h"
+#include "run/count_progress.h"
 #include "cli/seq2seq/seq2seq_commands.h"
 #include "run/device.h"
 #include "cli/seq2seq/seq2seq_session.h"
@@ -60,6 +61,8 @@ int seq2seq_eval_command(int argc, char **argv) {
         host_say_device("eval", s.ctx);
         seq2seq_search_opts o = s2s_search_opts(&s, beam, length_penalty, max_new);
         enum { GROUP = 32 };
+        count_progress bar; /* a beam over thousands of pairs takes minutes */
+        count_progress_init(&bar, stderr, "eval", "pairs translated", p->count);
         for (int64_t at = 0; at < p->count && rc == 0; at += GROUP) {
             int n_group = (int)(p->count - at < GROUP ? p->count - at : GROUP);
             char *hyp[GROUP];
@@ -72,7 +75,9 @@ int seq2seq_eval_command(int argc, char **argv) {
                 exact += len[k] == p->tgt_len[i] && !memcmp(hyp[k], p->tgt[i], len[k]);
                 free(hyp[k]);
             }
+            count_progress_update(&bar, at + n_group);
         }
+        count_progress_finish(&bar);
     }
     if (rc == 0) {
         bleu_result b = bleu_score(&stats);

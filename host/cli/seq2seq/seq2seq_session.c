@@ -41,7 +41,7 @@ int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, cons
     } else if (checkpoint_tokenizer_pair(ckpt, &s->src, &s->tgt, err, sizeof err)) {
         return host_error("%s", err);
     }
-    if (!(s->ctx = host_open_checked_device(command, o->backend, o->device, o->trust)) || host_check_precision(s->ctx, dtype)) return 1;
+    if (!(s->ctx = host_open_checked_device(command, o->backend, o->device, dtype, o->trust))) return 1;
     if (seq2seq_checkpoint_load(s->ctx, ckpt, &s->m, err, sizeof err)) return host_error("%s", err);
     if (tokenizer_vocab_size(s->src) != s->m->cfg.src_vocab || tokenizer_vocab_size(s->tgt) != s->m->cfg.tgt_vocab)
         return host_error("%s: its tokenizers' vocabularies (%d, %d) disagree with the model's (%d, %d)", ckpt,

@@ -272,11 +272,9 @@ static int last_evaluation(void *self, double *val) {
     return seq2seq_data_loss(r->m, r->val, val, err, sizeof err) ? host_error("%s", err) : 0;
 }
 
-static void report(void *self, const trainer *t, double val, double seconds, int64_t first_step) {
+static void report(void *self, const trainer *t, double val) {
     (void)self;
     (void)t;
-    (void)seconds;
-    (void)first_step;
     printf("val loss %.4f\n", val);
 }
 

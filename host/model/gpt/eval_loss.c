@@ -4,8 +4,10 @@
 
 #include "model/gpt/eval_loss.h"
 
-int eval_loss_share(gpt_model *m, const data_set *ds, int split, int block, int batch, int64_t max_windows,
-                    int share, int shares, double *loss_sum, int64_t *windows, char *err, size_t errlen) {
+/* eval_loss_share, telling `watch` (NULL: none) after each forward pass. */
+static int share_watched(gpt_model *m, const data_set *ds, int split, int block, int batch, int64_t max_windows,
+                         int share, int shares, const eval_watch *watch, double *loss_sum, int64_t *windows,
+                         char *err, size_t errlen) {
     kiln_ctx *ctx = m->ctx;
     int64_t total = data_windows(ds, split, block);
     if (total <= 0) {
@@ -51,6 +53,7 @@ int eval_loss_share(gpt_model *m, const data_set *ds, int split, int block, int 
          * windows weighted by their count */
         sum += (double)value * rows;
         kiln_step_reset(ctx);
+        if (watch && rc == 0) watch->done(watch->self, first + rows, count);
     }
     kiln_set_grad_enabled(ctx, grad);
     kiln_set_training(ctx, training);
@@ -62,11 +65,27 @@ int eval_loss_share(gpt_model *m, const data_set *ds, int split, int block, int 
     return rc;
 }
 
-int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
-              int64_t max_windows, double *loss, char *err, size_t errlen) {
+int eval_loss_share(gpt_model *m, const data_set *ds, int split, int block, int batch, int64_t max_windows,
+                    int share, int shares, double *loss_sum, int64_t *windows, char *err, size_t errlen) {
+    return share_watched(m, ds, split, block, batch, max_windows, share, shares, NULL, loss_sum, windows, err,
+                         errlen);
+}
+
+static int mean_loss(gpt_model *m, const data_set *ds, int split, int block, int batch, int64_t max_windows,
+                     const eval_watch *watch, double *loss, char *err, size_t errlen) {
     double sum;
     int64_t windows;
-    if (eval_loss_share(m, ds, split, block, batch, max_windows, 0, 1, &sum, &windows, err, errlen)) return -1;
+    if (share_watched(m, ds, split, block, batch, max_windows, 0, 1, watch, &sum, &windows, err, errlen)) return -1;
     *loss = sum / (double)windows;
     return 0;
+}
+
+int eval_loss_watched(gpt_model *m, const data_set *ds, int split, int block, int batch, const eval_watch *watch,
+                      double *loss, char *err, size_t errlen) {
+    return mean_loss(m, ds, split, block, batch, 0, watch, loss, err, errlen);
+}
+
+int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
+              int64_t max_windows, double *loss, char *err, size_t errlen) {
+    return mean_loss(m, ds, split, block, batch, max_windows, NULL, loss, err, errlen);
 }

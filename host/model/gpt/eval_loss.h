@@ -17,6 +17,17 @@
 int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
               int64_t max_windows, double *loss, char *err, size_t errlen);
 
+/* Called after each forward pass with the windows done and their total (kiln eval's
+ * progress). */
+typedef struct eval_watch {
+    void (*done)(void *self, int64_t windows, int64_t total);
+    void *self;
+} eval_watch;
+
+/* eval_loss over all windows, telling `watch` as it goes. */
+int eval_loss_watched(gpt_model *m, const data_set *ds, int split, int block, int batch, const eval_watch *watch,
+                      double *loss, char *err, size_t errlen);
+
 /* One share of that evaluation, for data-parallel ranks: the forward passes (batches of
  * `batch` windows) numbered share, share + shares, ... Returns 0 with the sum of their
  * windows' mean losses in *sum and the windows of the whole evaluation in *windows (the
