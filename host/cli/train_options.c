@@ -324,7 +324,7 @@ static int lora_cli_options(train_options *o, cli_opt *opts) {
                  "Llama family; --out receives PEFT's adapter_config.json and adapter_model.safetensors)",
          .min = -(1 << 30), .max = 1 << 30},
         {.name = "--lora-alpha", .kind = CLI_FLOAT, .target = &o->lora_alpha, .meta = "A",
-         .help = "LoRA's alpha: the adapters' output is scaled by A / R (default 8, PEFT's)", .min = 1e-6,
+         .help = "LoRA's alpha: the adapters' output is scaled by A / R (PEFT's default)", .min = 1e-6,
          .max = 1e6},
         {.name = "--lora-targets", .kind = CLI_STRING, .target = &o->lora_targets, .meta = "LIST",
          .help = "the linears to adapt, by PEFT's suffix matching (c_proj: both of GPT-2's; q_proj,v_proj: the "
