@@ -3,7 +3,7 @@
 # tracks lies under a standard root of a Linux or Android system, or is a placeholder.
 #   tracked_paths.sh SOURCE_DIR
 # An absolute path here is a slash at the start of a word, a first part of two characters
-# or more, then at least one more /part: /work/shared/data/x.txt, /home/u/src. Not one:
+# or more, then at least one more /part: /srv/box/data/x.txt, /home/u/src. Not one:
 # a slash after a word, a quote that closes a string or `+ "` (x/y, tokens/s, "$root"/host,
 # MACRO "/vocab.json", d + "/metrics.jsonl": paths inside another), after ':' or '/' (URLs),
 # or after a regex's characters (s/^a/b/, [/CASE]); a single part (/opencl, /root).
@@ -26,9 +26,9 @@ scan() {
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/bad" <<'BAD'
-data=/work/shared/data/tinyshakespeare.txt
+data=/srv/devbox/data/corpus.txt
 kiln train --data "/shared/input.txt" --out x
-FUZZ_OUT=/work/fuzz-campaign scripts/fuzz.sh "${LLAMA:-/work/llama/x}"
+FUZZ_OUT=/srv/fuzz-out scripts/fuzz.sh "${LLAMA:-/mnt/peers/llama/x}"
 BAD
 cat >"$tmp/good" <<'GOOD'
 see https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
