@@ -131,6 +131,16 @@ typedef struct lora_base_info {
 int lora_base_info_of(const gpt_model *m, const tokenizer *tok, const char *path, lora_base_info *out, char *err,
                       size_t errlen);
 
+/* The base's record as an adapter file's metadata, the same in both forms (PEFT's safetensors
+ * header, the LoRA GGUF's kiln.* keys): put(ctx, key, value) for kiln.base.architecture,
+ * kiln.base.shapes, kiln.base.tokenizer, kiln.base.hash and, with_path, kiln.base.path. */
+void lora_base_to_meta(const lora_base_info *base, int with_path, block_meta_put put, void *ctx);
+/* Checks the record an adapter file holds (get(ctx, key): NULL when absent, as in a file
+ * PEFT wrote, which checks nothing) against base: another architecture, shapes or tokenizer
+ * is an error naming path; another hash fills base->warning. base NULL: nothing checked.
+ * Returns 0 or -1 with one line in err. */
+int lora_base_check(lora_base_info *base, const char *path, block_meta_get get, void *ctx, char *err, size_t errlen);
+
 /* The storage type of the base file's (or folder's) block matrices as the file holds them:
  * "F32", "F16", "BF16", "Q8_0", "Q4_K", ... ("unknown" when it cannot tell). */
 void lora_base_format(const char *path, char *buf, size_t size);

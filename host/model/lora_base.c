@@ -193,3 +193,33 @@ int lora_base_info_of(const gpt_model *m, const tokenizer *tok, const char *path
     }
     return 0;
 }
+
+void lora_base_to_meta(const lora_base_info *base, int with_path, block_meta_put put, void *ctx) {
+    put(ctx, "kiln.base.architecture", base->arch);
+    put(ctx, "kiln.base.shapes", base->shapes);
+    put(ctx, "kiln.base.tokenizer", base->tokenizer);
+    put(ctx, "kiln.base.hash", base->hash);
+    if (with_path) put(ctx, "kiln.base.path", base->path);
+}
+
+int lora_base_check(lora_base_info *base, const char *path, block_meta_get get, void *ctx, char *err, size_t errlen) {
+    if (!base) return 0;
+    base->warning[0] = 0;
+    const struct { const char *key, *mine; } must[] = {{"kiln.base.architecture", base->arch},
+                                                       {"kiln.base.shapes", base->shapes},
+                                                       {"kiln.base.tokenizer", base->tokenizer}};
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++) {
+        const char *v = get(ctx, must[i].key);
+        if (v && strcmp(v, must[i].mine)) {
+            snprintf(err, errlen, "%s: the adapter is for another base: its %s is %.200s, the base's %s", path,
+                     must[i].key + 10, v, must[i].mine);
+            return -1;
+        }
+    }
+    const char *h = get(ctx, "kiln.base.hash");
+    if (h && strcmp(h, base->hash))
+        snprintf(base->warning, sizeof base->warning,
+                 "%.300s: the adapter was trained on another file of this model (fingerprint %.20s, this base's %.20s)",
+                 path, h, base->hash);
+    return 0;
+}

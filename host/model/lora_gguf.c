@@ -46,49 +46,35 @@ int lora_pairs(const lora_adapter *a, gpt_lora_pair **pairs, int *n, char *err, 
     return 0;
 }
 
+/* The base's record as the GGUF's kiln.* keys (lora_base_to_meta's, without the path). */
+typedef struct meta_list {
+    gpt_lora_meta meta[4];
+    int n;
+} meta_list;
+
+static void list_put(void *ctx, const char *key, const char *value) {
+    meta_list *l = ctx;
+    if (l->n < 4) l->meta[l->n++] = (gpt_lora_meta){key, value};
+}
+
 int lora_save_gguf(const lora_adapter *a, const gpt_config *cfg, const lora_base_info *base, const char *path,
                    char *err, size_t errlen) {
     gpt_lora_pair *pairs;
     int n;
     if (lora_pairs(a, &pairs, &n, err, errlen)) return -1;
-    gpt_lora_meta meta[4];
-    int n_meta = 0;
-    if (base) {
-        meta[n_meta++] = (gpt_lora_meta){"kiln.base.architecture", base->arch};
-        meta[n_meta++] = (gpt_lora_meta){"kiln.base.shapes", base->shapes};
-        meta[n_meta++] = (gpt_lora_meta){"kiln.base.tokenizer", base->tokenizer};
-        meta[n_meta++] = (gpt_lora_meta){"kiln.base.hash", base->hash};
-    }
+    meta_list list = {.n = 0};
+    if (base) lora_base_to_meta(base, 0, list_put, &list);
     /* llama.cpp's scale is alpha / r times its own: a SCALE given at load stays in alpha */
-    int rc = gpt_lora_gguf_save(cfg, a->scale * (float)a->rank, pairs, n, meta, n_meta, path, err, errlen);
+    int rc = gpt_lora_gguf_save(cfg, a->scale * (float)a->rank, pairs, n, list.meta, list.n, path, err, errlen);
     lora_pairs_free(pairs, n);
     return rc;
 }
 
-static const char *meta_of(const gpt_lora_gguf *g, const char *key) {
+static const char *meta_of(void *ctx, const char *key) {
+    const gpt_lora_gguf *g = ctx;
     for (int i = 0; i < g->n_meta; i++)
         if (!strcmp(g->meta[i].key, key)) return g->meta[i].value;
     return NULL;
-}
-
-/* The base the file records against the one given, as lora_load checks a PEFT file's. */
-static int check_base(const gpt_lora_gguf *g, const char *path, lora_base_info *base, char *err, size_t errlen) {
-    if (!base) return 0;
-    base->warning[0] = 0;
-    const char *keys[3] = {"kiln.base.architecture", "kiln.base.shapes", "kiln.base.tokenizer"};
-    const char *mine[3] = {base->arch, base->shapes, base->tokenizer};
-    for (int i = 0; i < 3; i++) {
-        const char *v = meta_of(g, keys[i]);
-        if (v && strcmp(v, mine[i]))
-            return snprintf(err, errlen, "%s: the adapter is for another base: its %s is %.200s, the base's %s", path,
-                            keys[i] + 10, v, mine[i]), -1;
-    }
-    const char *h = meta_of(g, "kiln.base.hash");
-    if (h && strcmp(h, base->hash))
-        snprintf(base->warning, sizeof base->warning,
-                 "%.300s: the adapter was trained on another file of this model (fingerprint %.20s, this base's %.20s)",
-                 path, h, base->hash);
-    return 0;
 }
 
 /* The adapter's table filled from the file's pairs. */
@@ -112,7 +98,7 @@ int lora_load_gguf(gpt_model *m, lora_base_info *base, const char *path, float s
     lora_options o = {.rank = (int)g.rank, .alpha = g.alpha};
     for (int i = 0; i < g.n; i++) o.targets |= 1u << g.pairs[i].module;
     lora_adapter *a = NULL;
-    int rc = check_base(&g, path, base, err, errlen);
+    int rc = lora_base_check(base, path, meta_of, &g, err, errlen);
     if (rc == 0 && !(a = lora_alloc(m, &o, err, errlen))) rc = -1;
     if (rc == 0) rc = fill(a, &g, err, errlen); /* pairs the file leaves out stay zero: no delta */
     gpt_lora_gguf_free(&g);

@@ -70,6 +70,8 @@ static void targets_text(unsigned targets, char *buf, size_t size) {
         if (targets >> t & 1u) at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? "," : "", lora_target_modules[t]);
 }
 
+static void writer_put(void *w, const char *key, const char *value) { st_writer_meta(w, key, value); }
+
 static int write_weights(const lora_adapter *a, const lora_base_info *base, const char *path, const model_meta *extra,
                          int n_extra, char *err, size_t errlen) {
     st_writer *w = st_writer_new();
@@ -81,13 +83,7 @@ static int write_weights(const lora_adapter *a, const lora_base_info *base, cons
     }
     char value[256];
     st_writer_meta(w, "format", "pt");
-    if (base) {
-        st_writer_meta(w, "kiln.base.architecture", base->arch);
-        st_writer_meta(w, "kiln.base.shapes", base->shapes);
-        st_writer_meta(w, "kiln.base.tokenizer", base->tokenizer);
-        st_writer_meta(w, "kiln.base.hash", base->hash);
-        st_writer_meta(w, "kiln.base.path", base->path);
-    }
+    if (base) lora_base_to_meta(base, 1, writer_put, w);
     snprintf(value, sizeof value, "%d", a->rank);
     st_writer_meta(w, "kiln.lora.rank", value);
     snprintf(value, sizeof value, "%.9g", (double)a->alpha);
@@ -179,29 +175,7 @@ static int parse_name(lora_family f, const char *name, int *layer, int *target, 
     return -1;
 }
 
-/* The base recorded in the file against the one given: architecture, shapes, tokenizer
- * must agree, a different hash is a warning. Absent keys (a file PEFT wrote) check nothing. */
-static int check_base(const st_file *f, const char *path, lora_base_info *base, char *err, size_t errlen) {
-    if (!base) return 0;
-    base->warning[0] = 0;
-    struct { const char *key, *mine; } must[] = {{"kiln.base.architecture", base->arch},
-                                                 {"kiln.base.shapes", base->shapes},
-                                                 {"kiln.base.tokenizer", base->tokenizer}};
-    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++) {
-        const char *v = st_meta(f, must[i].key);
-        if (v && strcmp(v, must[i].mine)) {
-            snprintf(err, errlen, "%s: the adapter is for another base: its %s is %s, the base's %s", path,
-                     must[i].key + 10, v, must[i].mine);
-            return -1;
-        }
-    }
-    const char *h = st_meta(f, "kiln.base.hash");
-    if (h && strcmp(h, base->hash))
-        snprintf(base->warning, sizeof base->warning,
-                 "%.300s: the adapter was trained on another file of this model (fingerprint %.20s, this base's %.20s)", path, h,
-                 base->hash);
-    return 0;
-}
+static const char *file_get(void *f, const char *key) { return st_meta(f, key); }
 
 /* r, lora_alpha and lora_dropout: kiln's metadata, else adapter_config.json. */
 static int read_options(const st_file *f, const char *config, lora_options *o, char *err, size_t errlen) {
@@ -310,7 +284,7 @@ int lora_load(gpt_model *m, lora_base_info *base, const char *path, float scale,
     lora_options o = {0};
     lora_adapter *a = NULL;
     int rc = -1;
-    if (check_is_adapter(f, weights, err, errlen) || check_base(f, weights, base, err, errlen) ||
+    if (check_is_adapter(f, weights, err, errlen) || lora_base_check(base, weights, file_get, f, err, errlen) ||
         read_options(f, config, &o, err, errlen) || read_targets(f, weights, fam, m->cfg.n_layer, &o.targets, err, errlen))
         goto done;
     if (!(a = lora_alloc(m, &o, err, errlen))) goto done;
