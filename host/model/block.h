@@ -232,8 +232,10 @@ typedef struct block_weights {
 
 /* The LoRA hook of a linear (defined in model/lora.c): y holds the columns
  * [col0, col0 + y's width) of linear l's output for input x; returns y plus the delta of each
- * adapter in lb whose target's columns lie within them (lb NULL: y itself). NULL on an
- * engine error. */
+ * adapter in lb whose target covers exactly those columns (lb NULL: y itself). The forward
+ * calls it where each target's output exists as a tensor of its own: the whole output in
+ * linear(), q, k and v where attention slices them, gate and up where SwiGLU does, so no
+ * output is cut apart and joined again for an adapter. NULL on an engine error. */
 kiln_tensor *lora_block_apply(const struct lora_block *lb, block_linear l, int64_t col0, kiln_tensor *x,
                               kiln_tensor *y);
 

@@ -157,6 +157,11 @@ static kiln_tensor *attention(const block_config *c, const block_weights *w, int
     kiln_tensor *q = kiln_slice(qkv, -1, 0, H * hd);
     kiln_tensor *k = kiln_slice(qkv, -1, H * hd, KVH * hd);
     kiln_tensor *v = kiln_slice(qkv, -1, (H + KVH) * hd, KVH * hd);
+    if (w->lora) { /* the Llama family's q_proj, k_proj and v_proj adapters (model/lora.h) */
+        q = lora_block_apply(w->lora, BLOCK_LINEAR_QKV, 0, x, q);
+        k = lora_block_apply(w->lora, BLOCK_LINEAR_QKV, H * hd, x, k);
+        v = lora_block_apply(w->lora, BLOCK_LINEAR_QKV, (H + KVH) * hd, x, v);
+    }
     if (c->o.qk_norm) {
         q = head_norm(c, q, w->w[BLOCK_Q_NORM_W], H);
         k = head_norm(c, k, w->w[BLOCK_K_NORM_W], KVH);
@@ -209,14 +214,14 @@ static kiln_tensor *swiglu(const block_config *c, const block_weights *w, kiln_t
         W = linear_weight(c, w, BLOCK_LINEAR_FC);
         gate = kiln_matmul(x, kiln_slice(W, -1, 0, F), b ? kiln_slice(b, -1, 0, F) : NULL, 0, 0);
         up = kiln_matmul(x, kiln_slice(W, -1, F, F), b ? kiln_slice(b, -1, F, F) : NULL, 0, 0);
-        if (w->lora) { /* the gate and up adapters, each on its half (model/lora.h) */
-            gate = lora_block_apply(w->lora, BLOCK_LINEAR_FC, 0, x, gate);
-            up = lora_block_apply(w->lora, BLOCK_LINEAR_FC, F, x, up);
-        }
     } else {
         kiln_tensor *h = linear(c, w, BLOCK_LINEAR_FC, x);
         gate = kiln_slice(h, -1, 0, F);
         up = kiln_slice(h, -1, F, F);
+    }
+    if (w->lora) { /* the gate_proj and up_proj adapters, each on its half (model/lora.h) */
+        gate = lora_block_apply(w->lora, BLOCK_LINEAR_FC, 0, x, gate);
+        up = lora_block_apply(w->lora, BLOCK_LINEAR_FC, F, x, up);
     }
     return kiln_mul(kiln_silu(gate), up);
 }

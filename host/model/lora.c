@@ -309,33 +309,12 @@ kiln_tensor *lora_block_apply(const struct lora_block *lb, block_linear l, int64
                               kiln_tensor *y) {
     if (!lb || !x || !y) return y;
     int64_t cols = y->shape[y->ndim - 1];
-    kiln_tensor *sum[LORA_TARGET_COUNT] = {0};
-    const lora_site *site[LORA_TARGET_COUNT] = {0};
-    int any = 0;
-    for (const struct lora_block *b = lb; b; b = b->next)
-        for (int t = 0; t < LORA_TARGET_COUNT; t++) {
+    for (const struct lora_block *b = lb; b && y; b = b->next)
+        for (int t = 0; t < LORA_TARGET_COUNT && y; t++) {
             const lora_site *s = &b->a->site[t];
-            if (!(b->a->targets >> t & 1u) || s->linear != l || s->col0 < col0 || s->col0 + s->cols > col0 + cols)
-                continue;
+            if (!(b->a->targets >> t & 1u) || s->linear != l || s->col0 != col0 || s->cols != cols) continue;
             kiln_tensor *d = delta(b->a, b->layer, t, x);
-            if (!d) return NULL;
-            sum[t] = sum[t] ? kiln_add(sum[t], d) : d;
-            site[t] = s;
-            any = 1;
+            y = d ? kiln_add(y, d) : NULL;
         }
-    if (!any) return y;
-    /* the output's columns in order: untouched runs as they are, each target's range plus its
-       delta (a family's targets of one linear are in column order in lora_target) */
-    kiln_tensor *piece[2 * LORA_TARGET_COUNT + 1];
-    int n = 0;
-    int64_t at = col0;
-    for (int t = 0; t < LORA_TARGET_COUNT; t++) {
-        if (!sum[t]) continue;
-        int64_t c0 = site[t]->col0, w = site[t]->cols;
-        if (c0 > at) piece[n++] = kiln_slice(y, -1, at - col0, c0 - at);
-        piece[n++] = w == cols ? kiln_add(y, sum[t]) : kiln_add(kiln_slice(y, -1, c0 - col0, w), sum[t]);
-        at = c0 + w;
-    }
-    if (at < col0 + cols) piece[n++] = kiln_slice(y, -1, at - col0, col0 + cols - at);
-    return n == 1 ? piece[0] : kiln_concat(piece, n, -1);
+    return y;
 }
