@@ -80,8 +80,7 @@ done:
 /* m as a kiln checkpoint (model/gpt/gpt_checkpoint.h), its tokenizer in the metadata unless
  * it is bytes (as kiln train writes it). */
 static int save_checkpoint(const gpt_model *m, const tokenizer *tok, const char *out, char *err, size_t errlen) {
-    size_t len;
-    char *text = gpt_tokenizer_is_bytes(tok) ? NULL : tokenizer_serialize(tok, &len);
+    char *text = gpt_tokenizer_checkpoint_text(tok);
     gpt_meta meta[] = {{.key = "written_by", .value = "kiln export"}, {.key = CKPT_TOKENIZER_KEY, .value = text}};
     int rc = gpt_checkpoint_save(m, out, meta, text ? 2 : 1, err, errlen);
     free(text);

@@ -11,6 +11,11 @@ int gpt_tokenizer_is_bytes(const tokenizer *t) {
     return tokenizer_vocab_size(t) == 256 && tokenizer_merge_count(t) == 0;
 }
 
+char *gpt_tokenizer_checkpoint_text(const tokenizer *t) {
+    size_t len;
+    return gpt_tokenizer_is_bytes(t) ? NULL : tokenizer_serialize(t, &len);
+}
+
 int gpt_tokenizer_choose(const char *path, const char *ckpt, int32_t vocab, tokenizer **out) {
     char err[1024];
     *out = NULL;

@@ -25,4 +25,9 @@ int gpt_tokenizer_load_data(const tokenizer *t, const char *path, const char *ro
  * checkpoint then needs no tokenizer in its metadata. */
 int gpt_tokenizer_is_bytes(const tokenizer *t);
 
+/* The text a GPT checkpoint stores under CKPT_TOKENIZER_KEY (model/checkpoint_tokenizer.h),
+ * or NULL for bytes: a byte-level model's file stays GPT-2's layout alone (NULL too when out
+ * of memory, which the caller cannot tell apart, and then writes no tokenizer). Free it. */
+char *gpt_tokenizer_checkpoint_text(const tokenizer *t);
+
 #endif

@@ -191,9 +191,7 @@ static gpt_model *build_model(kiln_ctx *ctx, train_options *o, const cli_opt *op
 static int save_checkpoint(const trainer *t, const run_paths *paths, const tokenizer *tok) {
     char err[1024], step[32];
     snprintf(step, sizeof step, "%" PRId64, t->step);
-    /* a byte-level model needs no tokenizer beside it: its file stays GPT-2's layout alone */
-    size_t len;
-    char *tok_text = gpt_tokenizer_is_bytes(tok) ? NULL : tokenizer_serialize(tok, &len);
+    char *tok_text = gpt_tokenizer_checkpoint_text(tok);
     /* the weights are the f32 masters whatever the precision; it is recorded for people */
     gpt_meta meta[] = {{.key = "step", .value = step},
                        {.key = "written_by", .value = "kiln train"},
