@@ -43,8 +43,8 @@ int gpt_eval_command(int argc, char **argv) {
         "Prints `loss X`: the model's mean cross-entropy over the file's tokens, cut into\n"
         "consecutive non-overlapping windows of n_positions inputs (only full windows). A seq2seq\n"
         "checkpoint is scored by BLEU on pairs (--beam, --length-penalty), a BERT one by masked-token\n"
-        "loss (--split): `kiln eval --ckpt FILE --help` shows a checkpoint's options. --lora applies\n"
-        "LoRA adapters to the GPT.";
+        "loss (--split): `kiln eval --help` lists every kind's options, `kiln eval --ckpt FILE --help`\n"
+        "those of FILE's kind. --lora applies LoRA adapters to the GPT.";
     int rc = cli_parse("eval", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
     if (!ckpt) return host_error("kiln eval needs --ckpt FILE");
