@@ -159,6 +159,20 @@ add_test(NAME host_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_help.sh $<
          ${PROJECT_SOURCE_DIR}/host/main.c ${PROJECT_VERSION})
 set_tests_properties(host_help PROPERTIES LABELS cpu TIMEOUT 60)
 
+# Every `kiln ...` option written in README.md, docs/ and samples/ is in that command's --help,
+# and every command written there is one kiln --help lists; the self-test plants mistakes of
+# each kind and checks that they are found. Any python3 (the standard library only).
+find_program(KILN_PYTHON3 python3)
+if(KILN_PYTHON3)
+  add_test(NAME host_doc_options COMMAND ${KILN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/doc_options.py
+           $<TARGET_FILE:kiln_host> ${PROJECT_SOURCE_DIR})
+  add_test(NAME host_doc_options_self_test COMMAND ${KILN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/doc_options.py
+           $<TARGET_FILE:kiln_host> --self-test)
+  set_tests_properties(host_doc_options host_doc_options_self_test PROPERTIES LABELS cpu TIMEOUT 60)
+else()
+  message(STATUS "kiln: python3 not found; the check of the docs' options against --help is skipped")
+endif()
+
 # The GPU kit (scripts/gpu/, docs/gpu.md) runs on a GPU machine and as root, never here: this
 # checks that its scripts parse, that its reports are valid JSON holding what was recorded
 # within the device tool's output limits, and that a pack made here still fits.
