@@ -13,11 +13,6 @@
 #include "model/gpt/eval_loss.h"
 #include "model/gpt/gpt_checkpoint.h"
 
-static void windows_done(void *self, int64_t done, int64_t total) {
-    (void)total;
-    count_progress_update(self, done);
-}
-
 int gpt_eval_command(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, batch = 8, trust = 0;
@@ -82,7 +77,7 @@ int gpt_eval_command(int argc, char **argv) {
     double loss;
     count_progress bar;
     count_progress_init(&bar, stderr, "eval", "windows", data_windows(&whole, DATA_TRAIN, m->cfg.n_positions));
-    eval_watch watch = {.done = windows_done, .self = &bar};
+    eval_watch watch = {.done = count_progress_done, .self = &bar};
     int failed = eval_loss_watched(m, &whole, DATA_TRAIN, m->cfg.n_positions, batch, &watch, &loss, err, sizeof err);
     count_progress_finish(&bar);
     if (failed) {
