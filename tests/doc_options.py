@@ -8,7 +8,8 @@ Where commands are read:
   - Markdown: fenced code blocks, line by line, and inline code spans (which may wrap lines).
   - Shell scripts and every other text file of samples/: each line, with the lines a
     trailing backslash continues joined first; kiln is spelled kiln, build/host/kiln,
-    "$kiln", ${KILN}, and so on.
+    "$kiln", ${KILN}, and so on; "${name[@]}" stands for the words of the array (defined in
+    the script or in a file it sources).
   - Python (samples/stability/reproduce.py): the commands are lists of strings, put together
     from pieces, so the option strings of the file (all but argparse's) are checked against
     the help of every command the file runs.
@@ -138,7 +139,26 @@ def commands_in(text):
             yield m.start(), word, rest, placed
 
 
-def check_code(kiln, path, text, line_of, problems, counts):
+ARRAY_DEF_RE = re.compile(r"\b([A-Za-z_]\w*)\+?=\(([^()]*)\)", re.S)
+ARRAY_USE_RE = re.compile(r'"?\$\{([A-Za-z_]\w*)\[@\]\}"?')
+
+
+def shell_arrays(text, root):
+    """The bash arrays the script and the files it sources (paths from the source tree's
+    root, as the samples source samples/nanogpt_cpu.sh) define: name -> their words, every
+    definition's and addition's together."""
+    arrays = {}
+    texts = [text]
+    for m in re.finditer(r"^\s*(?:\.|source)\s+([\w./-]+\.sh)\s*$", text, re.M):
+        if root and os.path.isfile(os.path.join(root, m.group(1))):
+            texts.append(read(os.path.join(root, m.group(1))))
+    for t in texts:
+        for m in ARRAY_DEF_RE.finditer(t):
+            arrays[m.group(1)] = arrays.get(m.group(1), "") + " " + m.group(2).replace("\\\n", " ")
+    return arrays
+
+
+def check_code(kiln, path, text, line_of, problems, counts, arrays=None):
     for offset, word, rest, placed in commands_in(text):
         where = f"{path}:{line_of(offset)}"
         if word not in kiln.commands:
@@ -153,6 +173,8 @@ def check_code(kiln, path, text, line_of, problems, counts):
         elif word in ("tokenizer", "pairs", "dev"):
             continue  # `kiln tokenizer` alone: the group, whose help names its subcommands
         args = rest[:command_end(rest)]
+        if arrays:  # "${config[@]}": the options the array holds
+            args = ARRAY_USE_RE.sub(lambda m: arrays.get(m.group(1), m.group(0)), args)
         options = [o for o in OPTION_RE.findall(args) if o != "--help"]
         counts["commands"] += 1
         if not options:
@@ -179,7 +201,7 @@ def line_counter(text):
 
 def check_markdown(kiln, path, text, problems, counts):
     line_of = line_counter(text)
-    fenced, outside = [], []  # (offset, text) of fenced lines; prose with offsets kept
+    fenced = []  # (offset, text) of fenced lines
     in_fence = False
     pos = 0
     for line in text.splitlines(keepends=True):
@@ -188,9 +210,15 @@ def check_markdown(kiln, path, text, problems, counts):
         elif in_fence:
             fenced.append((pos, line))
         pos += len(line)
+    # each fenced block is a script: continued lines joined, comments read as prose
+    blocks = []
     for offset, line in fenced:
-        joined = line.rstrip("\n")
-        check_code(kiln, path, joined, lambda o, base=offset: line_of(base + o), problems, counts)
+        if blocks and blocks[-1][0] + len(blocks[-1][1]) == offset:
+            blocks[-1][1] += line
+        else:
+            blocks.append([offset, line])
+    for offset, block in blocks:
+        check_script(kiln, path, block, problems, counts, lambda o, base=offset: line_of(base + o))
     # inline spans, fences blanked out (same length, so offsets stay)
     prose = list(text)
     for offset, line in fenced:
@@ -202,8 +230,8 @@ def check_markdown(kiln, path, text, problems, counts):
         check_code(kiln, path, span, lambda o, base=m.start(1): line_of(base + o), problems, counts)
 
 
-def check_script(kiln, path, text, problems, counts):
-    line_of = line_counter(text)
+def check_script(kiln, path, text, problems, counts, line_of=None):
+    line_of = line_of or line_counter(text)
     # a continued line joins the next, offsets kept: the backslash-newline becomes two spaces
     joined = re.sub(r"\\\n", "  ", text)
     # comments are prose: blanked out of the code, their inline code spans read as markdown's
@@ -215,7 +243,7 @@ def check_script(kiln, path, text, problems, counts):
         for span in re.finditer(r"`([^`]+)`", m.group(0)):
             check_code(kiln, path, span.group(1), lambda o, base=m.start() + span.start(1): line_of(base + o),
                        problems, counts)
-    check_code(kiln, path, "".join(code), line_of, problems, counts)
+    check_code(kiln, path, "".join(code), line_of, problems, counts, shell_arrays(text, ROOT[0]))
 
 
 def check_python(kiln, path, text, problems, counts):
@@ -265,7 +293,11 @@ def is_text(path):
         return b"\0" not in f.read(8192)
 
 
+ROOT = [None]  # the source tree being checked: where scripts' sourced files are found
+
+
 def check_tree(kiln, source):
+    ROOT[0] = source
     problems, counts = [], {"files": 0, "commands": 0, "options": 0}
     for path in doc_files(source):
         if is_text(path) and not path.endswith((".c", ".h", ".txt", ".json", ".tsv")):
@@ -282,22 +314,27 @@ def self_test(kiln):
             f.write("Decode with `kiln decode --ckpt run/model.safetensors\n--beam 4 --no-such-beam 2` and\n"
                     "```\nkiln eval --ckpt m.safetensors --split held-out   # fine: a BERT checkpoint's\n"
                     "kiln tokenizer train --data x --vocab 300 --vocab-size 3 --out t.tok\n"
-                    "kiln translate --input x\n```\n")
+                    "kiln translate --input x\nkiln train --data x \\\n  --no-such-continued 1   # a comment\n```\n")
         with open(os.path.join(tree, "docs", "a.md"), "w") as f:
             f.write("`kiln train|eval|decode --precision fp16 --bf16` and `kiln train --model seq2seq --batch-tokens 9`\n")
+        with open(os.path.join(tree, "samples", "conf.sh"), "w") as f:
+            f.write("conf() {\n  config=(--layers 2 --heads 2\n          --no-such-in-array 3)\n}\n")
         with open(os.path.join(tree, "samples", "run.sh"), "w") as f:
             f.write('"$kiln" train --model bert --data "$d" --out "$o" \\\n  --block 30 \\\n'
-                    '  --no-such-train-option 1 | grep loss\n"$kiln" bench decode --models x --no-such-bench 1\n')
+                    '  --no-such-train-option 1 | grep loss\n"$kiln" bench decode --models x --no-such-bench 1\n'
+                    '. samples/conf.sh\nconf\n"$kiln" train --data x "${config[@]}" --out y\n')
         problems, counts = check_tree(kiln, tree)
     expected = [
         "README.md:1: kiln decode: --no-such-beam is not in its --help",
         "README.md:5: kiln tokenizer train: --vocab-size is not in its --help",
         "README.md:6: `kiln translate`: no such command in kiln --help",
+        "README.md:7: kiln train: --no-such-continued is not in its --help",
         "docs/a.md:1: kiln train: --bf16 is not in its --help",
         "docs/a.md:1: kiln eval: --bf16 is not in its --help",
         "docs/a.md:1: kiln decode: --bf16 is not in its --help",
         "samples/run.sh:1: kiln train: --no-such-train-option is not in its --help",
         "samples/run.sh:4: kiln bench decode: --no-such-bench is not in its --help",
+        "samples/run.sh:7: kiln train: --no-such-in-array is not in its --help",
     ]
     if sorted(problems) != sorted(expected):
         print("doc_options: the self-test's planted mistakes were not found as expected:")
