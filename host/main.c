@@ -85,8 +85,9 @@ static int cmd_bench(int argc, char **argv) {
     for (size_t i = 0; i < COUNT(bench_commands); i++)
         if (!strcmp(what, bench_commands[i].name))
             return bench_commands[i].run(argc - bench_commands[i].skip, argv + bench_commands[i].skip);
-    /* no subcommand: `kiln bench [options]` measures the devices */
-    if (!*what || what[0] == '-') return kiln_bench_main(argc, argv);
+    /* no subcommand: `kiln bench [options]` measures the devices (and --help anywhere
+     * after an unknown word shows its help, which names the subcommands) */
+    if (!*what || what[0] == '-' || cli_help_asked(argc, argv, 2)) return kiln_bench_main(argc, argv);
     return host_error("kiln bench: expected train, precision, gemm, compare, decode or options (see kiln --help)");
 }
 
@@ -107,5 +108,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) return version();
     for (size_t i = 0; i < COUNT(commands); i++)
         if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc, argv);
+    if (cli_help_asked(argc, argv, 1)) { /* `kiln --verbose --help`: no command, the list */
+        usage(stdout);
+        return 0;
+    }
     return host_error("unknown command '%s' (try kiln --help)", cmd);
 }

@@ -37,7 +37,7 @@ for precision in fp32 fp16; do
   [ -n "$only" ] && [ "$only" != "$precision" ] && continue
   dir=$out/${backend}_${precision}_$steps
   start=$(date +%s.%N)
-  "$kiln" train --data "$data" --out "$dir" --backend "$backend" --precision "$precision" \
+  "$kiln" train --data "$data" --out "$dir" --force --backend "$backend" --precision "$precision" \
     "${config[@]}" --log-every 100 >/dev/null
   # the last metrics row's val_loss: all its digits, where kiln train prints four
   val[$precision]=$(tail -n 1 "$dir/metrics.jsonl" | sed -n 's/.*"val_loss": \([^,}]*\).*/\1/p')

@@ -19,7 +19,7 @@ cmake --build build -j "$(nproc 2>/dev/null || echo 2)"
 data=/usr/share/common-licenses/GPL-3
 [ -s "$data" ] || data=README.md
 out=runs/quickstart
-build/host/kiln train --data "$data" --out "$out" --backend "$backend" \
+build/host/kiln train --data "$data" --out "$out" --force --backend "$backend" \
   --layers 2 --heads 4 --dim 128 --block 64 --batch 16 --steps "$steps" \
   --lr 2e-3 --min-lr 2e-4 --warmup 50 --eval-every 100 --seed 1
 echo "--- a sample from the trained model ---"

@@ -36,7 +36,7 @@ if [ -z "$data" ]; then
 fi
 
 start=$(date +%s)
-OMP_WAIT_POLICY=passive "$kiln" train --data "$data" --out "$out/run" --backend "$backend" \
+OMP_WAIT_POLICY=passive "$kiln" train --data "$data" --out "$out/run" --force --backend "$backend" \
   --layers 2 --heads 4 --dim 64 --block 64 --batch 8 --steps "$steps" --eval-every "$every" \
   --eval-windows 16 --log-every 500 >/dev/null
 echo "soak: $steps steps on $backend in $(( $(date +%s) - start )) s, a checkpoint every $every"

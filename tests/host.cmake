@@ -49,13 +49,14 @@ function(kiln_host_test_env backend extra out)
   set(${out} "${env}" PARENT_SCOPE)
 endfunction()
 
-# Bad input and progress lines are about the program, not the device: cpu only. Resume, the KV cache, mixed
+# Bad input, progress lines and the refusal of an --out that holds a run are about the program, not the device: cpu only. Resume, the KV cache, mixed
 # precision, LoRA fine-tuning and using adapters (host_lora.sh, host_lora_use.sh: their bad input on
 # cpu only) run on every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
 # share between threads: one thread keeps them fast under a sanitizer and on a busy machine.
 foreach(backend ${_kiln_host_backends})
-  foreach(script bad_input progress resume decode_cache precision stability faults verify llama lora lora_use)
-    if((script STREQUAL "bad_input" OR script STREQUAL "progress") AND NOT backend STREQUAL "cpu")
+  foreach(script bad_input progress out_refused resume decode_cache precision stability faults verify llama lora lora_use)
+    if((script STREQUAL "bad_input" OR script STREQUAL "progress" OR script STREQUAL "out_refused")
+       AND NOT backend STREQUAL "cpu")
       continue()
     endif()
     kiln_host_test_name(${script} ${backend} name)
@@ -158,6 +159,20 @@ set_tests_properties(host_rooms PROPERTIES LABELS cpu TIMEOUT 60)
 add_test(NAME host_help COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_help.sh $<TARGET_FILE:kiln_host>
          ${PROJECT_SOURCE_DIR}/host/main.c ${PROJECT_VERSION})
 set_tests_properties(host_help PROPERTIES LABELS cpu TIMEOUT 60)
+
+# Every `kiln ...` option written in README.md, docs/ and samples/ is in that command's --help,
+# and every command written there is one kiln --help lists; the self-test plants mistakes of
+# each kind and checks that they are found. Any python3 (the standard library only).
+find_program(KILN_PYTHON3 python3)
+if(KILN_PYTHON3)
+  add_test(NAME host_doc_options COMMAND ${KILN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/doc_options.py
+           $<TARGET_FILE:kiln_host> ${PROJECT_SOURCE_DIR})
+  add_test(NAME host_doc_options_self_test COMMAND ${KILN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/doc_options.py
+           $<TARGET_FILE:kiln_host> --self-test)
+  set_tests_properties(host_doc_options host_doc_options_self_test PROPERTIES LABELS cpu TIMEOUT 60)
+else()
+  message(STATUS "kiln: python3 not found; the check of the docs' options against --help is skipped")
+endif()
 
 # The GPU kit (scripts/gpu/, docs/gpu.md) runs on a GPU machine and as root, never here: this
 # checks that its scripts parse, that its reports are valid JSON holding what was recorded

@@ -5,6 +5,7 @@ relative error they compare with, the losses of the AdamW steps they replay, and
 of a decoder-only reference model against `kiln dev parity`."""
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 
@@ -49,14 +50,16 @@ def check_losses(what, got, losses, tol=1e-4):
 
 
 def parity_args():
-    """--kiln PATH/kiln --workdir DIR [--backend cpu|vulkan|opencl]; makes DIR, and keeps
-    torch on one thread."""
+    """--kiln PATH/kiln --workdir DIR [--backend cpu|vulkan|opencl]; makes DIR afresh (kiln
+    train refuses an --out that holds a previous run's checkpoint), and keeps torch on one
+    thread."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--backend", default="cpu")
     args = ap.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
     torch.set_num_threads(1)
     return args
 

@@ -112,12 +112,49 @@ kiln_status kiln_open(const char *name, kiln_ctx **out) {
     return KILN_OK;
 }
 
+kiln_status kiln_owned_add(kiln_ctx *ctx, kiln_tensor *t) {
+    if (ctx->n_persistent == ctx->cap_owned) {
+        int cap = ctx->cap_owned ? 2 * ctx->cap_owned : 64;
+        kiln_tensor **grown = realloc(ctx->owned, (size_t)cap * sizeof *grown);
+        if (!grown) return kiln_set_error(KILN_ERR_MEMORY, "out of host memory");
+        ctx->owned = grown;
+        ctx->cap_owned = cap;
+    }
+    ctx->owned[ctx->n_persistent++] = t;
+    return KILN_OK;
+}
+
+/* Searched from the newest: gradients, optimizer state and a step's scratch tensors are
+ * mostly freed soon after they are made, and a model of thousands of tensors freed front to
+ * back costs milliseconds. */
+void kiln_owned_remove(kiln_ctx *ctx, kiln_tensor *t) {
+    for (int i = ctx->n_persistent - 1; i >= 0; i--)
+        if (ctx->owned[i] == t) {
+            ctx->owned[i] = ctx->owned[--ctx->n_persistent];
+            return;
+        }
+}
+
+/* The persistent tensors the caller left: each one's storage and struct. A gradient is in
+ * the list itself, so none is freed through its tensor (which would free it twice). */
+static void free_owned(kiln_ctx *ctx) {
+    for (int i = 0; i < ctx->n_persistent; i++) {
+        ctx->be->free(ctx->dev, ctx->owned[i]->buf);
+        free(ctx->owned[i]);
+    }
+    free(ctx->owned);
+    ctx->owned = NULL;
+    ctx->n_persistent = ctx->cap_owned = 0;
+    ctx->persistent_bytes = 0;
+}
+
 void kiln_close(kiln_ctx *ctx) {
     if (!ctx) return;
     kiln_probe_release(ctx);
     if (ctx->be->sync) ctx->be->sync(ctx->dev);
     kiln_step_reset(ctx);
     kiln_tensor_free(ctx->err_flag);
+    free_owned(ctx);
     for (int i = 0; i < ctx->n_blocks; i++) ctx->be->free(ctx->dev, ctx->blocks[i].buf);
     free(ctx->blocks);
     free(ctx->step_allocs);

@@ -60,6 +60,10 @@ struct kiln_ctx {
 
     size_t persistent_bytes;
     int n_persistent; /* live persistent tensors, for leak checks */
+    /* The live persistent tensors that own their storage, so that kiln_close frees the ones
+     * the caller did not (their structs are the caller's heap memory, not the step's). */
+    kiln_tensor **owned;
+    int cap_owned;
 
     kiln_tensor *err_flag; /* i32 scalar set by device kernels on a bad index */
 
@@ -68,6 +72,11 @@ struct kiln_ctx {
 
 /* Bump-allocates `bytes` of device memory that lives until kiln_step_reset (context.c). */
 kiln_status kiln_arena_alloc(kiln_ctx *ctx, size_t bytes, kiln_buf **buf, size_t *offset);
+
+/* The context's list of live persistent tensors (ctx->owned, n_persistent of them): add
+ * fails only when out of host memory; remove takes t out of it (context.c). */
+kiln_status kiln_owned_add(kiln_ctx *ctx, kiln_tensor *t);
+void kiln_owned_remove(kiln_ctx *ctx, kiln_tensor *t);
 
 /* Host memory that lives until kiln_step_reset. */
 void *kiln_step_malloc(kiln_ctx *ctx, size_t bytes);

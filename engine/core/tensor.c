@@ -89,8 +89,12 @@ kiln_tensor *kiln_tensor_new(kiln_ctx *ctx, kiln_dtype dtype, int ndim, const in
         return NULL;
     }
     t->flags = KILN_TF_PERSISTENT | KILN_TF_OWNS_BUF;
+    if (kiln_owned_add(ctx, t)) {
+        ctx->be->free(ctx->dev, t->buf);
+        free(t);
+        return NULL;
+    }
     ctx->persistent_bytes += bytes;
-    ctx->n_persistent++;
     if (kiln_zero(t)) {
         kiln_tensor_free(t);
         return NULL;
@@ -115,7 +119,7 @@ void kiln_tensor_free(kiln_tensor *t) {
     if (t->flags & KILN_TF_OWNS_BUF) {
         ctx->be->free(ctx->dev, t->buf);
         ctx->persistent_bytes -= kiln_nbytes(t);
-        ctx->n_persistent--;
+        kiln_owned_remove(ctx, t);
     }
     free(t);
 }

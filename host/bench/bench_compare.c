@@ -216,14 +216,14 @@ static void print_section(const column *cols, int n, const char *section) {
 
 int kiln_bench_compare_main(int argc, char **argv) {
     if (argc < 2) return host_error("bench compare: give the result files to compare (kiln bench compare A.json B.json ...)");
+    if (cli_help_asked(argc, argv, 1)) {
+        printf("usage: kiln bench compare FILE.json [FILE.json ...]\n\n"
+               "Prints the figures of `kiln bench --json FILE` runs side by side: one column per\n"
+               "device of each file, the median and (in parentheses) its percentage of the\n"
+               "device's ceiling, and the sizes where the columns measured at different ones.\n");
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: kiln bench compare FILE.json [FILE.json ...]\n\n"
-                   "Prints the figures of `kiln bench --json FILE` runs side by side: one column per\n"
-                   "device of each file, the median and (in parentheses) its percentage of the\n"
-                   "device's ceiling, and the sizes where the columns measured at different ones.\n");
-            return 0;
-        }
         if (!strncmp(argv[i], "--", 2))
             return host_error("bench compare: unknown option '%s' (see kiln bench compare --help)", argv[i]);
     }

@@ -4,4 +4,7 @@
 #include "cli/commands.h"
 #include "cli/kind_commands.h"
 
-int cmd_eval(int argc, char **argv) { return kind_commands_of_command(argc, argv)->eval(argc, argv); }
+int cmd_eval(int argc, char **argv) {
+    if (cli_help_asked(argc, argv, 2)) return kind_commands_help("eval", argc, argv);
+    return kind_commands_of_command(argc, argv)->eval(argc, argv);
+}

@@ -83,4 +83,10 @@ const char *kind_commands_parity_names(void);
  * default kind without one. */
 const kind_commands *kind_commands_of_command(int argc, char **argv);
 
+/* `kiln eval` or `kiln decode` (command) with --help in argv: the help of the kind the
+ * checkpoint of --ckpt names, or without one that names a kind, every kind's in turn
+ * (the default kind's first), each under a line naming its checkpoints. Returns the exit
+ * code. */
+int kind_commands_help(const char *command, int argc, char **argv);
+
 #endif

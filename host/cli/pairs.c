@@ -249,7 +249,7 @@ static int from_mo(int argc, char **argv) {
 int cmd_pairs(int argc, char **argv) {
     const char *what = argc >= 3 ? argv[2] : "";
     if (!strcmp(what, "from-mo")) return from_mo(argc, argv);
-    if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
+    if (cli_help_asked(argc, argv, 2)) {
         printf("usage: kiln pairs from-mo --out DIR FILE.mo...\n\n"
                "Translation pairs for seq2seq training (kiln pairs from-mo --help for the details).\n");
         return 0;

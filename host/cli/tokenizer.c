@@ -312,7 +312,7 @@ int cmd_tokenizer(int argc, char **argv) {
                 {"decode", cmd_decode_ids}, {"bench", cmd_bench_tokenizer}};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
         if (!strcmp(what, subs[i].name)) return subs[i].run(argc, argv);
-    if (!strcmp(what, "--help") || !strcmp(what, "-h")) {
+    if (cli_help_asked(argc, argv, 2)) {
         printf("usage: kiln tokenizer train|import|encode|decode|bench [options]\n"
                "  train   learn a byte-level BPE from a text file\n"
                "  import  GPT-2's tokenizer from Hugging Face's vocab.json and merges.txt\n"

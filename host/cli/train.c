@@ -22,11 +22,17 @@
 #include "cli/train_checkpoint.h"
 #include "cli/train_parallel.h"
 
-/* The kind --model names (the default one without it). NULL: an unknown name, printed. */
-static const kind_commands *chosen_kind(int argc, char **argv) {
-    const char *name = train_model_option(argc, argv);
-    const kind_commands *kind = name ? kind_commands_find(name) : kind_commands_default();
-    if (!kind) host_error("--model %s is not one of %s", name, model_kind_names());
+/* The kind --model names (the default one without it), and in *name the name given. NULL:
+ * an unknown name, printed; with --help in the line, the default kind instead, whose help
+ * lists the names. */
+static const kind_commands *chosen_kind(int argc, char **argv, const char **name) {
+    *name = train_model_option(argc, argv);
+    const kind_commands *kind = *name ? kind_commands_find(*name) : kind_commands_default();
+    if (!kind && cli_help_asked(argc, argv, 2)) {
+        *name = NULL;
+        return kind_commands_default();
+    }
+    if (!kind) host_error("--model %s is not one of %s", *name ? *name : "(no value)", model_kind_names());
     return kind;
 }
 
@@ -74,12 +80,12 @@ static int train_to_end(const train_kind *k, void *run, trainer *t, const train_
 }
 
 int cmd_train(int argc, char **argv) {
-    const kind_commands *kind = chosen_kind(argc, argv);
+    const char *name;
+    const kind_commands *kind = chosen_kind(argc, argv, &name);
     if (!kind) return 1;
     const train_kind *k = kind->train;
     train_options o = train_default_options();
     /* the kind's create sees which of its names (a preset's) was chosen */
-    const char *name = train_model_option(argc, argv);
     o.model = name ? name : kind->kind->name;
     cli_opt opts[TRAIN_COMMON_OPTIONS + TRAIN_KIND_OPTIONS];
     int n = train_common_options(&o, opts), n_own = 0;

@@ -97,6 +97,19 @@ static int validate_lora(train_options *o, const cli_opt *opts, int n) {
     return 0;
 }
 
+/* A run in `out` (its weights, an adapter or an optimizer state) is not replaced by a new
+ * one unless --force says so: a slip of --out, or a forgotten --resume, would lose it. 1
+ * (printed) when `out` holds one; nothing has been touched yet. */
+static int refuse_existing_run(const char *out) {
+    static const char *const files[] = {"model.safetensors", LORA_WEIGHTS_FILE, "optimizer.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[4400];
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", out, files[i]) < sizeof path && train_file_exists(path))
+            return host_error("--out %s holds a run (%s): --resume continues it, --force replaces it", out, files[i]);
+    }
+    return 0;
+}
+
 /* Semantic checks that the option table's ranges cannot express. */
 int train_validate_options(train_options *o, const cli_opt *opts, int n) {
     if (validate_stability(&o->st)) return 1;
@@ -135,6 +148,8 @@ int train_validate_options(train_options *o, const cli_opt *opts, int n) {
                                             .interval = o->ls_interval};
     if (!o->data) return host_error("kiln train needs --data FILE");
     if (!o->out) return host_error("kiln train needs --out DIR");
+    if (o->force && o->resume) return host_error("--force and --resume exclude each other (--force starts afresh)");
+    if (!o->resume && !o->force && refuse_existing_run(o->out)) return 1;
     if (validate_lora(o, opts, n)) return 1;
     if (o->init && o->resume && !o->lora)
         return host_error("--init and --resume exclude each other (--resume continues the run in --out)");
@@ -202,7 +217,7 @@ static int run_options(train_options *o, cli_opt *opts) {
                  "rmsnorm, rope, swiglu, no biases), seq2seq (the encoder-decoder Transformer), "
                  "bert (a masked language model)"},
         {.name = "--out", .kind = CLI_STRING, .target = &o->out, .meta = "DIR",
-         .help = "directory for the checkpoint and metrics"},
+         .help = "directory for the checkpoint and metrics (one holding a run: --resume or --force)"},
         {.name = "--layers", .kind = CLI_INT, .target = &o->layers, .meta = "N",
          .help = "transformer blocks", .min = 1, .max = 1024},
         {.name = "--heads", .kind = CLI_INT, .target = &o->heads, .meta = "N",
@@ -238,6 +253,9 @@ static int run_options(train_options *o, cli_opt *opts) {
         {.name = "--resume", .kind = CLI_FLAG, .target = &o->resume,
          .help = "continue the run in --out exactly where it stopped (its model, tokenizer and batch come from "
                  "the run; a --batch or --batch-tokens given must be the run's)"},
+        {.name = "--force", .kind = CLI_FLAG, .target = &o->force,
+         .help = "start afresh in an --out that holds a run, replacing its checkpoint and metrics (without "
+                 "--force or --resume such an --out is refused)"},
     };
     _Static_assert(sizeof own / sizeof own[0] <= 22, "TRAIN_COMMON_OPTIONS's share is too small");
     memcpy(opts, own, sizeof own);

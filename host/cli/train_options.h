@@ -30,7 +30,7 @@ typedef struct train_options {
     const char *data, *out, *init, *backend, *precision;
     const char *schedule, *optimizer;
     stability_options st;
-    int device, resume;
+    int device, resume, force;
     int trust_device; /* --trust-device: no first-use check of the device (cli/device_check.h) */
     const char *devices; /* --devices: each MPI rank's BACKEND[:N] (cli/train_parallel.h) */
     float bucket_mb;     /* --bucket-mb: the gradient allreduce's bucket size */

@@ -100,14 +100,22 @@ static int set_value(cli_opt *o, const char *value) {
     return -1;
 }
 
+int cli_help_asked(int argc, char **argv, int first) {
+    for (int i = first; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
 int cli_parse(const char *command, const char *summary, int argc, char **argv, int first,
               cli_opt *opts, int n) {
+    /* before parsing: the help shows the defaults, and an error earlier in the line does not
+     * hide it */
+    if (cli_help_asked(argc, argv, first)) {
+        cli_usage(command, summary, opts, n);
+        return 1;
+    }
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            cli_usage(command, summary, opts, n);
-            return 1;
-        }
         /* a short option ("-o") is one the table spells that way */
         int short_option = 0;
         for (int k = 0; k < n; k++)

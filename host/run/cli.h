@@ -35,12 +35,16 @@ typedef struct cli_opt {
 } cli_opt;
 
 /* Parses argv[first..argc) against opts[0..n). Returns 0 on success, 1 when --help or -h
- * was given (usage already printed to stdout), -1 on an error (already printed as one
+ * is anywhere in the line (cli_help_asked; usage printed to stdout, nothing parsed), -1 on an error (already printed as one
  * line "kiln: error: ..."). Every option may be given as "--name value" or
  * "--name=value". Positional arguments are errors unless the table has a CLI_POSITIONAL
  * entry; a CLI_LIST option may be repeated, any other option given twice is an error. */
 int cli_parse(const char *command, const char *summary, int argc, char **argv, int first,
               cli_opt *opts, int n);
+
+/* 1 when argv[first..argc) holds --help or -h anywhere (after unknown options, in place of
+ * a missing value): a command then prints its help whatever else the line holds. */
+int cli_help_asked(int argc, char **argv, int first);
 
 /* Prints "usage: kiln COMMAND [options]", the summary and one line per option with its
  * current value as the default. */

@@ -35,3 +35,8 @@ void count_progress_finish(count_progress *p) {
     p->shown = 0;
     fflush(p->out);
 }
+
+void count_progress_done(void *self, int64_t done, int64_t total) {
+    (void)total;
+    count_progress_update(self, done);
+}

@@ -21,6 +21,9 @@ typedef struct count_progress {
 void count_progress_init(count_progress *p, FILE *out, const char *command, const char *unit, int64_t total);
 /* `done` of the total items are finished. */
 void count_progress_update(count_progress *p, int64_t done);
+/* count_progress_update with an eval_watch's signature (model/eval_watch.h): `self` is the
+ * count_progress, whose total it keeps. */
+void count_progress_done(void *self, int64_t done, int64_t total);
 /* Clears a drawn bar, so the command's own last lines start on a clean line. */
 void count_progress_finish(count_progress *p);
 

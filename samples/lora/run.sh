@@ -66,7 +66,7 @@ echo "$(wc -c <"$out/licenses.txt") bytes of licences; $(wc -l <"$out/names.txt"
 head -n 3 "$out/train.txt" | sed 's/^/  /'
 
 echo "== the base: licences only ($base_steps steps, $backend)"
-"$kiln" train --data "$out/licenses.txt" --out "$out/base" --backend "$backend" --layers 4 --heads 4 --dim 128 \
+"$kiln" train --data "$out/licenses.txt" --out "$out/base" --force --backend "$backend" --layers 4 --heads 4 --dim 128 \
   --block 128 --batch 8 --steps "$base_steps" --lr 2e-3 --warmup 100 --min-lr 2e-4 --eval-every 0 \
   --log-every 500 2>&1 | grep -E '^(kiln train|val loss)'
 base=$out/base/model.safetensors

@@ -75,7 +75,8 @@ class Runner:
 
     def train(self, name, args, note=""):
         run_dir = os.path.join(self.out, "runs", name)
-        cmd = [self.kiln, "train", "--data", self.data, "--out", run_dir, "--backend", self.backend,
+        # --force: a second reproduction into the same --out replaces the first one's runs
+        cmd = [self.kiln, "train", "--data", self.data, "--out", run_dir, "--force", "--backend", self.backend,
                "--seed", str(self.seed)] + args
         env = dict(os.environ)
         if self.jobs > 1:

@@ -52,7 +52,7 @@ cut -f2 "$out/data/train.tsv" >>"$out/bpe_text.txt"
 echo "== training ($steps steps, dim $dim, $layers + $layers layers, $backend)"
 start=$(date +%s)
 "$kiln" train --model seq2seq --data "$out/data/train.tsv" --valid "$out/data/valid.tsv" \
-  --tokenizer "$out/bpe.tok" --out "$out/model" --backend "$backend" \
+  --tokenizer "$out/bpe.tok" --out "$out/model" --force --backend "$backend" \
   --dim "$dim" --heads 4 --layers "$layers" --max-len 64 --batch-tokens 6000 \
   --steps "$steps" --warmup 800 --noam-factor 2 --eval-every 1000 --log-every 100
 echo "training took $(( $(date +%s) - start )) s"

@@ -19,6 +19,7 @@ models, random:
     check_quant_mix.py --kiln PATH/kiln --work DIR
 Exit 0: all equal; 1: a difference or a kiln error; 77: skipped (no npm peers)."""
 import os
+import shutil
 
 import numpy as np
 
@@ -86,6 +87,7 @@ def gpt2_file(a, path):
     with open(text, "w") as f:
         f.write("".join(f"line {i}: when shall we three meet again\n" for i in range(200)))
     run = os.path.join(a.work, "gpt2")
+    shutil.rmtree(run, ignore_errors=True)  # a previous run's: kiln train refuses an --out that holds one
     return (pc.kiln_ok(a, "gpt2: train one step", "train", "--data", text, "--out", run, "--layers", "4", "--heads",
                        "4", "--dim", "256", "--block", "32", "--batch", "2", "--steps", "1", "--eval-every", "0",
                        "--eval-windows", "1", "--backend", "cpu") is not None and

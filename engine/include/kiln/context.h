@@ -28,6 +28,8 @@ typedef struct kiln_ctx kiln_ctx;
  *                Vulkan/OpenCL device (lavapipe, PoCL) is never chosen by "auto"
  * Returns KILN_OK and sets *out, or an error (unknown name, missing driver, no such device). */
 kiln_status kiln_open(const char *name, kiln_ctx **out);
+/* Frees the context and everything it holds, the persistent tensors not yet freed
+ * included (their storage and their structs): their pointers are invalid afterwards. */
 void kiln_close(kiln_ctx *ctx);
 
 /* Which backend ("cpu", "vulkan", "opencl") and device the context runs on. */

@@ -2,7 +2,7 @@
  *
  * Two lifetimes:
  *  - persistent tensors (kiln_tensor_new): weights, optimizer state; freed by
- *    kiln_tensor_free or kiln_close;
+ *    kiln_tensor_free, or by kiln_close with every one still alive;
  *  - step tensors: every op's output; they live in the context's arena until
  *    kiln_step_reset.
  * Views (kiln_reshape, kiln_view_rows) share their base's storage and cost nothing. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "run/cli.h"
+#include "run/count_progress.h"
 #include "cli/bert/bert_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
@@ -98,8 +99,12 @@ static int evaluate(const eval_options *o, bert_model *m, const bert_vocab *voca
                     int64_t count) {
     char err[1024];
     double loss, accuracy;
-    if (bert_eval(m, vocab, ids, count, o->batch, 0, &loss, &accuracy, err, sizeof err))
-        return host_error("%s: %s", o->data, err);
+    count_progress bar;
+    count_progress_init(&bar, stderr, "eval", "windows", bert_eval_windows(count, m->cfg.max_len));
+    eval_watch watch = {.done = count_progress_done, .self = &bar};
+    int failed = bert_eval_watched(m, vocab, ids, count, o->batch, 0, &watch, &loss, &accuracy, err, sizeof err);
+    count_progress_finish(&bar);
+    if (failed) return host_error("%s: %s", o->data, err);
     fprintf(stderr, "kiln eval: %lld tokens in %lld windows of up to %d\n", (long long)count,
             (long long)bert_eval_windows(count, m->cfg.max_len), m->cfg.max_len - 2);
     printf("loss %.6f\naccuracy %.4f\n", loss, accuracy);

@@ -114,7 +114,8 @@ static int parse_options(int argc, char **argv, decode_options *o) {
     const char *summary =
         "Continues a prompt with a GPT (its tokenizer: --tokenizer, the checkpoint's, or bytes); the text\n"
         "streams to stdout. A seq2seq checkpoint translates instead, with its own options (--input,\n"
-        "--input-file, --beam, --length-penalty): `kiln decode --ckpt FILE --help` shows a checkpoint's.\n"
+        "--input-file, --beam, --length-penalty): `kiln decode --help` lists every kind's options,\n"
+        "`kiln decode --ckpt FILE --help` those of FILE's kind.\n"
         "--lora applies LoRA adapters to the GPT as it runs (kiln train --lora-rank writes them).";
     int rc = cli_parse("decode", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? -1 : 1;

@@ -13,11 +13,6 @@
 #include "model/gpt/eval_loss.h"
 #include "model/gpt/gpt_checkpoint.h"
 
-static void windows_done(void *self, int64_t done, int64_t total) {
-    (void)total;
-    count_progress_update(self, done);
-}
-
 int gpt_eval_command(int argc, char **argv) {
     const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
     int device = -1, batch = 8, trust = 0;
@@ -43,8 +38,8 @@ int gpt_eval_command(int argc, char **argv) {
         "Prints `loss X`: the model's mean cross-entropy over the file's tokens, cut into\n"
         "consecutive non-overlapping windows of n_positions inputs (only full windows). A seq2seq\n"
         "checkpoint is scored by BLEU on pairs (--beam, --length-penalty), a BERT one by masked-token\n"
-        "loss (--split): `kiln eval --ckpt FILE --help` shows a checkpoint's options. --lora applies\n"
-        "LoRA adapters to the GPT.";
+        "loss (--split): `kiln eval --help` lists every kind's options, `kiln eval --ckpt FILE --help`\n"
+        "those of FILE's kind. --lora applies LoRA adapters to the GPT.";
     int rc = cli_parse("eval", summary, argc, argv, 2, opts, n);
     if (rc) return rc < 0 ? 1 : 0;
     if (!ckpt) return host_error("kiln eval needs --ckpt FILE");
@@ -82,7 +77,7 @@ int gpt_eval_command(int argc, char **argv) {
     double loss;
     count_progress bar;
     count_progress_init(&bar, stderr, "eval", "windows", data_windows(&whole, DATA_TRAIN, m->cfg.n_positions));
-    eval_watch watch = {.done = windows_done, .self = &bar};
+    eval_watch watch = {.done = count_progress_done, .self = &bar};
     int failed = eval_loss_watched(m, &whole, DATA_TRAIN, m->cfg.n_positions, batch, &watch, &loss, err, sizeof err);
     count_progress_finish(&bar);
     if (failed) {

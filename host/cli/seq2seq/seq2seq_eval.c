@@ -51,14 +51,20 @@ int seq2seq_eval_command(int argc, char **argv) {
     seq2seq_data *d = NULL;
     rc = s2s_session_open(&s, "eval", ckpt, &so);
     double loss = 0;
-    if (rc == 0 && (seq2seq_data_build(p, 0, p->count, s.src, s.tgt, s.m->cfg.max_len, batch_tokens, &d, err,
-                                       sizeof err) ||
-                    seq2seq_data_loss(s.m, d, &loss, err, sizeof err)))
+    if (rc == 0 && seq2seq_data_build(p, 0, p->count, s.src, s.tgt, s.m->cfg.max_len, batch_tokens, &d, err,
+                                      sizeof err))
         rc = host_error("%s: %s", data, err);
+    if (rc == 0) { /* the loss pass: a forward per batch, minutes on a large test set */
+        host_say_device("eval", s.ctx);
+        count_progress bar;
+        count_progress_init(&bar, stderr, "eval", "batches scored", d->n_batches);
+        eval_watch watch = {.done = count_progress_done, .self = &bar};
+        if (seq2seq_data_loss_watched(s.m, d, &watch, &loss, err, sizeof err)) rc = host_error("%s: %s", data, err);
+        count_progress_finish(&bar);
+    }
     bleu_stats stats = {0};
     int64_t exact = 0;
     if (rc == 0) {
-        host_say_device("eval", s.ctx);
         seq2seq_search_opts o = s2s_search_opts(&s, beam, length_penalty, max_new);
         enum { GROUP = 32 };
         count_progress bar; /* a beam over thousands of pairs takes minutes */

@@ -185,6 +185,12 @@ static int eval_batch(bert_model *m, const bert_batch *b, double *loss_sum, int6
 
 int bert_eval(bert_model *m, const bert_vocab *v, const int32_t *tokens, int64_t n, int rows, int64_t max_windows,
               double *loss, double *accuracy, char *err, size_t errlen) {
+    return bert_eval_watched(m, v, tokens, n, rows, max_windows, NULL, loss, accuracy, err, errlen);
+}
+
+int bert_eval_watched(bert_model *m, const bert_vocab *v, const int32_t *tokens, int64_t n, int rows,
+                      int64_t max_windows, const eval_watch *watch, double *loss, double *accuracy, char *err,
+                      size_t errlen) {
     int T = m->cfg.max_len, w = T - 2;
     int64_t windows = bert_eval_windows(n, T);
     if (max_windows > 0 && max_windows < windows) windows = max_windows;
@@ -218,6 +224,7 @@ int bert_eval(bert_model *m, const bert_vocab *v, const int32_t *tokens, int64_t
         }
         rc = eval_batch(m, &b, &loss_sum, &correct, &count, err, errlen);
         kiln_step_reset(m->ctx);
+        if (rc == 0) eval_watch_tell(watch, first + r_n, windows);
     }
     bert_batch_free(&b);
     kiln_set_grad_enabled(m->ctx, grad);

@@ -17,6 +17,7 @@
 
 #include "formats/data.h"
 #include "model/bert/bert.h"
+#include "model/eval_watch.h"
 #include "text/tokenizer.h"
 
 #define BERT_MASK_SALT UINT64_C(0x6b696c6e6d61736b) /* "kilnmask" */
@@ -69,5 +70,9 @@ int64_t bert_eval_windows(int64_t n, int T);
  * 0, or -1 with a message. */
 int bert_eval(bert_model *m, const bert_vocab *v, const int32_t *tokens, int64_t n, int rows, int64_t max_windows,
               double *loss, double *accuracy, char *err, size_t errlen);
+/* bert_eval telling `watch` after each forward pass (the windows done; kiln eval's progress). */
+int bert_eval_watched(bert_model *m, const bert_vocab *v, const int32_t *tokens, int64_t n, int rows,
+                      int64_t max_windows, const eval_watch *watch, double *loss, double *accuracy, char *err,
+                      size_t errlen);
 
 #endif

@@ -53,7 +53,7 @@ static int share_watched(gpt_model *m, const data_set *ds, int split, int block,
          * windows weighted by their count */
         sum += (double)value * rows;
         kiln_step_reset(ctx);
-        if (watch && rc == 0) watch->done(watch->self, first + rows, count);
+        if (rc == 0) eval_watch_tell(watch, first + rows, count);
     }
     kiln_set_grad_enabled(ctx, grad);
     kiln_set_training(ctx, training);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "formats/data.h"
+#include "model/eval_watch.h"
 #include "model/gpt/gpt.h"
 
 /* Windows of `block` inputs, `batch` windows per forward pass. max_windows > 0 evaluates
@@ -17,14 +18,7 @@
 int eval_loss(gpt_model *m, const data_set *ds, int split, int block, int batch,
               int64_t max_windows, double *loss, char *err, size_t errlen);
 
-/* Called after each forward pass with the windows done and their total (kiln eval's
- * progress). */
-typedef struct eval_watch {
-    void (*done)(void *self, int64_t windows, int64_t total);
-    void *self;
-} eval_watch;
-
-/* eval_loss over all windows, telling `watch` as it goes. */
+/* eval_loss over all windows, telling `watch` after each forward pass (the windows done). */
 int eval_loss_watched(gpt_model *m, const data_set *ds, int split, int block, int batch, const eval_watch *watch,
                       double *loss, char *err, size_t errlen);
 

@@ -166,6 +166,11 @@ int64_t seq2seq_data_draw(const seq2seq_data *d, uint64_t seed, uint64_t draw) {
 }
 
 int seq2seq_data_loss(seq2seq_model *m, const seq2seq_data *d, double *loss, char *err, size_t errlen) {
+    return seq2seq_data_loss_watched(m, d, NULL, loss, err, errlen);
+}
+
+int seq2seq_data_loss_watched(seq2seq_model *m, const seq2seq_data *d, const eval_watch *watch, double *loss, char *err,
+                              size_t errlen) {
     int grad = kiln_grad_enabled(m->ctx), training = kiln_training(m->ctx);
     kiln_set_grad_enabled(m->ctx, 0);
     kiln_set_training(m->ctx, 0);
@@ -190,6 +195,7 @@ int seq2seq_data_loss(seq2seq_model *m, const seq2seq_data *d, double *loss, cha
             tokens += n;
         }
         kiln_step_reset(m->ctx);
+        if (rc == 0) eval_watch_tell(watch, k + 1, d->n_batches);
     }
     seq2seq_batch_free(&b);
     kiln_set_grad_enabled(m->ctx, grad);

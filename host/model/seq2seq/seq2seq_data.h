@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "formats/pairs.h"
+#include "model/eval_watch.h"
 #include "model/seq2seq/seq2seq.h"
 #include "text/tokenizer.h"
 
@@ -50,5 +51,8 @@ int64_t seq2seq_data_draw(const seq2seq_data *d, uint64_t seed, uint64_t draw);
 /* The mean cross-entropy per target token over every batch (evaluation mode, no label
  * smoothing). Returns 0, or -1 with the engine's message in err. */
 int seq2seq_data_loss(seq2seq_model *m, const seq2seq_data *d, double *loss, char *err, size_t errlen);
+/* seq2seq_data_loss telling `watch` after each batch (the batches done; kiln eval's progress). */
+int seq2seq_data_loss_watched(seq2seq_model *m, const seq2seq_data *d, const eval_watch *watch, double *loss, char *err,
+                              size_t errlen);
 
 #endif
