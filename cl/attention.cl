@@ -67,15 +67,20 @@ void attn_add(__global real_t *dst, ulong base, long stride, const __local float
     }
 }
 
-/* Four partial sums of float4s: a vector unit's width on CPU devices and the vec4 ALUs of
- * mobile GPUs, where one running sum would serialize the dot product. */
+/* Four partial sums: independent chains a GPU's (or a CPU's) pipelines overlap, where one
+ * running sum would serialize the dot product. Scalars, not float4: oclgrind's
+ * uninitialized-value checker (21.10) crashes on vector loads from local memory. */
 float attn_dot(const __local float *a, const __local float *b, int hd) {
-    float4 s4 = 0.0f;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
     int d = 0;
-    for (; d + 4 <= hd; d += 4) s4 += vload4(0, a + d) * vload4(0, b + d);
-    float s = (s4.x + s4.y) + (s4.z + s4.w);
-    for (; d < hd; d++) s += a[d] * b[d];
-    return s;
+    for (; d + 4 <= hd; d += 4) {
+        s0 += a[d] * b[d];
+        s1 += a[d + 1] * b[d + 1];
+        s2 += a[d + 2] * b[d + 2];
+        s3 += a[d + 3] * b[d + 3];
+    }
+    for (; d < hd; d++) s0 += a[d] * b[d];
+    return (s0 + s1) + (s2 + s3);
 }
 
 /* The dropout factor of p_ij: 1 / (1 - dropout) when kept, 0 when dropped, 1 without dropout.
