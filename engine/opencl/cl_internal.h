@@ -11,6 +11,7 @@
  * and the host side of the kernels, one file per op family, named as the CPU backend's
  * cpu_<family>.c (each names the cl/<family>.cl files whose kernels it launches):
  *   cl_activation.c         activations
+ *   cl_attention.c          fused attention (FlashAttention-2), forward and backward
  *   cl_attention_entropy.c  attention entropy
  *   cl_constants.c          fill, the sinusoid table and the inf/NaN check
  *   cl_cross_entropy.c      cross-entropy
