@@ -46,7 +46,8 @@ static int parse_options(const train_kind *k, void *run, train_options *o, cli_o
 #define PEAK_LR_WARN_FACTOR 3.0
 
 /* One line when the schedule peaks far above TRAIN_PEAK_LR_RULE (trainer.h): legal, and right
- * for some recipes, but small models swing or diverge there. */
+ * for some recipes, but small models swing or diverge there. Not for LoRA: an adapter of a
+ * frozen model is another regime, commonly trained at higher rates. */
 static void warn_peak_lr(const train_hparams *hp) {
     double peak = train_peak_lr(hp);
     if (peak <= PEAK_LR_WARN_FACTOR * TRAIN_PEAK_LR_RULE) return;
@@ -67,7 +68,7 @@ static int open_run(const train_kind *k, void *run, const train_options *o, cons
     host_say_device("train", *ctx);
     if (train_parallel_leads()) {
         k->describe(run, t);
-        warn_peak_lr(&t->hp);
+        if (!o->lora) warn_peak_lr(&t->hp);
     }
     return 0;
 }
