@@ -132,6 +132,33 @@ START_TEST(schedules_follow_their_formulas) {
 }
 END_TEST
 
+/* noam's default factor keeps the peak at the 1e-3 small models train stably at: the paper's
+ * 6.3e-3 at d 64 with warmup 400 swung a letter-sorting model to 47% exact matches. */
+START_TEST(noam_defaults_to_a_peak_of_at_most_1e_3) {
+    train_hparams hp = train_nanogpt_hparams();
+    hp.schedule = TRAIN_SCHEDULE_NOAM;
+    hp.d_model = 64;
+    hp.warmup = 400;
+    ck_assert_double_eq_tol(train_noam_factor(&hp), 0.16, 1e-9);
+    ck_assert_double_eq_tol(train_peak_lr(&hp), 1e-3, 1e-12);
+    ck_assert_float_eq_tol(train_lr_at(&hp, 399), 1e-3f, 1e-9f); /* the peak, at the end of the warmup */
+    ck_assert_float_eq_tol(train_lr_at(&hp, 1599), 0.5e-3f, 1e-9f);
+    /* the paper's own size peaks below the rule: its factor 1 stays */
+    hp.d_model = 512;
+    hp.warmup = 4000;
+    ck_assert_double_eq_tol(train_noam_factor(&hp), 1.0, 1e-12);
+    ck_assert_double_eq_tol(train_peak_lr(&hp), 1.0 / sqrt(512.0 * 4000.0), 1e-12);
+    /* a factor given is kept, whatever its peak */
+    hp.d_model = 64;
+    hp.warmup = 400;
+    hp.noam_factor = 1.0f;
+    ck_assert_double_eq_tol(train_peak_lr(&hp), 1.0 / 8.0 / 20.0, 1e-12);
+    /* other schedules peak at --lr */
+    hp.schedule = TRAIN_SCHEDULE_COSINE;
+    ck_assert_double_eq_tol(train_peak_lr(&hp), hp.lr, 1e-12);
+}
+END_TEST
+
 /* A caller's mistake (positions past the context, a precision change the model does not
  * make) fails with the engine's last error saying what, for the command to print. */
 START_TEST(refusals_read_back_as_the_engine_error) {
@@ -159,6 +186,7 @@ END_TEST
 
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
+    tcase_add_test(tc, noam_defaults_to_a_peak_of_at_most_1e_3);
     tcase_add_test(tc, greedy_takes_the_first_maximum);
     tcase_add_test(tc, sampling_follows_the_softmax);
     tcase_add_test(tc, top_k_and_top_p_cut_the_tail);

@@ -48,6 +48,20 @@ static int parse_options(const train_kind *k, void *run, train_options *o, cli_o
     return 0;
 }
 
+/* "Far above" the rule: three times what small models train stably at. */
+#define PEAK_LR_WARN_FACTOR 3.0
+
+/* One line when the schedule peaks far above TRAIN_PEAK_LR_RULE (trainer.h): legal, and right
+ * for some recipes, but small models swing or diverge there. Not for LoRA: an adapter of a
+ * frozen model is another regime, commonly trained at higher rates. */
+static void warn_peak_lr(const train_hparams *hp) {
+    double peak = train_peak_lr(hp);
+    if (peak <= PEAK_LR_WARN_FACTOR * TRAIN_PEAK_LR_RULE) return;
+    fprintf(stderr, "kiln train: warning: the learning rate peaks at %.2g, over %g times the %g that small models "
+            "train stably at (docs/stability.md); %s lowers it\n", peak, PEAK_LR_WARN_FACTOR, TRAIN_PEAK_LR_RULE,
+            hp->schedule == TRAIN_SCHEDULE_NOAM ? "--noam-factor" : "--lr");
+}
+
 /* The device, the model and its trainer, the run directory, and the lines that describe the
  * run. Returns 0 or 1 (printed). */
 static int open_run(const train_kind *k, void *run, const train_options *o, const run_paths *paths, kiln_ctx **ctx,
@@ -58,7 +72,10 @@ static int open_run(const train_kind *k, void *run, const train_options *o, cons
     if (train_parallel_start(t, o, sync) || train_open_run(t, o, paths, metrics)) return 1;
     if (k->opened) k->opened(run, t);
     host_say_device("train", *ctx);
-    if (train_parallel_leads()) k->describe(run, t);
+    if (train_parallel_leads()) {
+        k->describe(run, t);
+        if (!o->lora) warn_peak_lr(&t->hp);
+    }
     return 0;
 }
 

@@ -270,7 +270,8 @@ static int recipe_options(train_options *o, cli_opt *opts) {
          .help = "cosine (to --min-lr), linear (to --min-lr), constant, inverse-sqrt (lr sqrt(warmup/step)) or "
                  "noam (--noam-factor d^-1/2 min(step^-1/2, step warmup^-3/2)); all but noam warm up linearly"},
         {.name = "--noam-factor", .kind = CLI_FLOAT, .target = &o->hp.noam_factor, .meta = "X",
-         .help = "the noam schedule's factor", .min = 1e-6, .max = 1e6},
+         .help = "the noam schedule's factor (default: the paper's 1, lowered where the rate would peak above "
+                 "1e-3: min(1, 1e-3 sqrt(d warmup)))", .min = 1e-6, .max = 1e6},
         {.name = "--optimizer", .kind = CLI_STRING, .target = &o->optimizer, .meta = "NAME",
          .help = "adamw (decoupled weight decay), adam (weight decay as L2) or radam (rectified Adam)"},
         {.name = "--label-smoothing", .kind = CLI_FLOAT, .target = &o->hp.label_smoothing, .meta = "E",

@@ -12,18 +12,28 @@ train_hparams train_nanogpt_hparams(void) {
     return (train_hparams){.batch = 12, .block = 64, .grad_accum = 1, .steps = 2000, .warmup = 100,
                            .lr = 1e-3f, .min_lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f,
                            .weight_decay = 0.1f, .clip = 1.0f, .dropout = 0.0f, .seed = 1337,
-                           .noam_factor = 1.0f};
+                           .noam_factor = 0.0f};
 }
 
 const char *const train_schedule_names[TRAIN_SCHEDULE_COUNT] = {"cosine", "noam", "inverse-sqrt", "linear",
                                                                  "constant"};
 const char *const train_optimizer_names[TRAIN_OPTIMIZER_COUNT] = {"adamw", "adam", "radam"};
 
+double train_noam_factor(const train_hparams *hp) {
+    if (hp->noam_factor > 0.0f) return hp->noam_factor;
+    return fmin(1.0, TRAIN_PEAK_LR_RULE * sqrt((double)hp->d_model * (hp->warmup > 1 ? hp->warmup : 1)));
+}
+
+double train_peak_lr(const train_hparams *hp) {
+    if (hp->schedule != TRAIN_SCHEDULE_NOAM) return hp->lr;
+    return train_noam_factor(hp) / sqrt((double)hp->d_model * (hp->warmup > 1 ? hp->warmup : 1));
+}
+
 float train_lr_at(const train_hparams *hp, int64_t step) {
     double s = (double)(step + 1);
     if (hp->schedule == TRAIN_SCHEDULE_NOAM) {
         double rise = hp->warmup > 0 ? s * pow((double)hp->warmup, -1.5) : INFINITY;
-        return (float)(hp->noam_factor / sqrt((double)hp->d_model) * fmin(1.0 / sqrt(s), rise));
+        return (float)(train_noam_factor(hp) / sqrt((double)hp->d_model) * fmin(1.0 / sqrt(s), rise));
     }
     if (step < hp->warmup) return hp->lr * (float)(step + 1) / (float)(hp->warmup + 1);
     switch (hp->schedule) {

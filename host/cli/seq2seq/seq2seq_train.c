@@ -2,8 +2,8 @@
  * (cli/train.c, cli/kind_commands.h): trains the encoder-decoder Transformer (model/seq2seq/seq2seq.h) on
  * source<TAB>target pairs.
  *
- * The defaults are the paper's (Vaswani et al. 2017): Post-LN, the Noam schedule, Adam with
- * beta2 0.98, dropout 0.1 and label smoothing 0.1; every --norm/--residual option applies.
+ * The defaults are the paper's (Vaswani et al. 2017): Post-LN, the Noam schedule (its factor
+ * lowered where the rate would peak above 1e-3: train_noam_factor), Adam with beta2 0.98, dropout 0.1 and label smoothing 0.1; every --norm/--residual option applies.
  * Pairs are tokenized with --tokenizer (both sides), --src-tokenizer and --tgt-tokenizer
  * (two vocabularies, two embeddings), or bytes; the tokenizers go into the checkpoint's
  * metadata. Batches hold at most --batch-tokens padded tokens, pairs of similar lengths

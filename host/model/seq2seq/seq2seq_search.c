@@ -2,23 +2,18 @@
  *
  * The encoder runs once per sentence and each decoder layer's cross-attention keys and
  * values are computed once from its output. Every live hypothesis owns a KV cache of the
- * decoder's self-attention, one new position per step; when the beam is re-ranked, a
- * hypothesis that continues another's copies that one's cache rows (double-buffered, and
- * skipped when every hypothesis continues itself, as greedy always does).
- *
- * Beam search keeps the `beam` best live hypotheses by log-probability. A hypothesis whose
- * EOS ranks among the step's `beam` best candidates is finished and scored with GNMT's
- * length normalization log P / ((5 + |Y|) / 6)^alpha, |Y| counting the EOS (an EOS ranked
- * lower is dropped, as Hugging Face's search does: a barely possible EOS must not fill the
- * finished list). The search stops when no live hypothesis can beat the `beam` best finished
- * ones any more (log P only falls as a hypothesis grows, so log P / lp(longest) bounds what
- * it can reach), or at the length limit (live hypotheses then count as finished); it
- * returns the best finished one. With beam 1 this is greedy decoding. */
+ * decoder's self-attention, one new position per step; each step runs every live hypothesis'
+ * last token into one [alive, V] matrix of log-probabilities, and seq2seq_beam.h ranks,
+ * finishes and prunes on it. When a hypothesis continues another, it copies that one's cache
+ * rows (double-buffered, and skipped when every hypothesis continues itself, as greedy
+ * always does). It returns the best finished hypothesis; with beam 1 and no length penalty
+ * this is greedy decoding. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/seq2seq/seq2seq.h"
+#include "model/seq2seq/seq2seq_beam.h"
 
 /* One hypothesis' decoder self-attention cache: per layer, keys and values [max_len, w]. */
 typedef struct hyp_cache {
@@ -32,21 +27,9 @@ typedef struct search {
     kiln_tensor **cross_kv;  /* per decoder layer, [1, S, 2C] */
     hyp_cache *cache[2];     /* [beam] each: the current and the next step's */
     int cur;
-    int32_t *tokens;         /* [beam][max_len]: live hypotheses' tokens */
-    int32_t *next_tokens;
-    double *logp;            /* [beam] */
-    int alive;
-    /* the best finished hypothesis so far, and the `beam` best finished scores (best first) */
-    int32_t *best;
-    int best_len, finished;
-    double best_score;
-    double *finished_scores;
-    float *logits;           /* [V] */
-    double *cand_score;      /* the top candidates of a step: 2 * beam */
-    int *cand_hyp, *cand_tok;
+    float *logprobs;         /* [beam][V]: the step's log-probabilities of every live hypothesis */
+    seq2seq_beam b;
 } search;
-
-static double length_penalty(float alpha, int len) { return pow((5.0 + len) / 6.0, (double)alpha); }
 
 static void free_caches(search *s) {
     for (int c = 0; c < 2; c++) {
@@ -68,15 +51,8 @@ static void search_free(search *s) {
     if (s->cross_kv)
         for (int l = 0; l < s->layers; l++) kiln_tensor_free(s->cross_kv[l]);
     free(s->cross_kv);
-    free(s->tokens);
-    free(s->next_tokens);
-    free(s->logp);
-    free(s->best);
-    free(s->finished_scores);
-    free(s->logits);
-    free(s->cand_score);
-    free(s->cand_hyp);
-    free(s->cand_tok);
+    free(s->logprobs);
+    seq2seq_beam_free(&s->b);
 }
 
 static kiln_status alloc_caches(search *s) {
@@ -127,10 +103,11 @@ static kiln_status encode_source(search *s, const int32_t *src, int n) {
     return KILN_OK;
 }
 
-/* Runs hypothesis b's last token at position pos and leaves log-softmax in s->logits. */
+/* Runs hypothesis b's last token at position pos; its log-softmax goes to row b of s->logprobs. */
 static kiln_status step_logprobs(search *s, int b, int pos) {
     seq2seq_model *m = s->m;
-    int32_t token = pos == 0 ? s->o->bos : s->tokens[b * s->o->max_len + pos - 1];
+    float *row = s->logprobs + (int64_t)b * s->V;
+    int32_t token = pos == 0 ? s->o->bos : s->b.tokens[b * s->o->max_len + pos - 1];
     int64_t shape[2] = {1, 1};
     kiln_tensor *ids = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
     if (!ids || kiln_upload(ids, &token, sizeof token)) return kiln_error_status();
@@ -141,52 +118,18 @@ static kiln_status step_logprobs(search *s, int b, int pos) {
     for (int l = 0; l < s->layers && y; l++) y = block_forward(&m->dec_block, &m->dec[l], l, y, &pass, h->k[l], h->v[l]);
     if (y && m->dec_ln_w) y = kiln_layernorm(y, m->dec_ln_w, m->dec_ln_b, m->cfg.ln_eps);
     kiln_tensor *logits = kiln_matmul(y, m->tgt_embed, NULL, 0, 1);
-    kiln_status st = logits ? kiln_download_f32(logits, s->logits, s->V) : kiln_error_status();
+    kiln_status st = logits ? kiln_download_f32(logits, row, s->V) : kiln_error_status();
     kiln_step_reset(m->ctx);
     if (st) return st;
     /* the max taken in float (the same value: every logit is a float): gcc 12's vectorizer
      * crashes on an fmax reduction of floats into a double on aarch64 (-O3) */
     float fmx = -INFINITY;
-    for (int v = 0; v < s->V; v++) fmx = fmaxf(fmx, s->logits[v]);
+    for (int v = 0; v < s->V; v++) fmx = fmaxf(fmx, row[v]);
     double mx = fmx, sum = 0;
-    for (int v = 0; v < s->V; v++) sum += exp(s->logits[v] - mx);
+    for (int v = 0; v < s->V; v++) sum += exp(row[v] - mx);
     float lse = (float)(mx + log(sum));
-    for (int v = 0; v < s->V; v++) s->logits[v] -= lse;
+    for (int v = 0; v < s->V; v++) row[v] -= lse;
     return KILN_OK;
-}
-
-/* Inserts (score, hyp, tok) into the sorted top list of `cap` (best first; ties keep the
- * earlier hypothesis and the lower token, so the search is deterministic). */
-static void offer(search *s, int *count, int cap, double score, int hyp, int tok) {
-    if (*count == cap && score <= s->cand_score[cap - 1]) return;
-    int i = *count < cap ? (*count)++ : cap - 1;
-    while (i > 0 && s->cand_score[i - 1] < score) {
-        s->cand_score[i] = s->cand_score[i - 1];
-        s->cand_hyp[i] = s->cand_hyp[i - 1];
-        s->cand_tok[i] = s->cand_tok[i - 1];
-        i--;
-    }
-    s->cand_score[i] = score;
-    s->cand_hyp[i] = hyp;
-    s->cand_tok[i] = tok;
-}
-
-static void finish(search *s, const int32_t *tokens, int len, double logp, int with_eos) {
-    double score = logp / length_penalty(s->o->length_penalty, len + with_eos);
-    /* keep the `beam` best scores, best first */
-    int i;
-    if (s->finished < s->beam)
-        i = s->finished++;                     /* a free slot at the end */
-    else if (score > s->finished_scores[s->beam - 1])
-        i = s->beam - 1;                       /* replaces the worst */
-    else
-        i = -1;                                /* not among the best */
-    for (; i > 0 && s->finished_scores[i - 1] < score; i--) s->finished_scores[i] = s->finished_scores[i - 1];
-    if (i >= 0) s->finished_scores[i] = score;
-    if (s->best_len >= 0 && score <= s->best_score) return;
-    s->best_score = score;
-    s->best_len = len;
-    memcpy(s->best, tokens, (size_t)len * sizeof *tokens);
 }
 
 /* Copies rows [0, rows) of hypothesis `from`'s cache into the next buffer's slot `to`. */
@@ -200,92 +143,50 @@ static kiln_status copy_cache(search *s, int from, int to, int rows) {
     return KILN_OK;
 }
 
-/* One step at position pos: every live hypothesis proposes its best tokens; EOS finishes a
- * hypothesis, the rest fill the next beam. */
+/* One step at position pos: every live hypothesis' log-probabilities, the beam's choice, and
+ * the caches reordered to follow it. */
 static kiln_status search_step(search *s, int pos) {
-    int L = s->o->max_len, count = 0, cap = 2 * s->beam;
-    for (int b = 0; b < s->alive; b++) {
+    for (int b = 0; b < s->b.alive; b++) {
         kiln_status st = step_logprobs(s, b, pos);
         if (st) return st;
-        for (int v = 0; v < s->V; v++) offer(s, &count, cap, s->logp[b] + s->logits[v], b, v);
     }
-    int next = 0, identity = 1;
-    double next_logp[64];
-    int parent[64];
-    for (int i = 0; i < count && next < s->beam; i++) {
-        int b = s->cand_hyp[i];
-        if (s->cand_tok[i] == s->o->eos) {
-            if (i < s->beam) finish(s, s->tokens + b * L, pos, s->cand_score[i], 1);
-            continue;
-        }
-        memcpy(s->next_tokens + next * L, s->tokens + b * L, (size_t)pos * sizeof *s->tokens);
-        s->next_tokens[next * L + pos] = s->cand_tok[i];
-        next_logp[next] = s->cand_score[i];
-        parent[next] = b;
-        identity &= b == next;
-        next++;
+    if (seq2seq_beam_step(&s->b, s->logprobs, pos)) return KILN_OK;
+    for (int j = 0; j < s->b.alive; j++) {
+        kiln_status st = copy_cache(s, s->b.parent[j], j, pos + 1);
+        if (st) return st;
     }
-    if (!identity) {
-        for (int j = 0; j < next; j++) {
-            kiln_status st = copy_cache(s, parent[j], j, pos + 1);
-            if (st) return st;
-        }
-        s->cur = 1 - s->cur;
-    }
-    int32_t *t = s->tokens;
-    s->tokens = s->next_tokens;
-    s->next_tokens = t;
-    for (int j = 0; j < next; j++) s->logp[j] = next_logp[j];
-    s->alive = next;
-    /* done when the best live hypothesis, however long it grows, cannot enter the finished best */
-    if (s->finished == s->beam && next > 0) {
-        double bound = s->logp[0] / length_penalty(s->o->length_penalty, L + 1);
-        if (bound <= s->finished_scores[s->beam - 1]) s->alive = 0;
-    }
+    s->cur = 1 - s->cur;
     return KILN_OK;
 }
 
 int seq2seq_translate(seq2seq_model *m, const int32_t *src, int n, const seq2seq_search_opts *o, int32_t *out,
                       int cap, double *score) {
-    if (o->beam < 1 || o->beam > 64 || o->max_len < 1 || o->max_len + 1 > m->cfg.max_len || n < 0 ||
+    if (o->beam < 1 || o->beam > SEQ2SEQ_BEAM_MAX || o->max_len < 1 || o->max_len + 1 > m->cfg.max_len || n < 0 ||
         n + 1 > m->cfg.max_len) {
         kiln_set_error(KILN_ERR_ARGUMENT, "seq2seq_translate: beam %d (1 to 64), output length %d and source length %d "
                        "must fit the model's %d positions", o->beam, o->max_len, n + 1, m->cfg.max_len);
         return -1;
     }
-    search s = {.m = m, .o = o, .beam = o->beam, .V = m->cfg.tgt_vocab, .layers = m->cfg.dec_layers,
-                .alive = 1, .best_len = -1};
-    int L = o->max_len;
+    search s = {.m = m, .o = o, .beam = o->beam, .V = m->cfg.tgt_vocab, .layers = m->cfg.dec_layers};
     s.cross_kv = calloc((size_t)s.layers, sizeof *s.cross_kv);
-    s.tokens = calloc((size_t)(s.beam * L), sizeof *s.tokens);
-    s.next_tokens = calloc((size_t)(s.beam * L), sizeof *s.next_tokens);
-    s.logp = calloc((size_t)s.beam, sizeof *s.logp);
-    s.best = calloc((size_t)L, sizeof *s.best);
-    s.finished_scores = calloc((size_t)s.beam, sizeof *s.finished_scores);
-    s.logits = malloc((size_t)s.V * sizeof *s.logits);
-    s.cand_score = malloc((size_t)(2 * s.beam) * sizeof *s.cand_score);
-    s.cand_hyp = malloc((size_t)(2 * s.beam) * sizeof *s.cand_hyp);
-    s.cand_tok = malloc((size_t)(2 * s.beam) * sizeof *s.cand_tok);
+    s.logprobs = malloc((size_t)s.beam * (size_t)s.V * sizeof *s.logprobs);
     int grad = kiln_grad_enabled(m->ctx), training = kiln_training(m->ctx);
     kiln_set_grad_enabled(m->ctx, 0);
     kiln_set_training(m->ctx, 0);
     kiln_status st = KILN_OK;
-    if (!s.cross_kv || !s.tokens || !s.next_tokens || !s.logp || !s.best || !s.finished_scores || !s.logits ||
-        !s.cand_score ||
-        !s.cand_hyp || !s.cand_tok)
+    if (!s.cross_kv || !s.logprobs || seq2seq_beam_init(&s.b, s.beam, s.V, o->max_len, o->length_penalty, o->eos))
         st = kiln_set_error(KILN_ERR_MEMORY, "seq2seq: out of host memory");
     if (!st) st = alloc_caches(&s);
     if (!st) st = encode_source(&s, src, n);
-    for (int pos = 0; !st && pos < L && s.alive > 0; pos++) st = search_step(&s, pos);
-    /* the length limit: live hypotheses count as finished, without an EOS */
-    for (int b = 0; !st && b < s.alive; b++) finish(&s, s.tokens + b * L, L, s.logp[b], 0);
+    for (int pos = 0; !st && pos < o->max_len && s.b.alive > 0; pos++) st = search_step(&s, pos);
+    if (!st) seq2seq_beam_end(&s.b);
     kiln_set_grad_enabled(m->ctx, grad);
     kiln_set_training(m->ctx, training);
     int len = -1;
     if (!st) {
-        len = s.best_len < cap ? s.best_len : cap;
-        memcpy(out, s.best, (size_t)len * sizeof *out);
-        if (score) *score = s.best_score;
+        len = s.b.best_len < cap ? s.b.best_len : cap;
+        memcpy(out, s.b.best, (size_t)len * sizeof *out);
+        if (score) *score = s.b.best_score;
     }
     kiln_step_reset(m->ctx);
     search_free(&s);
