@@ -235,6 +235,19 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     return 0;
 }
 
+/* --attention: a micro-batch's self-attention over --batch sequences of --block tokens. */
+static int attention(void *self, kiln_ctx *ctx) {
+    bert_run *r = self;
+    const train_hparams *hp = &r->o->hp;
+    uint64_t layer = (uint64_t)hp->batch * (uint64_t)r->m->cfg.n_head * (uint64_t)hp->block * (uint64_t)hp->block;
+    char context[32];
+    snprintf(context, sizeof context, "--block %d", hp->block);
+    int fused = train_attention(r->o, ctx, &r->m->block.o, layer * (uint64_t)r->m->cfg.n_layer, context);
+    if (fused < 0) return 1;
+    r->m->block.attention_fused = fused;
+    return 0;
+}
+
 static void describe(void *self, const trainer *t) {
     bert_run *r = self;
     const train_hparams *hp = &r->o->hp;
@@ -279,6 +292,7 @@ const train_kind bert_train_kind = {
     .check = check,
     .prepare = prepare,
     .start = start,
+    .attention = attention,
     .describe = describe,
     .loop = {.before_step = before_step, .evaluate = evaluate_hook, .save = save_hook},
     .last_evaluation = last_evaluation,

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "run/cli.h"
+#include "run/device.h"
 #include "run/gpt_load.h"
 #include "cli/gpt/gpt_arch_options.h"
 #include "cli/gpt/gpt_train_lora.h"
@@ -119,6 +120,7 @@ typedef struct gpt_run {
     gpt_model *m;
     trainer *t;
     double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring (one allocation) */
+    int probe_entropy;            /* the evaluations measure attention entropy (unfused: attention()) */
     lora_run lora;                /* o->lora: the adapters trained on a frozen base */
 } gpt_run;
 
@@ -253,9 +255,10 @@ static int evaluate(void *self, int full, metrics_row *row) {
         world_sum(&sum, 1, err, sizeof err))
         return host_error("%s", err);
     row->val_loss = sum / (double)windows;
-    if (measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y)) return 1;
+    if (r->probe_entropy && measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y))
+        return 1;
     row->n_layers = t->m->cfg.n_layer;
-    row->attn_entropy = r->entropy;
+    row->attn_entropy = r->probe_entropy ? r->entropy : NULL;
     row->grad_norm_layers = t->layer_grad_norms ? r->grad_norms : NULL;
     return 0;
 }
@@ -298,8 +301,9 @@ static int check(void *self, const cli_opt *opts, int n) {
     gpt_run *r = self;
     r->want = (gpt_config){.n_layer = r->o->layers, .n_head = r->o->heads, .n_embd = r->o->dim,
                            .n_positions = r->o->hp.block};
-    (void)opts;
-    (void)n;
+    if (r->o->attention_mode == HOST_ATTENTION_FUSED && cli_find(opts, n, "--entropy-alert")->seen)
+        return host_error("--entropy-alert needs the attention probabilities, which --attention fused never forms; "
+                          "use --attention auto or unfused");
     return gpt_arch_apply(&r->arch, &r->o->st.block, &r->want);
 }
 
@@ -350,6 +354,49 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     int L = r->m->cfg.n_layer;
     if (!(r->entropy = calloc(2 * (size_t)L, sizeof(double)))) return host_error("out of host memory");
     r->grad_norms = r->entropy + L;
+    return 0;
+}
+
+/* The evaluations' attention-entropy probe needs the probabilities, so its pass runs unfused
+ * (the block takes the unfused path where a pass asks for entropy): on with the unfused path;
+ * with auto, when its scores (one validation batch, no backward) fit the device beside the
+ * run, else off, said in one line; never with --attention fused (check refuses
+ * --entropy-alert there). */
+static void choose_entropy_probe(gpt_run *r, kiln_ctx *ctx, int fused, uint64_t layer_elements) {
+    r->probe_entropy = !fused;
+    if (!fused) return;
+    if (r->o->attention_mode == HOST_ATTENTION_FUSED) {
+        host_say("train", "attention fused: the evaluations measure no attention entropy (it needs the "
+                          "probabilities: --attention auto or unfused)");
+        return;
+    }
+    int64_t windows = data_windows(r->ds, DATA_VAL, r->o->hp.block);
+    uint64_t rows = (uint64_t)(windows < r->o->hp.batch ? windows : r->o->hp.batch);
+    attention_scores probe = {.elements = layer_elements / (uint64_t)r->o->hp.batch * rows * (uint64_t)r->m->cfg.n_layer,
+                              .dtype = r->o->hp.precision};
+    uint64_t need, usable;
+    char need_text[32], usable_text[32];
+    int fits = host_attention_fits(ctx, &probe, kiln_memory_persistent(ctx), &need, &usable);
+    r->probe_entropy = fits > 0;
+    if (fits > 0)
+        host_say("train", "attention fused; the evaluations' attention-entropy probe unfused (it needs the probabilities)");
+    else
+        host_say("train", "attention fused; the evaluations measure no attention entropy: its unfused probe would need "
+                 "%s, the device has %s usable", host_bytes_text(need, need_text, sizeof need_text),
+                 host_bytes_text(usable, usable_text, sizeof usable_text));
+}
+
+/* --attention: the steps' path (train_attention), then the evaluations' entropy probe. */
+static int attention(void *self, kiln_ctx *ctx) {
+    gpt_run *r = self;
+    const train_hparams *hp = &r->o->hp;
+    uint64_t layer = (uint64_t)hp->batch * (uint64_t)r->m->cfg.n_head * (uint64_t)hp->block * (uint64_t)hp->block;
+    char context[32];
+    snprintf(context, sizeof context, "--block %d", hp->block);
+    int fused = train_attention(r->o, ctx, &r->m->block.o, layer * (uint64_t)r->m->cfg.n_layer, context);
+    if (fused < 0) return 1;
+    r->m->block.attention_fused = fused;
+    choose_entropy_probe(r, ctx, fused, layer);
     return 0;
 }
 
@@ -429,6 +476,7 @@ const train_kind gpt_train_kind = {
     .check = check,
     .prepare = prepare,
     .start = start,
+    .attention = attention,
     .opened = opened,
     .describe = describe,
     .loop = {.before_step = before_step, .evaluate = evaluate, .save = save},
