@@ -54,8 +54,12 @@ const char *host_bytes_text(uint64_t bytes, char *buf, size_t size) {
     double b = (double)bytes;
     if (b >= (double)(1u << 30))
         snprintf(buf, size, "%.2f GiB", b / (double)(1u << 30));
-    else
+    else if (b >= (double)(1u << 20))
         snprintf(buf, size, "%.1f MiB", b / (double)(1u << 20));
+    else if (b >= 1024.0)
+        snprintf(buf, size, "%.1f KiB", b / 1024.0);
+    else
+        snprintf(buf, size, "%llu bytes", (unsigned long long)bytes);
     return buf;
 }
 

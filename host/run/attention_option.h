@@ -70,7 +70,7 @@ int host_attention_choose(const char *command, host_attention mode, const block_
 int host_attention_forward(const char *command, host_attention mode, const block_options *o, kiln_ctx *ctx,
                            uint64_t elements, kiln_dtype dtype, const char *context);
 
-/* "1.50 GiB", "640.0 MiB" into buf: the messages' and the benchmark's sizes. */
+/* "1.50 GiB", "640.0 MiB", "3.2 KiB", "512 bytes" into buf: the messages' and the benchmark's sizes. */
 const char *host_bytes_text(uint64_t bytes, char *buf, size_t size);
 
 #endif
