@@ -120,7 +120,7 @@ typedef struct gpt_run {
     gpt_model *m;
     trainer *t;
     double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring (one allocation) */
-    int probe_entropy;            /* the evaluations measure attention entropy (unfused: attention()) */
+    enum { PROBE_OFF, PROBE_ON, PROBE_UNDECIDED } probe_entropy; /* the evaluations' entropy (attention()) */
     lora_run lora;                /* o->lora: the adapters trained on a frozen base */
 } gpt_run;
 
@@ -235,6 +235,43 @@ static int measure_entropy(gpt_model *m, const data_set *ds, const train_hparams
     return 0;
 }
 
+/* The evaluations' attention-entropy probe needs the probabilities, so its pass runs unfused
+ * (the block takes the unfused path where a pass asks for entropy): always with the unfused
+ * path, never with --attention fused (check refuses --entropy-alert there), and with auto's
+ * fused steps as decide_entropy_probe finds at the first evaluation. */
+static void choose_entropy_probe(gpt_run *r, int fused) {
+    r->probe_entropy = !fused ? PROBE_ON : r->o->attention_mode == HOST_ATTENTION_AUTO ? PROBE_UNDECIDED : PROBE_OFF;
+    if (r->probe_entropy == PROBE_OFF && train_parallel_leads())
+        host_say("train", "attention fused: the evaluations measure no attention entropy (it needs the "
+                          "probabilities: --attention auto or unfused)");
+}
+
+/* auto with fused steps, at the first evaluation: the probe's scores (one validation batch,
+ * no backward) are made when they take no more than the steps' arena at its peak and fit the
+ * device beside the run, so that monitoring never more than doubles what a step needs nor
+ * makes memory grow with the square of the context. Said in one line either way. */
+static void decide_entropy_probe(gpt_run *r) {
+    kiln_ctx *ctx = r->m->ctx;
+    const train_hparams *hp = &r->o->hp;
+    int64_t windows = data_windows(r->ds, DATA_VAL, hp->block);
+    uint64_t rows = (uint64_t)(windows < hp->batch ? windows : hp->batch);
+    attention_scores probe = {.elements = rows * (uint64_t)r->m->cfg.n_head * (uint64_t)hp->block *
+                                          (uint64_t)hp->block * (uint64_t)r->m->cfg.n_layer,
+                              .dtype = hp->precision};
+    uint64_t scores = host_attention_scores_bytes(&probe), steps = kiln_memory_arena_peak(ctx), usable = 0;
+    int fits = host_attention_fits(ctx, &probe, kiln_memory_persistent(ctx), NULL, &usable);
+    r->probe_entropy = fits > 0 && scores <= steps ? PROBE_ON : PROBE_OFF;
+    if (!train_parallel_leads()) return;
+    char a[32], b[32], c[32];
+    if (r->probe_entropy == PROBE_ON)
+        host_say("train", "the evaluations' attention-entropy probe runs unfused (it needs the probabilities)");
+    else
+        host_say("train", "the evaluations measure no attention entropy: its unfused scores would take %s, more than "
+                 "the steps' %s or the device's %s usable (--attention unfused measures it)",
+                 host_bytes_text(scores, a, sizeof a), host_bytes_text(steps, b, sizeof b),
+                 host_bytes_text(usable, c, sizeof c));
+}
+
 static void before_step(void *self, int64_t step, int evaluates) {
     gpt_run *r = self;
     apply_temperature(r->t->m, &r->o->st, step);
@@ -255,10 +292,11 @@ static int evaluate(void *self, int full, metrics_row *row) {
         world_sum(&sum, 1, err, sizeof err))
         return host_error("%s", err);
     row->val_loss = sum / (double)windows;
-    if (r->probe_entropy && measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y))
+    if (r->probe_entropy == PROBE_UNDECIDED) decide_entropy_probe(r);
+    if (r->probe_entropy == PROBE_ON && measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y))
         return 1;
     row->n_layers = t->m->cfg.n_layer;
-    row->attn_entropy = r->probe_entropy ? r->entropy : NULL;
+    row->attn_entropy = r->probe_entropy == PROBE_ON ? r->entropy : NULL;
     row->grad_norm_layers = t->layer_grad_norms ? r->grad_norms : NULL;
     return 0;
 }
@@ -357,35 +395,6 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     return 0;
 }
 
-/* The evaluations' attention-entropy probe needs the probabilities, so its pass runs unfused
- * (the block takes the unfused path where a pass asks for entropy): on with the unfused path;
- * with auto, when its scores (one validation batch, no backward) fit the device beside the
- * run, else off, said in one line; never with --attention fused (check refuses
- * --entropy-alert there). */
-static void choose_entropy_probe(gpt_run *r, kiln_ctx *ctx, int fused, uint64_t layer_elements) {
-    r->probe_entropy = !fused;
-    if (!fused) return;
-    if (r->o->attention_mode == HOST_ATTENTION_FUSED) {
-        host_say("train", "attention fused: the evaluations measure no attention entropy (it needs the "
-                          "probabilities: --attention auto or unfused)");
-        return;
-    }
-    int64_t windows = data_windows(r->ds, DATA_VAL, r->o->hp.block);
-    uint64_t rows = (uint64_t)(windows < r->o->hp.batch ? windows : r->o->hp.batch);
-    attention_scores probe = {.elements = layer_elements / (uint64_t)r->o->hp.batch * rows * (uint64_t)r->m->cfg.n_layer,
-                              .dtype = r->o->hp.precision};
-    uint64_t need, usable;
-    char need_text[32], usable_text[32];
-    int fits = host_attention_fits(ctx, &probe, kiln_memory_persistent(ctx), &need, &usable);
-    r->probe_entropy = fits > 0;
-    if (fits > 0)
-        host_say("train", "attention fused; the evaluations' attention-entropy probe unfused (it needs the probabilities)");
-    else
-        host_say("train", "attention fused; the evaluations measure no attention entropy: its unfused probe would need "
-                 "%s, the device has %s usable", host_bytes_text(need, need_text, sizeof need_text),
-                 host_bytes_text(usable, usable_text, sizeof usable_text));
-}
-
 /* --attention: the steps' path (train_attention), then the evaluations' entropy probe. */
 static int attention(void *self, kiln_ctx *ctx) {
     gpt_run *r = self;
@@ -396,7 +405,7 @@ static int attention(void *self, kiln_ctx *ctx) {
     int fused = train_attention(r->o, ctx, &r->m->block.o, layer * (uint64_t)r->m->cfg.n_layer, context);
     if (fused < 0) return 1;
     r->m->block.attention_fused = fused;
-    choose_entropy_probe(r, ctx, fused, layer);
+    choose_entropy_probe(r, fused);
     return 0;
 }
 
