@@ -1,8 +1,8 @@
 /* The verification cases of fused attention (kiln/verify.h): run by `kiln verify` and by
  * tests/test_op_attention.c. Each case's reference is the unfused composition the model
  * used before the fused op (split heads, q k^T, kiln_softmax, kiln_dropout, probs @ v,
- * merge heads): a device's fused op and the CPU's are compared with it (the CPU's before
- * its gradients meet finite differences). The cases cover ragged lengths across the
+ * merge heads): a device's fused op and the CPU's are compared with it (the CPU's
+ * gradients meet finite differences too). The cases cover ragged lengths across the
  * kernels' tiles, head counts and widths up to 256, grouped-query attention, causal and
  * key-length masks (fully masked rows included), cross-attention (Tq != Tk), the decode
  * step (one query at the end of the keys), scale and temperature, and dropout. */

@@ -129,11 +129,7 @@ typedef struct block_config {
     float deepnorm_alpha; /* s(x) = alpha * x under DeepNorm (1 otherwise) */
     float deepnorm_beta;  /* DeepNorm's init gain of the value, output and FFN weights */
     float proj_std;       /* GPT-2's init std of the residual projections: 0.02 / sqrt(2 L) */
-    /* a run-time choice, never an option nor in a checkpoint (the command line's
-       --attention sets it): attention through the fused op (kiln_attention, memory linear
-       in the context) wherever the layer does not need the materialized scores, that is
-       except self-attention under RealFormer and passes that probe the entropy */
-    int attention_fused;
+    int attention_fused;  /* run-time, never in a checkpoint: attention through kiln_attention (the fused op) */
 } block_config;
 
 /* DeepNorm's constants (Wang et al. 2022): for an encoder-only or decoder-only stack of N

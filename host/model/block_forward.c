@@ -109,8 +109,14 @@ static kiln_tensor *rotate(const block_config *c, kiln_tensor *x, int64_t heads,
 }
 
 /* Multi-head attention of queries q [B, T, H hd] over keys k and values v [B, Tk, KVH hd],
- * before the output projection: fused (kiln_attention) when the config asks for it and the
- * layer needs no scores, else composed of ops as follows. Grouped-query attention (KVH < H) never repeats the keys
+ * before the output projection.
+ *
+ * Fused (kiln_attention: memory linear in the context) when the config asks for it
+ * (block_config.attention_fused, a run-time choice) and the layer needs no materialized
+ * scores: RealFormer's self-attention passes its scores on, and a pass probing the
+ * entropy reads the probabilities; cross-attention takes neither.
+ *
+ * Unfused, it is composed of ops. Grouped-query attention (KVH < H) never repeats the keys
  * and values: query head h = kv G + g (G = H / KVH) is row block g of [B, KVH, G T, hd], the
  * same memory as [B, H, T, hd], so one batched matmul over [B, KVH] gives every group's
  * scores [B, KVH, G T, Tk], the same memory as the [B, H, T, Tk] the softmax masks (its

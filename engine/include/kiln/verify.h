@@ -57,7 +57,7 @@ typedef struct kiln_verify_case {
     kiln_verify_build_fn build;
     /* NULL, or the same function computed another way (a fused op's composition of the
        unfused ops, or plain code): the CPU reference then runs this instead of build, so
-       a device's build meets it, and on the CPU the build meets it before the finite
+       a device's build meets it, and on the CPU the build meets it besides the finite
        differences; both must take the same inputs and param */
     kiln_verify_build_fn reference;
     const void *param;
