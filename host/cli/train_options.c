@@ -158,6 +158,15 @@ int train_attention(const train_options *o, kiln_ctx *ctx, const block_options *
     return host_attention_choose("train", o->attention_mode, b, ctx, &s, context);
 }
 
+int train_attention_stack(const train_options *o, kiln_ctx *ctx, block_config *b, int n_layer, int n_head) {
+    uint64_t layer = (uint64_t)o->hp.batch * (uint64_t)n_head * (uint64_t)o->hp.block * (uint64_t)o->hp.block;
+    char context[32];
+    snprintf(context, sizeof context, "--block %d", o->hp.block);
+    int fused = train_attention(o, ctx, &b->o, layer * (uint64_t)n_layer, context);
+    if (fused >= 0) b->attention_fused = fused;
+    return fused;
+}
+
 /* mkdir -p */
 int train_make_dir(const char *path) {
     char buf[4096];

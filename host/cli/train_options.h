@@ -86,6 +86,10 @@ const char *train_model_option(int argc, char **argv);
 int train_attention(const train_options *o, kiln_ctx *ctx, const block_options *b, uint64_t elements,
                     const char *context);
 
+/* train_attention for a stack of n_layer self-attention layers of n_head heads over --batch
+ * sequences of --block tokens (the GPT, BERT), whose block config b gets the choice. */
+int train_attention_stack(const train_options *o, kiln_ctx *ctx, block_config *b, int n_layer, int n_head);
+
 /* mkdir -p DIR, which must then be a directory (error printed, 1). */
 int train_make_dir(const char *path);
 int train_file_exists(const char *path);

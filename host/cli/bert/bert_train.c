@@ -238,14 +238,7 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
 /* --attention: a micro-batch's self-attention over --batch sequences of --block tokens. */
 static int attention(void *self, kiln_ctx *ctx) {
     bert_run *r = self;
-    const train_hparams *hp = &r->o->hp;
-    uint64_t layer = (uint64_t)hp->batch * (uint64_t)r->m->cfg.n_head * (uint64_t)hp->block * (uint64_t)hp->block;
-    char context[32];
-    snprintf(context, sizeof context, "--block %d", hp->block);
-    int fused = train_attention(r->o, ctx, &r->m->block.o, layer * (uint64_t)r->m->cfg.n_layer, context);
-    if (fused < 0) return 1;
-    r->m->block.attention_fused = fused;
-    return 0;
+    return train_attention_stack(r->o, ctx, &r->m->block, r->m->cfg.n_layer, r->m->cfg.n_head) < 0;
 }
 
 static void describe(void *self, const trainer *t) {

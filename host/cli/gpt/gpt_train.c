@@ -398,13 +398,8 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
 /* --attention: the steps' path (train_attention), then the evaluations' entropy probe. */
 static int attention(void *self, kiln_ctx *ctx) {
     gpt_run *r = self;
-    const train_hparams *hp = &r->o->hp;
-    uint64_t layer = (uint64_t)hp->batch * (uint64_t)r->m->cfg.n_head * (uint64_t)hp->block * (uint64_t)hp->block;
-    char context[32];
-    snprintf(context, sizeof context, "--block %d", hp->block);
-    int fused = train_attention(r->o, ctx, &r->m->block.o, layer * (uint64_t)r->m->cfg.n_layer, context);
+    int fused = train_attention_stack(r->o, ctx, &r->m->block, r->m->cfg.n_layer, r->m->cfg.n_head);
     if (fused < 0) return 1;
-    r->m->block.attention_fused = fused;
     choose_entropy_probe(r, fused);
     return 0;
 }
