@@ -67,7 +67,10 @@ const char *host_bytes_text(uint64_t bytes, char *buf, size_t size) {
 static int check_unfused_memory(kiln_ctx *ctx, const attention_scores *s, const char *context) {
     uint64_t need, usable;
     int fits = host_attention_fits(ctx, s, kiln_memory_persistent(ctx), &need, &usable);
-    if (fits < 0) return host_engine_error("device memory"), -1;
+    if (fits < 0) {
+        host_engine_error("device memory");
+        return -1;
+    }
     if (fits) return 0;
     char need_text[32], scores_text[32], usable_text[32];
     host_error("unfused attention at %s needs at least %s (%s of scores and probabilities) but %s device %s has %s "

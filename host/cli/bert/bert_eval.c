@@ -97,10 +97,12 @@ static int open_model(const eval_options *o, const tokenizer *tok, kiln_ctx **ct
     if (bert_set_precision(*m, o->dtype, 0)) return host_engine_error("--precision fp16");
     /* --attention: --batch windows of max_len through every layer */
     const bert_config *c = &(*m)->cfg;
+    char context[64];
+    snprintf(context, sizeof context, "max_len %d, --batch %d", c->max_len, o->batch);
     int fused = host_attention_forward("eval", o->attention_mode, &c->block, *ctx,
                                        (uint64_t)o->batch * (uint64_t)c->n_head * (uint64_t)c->max_len *
                                            (uint64_t)c->max_len * (uint64_t)c->n_layer,
-                                       o->dtype, "max_len");
+                                       o->dtype, context);
     if (fused < 0) return 1;
     (*m)->block.attention_fused = fused;
     return 0;

@@ -223,9 +223,10 @@ static int choose_attention(decode_run *r, const decode_options *o) {
     gpt_model *m = r->d.m;
     int64_t window = (int64_t)r->d.len + o->max_new;
     uint64_t t = (uint64_t)(window < m->cfg.n_positions ? window : m->cfg.n_positions);
+    char context[64];
+    snprintf(context, sizeof context, "a window of %llu tokens", (unsigned long long)t);
     int fused = host_attention_forward("decode", o->attention_mode, &m->block.o, r->ctx,
-                                       (uint64_t)m->cfg.n_head * t * t * (uint64_t)m->cfg.n_layer, o->dtype,
-                                       "the prompt and --max-new");
+                                       (uint64_t)m->cfg.n_head * t * t * (uint64_t)m->cfg.n_layer, o->dtype, context);
     if (fused < 0) return 1;
     m->block.attention_fused = fused;
     return 0;

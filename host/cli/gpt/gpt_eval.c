@@ -81,10 +81,12 @@ int gpt_eval_command(int argc, char **argv) {
                    (long long)whole.n_tokens, m->cfg.n_positions + 1);
         goto done;
     }
+    char context[64];
+    snprintf(context, sizeof context, "n_positions %d, --batch %d", m->cfg.n_positions, batch);
     int fused = host_attention_forward("eval", mode, &m->block.o, ctx,
                                        (uint64_t)batch * (uint64_t)m->cfg.n_head * (uint64_t)m->cfg.n_positions *
                                            (uint64_t)m->cfg.n_positions * (uint64_t)m->cfg.n_layer,
-                                       dtype, "n_positions");
+                                       dtype, context);
     if (fused < 0) goto done;
     m->block.attention_fused = fused;
     host_say_device("eval", ctx);

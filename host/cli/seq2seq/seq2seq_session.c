@@ -36,8 +36,10 @@ int s2s_open_cli_options(s2s_open_options *o, cli_opt *opts) {
 static int s2s_session_attention(s2s_session *s, const char *command, host_attention mode, kiln_dtype dtype) {
     const seq2seq_config *c = &s->m->cfg;
     uint64_t sublayer = (uint64_t)c->n_head * (uint64_t)c->max_len * (uint64_t)c->max_len;
+    char context[32];
+    snprintf(context, sizeof context, "max_len %d", c->max_len);
     int fused = host_attention_forward(command, mode, &c->block, s->ctx,
-                                       sublayer * (uint64_t)(c->enc_layers + 2 * c->dec_layers), dtype, "max_len");
+                                       sublayer * (uint64_t)(c->enc_layers + 2 * c->dec_layers), dtype, context);
     if (fused < 0) return 1;
     s->m->enc_block.attention_fused = s->m->dec_block.attention_fused = fused;
     return 0;
