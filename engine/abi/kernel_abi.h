@@ -45,6 +45,10 @@
 #define KILN_ABI_ROPE_ADJACENT 0 /* (2i, 2i + 1) */
 #define KILN_ABI_ROPE_HALF 1     /* (i, i + D/2) */
 
+/* ---- fused attention (kiln_attention): the widest head every backend's kernels take
+ * (GPU kernels use smaller tiles above 128) ---- */
+#define KILN_ABI_ATTN_HEAD_DIM_MAX 256
+
 /* ---- element types (kiln_dtype in kiln/types.h), for kernels that take an operand's dtype
  * as an argument at run time (OpenCL: the GEMM, check_finite, Adam's gradient) ---- */
 #define KILN_ABI_DTYPE_F32 0

@@ -159,6 +159,36 @@ typedef struct kiln_softmax_args {
     kiln_dtype dtype; /* x, add, y, dy, dx, dadd */
 } kiln_softmax_args;
 
+/* Fused attention (FlashAttention-2) over q [B, Tq, H, D], k and v [B, Tk, KVH, D] (row-major:
+ * the heads interleaved as the projections give them), query head h reading kv head
+ * h / (H / KVH). s_ij = scale * q_i . k_j (scale already divided by the temperature); key j is
+ * masked when causal && j > i + (tk - tq), or lengths.buf && j >= lengths[b].
+ * fwd: p = softmax_j(s) over unmasked keys, lse_i = log sum_j exp(s_ij) (f32 [B, H, Tq]; an
+ *      all-masked row: lse = KILN_ATTN_LSE_EMPTY and y = 0), p'_ij = keep_ij ? p_ij / (1 - dropout) : 0,
+ *      y_i = sum_j p'_ij v_j. keep_ij: kiln_rng_uniform(seed, stream, ((b*H+h)*tq+i)*tk+j) >=
+ *      dropout (all kept when dropout == 0).
+ * bwd_dq: delta_i = dy_i . y_i (written to delta, f32 [B, H, Tq]); dS_ij = p_ij (dP_ij - delta_i)
+ *      with dP_ij = keep_ij/(1-dropout) * dy_i . v_j (p recomputed as exp(s_ij - lse_i));
+ *      dq_i += scale * sum_j dS_ij k_j.
+ * bwd_dkv (after bwd_dq, reads delta): dk_j += scale * sum over the group's query heads and
+ *      rows i of dS_ij q_i; dv_j += sum_i p'_ij dy_i. No float atomics: each work-group owns
+ *      its output rows. dq, dk, dv are ADDED to (gradient accumulators); a NULL ref skips it. */
+typedef struct kiln_attention_args {
+    kiln_ref q, k, v, lengths, y, lse;   /* forward (lengths: i32 [B], or a NULL ref) */
+    kiln_ref dy, delta, dq, dk, dv;       /* backward */
+    int64_t batch, heads, kv_heads, tq, tk, head_dim;
+    float scale;                          /* scale / temperature */
+    int causal;
+    float dropout;
+    uint64_t seed, stream;
+    kiln_dtype dtype;                     /* q k v y dy dq dk dv; lse, delta f32 */
+} kiln_attention_args;
+/* The log-sum-exp of a query row whose keys are all masked. Kernels treat lse <
+ * KILN_ATTN_LSE_EMPTY_BELOW as such a row (no inf arithmetic: OpenCL may compile with
+ * relaxed math). */
+#define KILN_ATTN_LSE_EMPTY (-3.0e38f)
+#define KILN_ATTN_LSE_EMPTY_BELOW (-1.0e38f)
+
 /* Attention entropy over p [batch, heads, tq, tk]:
  * fwd: out[h] = -(1 / (batch*tq)) sum_{b,i,j} p log p   (0 log 0 = 0)
  * bwd: dp[b,h,i,j] += dout[h] * -(log p + 1) / (batch*tq)  (0 where p == 0). */

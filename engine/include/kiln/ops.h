@@ -80,6 +80,27 @@ typedef struct kiln_softmax_opts {
  * masks are computed inside the kernel, never materialized. opts may be NULL. */
 kiln_tensor *kiln_softmax(kiln_tensor *scores, const kiln_softmax_opts *opts);
 
+/* Fused attention (FlashAttention-2): the probabilities are never materialized, so memory
+ * grows linearly in the context. */
+typedef struct kiln_attention_opts {
+    int n_head;                /* H query heads (required) */
+    int n_kv_head;             /* KVH key/value heads, H % KVH == 0; 0 means H */
+    float scale;               /* multiplies q.k first; 0 means 1/sqrt(head_dim) */
+    float temperature;         /* divides the logits; 0 means 1 */
+    int causal;                /* query i sees keys j <= i + (Tk - Tq) */
+    kiln_tensor *key_lengths;  /* i32 [B] or NULL: keys j >= len[b] are masked */
+    float dropout;             /* dropout on the probabilities in training mode; 0: none */
+} kiln_attention_opts;
+/* q [B, Tq, H*hd], k and v [B, Tk, KVH*hd] -> y [B, Tq, H*hd] (f32 or f16, one dtype; hd up
+ * to 256). Equal in value and gradient to the unfused composition: split_heads, q k^T,
+ * kiln_softmax(scale, temperature, causal, key_lengths), kiln_dropout, probs @ v,
+ * merge_heads; query head h reads kv head h / (H / KVH), with no copies of k or v. Dropout
+ * draws the mask kiln_dropout would draw on the [B, H, Tq, Tk] probabilities (one stream,
+ * taken in training mode exactly when kiln_dropout takes one). A query whose keys are all
+ * masked gives y = 0 and zero gradients. The backward keeps only y and one f32 log-sum-exp
+ * per query row and head. */
+kiln_tensor *kiln_attention(kiln_tensor *q, kiln_tensor *k, kiln_tensor *v, const kiln_attention_opts *opts);
+
 /* p: [B, H, Tq, Tk] probabilities. Returns [H] in f32: -sum_k p log p, averaged over the
  * batch and the queries (0 log 0 = 0). */
 kiln_tensor *kiln_attention_entropy(kiln_tensor *p);
