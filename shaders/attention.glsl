@@ -15,8 +15,15 @@
 //
 // No subgroup operations: a row's invocations meet in shared memory (attn_row_sum /
 // attn_row_max), so one build serves every Vulkan 1.1 device.
+//
+// Loops: those over an invocation's registers (s[CPT], o[DPT]) are [[unroll]], so the
+// arrays stay in registers; those over the head dim, a tile's rows and the staging are
+// [[dont_unroll]]: unrolled, their bodies (f16 conversions included) made lavapipe spend
+// minutes compiling each pipeline.
 #ifndef KILN_ATTENTION_GLSL
 #define KILN_ATTENTION_GLSL
+
+#extension GL_EXT_control_flow_attributes : require
 
 #include "common.glsl"
 #include "philox.glsl"

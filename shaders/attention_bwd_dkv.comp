@@ -36,14 +36,14 @@ shared float Deltas[C];
 // Stages query rows i0 .. i0 + C - 1 of head h: q, dy, lse, delta (rows past tq: empty).
 void stage_queries(uint b, uint h, uint i0) {
     uint qstride = pc.heads * HD;
-    for (uint e = gl_LocalInvocationID.x; e < C * HD; e += WG) {
+    [[dont_unroll]] for (uint e = gl_LocalInvocationID.x; e < C * HD; e += WG) {
         uint ii = e / HD, d = e % HD, i = i0 + ii;
         bool in_ = i < pc.tq;
         uint at = (b * pc.tq + i) * qstride + h * HD + d;
         Qs[ii * DS + d] = in_ ? LD(q[pc.off[0] + at]) : 0.0;
         Dys[ii * DS + d] = in_ ? LD(dy[pc.off[4] + at]) : 0.0;
     }
-    for (uint ii = gl_LocalInvocationID.x; ii < C; ii += WG) {
+    [[dont_unroll]] for (uint ii = gl_LocalInvocationID.x; ii < C; ii += WG) {
         uint i = i0 + ii, stat = (b * pc.heads + h) * pc.tq + i;
         Lses[ii] = i < pc.tq ? stats[pc.off[5] + 2u * stat] : ATTN_LSE_EMPTY;
         Deltas[ii] = i < pc.tq ? stats[pc.off[5] + 2u * stat + 1u] : 0.0;
@@ -57,7 +57,7 @@ void main() {
     int len = kiln_has(pc.off[3]) ? lengths[pc.off[3] + b] : int(pc.tk);
     if (int(j0) >= min(int(pc.tk), len)) return;  // every key of the tile is masked
     uint krow = (b * pc.tk + j) * kstride + hk * HD;
-    for (uint e = t; e < R * HD; e += WG) {
+    [[dont_unroll]] for (uint e = t; e < R * HD; e += WG) {
         uint jj = e / HD, d = e % HD;
         bool in_ = j0 + jj < pc.tk;
         uint at = (b * pc.tk + j0 + jj) * kstride + hk * HD + d;
@@ -68,23 +68,23 @@ void main() {
     int first = pc.causal != 0u ? max(int(j0) - (int(pc.tk) - int(pc.tq)), 0) : 0;
     uvec2 seed = uvec2(pc.seed_lo, pc.seed_hi), stream = uvec2(pc.stream_lo, pc.stream_hi);
     float gk[DPT], gv[DPT];
-    for (uint c = 0u; c < DPT; c++) gk[c] = gv[c] = 0.0;
+    [[unroll]] for (uint c = 0u; c < DPT; c++) gk[c] = gv[c] = 0.0;
     for (uint h = hk * group; h < (hk + 1u) * group; h++) {
         for (uint i0 = uint(first); i0 < pc.tq; i0 += C) {
             barrier();  // the previous tile's readers are done
             stage_queries(b, h, i0);
             barrier();
             float s[CPT], dp[CPT];
-            for (uint c = 0u; c < CPT; c++) s[c] = dp[c] = 0.0;
-            for (uint d = 0u; d < HD; d++) {
+            [[unroll]] for (uint c = 0u; c < CPT; c++) s[c] = dp[c] = 0.0;
+            [[dont_unroll]] for (uint d = 0u; d < HD; d++) {
                 float kd = Ks[r * DS + d], vd = Vs[r * DS + d];
-                for (uint c = 0u; c < CPT; c++) {
+                [[unroll]] for (uint c = 0u; c < CPT; c++) {
                     uint ii = min(lane + c * TR, C - 1u);
                     s[c] += kd * Qs[ii * DS + d];
                     dp[c] += vd * Dys[ii * DS + d];
                 }
             }
-            for (uint c = 0u; c < CPT; c++) {
+            [[unroll]] for (uint c = 0u; c < CPT; c++) {
                 uint ii = lane + c * TR, i = i0 + ii;
                 if (ii >= C) continue;
                 float pk = 0.0, ds = 0.0, lse_i = Lses[ii];
@@ -99,20 +99,18 @@ void main() {
                 Dss[r * PS + ii] = ds;
             }
             barrier();
-            for (uint c = 0u; c < DPT; c++) {
-                uint d = min(lane + c * TR, HD - 1u);
-                float av = 0.0, ak = 0.0;
-                for (uint ii = 0u; ii < C; ii++) {
-                    av += Ps[r * PS + ii] * Dys[ii * DS + d];
-                    ak += Dss[r * PS + ii] * Qs[ii * DS + d];
+            [[dont_unroll]] for (uint ii = 0u; ii < C; ii++) {
+                float pk = Ps[r * PS + ii], ds = Dss[r * PS + ii];
+                [[unroll]] for (uint c = 0u; c < DPT; c++) {
+                    uint d = min(lane + c * TR, HD - 1u);
+                    gv[c] += pk * Dys[ii * DS + d];
+                    gk[c] += ds * Qs[ii * DS + d];
                 }
-                gv[c] += av;
-                gk[c] += ak;
             }
         }
     }
     if (j >= pc.tk) return;
-    for (uint c = 0u; c < DPT; c++) {
+    [[unroll]] for (uint c = 0u; c < DPT; c++) {
         uint d = lane + c * TR;
         if (d >= HD) continue;
         if (kiln_has(pc.off[6])) dk[pc.off[6] + krow + d] = ST(LD(dk[pc.off[6] + krow + d]) + pc.scale * gk[c]);

@@ -29,7 +29,7 @@ shared float Vs[C * DS];
 shared float Ps[R * PS];
 
 void stage_kv(uint kbase, uint kstride, uint j0) {
-    for (uint e = gl_LocalInvocationID.x; e < C * HD; e += WG) {
+    [[dont_unroll]] for (uint e = gl_LocalInvocationID.x; e < C * HD; e += WG) {
         uint jj = e / HD, d = e % HD, j = j0 + jj;
         bool in_ = j < pc.tk;
         uint at = kbase + j * kstride + d;
@@ -44,7 +44,7 @@ void main() {
     uint hk = h / (pc.heads / pc.kv_heads);
     uint qstride = pc.heads * HD, kstride = pc.kv_heads * HD;
     uint kbase = b * pc.tk * kstride + hk * HD;
-    for (uint e = t; e < R * HD; e += WG) {
+    [[dont_unroll]] for (uint e = t; e < R * HD; e += WG) {
         uint rr = e / HD, d = e % HD, ii = i0 + rr;
         bool in_ = ii < pc.tq;
         uint at = (b * pc.tq + ii) * qstride + h * HD + d;
@@ -60,22 +60,22 @@ void main() {
     uvec2 seed = uvec2(pc.seed_lo, pc.seed_hi), stream = uvec2(pc.stream_lo, pc.stream_hi);
     uint rng_row = ((pc.b0 + b) * pc.heads + h) * pc.tq + i;
     float g[DPT];
-    for (uint c = 0u; c < DPT; c++) g[c] = 0.0;
+    [[unroll]] for (uint c = 0u; c < DPT; c++) g[c] = 0.0;
     for (uint j0 = 0u; j0 < kend; j0 += C) {
         barrier();  // the previous tile's readers are done
         stage_kv(kbase, kstride, j0);
         barrier();
         float s[CPT], dp[CPT];
-        for (uint c = 0u; c < CPT; c++) s[c] = dp[c] = 0.0;
-        for (uint d = 0u; d < HD; d++) {
+        [[unroll]] for (uint c = 0u; c < CPT; c++) s[c] = dp[c] = 0.0;
+        [[dont_unroll]] for (uint d = 0u; d < HD; d++) {
             float qd = Qs[r * DS + d], gd = Dys[r * DS + d];
-            for (uint c = 0u; c < CPT; c++) {
+            [[unroll]] for (uint c = 0u; c < CPT; c++) {
                 uint jj = min(lane + c * TR, C - 1u);
                 s[c] += qd * Ks[jj * DS + d];
                 dp[c] += gd * Vs[jj * DS + d];
             }
         }
-        for (uint c = 0u; c < CPT; c++) {
+        [[unroll]] for (uint c = 0u; c < CPT; c++) {
             uint jj = lane + c * TR, j = j0 + jj;
             if (jj >= C) continue;
             float ds = 0.0;
@@ -86,15 +86,13 @@ void main() {
             Ps[r * PS + jj] = ds;
         }
         barrier();
-        for (uint c = 0u; c < DPT; c++) {
-            uint d = min(lane + c * TR, HD - 1u);
-            float acc = 0.0;
-            for (uint jj = 0u; jj < C; jj++) acc += Ps[r * PS + jj] * Ks[jj * DS + d];
-            g[c] += acc;
+        [[dont_unroll]] for (uint jj = 0u; jj < C; jj++) {
+            float ds = Ps[r * PS + jj];
+            [[unroll]] for (uint c = 0u; c < DPT; c++) g[c] += ds * Ks[jj * DS + min(lane + c * TR, HD - 1u)];
         }
     }
     if (i >= pc.tq) return;
-    for (uint c = 0u; c < DPT; c++) {
+    [[unroll]] for (uint c = 0u; c < DPT; c++) {
         uint d = lane + c * TR;
         if (d < HD) {
             uint at = pc.off[7] + qrow + d;

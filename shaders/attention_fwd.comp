@@ -25,7 +25,7 @@ shared float Vs[C * DS];
 shared float Ps[R * PS];
 
 void stage_kv(uint kbase, uint kstride, uint j0) {
-    for (uint e = gl_LocalInvocationID.x; e < C * HD; e += WG) {
+    [[dont_unroll]] for (uint e = gl_LocalInvocationID.x; e < C * HD; e += WG) {
         uint jj = e / HD, d = e % HD, j = j0 + jj;
         bool in_ = j < pc.tk;
         uint at = kbase + j * kstride + d;
@@ -44,7 +44,7 @@ void main() {
     uint vis = i < pc.tq ? attn_visible(i, pc.tq, pc.tk, pc.causal, len) : 0u;
     // the tile's last row sees the most keys: the loop stops there
     uint kend = attn_visible(min(i0 + R, pc.tq) - 1u, pc.tq, pc.tk, pc.causal, len);
-    for (uint e = t; e < R * HD; e += WG) {
+    [[dont_unroll]] for (uint e = t; e < R * HD; e += WG) {
         uint rr = e / HD, d = e % HD, ii = i0 + rr;
         Qs[rr * DS + d] = ii < pc.tq ? LD(q[pc.off[0] + (b * pc.tq + ii) * qstride + h * HD + d]) : 0.0;
     }
@@ -52,29 +52,29 @@ void main() {
     uint rng_row = ((pc.b0 + b) * pc.heads + h) * pc.tq + i;
     float m = ATTN_LSE_EMPTY, l = 0.0;
     float o[DPT];
-    for (uint c = 0u; c < DPT; c++) o[c] = 0.0;
+    [[unroll]] for (uint c = 0u; c < DPT; c++) o[c] = 0.0;
     for (uint j0 = 0u; j0 < kend; j0 += C) {
         barrier();  // the previous tile's readers are done
         stage_kv(kbase, kstride, j0);
         barrier();
         float s[CPT];
-        for (uint c = 0u; c < CPT; c++) s[c] = 0.0;
-        for (uint d = 0u; d < HD; d++) {
+        [[unroll]] for (uint c = 0u; c < CPT; c++) s[c] = 0.0;
+        [[dont_unroll]] for (uint d = 0u; d < HD; d++) {
             float qd = Qs[r * DS + d];
-            for (uint c = 0u; c < CPT; c++) {
+            [[unroll]] for (uint c = 0u; c < CPT; c++) {
                 uint jj = min(lane + c * TR, C - 1u);
                 s[c] += qd * Ks[jj * DS + d];
             }
         }
         float mt = ATTN_LSE_EMPTY;
-        for (uint c = 0u; c < CPT; c++) {
+        [[unroll]] for (uint c = 0u; c < CPT; c++) {
             s[c] *= pc.scale;
             uint jj = lane + c * TR;
             if (jj < C && j0 + jj < vis) mt = max(mt, s[c]);
         }
         float mn = max(m, attn_row_max(mt));
         float alpha = exp(m - mn), ls = 0.0;
-        for (uint c = 0u; c < CPT; c++) {
+        [[unroll]] for (uint c = 0u; c < CPT; c++) {
             uint jj = lane + c * TR, j = j0 + jj;
             if (jj >= C) continue;
             float p = j < vis ? exp(s[c] - mn) : 0.0;
@@ -83,17 +83,16 @@ void main() {
         }
         l = l * alpha + attn_row_sum(ls);  // its barriers publish Ps
         m = mn;
-        for (uint c = 0u; c < DPT; c++) {
-            uint d = min(lane + c * TR, HD - 1u);
-            float acc = 0.0;
-            for (uint jj = 0u; jj < C; jj++) acc += Ps[r * PS + jj] * Vs[jj * DS + d];
-            o[c] = o[c] * alpha + acc;
+        [[unroll]] for (uint c = 0u; c < DPT; c++) o[c] *= alpha;
+        [[dont_unroll]] for (uint jj = 0u; jj < C; jj++) {
+            float p = Ps[r * PS + jj];
+            [[unroll]] for (uint c = 0u; c < DPT; c++) o[c] += p * Vs[jj * DS + min(lane + c * TR, HD - 1u)];
         }
     }
     if (i >= pc.tq) return;
     float inv = l > 0.0 ? 1.0 / l : 0.0;
     uint yo = pc.off[4] + (b * pc.tq + i) * qstride + h * HD;
-    for (uint c = 0u; c < DPT; c++) {
+    [[unroll]] for (uint c = 0u; c < DPT; c++) {
         uint d = lane + c * TR;
         if (d < HD) y[yo + d] = ST(o[c] * inv);
     }
