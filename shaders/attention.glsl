@@ -7,9 +7,12 @@
 // rows staged in shared memory. Its WG invocations are TR = WG / R per owned row: lane
 // `lane` of row r computes the row's scores against tile rows lane, lane + TR, ... and owns
 // the row's output columns lane, lane + TR, ... (consecutive invocations read consecutive
-// addresses, in global and in shared memory). Shared rows have HD + 1 floats, score rows
+// addresses, in global and in shared memory). On a CPU device (lavapipe: a work-group is
+// SIMD lanes, and a shared-memory load whose address differs across lanes is a loop over
+// them) the host picks TR = 1: an invocation owns a whole row, and the staged tile rows it
+// reads are the same for every lane, one load broadcast. Shared rows have HD + 1 floats, score rows
 // C + 1, so rows read by neighbouring invocations fall in different banks.
-// WG, R, C and HD are specialization constants the host picks (vk_attention.c's plan)
+// WG, R, C, HD (and DROPOUT) are specialization constants the host picks (vk_attention.c's plan)
 // from the device's shared-memory and work-group limits; it sizes the shared arrays by the
 // same formulas as the declarations here and in each kernel.
 //
@@ -32,6 +35,9 @@ layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint R = 16;
 layout(constant_id = 2) const uint C = 32;
 layout(constant_id = 3) const uint HD = 64;
+// Whether dropout is on: a constant, because lavapipe evaluates both sides of a branch,
+// and the draw (ten Philox rounds) per score costs as much as the score itself.
+layout(constant_id = 4) const bool DROPOUT = false;
 layout(local_size_x_id = 0) in;
 
 const uint TR = WG / R;               // invocations per owned row
@@ -48,8 +54,9 @@ const float ATTN_EMPTY_BELOW = -1.0e38;   // KILN_ATTN_LSE_EMPTY_BELOW
 shared float attn_red[WG];
 
 // The sum (or max) of v over the TR invocations of this invocation's row; every
-// invocation of the work-group calls it (it has barriers).
+// invocation of the work-group calls it (it has barriers, unless a row has one invocation).
 float attn_row_sum(float v) {
+    if (TR == 1u) return v;
     uint t = gl_LocalInvocationID.x, base = t - t % TR;
     barrier();  // earlier readers of attn_red are done
     attn_red[t] = v;
@@ -59,6 +66,7 @@ float attn_row_sum(float v) {
     return s;
 }
 float attn_row_max(float v) {
+    if (TR == 1u) return v;
     uint t = gl_LocalInvocationID.x, base = t - t % TR;
     barrier();
     attn_red[t] = v;
@@ -77,10 +85,10 @@ uint attn_visible(uint i, uint tq, uint tk, uint causal, int len) {
 }
 
 // The dropout factor of probability (row, j), row = (b * H + h) * tq + i: 1 / (1 - dropout)
-// when kept, 0 when dropped, 1 without dropout. The draw is that of the unfused path's
+// when kept, 0 when dropped, 1 without dropout (DROPOUT false). The draw is that of the unfused path's
 // dropout on probs [B, H, Tq, Tk]: kiln_rng_uniform(seed, stream, row * tk + j) >= dropout.
 float attn_keep(uint row, uint j, uint tk, float dropout, uvec2 seed, uvec2 stream) {
-    if (dropout <= 0.0) return 1.0;
+    if (!DROPOUT) return 1.0;
     uint hi, lo, carry;
     umulExtended(row, tk, hi, lo);
     lo = uaddCarry(lo, j, carry);

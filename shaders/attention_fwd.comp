@@ -81,7 +81,7 @@ void main() {
             ls += p;
             Ps[r * PS + jj] = p * attn_keep(rng_row, j, pc.tk, pc.dropout, seed, stream);
         }
-        l = l * alpha + attn_row_sum(ls);  // its barriers publish Ps
+        l = l * alpha + attn_row_sum(ls);  // its barriers publish Ps (with TR = 1 a row is its own)
         m = mn;
         [[unroll]] for (uint c = 0u; c < DPT; c++) o[c] *= alpha;
         [[dont_unroll]] for (uint jj = 0u; jj < C; jj++) {

@@ -46,19 +46,24 @@ static uint64_t shared_floats(int kernel, uint64_t wg, uint64_t r, uint64_t c, u
     }
 }
 
-/* The largest tiles that fit the device: 16 owned rows and tiles of 32 where they fit,
- * halving the tile first, then the owned rows (head dim 256 in 16 KiB takes 2 x 2). */
+/* The largest tiles that fit the device: on a GPU 128 invocations, 8 per row of 16 owned
+ * rows; on a CPU device 32 invocations, one per owned row (shaders/attention.glsl says why);
+ * tiles of 32 rows. Where they do not fit, the tile halves down to 8 rows, then the owned
+ * rows, then the tile again (head dim 256 in 16 KiB takes 2 x 2). */
 static kiln_status plan(const vk_dev *d, int kernel, int64_t hd, attn_tiles *t) {
     uint32_t cap = d->caps.max_wg_invocations < d->caps.max_wg_size[0] ? d->caps.max_wg_invocations
                                                                        : d->caps.max_wg_size[0];
-    uint32_t wg = d->dclass == VK_CLASS_CPU ? 64 : 128;
+    int cpu = d->dclass == VK_CLASS_CPU;
+    uint32_t wg = cpu ? 32 : 128;
     while (wg > cap) wg /= 2;
-    *t = (attn_tiles){.wg = wg, .r = wg < 16 ? wg : 16, .c = 32};
+    *t = (attn_tiles){.wg = wg, .r = cpu ? wg : (wg < 16 ? wg : 16), .c = 32};
     while (shared_floats(kernel, t->wg, t->r, t->c, (uint64_t)hd) * 4 > d->caps.max_shared_bytes) {
-        if (t->c > t->r)
+        if (t->c > 8)
             t->c /= 2;
         else if (t->r > 1)
             t->r /= 2;
+        else if (t->c > 1)
+            t->c /= 2;
         else
             return kiln_set_error(KILN_ERR_UNSUPPORTED,
                                   "vulkan attention: head dim %lld does not fit the %u bytes of shared memory of %s",
@@ -67,9 +72,11 @@ static kiln_status plan(const vk_dev *d, int kernel, int64_t hd, attn_tiles *t) 
     return KILN_OK;
 }
 
-static void use_tiles(vk_launch *l, const attn_tiles *t, int64_t hd) {
-    l->n_spec = 4;
-    l->spec[0] = t->wg, l->spec[1] = t->r, l->spec[2] = t->c, l->spec[3] = vk_u32(hd);
+/* The specialization constants: the tiles, the head dim and whether dropout is on. */
+static void use_tiles(vk_launch *l, const attn_tiles *t, const kiln_attention_args *a) {
+    l->n_spec = 5;
+    l->spec[0] = t->wg, l->spec[1] = t->r, l->spec[2] = t->c, l->spec[3] = vk_u32(a->head_dim);
+    l->spec[4] = a->dropout > 0;
 }
 
 /* Batch rows per piece: all of them when every operand fits one binding. */
@@ -119,7 +126,7 @@ static kiln_status fwd_piece(vk_dev *d, const kiln_attention_args *a, int64_t b0
     int64_t nq = a->batch * a->tq * a->heads * a->head_dim, nk = a->batch * a->tk * kv_heads(a) * a->head_dim;
     attention_fwd_push p = ATTN_PUSH(a, b0);
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    use_tiles(&l, &t, a->head_dim);
+    use_tiles(&l, &t, a);
     l.ops[VK_OP(attention_fwd, q)] = vk_in(a->q, nq, es);
     l.ops[VK_OP(attention_fwd, k)] = vk_in(a->k, nk, es);
     l.ops[VK_OP(attention_fwd, v)] = vk_in(a->v, nk, es);
@@ -162,7 +169,7 @@ static kiln_status dq_piece(vk_dev *d, const kiln_attention_args *a, int64_t b0)
     int64_t rows = a->batch * a->heads * a->tq;
     attention_bwd_dq_push p = ATTN_PUSH(a, b0);
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    use_tiles(&l, &t, a->head_dim);
+    use_tiles(&l, &t, a);
     l.ops[VK_OP(attention_bwd_dq, q)] = vk_in(a->q, nq, es);
     l.ops[VK_OP(attention_bwd_dq, k)] = vk_in(a->k, nk, es);
     l.ops[VK_OP(attention_bwd_dq, v)] = vk_in(a->v, nk, es);
@@ -201,7 +208,7 @@ static kiln_status dkv_piece(vk_dev *d, const kiln_attention_args *a, int64_t b0
     int64_t nq = a->batch * a->tq * a->heads * a->head_dim, nk = a->batch * a->tk * kv_heads(a) * a->head_dim;
     attention_bwd_dkv_push p = ATTN_PUSH(a, b0);
     vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    use_tiles(&l, &t, a->head_dim);
+    use_tiles(&l, &t, a);
     l.ops[VK_OP(attention_bwd_dkv, q)] = vk_in(a->q, nq, es);
     l.ops[VK_OP(attention_bwd_dkv, k)] = vk_in(a->k, nk, es);
     l.ops[VK_OP(attention_bwd_dkv, v)] = vk_in(a->v, nk, es);
