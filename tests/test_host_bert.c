@@ -82,21 +82,52 @@ static void make_batch(bert_batch *b, int32_t *store, int32_t pad, int32_t token
 typedef struct one_batch {
     bert_model *m;
     const bert_batch *b;
+    float dropout; /* > 0: with dropout, the stream pinned so that runs draw one mask */
 } one_batch;
 
 static kiln_tensor *batch_loss(void *user) {
     one_batch *r = user;
-    return bert_batch_loss(r->m, r->b, 0.0f, NULL);
+    if (r->dropout > 0) kiln_set_rng_stream(r->m->ctx, 0);
+    return bert_batch_loss(r->m, r->b, r->dropout, NULL);
 }
 
-static float *loss_and_grads(bert_model *m, const bert_batch *b, int64_t *n_out) {
+static float *loss_and_grads_with(bert_model *m, const bert_batch *b, float dropout, int64_t *n_out) {
     kiln_tensor **weights = malloc((size_t)m->n_params * sizeof *weights);
     for (int i = 0; i < m->n_params; i++) weights[i] = m->params[i].t;
-    one_batch r = {.m = m, .b = b};
+    one_batch r = {.m = m, .b = b, .dropout = dropout};
     float *out = kt_loss_and_grads(m->ctx, weights, m->n_params, batch_loss, &r, n_out);
     free(weights);
     return out;
 }
+
+static float *loss_and_grads(bert_model *m, const bert_batch *b, int64_t *n_out) {
+    return loss_and_grads_with(m, b, 0.0f, n_out);
+}
+
+/* Fused attention (block_config.attention_fused: bidirectional, the second row padded)
+ * gives the unfused model's loss with dropout and every gradient, Post-LN and Pre-LN. */
+START_TEST(fused_attention_matches_unfused) {
+    kiln_ctx *ctx = kt_ctx();
+    for (int norm = BLOCK_NORM_PRE; norm <= BLOCK_NORM_POST; norm++) {
+        bert_model *m = tiny_model(ctx, with_norm((block_norm)norm), 3);
+        int32_t store[64];
+        bert_batch b;
+        make_batch(&b, store, PAD, 4);
+        int64_t n;
+        float *g[2];
+        for (int fused = 0; fused < 2; fused++) {
+            m->block.attention_fused = fused;
+            g[fused] = loss_and_grads_with(m, &b, 0.2f, &n);
+        }
+        ck_assert_msg(fabsf(g[1][0] - g[0][0]) <= 1e-6f * fabsf(g[0][0]), "%s: loss %.9g fused, %.9g unfused",
+                      block_norm_names[norm], (double)g[1][0], (double)g[0][0]);
+        double err = kt_normalized_error(g[0] + 1, g[1] + 1, n - 1);
+        ck_assert_msg(err < 1e-9, "%s: gradients differ by %g fused", block_norm_names[norm], err);
+        free(g[0]), free(g[1]);
+        bert_free(m);
+    }
+}
+END_TEST
 
 START_TEST(padding_cannot_leak) {
     kiln_ctx *ctx = kt_ctx();
@@ -434,6 +465,7 @@ static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, padding_cannot_leak);
+    tcase_add_test(tc, fused_attention_matches_unfused);
     tcase_add_test(tc, a_padded_row_gives_its_unpadded_logits);
     tcase_add_test(tc, checkpoint_round_trip_gives_the_same_logits);
     tcase_add_test(tc, loads_refuse_what_is_not_this_bert);

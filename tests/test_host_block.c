@@ -39,6 +39,7 @@ typedef struct block_case {
     /* the Llama family's sizes (0: GPT-2's, H heads of C / H); rope_freqs: the rope's
        frequency factors (Llama 3's scaling) are 1, 2.5, 8, ... rather than none */
     int heads, kv_heads, head_dim, ffn, rope_freqs;
+    int fused; /* block_config.attention_fused: attention through kiln_attention */
 } block_case;
 
 enum { C = 8, H = 2, S = 4 };
@@ -160,6 +161,7 @@ static kiln_tensor *build_block(kiln_tensor **in, const void *param) {
     const block_case *bc = param;
     int layers = bc->layers ? bc->layers : 1;
     block_config c = case_config(bc, layers);
+    c.attention_fused = bc->fused;
     kiln_tensor *x = in[0];
     block_pass pass = {.pos0 = 0};
     if (bc->rope_freqs) pass.rope_freqs = freq_factors(x->ctx, block_head_dim(&c) / 2);
@@ -253,6 +255,23 @@ static const block_case RMS_SIGMA = {.o = LLAMA_O(.bias = BLOCK_BIAS_NONE, .sigm
 static const block_case GQA_GELU_LEARNED = {.o = {.norm = BLOCK_NORM_PRE, .bias = BLOCK_BIAS_ALL}, .heads = 4,
                                             .kv_heads = 2, .ffn = 12, .n_slots = 1, .slots = {BLOCK_QKV_B}};
 
+/* A case through fused attention, and the same case unfused (its reference): param is a
+ * pointer to the block_case. */
+static kiln_tensor *build_block_fused(kiln_tensor **in, const void *param) {
+    block_case f = **(const block_case *const *)param;
+    f.fused = 1;
+    return build_block(in, &f);
+}
+static kiln_tensor *build_block_unfused(kiln_tensor **in, const void *param) {
+    return build_block(in, *(const block_case *const *)param);
+}
+static const block_case *const FUSED_LLAMA_GQA = &LLAMA_GQA, *const FUSED_QWEN2_MQA = &QWEN2_MQA,
+                        *const FUSED_ENCODER = &ENCODER, *const FUSED_DECODER = &DECODER, *const FUSED_COLD = &COLD,
+                        *const FUSED_REALFORMER = &REALFORMER;
+#define FUSED_CASE(case_name, which, ...)                                                                     \
+    {.name = case_name, .build = build_block_fused, .reference = build_block_unfused, .param = &which,       \
+     __VA_ARGS__, .fwd_tol = 1e-9}
+
 static const kiln_verify_case cases[] = {
     {.name = "block_pre", .build = build_block, .param = &PRE, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
     {.name = "block_post", .build = build_block, .param = &POST, .n_in = 1, .in = {X_IN}, .fwd_tol = 1e-9},
@@ -315,6 +334,18 @@ static const kiln_verify_case cases[] = {
      .in = {X_IN, VEC_IN(1, 1.5f), VEC_IN(1, 1.2f)}, .fwd_tol = 1e-9, .f16_tol = 1e-3},
     {.name = "block_gqa_gelu", .build = build_block, .param = &GQA_GELU_LEARNED, .n_in = 2,
      .in = {X_IN, VEC_IN(16, 0.0f)}, .fwd_tol = 1e-9},
+    /* fused attention (block_config.attention_fused) against the same blocks unfused, and
+     * against finite differences on the CPU: a Llama-style causal GQA stack, MQA, a BERT-style
+     * padded encoder, a seq2seq decoder (causal self-attention, cross-attention to a padded
+     * memory), the temperature, and RealFormer (whose self-attention stays unfused) */
+    FUSED_CASE("block_fused_llama_gqa", FUSED_LLAMA_GQA, .n_in = 3, .in = {X_IN, VEC_IN(C, 1.0f), VEC_IN(C, 1.0f)}),
+    FUSED_CASE("block_fused_qwen2_mqa", FUSED_QWEN2_MQA, .n_in = 2, .in = {X_IN, VEC_IN(12, 0.0f)}),
+    FUSED_CASE("block_fused_encoder", FUSED_ENCODER, .n_in = 1, .in = {X_IN}),
+    FUSED_CASE("block_fused_decoder", FUSED_DECODER, .n_in = 2, .in = {X_IN, MEMORY_IN}),
+    FUSED_CASE("block_fused_temperature", FUSED_COLD, .n_in = 1, .in = {X_IN}, .f16_tol = 1e-4),
+    /* its self-attention stays unfused: f16's rounding through three layers of accumulated
+     * scores, as block_realformer's, on these inputs (seeded by the case's name) 7e-4 */
+    FUSED_CASE("block_fused_realformer", FUSED_REALFORMER, .n_in = 1, .in = {X_IN}, .f16_tol = 1e-3),
 };
 
 /* ---- formulas by hand ---- */
@@ -712,6 +743,92 @@ START_TEST(kv_cache_matches_the_full_pass) {
 }
 END_TEST
 
+/* A GPT's loss (dropout 0.2 on, the stream pinned) and every gradient, with attention fused
+ * or not (block_config.attention_fused: a run-time choice on the same weights). */
+typedef struct fused_run {
+    gpt_model *m;
+    kiln_tensor *ids, *targets;
+} fused_run;
+
+static kiln_tensor *dropout_loss(void *user) {
+    fused_run *r = user;
+    kiln_set_rng_stream(r->m->ctx, 0);
+    return gpt_loss(r->m, r->ids, r->targets, 0.2f, NULL);
+}
+
+static float *gpt_loss_and_grads(gpt_model *m, int fused, int64_t *n) {
+    kiln_tensor *weights[128];
+    int count = 0;
+    for (int i = 0; i < m->n_params && count < 128; i++)
+        if (kiln_requires_grad(m->params[i].t)) weights[count++] = m->params[i].t;
+    m->block.attention_fused = fused;
+    fused_run r = {.m = m, .ids = tiny_ids(m->ctx, 2, 8, 1), .targets = tiny_ids(m->ctx, 2, 8, 2)};
+    return kt_loss_and_grads(m->ctx, weights, count, dropout_loss, &r, n);
+}
+
+/* The logits of KV-cache decoding: a prompt of 3, then one token at a time (the fused op's
+ * decode step: one query at the end of the cached keys). */
+static void cached_logits(gpt_model *m, const int32_t *ids, float *out) {
+    gpt_kv_cache *cache = gpt_kv_new(m);
+    ck_assert_ptr_nonnull(cache);
+    ck_assert_ptr_nonnull(gpt_forward_cached(m, cache, ids, 3));
+    for (int i = 3; i < 6; i++) download(gpt_forward_cached(m, cache, ids + i, 1), out + (i - 3) * 16);
+    gpt_kv_free(cache);
+}
+
+/* Every option set (GPT-2, Llama-style GQA with rope, Qwen3, RealFormer and GAU, which keep
+ * their unfused attention) gives the same loss with dropout, gradients and KV-cache
+ * decoding with fused attention as without, and fused attention keeps no [T, T] scores. */
+START_TEST(fused_attention_matches_unfused) {
+    kiln_ctx *ctx = kt_ctx();
+    for (int k = 0; k < N_MODEL_OPTIONS; k++) {
+        gpt_model *m = tiny_model(k);
+        int64_t n;
+        float *unfused = gpt_loss_and_grads(m, 0, &n), *fused = gpt_loss_and_grads(m, 1, &n);
+        ck_assert_msg(fabsf(fused[0] - unfused[0]) <= 1e-6f * fabsf(unfused[0]), "option set %d: loss %.9g fused, %.9g unfused",
+                      k, (double)fused[0], (double)unfused[0]);
+        double err = kt_normalized_error(unfused + 1, fused + 1, n - 1);
+        ck_assert_msg(err < 1e-9, "option set %d: gradients differ by %g fused", k, err);
+        free(unfused), free(fused);
+        kiln_set_grad_enabled(ctx, 0);
+        kiln_set_training(ctx, 0);
+        const int32_t ids[6] = {3, 9, 1, 14, 7, 2};
+        static float want[3 * 16], got[3 * 16];
+        m->block.attention_fused = 0;
+        cached_logits(m, ids, want);
+        m->block.attention_fused = 1;
+        cached_logits(m, ids, got);
+        ck_assert_msg(kt_normalized_error(want, got, 3 * 16) < 1e-10, "option set %d: fused decoding differs", k);
+        kiln_set_training(ctx, 1);
+        kiln_set_grad_enabled(ctx, 1);
+        kiln_step_reset(ctx);
+        gpt_free(m);
+    }
+}
+END_TEST
+
+/* The model really takes the fused path: a step of a block at T = 512 uses a small part of
+ * the arena its unfused step does (the [B, H, T, T] scores, probabilities and their
+ * gradients: 2 MiB each). */
+START_TEST(fused_attention_keeps_no_scores) {
+    kiln_ctx *ctx = kt_ctx();
+    block_case bc = PRE;
+    size_t peak[2];
+    for (int fused = 1; fused >= 0; fused--) {
+        bc.fused = fused;
+        int64_t shape[3] = {1, 512, C};
+        kiln_tensor *x = kiln_tensor_temp(ctx, KILN_F32, 3, shape);
+        ck_assert_int_eq(kiln_init_normal(x, 5, 1, 0.0f, 1.0f), KILN_OK);
+        kiln_set_requires_grad(x, 1);
+        kiln_tensor *y = build_block(&x, &bc);
+        ck_assert_msg(y && kiln_backward(kiln_sum(y), 1.0f) == KILN_OK, "%s", kiln_error_message());
+        kiln_step_reset(ctx);
+        peak[fused] = kiln_memory_arena_peak(ctx); /* the most any step used so far */
+    }
+    ck_assert_msg(peak[1] * 4 < peak[0], "fused step %zu bytes, unfused %zu", peak[1], peak[0]);
+}
+END_TEST
+
 /* Attention entropy lies in [0, ln Tk] and falls as the temperature does. */
 START_TEST(entropy_falls_with_the_temperature) {
     kiln_ctx *ctx = kt_ctx();
@@ -845,6 +962,8 @@ static void add_tests(Suite *s, TCase *tc) {
     tcase_add_test(tc, nonsense_combinations_are_refused);
     tcase_add_test(tc, llama3_rope_scaling_is_hf_s);
     tcase_add_test(tc, llama_keys_only_where_they_differ);
+    tcase_add_test(tc, fused_attention_matches_unfused);
+    tcase_add_test(tc, fused_attention_keeps_no_scores);
 }
 
 int main(int argc, char **argv) {

@@ -74,21 +74,74 @@ static void make_batch(seq2seq_batch *b, int32_t *store, int32_t pad_src, int32_
 typedef struct one_batch {
     seq2seq_model *m;
     const seq2seq_batch *b;
+    float dropout; /* > 0: with dropout, the stream pinned so that runs draw one mask */
 } one_batch;
 
 static kiln_tensor *batch_loss(void *user) {
     one_batch *r = user;
-    return seq2seq_batch_loss(r->m, r->b, 0.0f, 0.1f);
+    if (r->dropout > 0) kiln_set_rng_stream(r->m->ctx, 0);
+    return seq2seq_batch_loss(r->m, r->b, r->dropout, 0.1f);
 }
 
-static float *loss_and_grads(seq2seq_model *m, const seq2seq_batch *b, int64_t *n_out) {
+static float *loss_and_grads_with(seq2seq_model *m, const seq2seq_batch *b, float dropout, int64_t *n_out) {
     kiln_tensor **weights = malloc((size_t)m->n_params * sizeof *weights);
     for (int i = 0; i < m->n_params; i++) weights[i] = m->params[i].t;
-    one_batch r = {.m = m, .b = b};
+    one_batch r = {.m = m, .b = b, .dropout = dropout};
     float *out = kt_loss_and_grads(m->ctx, weights, m->n_params, batch_loss, &r, n_out);
     free(weights);
     return out;
 }
+
+static float *loss_and_grads(seq2seq_model *m, const seq2seq_batch *b, int64_t *n_out) {
+    return loss_and_grads_with(m, b, 0.0f, n_out);
+}
+
+/* Fused attention (block_config.attention_fused: the encoder's padded self-attention, the
+ * decoder's causal self-attention and its cross-attention to the padded source) gives the
+ * unfused model's loss with dropout, every gradient, and the same translations, greedy and
+ * beam (KV-cache decoding: one query over the cached keys). */
+START_TEST(fused_attention_matches_unfused) {
+    kiln_ctx *ctx = kt_ctx();
+    for (int norm = BLOCK_NORM_PRE; norm <= BLOCK_NORM_POST; norm++) {
+        seq2seq_model *m = tiny_model(ctx, (block_norm)norm, 5);
+        int32_t store[64];
+        seq2seq_batch b;
+        make_batch(&b, store, PAD, PAD, 3);
+        int64_t n;
+        float *g[2];
+        int32_t out[2][MAXLEN];
+        int len[2][2];
+        double score[2][2];
+        const int32_t src[5] = {1, 4, 2, 8, 5};
+        for (int fused = 0; fused < 2; fused++) {
+            m->enc_block.attention_fused = m->dec_block.attention_fused = fused;
+            g[fused] = loss_and_grads_with(m, &b, 0.2f, &n);
+            kiln_set_grad_enabled(ctx, 0);
+            kiln_set_training(ctx, 0);
+            for (int beam = 0; beam < 2; beam++) {
+                seq2seq_search_opts o = {.beam = beam ? 4 : 1, .max_len = 8, .bos = BOS, .eos = EOS};
+                len[fused][beam] = seq2seq_translate(m, src, 5, &o, out[fused], MAXLEN, &score[fused][beam]);
+                ck_assert_msg(len[fused][beam] >= 0, "%s", kiln_error_message());
+            }
+            kiln_set_training(ctx, 1);
+            kiln_set_grad_enabled(ctx, 1);
+        }
+        ck_assert_msg(fabsf(g[1][0] - g[0][0]) <= 1e-6f * fabsf(g[0][0]), "%s: loss %.9g fused, %.9g unfused",
+                      block_norm_names[norm], (double)g[1][0], (double)g[0][0]);
+        double err = kt_normalized_error(g[0] + 1, g[1] + 1, n - 1);
+        ck_assert_msg(err < 1e-9, "%s: gradients differ by %g fused", block_norm_names[norm], err);
+        for (int beam = 0; beam < 2; beam++) {
+            ck_assert_int_eq(len[1][beam], len[0][beam]);
+            ck_assert_msg(fabs(score[1][beam] - score[0][beam]) <= 1e-5 * fabs(score[0][beam]),
+                          "%s: beam %d scores %.9g fused, %.9g unfused", block_norm_names[norm], beam, score[1][beam],
+                          score[0][beam]);
+        }
+        for (int i = 0; i < len[0][1]; i++) ck_assert_int_eq(out[1][i], out[0][i]);
+        free(g[0]), free(g[1]);
+        seq2seq_free(m);
+    }
+}
+END_TEST
 
 START_TEST(padding_cannot_leak) {
     kiln_ctx *ctx = kt_ctx();
@@ -296,6 +349,7 @@ static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, padding_cannot_leak);
+    tcase_add_test(tc, fused_attention_matches_unfused);
     tcase_add_test(tc, a_padded_row_gives_its_unpadded_logits);
     tcase_add_test(tc, cached_decoding_matches_full_passes);
     tcase_add_test(tc, batched_greedy_matches_one_at_a_time);

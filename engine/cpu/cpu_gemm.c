@@ -45,17 +45,10 @@
 /* Batched GEMMs smaller than this (multiply-adds each) are spread over threads whole. */
 #define GEMM_BATCH_PAR_MAX ((int64_t)1 << 22)
 
-typedef struct gemm_operand {
-    const char *base;
-    kiln_dtype dtype;
-    int64_t ld;
-    int trans;
-} gemm_operand;
-
 /* One GEMM of the batch, with its block sizes. */
 typedef struct gemm_plan {
     const cpu_gemm_kernel *kn;
-    gemm_operand a, b;
+    cpu_gemm_operand a, b;
     float *c;
     int64_t ldc;
     const float *bias;
@@ -168,12 +161,12 @@ static void gemm_note_join(int64_t last_done_ns) {
  * 32 x 128 floats (16 KiB) on the stack. */
 #define PACK_F16_STEP 128
 
-static inline const uint16_t *f16_base(const gemm_operand *o) {
+static inline const uint16_t *f16_base(const cpu_gemm_operand *o) {
     return (const uint16_t *)(const void *)o->base;
 }
 
 /* A full panel of f16 op(A) rows [i0, i0 + MR) x [p0, p0 + kc): true when done here. */
-static int pack_a_panel_f16(float *dst, const gemm_operand *A, int64_t i0, int64_t p0, int64_t kc,
+static int pack_a_panel_f16(float *dst, const cpu_gemm_operand *A, int64_t i0, int64_t p0, int64_t kc,
                             const cpu_gemm_kernel *kn) {
     const int mr = kn->mr;
     const uint16_t *src = f16_base(A);
@@ -192,7 +185,7 @@ static int pack_a_panel_f16(float *dst, const gemm_operand *A, int64_t i0, int64
 }
 
 /* A full panel of f16 op(B) columns [j0, j0 + NR) x rows [p0, p0 + kc): true when done here. */
-static int pack_b_panel_f16(float *dst, const gemm_operand *B, int64_t p0, int64_t kc, int64_t j0,
+static int pack_b_panel_f16(float *dst, const cpu_gemm_operand *B, int64_t p0, int64_t kc, int64_t j0,
                             const cpu_gemm_kernel *kn) {
     const int nr = kn->nr;
     const uint16_t *src = f16_base(B);
@@ -210,7 +203,7 @@ static int pack_b_panel_f16(float *dst, const gemm_operand *B, int64_t p0, int64
     return 1;
 }
 
-static inline float load_elem(const gemm_operand *o, int64_t idx) {
+static inline float load_elem(const cpu_gemm_operand *o, int64_t idx) {
     if (o->dtype == KILN_F16) return kiln_f16_to_f32(((const uint16_t *)(const void *)o->base)[idx]);
     return ((const float *)(const void *)o->base)[idx];
 }
@@ -218,8 +211,8 @@ static inline float load_elem(const gemm_operand *o, int64_t idx) {
 /* Rows [i0, i0 + mv) x [p0, p0 + kc) of op(A) into one MR-row panel. Rows past mv are
  * zero: their results are never stored, but stale memory could hold denormals, which
  * would slow the micro-kernel down. */
-static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, int64_t p0,
-                         int64_t kc, const cpu_gemm_kernel *kn) {
+void cpu_gemm_pack_a_panel(float *dst, const cpu_gemm_operand *A, int64_t i0, int mv, int64_t p0, int64_t kc,
+                           const cpu_gemm_kernel *kn) {
     const int mr = kn->mr;
     if (mv == mr && A->dtype == KILN_F16 && mr <= 32 && pack_a_panel_f16(dst, A, i0, p0, kc, kn)) return;
     if (mv == mr && A->dtype == KILN_F32) {
@@ -253,8 +246,8 @@ static void pack_a_panel(float *dst, const gemm_operand *A, int64_t i0, int mv, 
 }
 
 /* Columns [j0, j0 + nv) x rows [p0, p0 + kc) of op(B) into one NR-column panel. */
-static void pack_b_panel(float *dst, const gemm_operand *B, int64_t p0, int64_t kc, int64_t j0,
-                         int nv, const cpu_gemm_kernel *kn) {
+void cpu_gemm_pack_b_panel(float *dst, const cpu_gemm_operand *B, int64_t p0, int64_t kc, int64_t j0, int nv,
+                           const cpu_gemm_kernel *kn) {
     const int nr = kn->nr;
     if (nv == nr && B->dtype == KILN_F16 && nr <= 32 && pack_b_panel_f16(dst, B, p0, kc, j0, kn)) return;
     if (nv == nr && B->dtype == KILN_F32) {
@@ -313,10 +306,10 @@ static void pack_panel(const gemm_plan *g, const gemm_chunk *ch, float *bpack, f
     const int mr = g->kn->mr, nr = g->kn->nr;
     if (q < ch->b_panels) {
         const int64_t j0 = ch->jc + q * nr;
-        pack_b_panel(bpack + q * nr * g->k, &g->b, 0, g->k, j0, g->n - j0 < nr ? (int)(g->n - j0) : nr, g->kn);
+        cpu_gemm_pack_b_panel(bpack + q * nr * g->k, &g->b, 0, g->k, j0, g->n - j0 < nr ? (int)(g->n - j0) : nr, g->kn);
     } else {
         const int64_t r0 = (q - ch->b_panels) * mr;
-        pack_a_panel(apack + r0 * g->k, &g->a, ch->i0 + r0, ch->rows - r0 < mr ? (int)(ch->rows - r0) : mr,
+        cpu_gemm_pack_a_panel(apack + r0 * g->k, &g->a, ch->i0 + r0, ch->rows - r0 < mr ? (int)(ch->rows - r0) : mr,
                      0, g->k, g->kn);
     }
 }

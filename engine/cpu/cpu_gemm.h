@@ -77,6 +77,24 @@ kiln_status cpu_gemv(const kiln_gemm_args *a, const cpu_gemm_kernel *kn);
 /* Tests turn the GEMV path off (0) to compare it with the blocked GEMM. */
 void cpu_gemm_set_gemv(int enabled);
 
+/* An operand as the packs read it: op(X)(i, p) = X[i * ld + p], or X[p * ld + i] when
+ * trans; f32 or f16 elements from base. */
+typedef struct cpu_gemm_operand {
+    const char *base;
+    kiln_dtype dtype;
+    int64_t ld;
+    int trans;
+} cpu_gemm_operand;
+
+/* The driver's packs, for kernels that run the micro-kernels on tiles of their own (the
+ * fused attention): rows [i0, i0 + mv) x [p0, p0 + kc) of op(A) into one MR-row panel, and
+ * rows [p0, p0 + kc) x columns [j0, j0 + nv) of op(B) into one NR-column panel; the rows or
+ * columns past mv or nv are zeros. */
+void cpu_gemm_pack_a_panel(float *dst, const cpu_gemm_operand *A, int64_t i0, int mv, int64_t p0, int64_t kc,
+                           const cpu_gemm_kernel *kn);
+void cpu_gemm_pack_b_panel(float *dst, const cpu_gemm_operand *B, int64_t p0, int64_t kc, int64_t j0, int nv,
+                           const cpu_gemm_kernel *kn);
+
 /* The plain triple loop with double accumulation: the oracle of the fast path. */
 kiln_status cpu_gemm_reference(void *dev, const kiln_gemm_args *a);
 

@@ -129,6 +129,7 @@ typedef struct block_config {
     float deepnorm_alpha; /* s(x) = alpha * x under DeepNorm (1 otherwise) */
     float deepnorm_beta;  /* DeepNorm's init gain of the value, output and FFN weights */
     float proj_std;       /* GPT-2's init std of the residual projections: 0.02 / sqrt(2 L) */
+    int attention_fused;  /* run-time, never in a checkpoint: attention through kiln_attention (the fused op) */
 } block_config;
 
 /* DeepNorm's constants (Wang et al. 2022): for an encoder-only or decoder-only stack of N

@@ -109,7 +109,14 @@ static kiln_tensor *rotate(const block_config *c, kiln_tensor *x, int64_t heads,
 }
 
 /* Multi-head attention of queries q [B, T, H hd] over keys k and values v [B, Tk, KVH hd],
- * before the output projection. Grouped-query attention (KVH < H) never repeats the keys
+ * before the output projection.
+ *
+ * Fused (kiln_attention: memory linear in the context) when the config asks for it
+ * (block_config.attention_fused, a run-time choice) and the layer needs no materialized
+ * scores: RealFormer's self-attention passes its scores on, and a pass probing the
+ * entropy reads the probabilities; cross-attention takes neither.
+ *
+ * Unfused, it is composed of ops. Grouped-query attention (KVH < H) never repeats the keys
  * and values: query head h = kv G + g (G = H / KVH) is row block g of [B, KVH, G T, hd], the
  * same memory as [B, H, T, hd], so one batched matmul over [B, KVH] gives every group's
  * scores [B, KVH, G T, Tk], the same memory as the [B, H, T, Tk] the softmax masks (its
@@ -119,6 +126,13 @@ static kiln_tensor *multi_head(const block_config *c, int layer, kiln_tensor *q,
     if (!q || !k || !v) return NULL;
     int64_t H = c->n_head, KVH = k->shape[2] / (q->shape[2] / H), G = H / KVH;
     int64_t B = q->shape[0], T = q->shape[1], Tk = k->shape[1], hd = q->shape[2] / H;
+    if (c->attention_fused && !(self && (c->o.residual_attention || pass->entropy))) {
+        /* the same function in one op (its dropout draws the mask maybe_dropout would) */
+        kiln_attention_opts o = {.n_head = (int)H, .n_kv_head = (int)KVH, .scale = 1.0f / sqrtf((float)hd),
+                                 .temperature = c->o.attn_temperature, .causal = mask.causal,
+                                 .key_lengths = mask.key_lengths, .dropout = pass->dropout};
+        return kiln_attention(q, k, v, &o);
+    }
     kiln_tensor *qh = kiln_split_heads(q, (int)H);   /* [B, H, T, hd] */
     kiln_tensor *kh = kiln_split_heads(k, (int)KVH); /* [B, KVH, Tk, hd] */
     kiln_tensor *vh = kiln_split_heads(v, (int)KVH);

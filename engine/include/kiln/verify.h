@@ -5,7 +5,8 @@
  * runs it there and on the CPU backend from the same inputs, and compares the output and,
  * through a backward pass from sum(output * w) with a fixed random w, every input's
  * gradient. On the CPU backend itself, where there is nothing to compare against, the
- * gradients are checked against central finite differences instead.
+ * gradients are checked against central finite differences instead. A case may name a
+ * reference build (a fused op's unfused composition): the CPU side then runs that.
  * Every case with floating inputs runs a second time in f16 (mixed precision): its inputs
  * are rounded to f16 and built as f16 on the device, the reference runs in f32 on the same
  * rounded values, and the output and gradients (which must be f16 like their inputs) are
@@ -54,6 +55,11 @@ typedef kiln_tensor *(*kiln_verify_build_fn)(kiln_tensor **in, const void *param
 typedef struct kiln_verify_case {
     const char *name;
     kiln_verify_build_fn build;
+    /* NULL, or the same function computed another way (a fused op's composition of the
+       unfused ops, or plain code): the CPU reference then runs this instead of build, so
+       a device's build meets it, and on the CPU the build meets it besides the finite
+       differences; both must take the same inputs and param */
+    kiln_verify_build_fn reference;
     const void *param;
     int n_in;
     kiln_verify_input in[KILN_VERIFY_MAX_INPUTS];
