@@ -55,6 +55,40 @@ long my_range(long n, long *start, long *step) {
 #endif
 }
 
+/* ---- the counter-based generator ----
+ * The Philox4x32-10 generator of engine/core/rng.c, bit for bit: kiln_rng_u32 is the first
+ * output word of Philox(counter = (index, stream), key = seed), and kiln_rng_uniform =
+ * (kiln_rng_u32 >> 8) * 2^-24. Dropout (cl/dropout.cl) and the fused attention's dropout
+ * (cl/attention.cl) draw from it, so both keep the same elements. */
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
+
+uint philox_first(ulong index, ulong stream, ulong seed) {
+    uint c0 = (uint)index, c1 = (uint)(index >> 32), c2 = (uint)stream, c3 = (uint)(stream >> 32);
+    uint k0 = (uint)seed, k1 = (uint)(seed >> 32);
+    for (int round = 0; round < 10; round++) {
+        /* the 64-bit products of rng.c, as 64-bit products: PoCL builds mul_hi out of 16-bit
+         * pieces, which made dropout 4x slower */
+        ulong p0 = (ulong)PHILOX_M0 * c0, p1 = (ulong)PHILOX_M1 * c2;
+        uint hi0 = (uint)(p0 >> 32), lo0 = (uint)p0;
+        uint hi1 = (uint)(p1 >> 32), lo1 = (uint)p1;
+        uint n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+        c0 = n0;
+        c1 = lo1;
+        c2 = n2;
+        c3 = lo0;
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
+    }
+    return c0;
+}
+
+float rng_uniform(ulong index, ulong stream, ulong seed) {
+    return (float)(philox_first(index, stream, seed) >> 8) * (1.0f / 16777216.0f);
+}
+
 /* ---- f16 <-> f32 ----
  * GPUs: vload_half / vstore_half_rte (core OpenCL, with or without cl_khr_fp16), one
  * conversion instruction each. CPU devices: the integer conversions below. PoCL implements

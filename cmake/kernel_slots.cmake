@@ -17,7 +17,7 @@
 #   - a Vulkan kernel's operands are its module's bindings 0 .. n-1, in order, by name;
 #   - its push block's <BLOCK>_OPS in shaders/push.h is n (the largest, when the module's
 #     builds have several blocks);
-#   - an OpenCL kernel's operands are its pointer parameters, in order, by name;
+#   - an OpenCL kernel's operands are its pointer parameters (but __local ones), in order, by name;
 #   - every shaders/*.comp is declared, but the device-measurement modules (probe_*, fma_peak).
 set(KILN_SLOTS_DEF ${PROJECT_SOURCE_DIR}/engine/core/kernel_slots.def)
 set(KILN_SLOTS_GEN_DIR ${PROJECT_BINARY_DIR}/engine/generated)
@@ -192,7 +192,9 @@ function(_kiln_cl_kernel slot program kernel)
   set(index 0)
   set(pointers "")
   foreach(p ${params})
-    if(p MATCHES "\\*[ \t]*([A-Za-z_0-9]+)$")
+    # a __local pointer is work-group scratch the host sizes (cl_arg_local), not an operand
+    if(p MATCHES "^__local[ \t]")
+    elseif(p MATCHES "\\*[ \t]*([A-Za-z_0-9]+)$")
       list(APPEND pointers "${CMAKE_MATCH_1}:${index}")
     endif()
     math(EXPR index "${index} + 1")

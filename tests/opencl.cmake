@@ -4,7 +4,8 @@
 #                   memory and GEMM variants (test_gpu_*.c as test_opencl_*) and OpenCL's own
 #                   tests (test_opencl_*.c: the binary cache, f16 storage, the f16 variant of
 #                   every kernel); the errors for a missing device or platform, from the
-#                   library and the `kiln` program; all on the real OpenCL device (PoCL here).
+#                   library and the `kiln` program; test_op_attention again with 4-row tiles
+#                   (KILN_CL_ATTN_TILE); all on the real OpenCL device (PoCL here).
 #   label oclgrind  every test_op_*, test_opencl_gemm and test_opencl_kernels_f16 (the f16 variant
 #                   of every kernel) under oclgrind (tests/runners/oclgrind.cmake); any oclgrind
 #                   message fails the test. KILN_CL_MAX_BUFFER keeps buffers small, because
@@ -21,6 +22,10 @@ endif()
 
 # backend-specific tests include the backend's private header
 kiln_backend_tests(opencl LINK OpenCL::OpenCL)
+
+# the fused attention with 4-row tiles: the op's cases, whose sequences are shorter than a
+# tile of the device's size (cl_attention.c), then run over many query and key tiles
+kiln_backend_test(test_op_attention_opencl_tile4 test_op_attention opencl ENV KILN_CL_ATTN_TILE=4)
 
 cmake_language(DEFER CALL kiln_no_fork opencl)
 
@@ -40,10 +45,12 @@ if(KILN_OCLGRIND)
     # KT_GEMM_VARIANTS=0: the matmul cases with the device's own GEMM only; every GEMM
     # variant meets oclgrind in test_opencl_gemm (four times the products made the matmul
     # cases run past the timeout). KT_OCLGRIND=1: loop tests too long for oclgrind's checks
-    # run a representative subset of their indices (test_op_quant's transposed product)
+    # run a representative subset of their indices (test_op_quant's transposed product).
+    # KILN_CL_ATTN_TILE=4: the fused attention over many tiles, so that oclgrind sees the
+    # barriers between them
     set_tests_properties(${stem}_oclgrind PROPERTIES LABELS oclgrind TIMEOUT 900
       SKIP_REGULAR_EXPRESSION "KILN_TEST_SKIPPED"
-      ENVIRONMENT "CK_FORK=no;KILN_CL_MAX_BUFFER=5242880;KT_GEMM_VARIANTS=0;KT_OCLGRIND=1")
+      ENVIRONMENT "CK_FORK=no;KILN_CL_MAX_BUFFER=5242880;KT_GEMM_VARIANTS=0;KT_OCLGRIND=1;KILN_CL_ATTN_TILE=4")
   endforeach()
 else()
   message(STATUS "kiln: oclgrind not found: no oclgrind tests (apt install oclgrind)")

@@ -306,6 +306,53 @@ START_TEST(softmax) {
 }
 END_TEST
 
+/* The fused attention with GQA (4 query heads on 2 kv heads), lengths and training dropout
+ * in one form, causal with a query block shorter than the keys in the other; the backward of
+ * both variants reads the same y and lse (the f16 run's y, the f32 run's lse). */
+START_TEST(attention) {
+    enum { B = 2, H = 4, KVH = 2, TQ = 7, TK = 13, D = 12, NQ = B * TQ * H * D, NK = B * TK * KVH * D };
+    int32_t lengths[B] = {13, 6};
+    kiln_tensor *len = i32_tensor(B, lengths);
+    for (int form = 0; form < 2; form++) {
+        pair q = pair_normal(NQ, 40, 1, 0), k = pair_normal(NK, 41, 1, 0), v = pair_normal(NK, 42, 1, 0);
+        pair y = pair_normal(NQ, 43, 1, 0), dy = pair_normal(NQ, 44, 1, 0), dq = pair_normal(NQ, 45, 1, 0);
+        pair dk = pair_normal(NK, 46, 1, 0), dv = pair_normal(NK, 47, 1, 0);
+        kiln_tensor *lse[2] = {f32_tensor(B * H * TQ, NULL), f32_tensor(B * H * TQ, NULL)};
+        kiln_tensor *delta[2] = {f32_tensor(B * H * TQ, NULL), f32_tensor(B * H * TQ, NULL)};
+        kiln_attention_args a[2];
+        for (int h = 0; h < 2; h++) {
+            a[h] = (kiln_attention_args){
+                .q = ref(q, h), .k = ref(k, h), .v = ref(v, h), .lengths = form ? kiln_ref_of(len) : (kiln_ref){0},
+                .y = ref(y, h), .lse = kiln_ref_of(lse[h]), .dy = ref(dy, h), .delta = kiln_ref_of(delta[h]),
+                .dq = ref(dq, h), .dk = ref(dk, h), .dv = ref(dv, h), .batch = B, .heads = H, .kv_heads = KVH,
+                .tq = TQ, .tk = TK, .head_dim = D, .scale = 0.3f, .causal = !form, .dropout = form ? 0.25f : 0.0f,
+                .seed = 3, .stream = 8, .dtype = DT(h)};
+            CALL(attention_fwd, &a[h]);
+        }
+        expect_rounded_once(y, "attention_fwd y");
+        expect_same_f32(lse[0], lse[1], "attention_fwd lse");
+        float *yv = malloc(NQ * sizeof *yv);
+        ck_assert(kiln_download_f32(y.t[1], yv, NQ) == KILN_OK);
+        pair y16 = pair_of(yv, NQ);
+        free(yv);
+        for (int h = 0; h < 2; h++) {
+            a[h].y = ref(y16, h);
+            a[h].lse = kiln_ref_of(lse[0]);
+            CALL(attention_bwd_dq, &a[h]);
+            CALL(attention_bwd_dkv, &a[h]);
+        }
+        expect_same_f32(delta[0], delta[1], "attention_bwd_dq delta");
+        expect_rounded_once(dq, "attention_bwd_dq dq");
+        expect_rounded_once(dk, "attention_bwd_dkv dk");
+        expect_rounded_once(dv, "attention_bwd_dkv dv");
+        pair_free(q), pair_free(k), pair_free(v), pair_free(y), pair_free(y16), pair_free(dy);
+        pair_free(dq), pair_free(dk), pair_free(dv);
+        for (int h = 0; h < 2; h++) kiln_tensor_free(lse[h]), kiln_tensor_free(delta[h]);
+    }
+    kiln_tensor_free(len);
+}
+END_TEST
+
 START_TEST(entropy) {
     enum { B = 2, H = 3, TQ = 4, TK = 29, N = B * H * TQ * TK };
     float *p = malloc(N * sizeof *p);
@@ -435,6 +482,7 @@ static void add_tests(TCase *tc) {
     tcase_add_test(tc, embedding);
     tcase_add_test(tc, norms);
     tcase_add_test(tc, softmax);
+    tcase_add_test(tc, attention);
     tcase_add_test(tc, entropy);
     tcase_add_test(tc, cross_entropy);
     tcase_add_test(tc, copies);

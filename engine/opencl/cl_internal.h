@@ -272,6 +272,9 @@ void cl_arg_f32(cl_call *c, float v);
 void cl_arg_i32(cl_call *c, int v);
 void cl_arg_i64(cl_call *c, int64_t v);
 void cl_arg_u64(cl_call *c, uint64_t v);
+/* A `__local` pointer parameter: work-group scratch of `bytes`, sized at launch (a kernel
+ * whose tiles follow the device's local memory and the problem, cl/attention.cl). */
+void cl_arg_local(cl_call *c, size_t bytes);
 /* Enqueues over `dims` dimensions; global sizes are rounded up to the local sizes.
  * local == NULL lets the driver choose. */
 kiln_status cl_run(cl_call *c, int dims, const size_t *global, const size_t *local);

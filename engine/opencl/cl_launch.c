@@ -88,6 +88,7 @@ void cl_arg_u32(cl_call *c, uint32_t v) { set_arg(c, sizeof(cl_uint), &(cl_uint)
 void cl_arg_i32(cl_call *c, int v) { set_arg(c, sizeof(cl_int), &(cl_int){v}); }
 void cl_arg_i64(cl_call *c, int64_t v) { set_arg(c, sizeof(cl_long), &(cl_long){v}); }
 void cl_arg_u64(cl_call *c, uint64_t v) { set_arg(c, sizeof(cl_ulong), &(cl_ulong){v}); }
+void cl_arg_local(cl_call *c, size_t bytes) { set_arg(c, bytes, NULL); }
 
 void cl_track(cl_dev *d, cl_event ev, const char *name) {
     if (d->n_prof_pending == d->cap_prof_pending) {
