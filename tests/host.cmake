@@ -49,17 +49,16 @@ function(kiln_host_test_env backend extra out)
   set(${out} "${env}" PARENT_SCOPE)
 endfunction()
 
-# Bad input and progress lines are about the program, not the device: cpu only; so is --attention
-# (host_attention.sh: its bad input, the memory rule, 200 steps fused against unfused) until the
-# fused op's Vulkan and OpenCL kernels are in this tree. Resume, the KV cache, mixed
+# Bad input and progress lines are about the program, not the device: cpu only. host_attention.sh
+# (--attention) checks its bad input and the memory rule on cpu, and 200 steps fused against
+# unfused on every backend. Resume, the KV cache, mixed
 # precision, LoRA fine-tuning and using adapters (host_lora.sh, host_lora_use.sh: their bad input on
 # cpu only) run on every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
 # share between threads: one thread keeps them fast under a sanitizer and on a busy machine.
 foreach(backend ${_kiln_host_backends})
   foreach(script bad_input progress resume decode_cache precision stability faults verify llama lora lora_use
                  attention)
-    if((script STREQUAL "bad_input" OR script STREQUAL "progress" OR script STREQUAL "attention")
-       AND NOT backend STREQUAL "cpu")
+    if((script STREQUAL "bad_input" OR script STREQUAL "progress") AND NOT backend STREQUAL "cpu")
       continue()
     endif()
     kiln_host_test_name(${script} ${backend} name)
