@@ -56,6 +56,8 @@ static const command bench_commands[] = {
      .summary = "training throughput of kiln and PyTorch on the same model"},
     {.name = "precision", .run = cmd_bench_precision,
      .summary = "fp16 against fp32 training: memory and step time"},
+    {.name = "attention", .run = cmd_bench_attention,
+     .summary = "fused against unfused attention: peak memory and step time over T"},
     {.name = "gemm", .run = kiln_bench_gemm_main,
      .summary = "GEMM throughput of the backends and their peers", .skip = 2},
     {.name = "decode", .run = kiln_bench_main,
@@ -88,7 +90,7 @@ static int cmd_bench(int argc, char **argv) {
     /* no subcommand: `kiln bench [options]` measures the devices (and --help anywhere
      * after an unknown word shows its help, which names the subcommands) */
     if (!*what || what[0] == '-' || cli_help_asked(argc, argv, 2)) return kiln_bench_main(argc, argv);
-    return host_error("kiln bench: expected train, precision, gemm, compare, decode or options (see kiln --help)");
+    return host_error("kiln bench: expected train, precision, attention, gemm, compare, decode or options (see kiln --help)");
 }
 
 int main(int argc, char **argv) {

@@ -13,7 +13,9 @@
 # and the device's name and driver (they say where the run was, not what it computed).
 # Deterministic by construction: one OpenMP thread per process, fixed seeds, CPU backend for
 # the training runs (Vulkan and OpenCL runs are compared by verify's own pass/fail, which is
-# what stays fixed across a refactor).
+# what stays fixed across a refactor). Train, eval and decode run with --attention unfused, the
+# path kiln had before the fused op (GOLDEN_ATTENTION=fused or auto runs them on another path,
+# to see how far its results differ from the saved set by rounding).
 set -euo pipefail
 
 compare() {
@@ -41,6 +43,7 @@ cd "$work"
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 info=$("$kiln" info 2>/dev/null || true)
+att=(--attention "${GOLDEN_ATTENTION:-unfused}")
 
 # untimed: drop the fields and words that are timings or say where a run happened.
 untimed() {
@@ -76,13 +79,13 @@ for i in $(seq 1 300); do
 done >text.txt
 head -c 4000 text.txt >held.txt
 gpt=(--data text.txt --layers 2 --heads 2 --dim 32 --block 32 --batch 4 --eval-windows 8 --log-every 5
-     --dropout 0.1 --seed 7 --backend cpu --lr 3e-3 --warmup 5)
+     --dropout 0.1 --seed 7 --backend cpu --lr 3e-3 --warmup 5 "${att[@]}")
 
 echo "golden: gpt fp32"
 run gpt32_train "$kiln" train "${gpt[@]}" --steps 20 --eval-every 10 --out gpt32
-run gpt32_eval "$kiln" eval --backend cpu --ckpt gpt32/model.safetensors --data held.txt
-run gpt32_greedy "$kiln" decode --backend cpu --ckpt gpt32/model.safetensors --prompt "row 7" --max-new 40 --greedy
-run gpt32_sample "$kiln" decode --backend cpu --ckpt gpt32/model.safetensors --prompt "row 7" --max-new 40 --seed 3
+run gpt32_eval "$kiln" eval --backend cpu "${att[@]}" --ckpt gpt32/model.safetensors --data held.txt
+run gpt32_greedy "$kiln" decode --backend cpu "${att[@]}" --ckpt gpt32/model.safetensors --prompt "row 7" --max-new 40 --greedy
+run gpt32_sample "$kiln" decode --backend cpu "${att[@]}" --ckpt gpt32/model.safetensors --prompt "row 7" --max-new 40 --seed 3
 save gpt32 gpt32/model.safetensors gpt32/optimizer.safetensors gpt32/metrics.jsonl gpt32_*.out
 
 echo "golden: gpt fp32, resumed"
@@ -92,8 +95,8 @@ save gpt32r gpt32r/model.safetensors gpt32r/optimizer.safetensors gpt32r/metrics
 
 echo "golden: gpt fp16"
 run gpt16_train "$kiln" train "${gpt[@]}" --steps 20 --eval-every 10 --precision fp16 --out gpt16
-run gpt16_eval "$kiln" eval --backend cpu --ckpt gpt16/model.safetensors --data held.txt --precision fp16
-run gpt16_greedy "$kiln" decode --backend cpu --ckpt gpt16/model.safetensors --prompt "row 7" --max-new 40 \
+run gpt16_eval "$kiln" eval --backend cpu "${att[@]}" --ckpt gpt16/model.safetensors --data held.txt --precision fp16
+run gpt16_greedy "$kiln" decode --backend cpu "${att[@]}" --ckpt gpt16/model.safetensors --prompt "row 7" --max-new 40 \
   --greedy --precision fp16
 save gpt16 gpt16/model.safetensors gpt16/optimizer.safetensors gpt16/metrics.jsonl gpt16_*.out
 
@@ -101,7 +104,7 @@ echo "golden: gpt with a BPE tokenizer and the stability options"
 run tok_train "$kiln" tokenizer train --data text.txt --vocab 300 --out bpe.tok
 run bpe_train "$kiln" train "${gpt[@]}" --tokenizer bpe.tok --steps 10 --eval-every 10 --norm post \
   --residual deepnorm --out bpe
-run bpe_greedy "$kiln" decode --backend cpu --ckpt bpe/model.safetensors --prompt "row 7" --max-new 12 --greedy
+run bpe_greedy "$kiln" decode --backend cpu "${att[@]}" --ckpt bpe/model.safetensors --prompt "row 7" --max-new 12 --greedy
 save bpe bpe.tok bpe/model.safetensors bpe/metrics.jsonl bpe_*.out tok_train.out
 
 echo "golden: GGUF export and quantize"
@@ -110,8 +113,8 @@ for t in f32 f16 q8_0; do
 done
 run quantize_q4_0 "$kiln" quantize --ckpt gpt32/model.safetensors --format q4_0 --out gpt32-q4_0.gguf
 run quantize_q4_1 "$kiln" quantize --ckpt gpt32/model.safetensors --format q4_1 --out gpt32-q4_1.gguf
-run q4_0_eval "$kiln" eval --backend cpu --ckpt gpt32-q4_0.gguf --data held.txt
-run q4_0_greedy "$kiln" decode --backend cpu --ckpt gpt32-q4_0.gguf --prompt "row 7" --max-new 40 --greedy
+run q4_0_eval "$kiln" eval --backend cpu "${att[@]}" --ckpt gpt32-q4_0.gguf --data held.txt
+run q4_0_greedy "$kiln" decode --backend cpu "${att[@]}" --ckpt gpt32-q4_0.gguf --prompt "row 7" --max-new 40 --greedy
 save gguf gpt32-*.gguf export_*.out quantize_*.out q4_0_*.out
 
 echo "golden: seq2seq"
@@ -121,17 +124,18 @@ for i in $(seq 1 200); do
 done >pairs.tsv
 head -n 20 pairs.tsv >pairs-test.tsv
 s2s=(--model seq2seq --data pairs.tsv --dim 32 --heads 4 --layers 2 --max-len 16 --batch-tokens 256 --seed 3 --warmup 5
-     --backend cpu)
+     --backend cpu "${att[@]}")
 run s2s_train "$kiln" train "${s2s[@]}" --steps 20 --eval-every 10 --out s2s
-run s2s_eval "$kiln" eval --backend cpu --ckpt s2s/model.safetensors --data pairs-test.tsv
-run s2s_beam "$kiln" eval --backend cpu --ckpt s2s/model.safetensors --data pairs-test.tsv --beam 3
-run s2s_decode "$kiln" decode --backend cpu --ckpt s2s/model.safetensors --input "cdef 9" --beam 3
+run s2s_eval "$kiln" eval --backend cpu "${att[@]}" --ckpt s2s/model.safetensors --data pairs-test.tsv
+run s2s_beam "$kiln" eval --backend cpu "${att[@]}" --ckpt s2s/model.safetensors --data pairs-test.tsv --beam 3
+run s2s_decode "$kiln" decode --backend cpu "${att[@]}" --ckpt s2s/model.safetensors --input "cdef 9" --beam 3
 save s2s s2s/model.safetensors s2s/optimizer.safetensors s2s/metrics.jsonl s2s_*.out
 
 echo "golden: bert"
-bert=(--model bert --data text.txt --layers 2 --heads 2 --dim 32 --block 32 --batch 4 --seed 5 --backend cpu --lr 3e-3 --warmup 5)
+bert=(--model bert --data text.txt --layers 2 --heads 2 --dim 32 --block 32 --batch 4 --seed 5 --backend cpu --lr 3e-3 --warmup 5
+      "${att[@]}")
 run bert_train "$kiln" train "${bert[@]}" --steps 20 --eval-every 10 --out bert
-run bert_eval "$kiln" eval --backend cpu --ckpt bert/model.safetensors --data held.txt
+run bert_eval "$kiln" eval --backend cpu "${att[@]}" --ckpt bert/model.safetensors --data held.txt
 save bert bert/model.safetensors bert/optimizer.safetensors bert/metrics.jsonl bert/config.json bert_*.out
 
 if command -v mpirun >/dev/null && grep -q "^data-parallel training: MPI" <<<"$info"; then

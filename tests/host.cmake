@@ -50,12 +50,15 @@ function(kiln_host_test_env backend extra out)
   set(${out} "${env}" PARENT_SCOPE)
 endfunction()
 
-# Bad input, progress lines and the refusal of an --out that holds a run are about the program, not the device: cpu only. Resume, the KV cache, mixed
+# Bad input, progress lines and the refusal of an --out that holds a run are about the program, not the
+# device: cpu only. host_attention.sh (--attention) checks its bad input and the memory rule on cpu, and
+# 200 steps fused against unfused on every backend. Resume, the KV cache, mixed
 # precision, LoRA fine-tuning and using adapters (host_lora.sh, host_lora_use.sh: their bad input on
 # cpu only) run on every backend. These scripts train tiny models (dim 8 to 32) whose ops are too small to
 # share between threads: one thread keeps them fast under a sanitizer and on a busy machine.
 foreach(backend ${_kiln_host_backends})
-  foreach(script bad_input progress out_refused resume decode_cache precision stability faults verify llama lora lora_use)
+  foreach(script bad_input progress out_refused resume decode_cache precision stability faults verify llama lora
+                 lora_use attention)
     if((script STREQUAL "bad_input" OR script STREQUAL "progress" OR script STREQUAL "out_refused")
        AND NOT backend STREQUAL "cpu")
       continue()
@@ -69,6 +72,13 @@ foreach(backend ${_kiln_host_backends})
       ENVIRONMENT "${env}")
   endforeach()
 endforeach()
+
+# Long context (issue 33): --block 8192 trains in under 4 GiB on the cpu, and --block 2048 in no
+# less than a quarter of that (host_long_context.sh; about 90 s on 2 cores, both OpenMP threads).
+add_test(NAME host_long_context
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_long_context.sh $<TARGET_FILE:kiln_host>
+          ${_kiln_host_work}/long_context)
+set_tests_properties(host_long_context PROPERTIES LABELS cpu TIMEOUT 600 ENVIRONMENT "${_kiln_host_env}")
 
 # PyTorch parity: Debian's python3 with python3-torch (not a pyenv python on PATH). The
 # script exits 77 (skipped) when torch is missing or the backend cannot open here.

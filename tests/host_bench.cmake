@@ -17,3 +17,11 @@ if(TARGET kiln_host)
             ${CMAKE_CURRENT_BINARY_DIR}/host_work/bench_lora)
   set_tests_properties(host_bench_lora PROPERTIES LABELS cpu TIMEOUT 300 ENVIRONMENT "OMP_WAIT_POLICY=passive")
 endif()
+# `kiln bench attention` briefly (tests/host_bench_attention.sh): fused memory linear in T and
+# below unfused, "does not fit" under KILN_MEMORY_LIMIT, bad --lengths. Never a speed.
+if(TARGET kiln_host)
+  add_test(NAME host_bench_attention
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_bench_attention.sh $<TARGET_FILE:kiln_host>
+            ${CMAKE_CURRENT_BINARY_DIR}/host_work/bench_attention)
+  set_tests_properties(host_bench_attention PROPERTIES LABELS cpu TIMEOUT 120 ENVIRONMENT "OMP_WAIT_POLICY=passive")
+endif()

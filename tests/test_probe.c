@@ -1,10 +1,12 @@
-/* Device measurement (kiln/probe.h) on one backend (--backend cpu|vulkan|opencl).
+/* Device measurement (kiln/probe.h) and the device's memory (kiln_device_memory,
+ * kiln/context.h) on one backend (--backend cpu|vulkan|opencl).
  *
  * Timings are never asserted against numbers: the tests check that every figure is a
  * finite positive rate with a coherent spread, that each probe kernel computes exactly
  * what it claims (an FMA kernel that skipped work would report a ceiling too high), that
  * the timer brackets real work (a 1700x larger GEMM takes longer), and that bad arguments
  * and misuse give errors with messages. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,11 +198,62 @@ START_TEST(driver_is_named) {
 }
 END_TEST
 
+/* MemTotal of /proc/meminfo in bytes (0 where unreadable): the host's RAM as the kernel
+ * reports it, read another way than the backend does. */
+static uint64_t meminfo_total(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kib = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemTotal: %llu kB", &kib) == 1) break;
+    if (f) fclose(f);
+    return (uint64_t)kib * 1024;
+}
+
+START_TEST(memory_is_reported) {
+    kiln_memory_info mi;
+    unsetenv("KILN_MEMORY_LIMIT");
+    ck_assert_msg(kiln_device_memory(kt_ctx(), &mi) == KILN_OK, "%s", kiln_error_message());
+    ck_assert_msg(mi.total >= (64u << 20), "total %llu bytes", (unsigned long long)mi.total);
+    ck_assert_msg(mi.usable > 0 && mi.usable <= mi.total, "usable %llu of %llu", (unsigned long long)mi.usable,
+                  (unsigned long long)mi.total);
+    ck_assert_msg(mi.max_buffer <= mi.total, "max buffer %llu", (unsigned long long)mi.max_buffer);
+    if (!strcmp(kt_backend(), "cpu") && meminfo_total()) ck_assert_uint_eq(mi.total, meminfo_total());
+}
+END_TEST
+
+/* KILN_MEMORY_LIMIT lowers what kiln may use, never raises it, and a bad value is an error
+ * naming the variable. */
+START_TEST(memory_limit_from_environment) {
+    kiln_memory_info mi, capped;
+    unsetenv("KILN_MEMORY_LIMIT");
+    ck_assert_int_eq(kiln_device_memory(kt_ctx(), &mi), KILN_OK);
+    setenv("KILN_MEMORY_LIMIT", "123456789", 1);
+    ck_assert_int_eq(kiln_device_memory(kt_ctx(), &capped), KILN_OK);
+    ck_assert_uint_eq(capped.usable, 123456789u);
+    ck_assert_uint_eq(capped.total, mi.total);
+    setenv("KILN_MEMORY_LIMIT", "18446744073709551615", 1);
+    ck_assert_int_eq(kiln_device_memory(kt_ctx(), &capped), KILN_OK);
+    ck_assert_uint_eq(capped.usable, mi.usable);
+    const char *bad[] = {"0", "abc", "12x", "-5", " 7"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("KILN_MEMORY_LIMIT", bad[i], 1);
+        ck_assert_int_eq(kiln_device_memory(kt_ctx(), &capped), KILN_ERR_ARGUMENT);
+        ck_assert_msg(strstr(kiln_error_message(), "KILN_MEMORY_LIMIT"), "%s", kiln_error_message());
+    }
+    unsetenv("KILN_MEMORY_LIMIT");
+    ck_assert_int_eq(kiln_device_memory(NULL, &mi), KILN_ERR_ARGUMENT);
+    ck_assert_int_eq(kiln_device_memory(kt_ctx(), NULL), KILN_ERR_ARGUMENT);
+}
+END_TEST
+
 static void add_tests(Suite *s, TCase *tc) {
     (void)s;
     tcase_add_test(tc, bad_arguments_are_errors);
     tcase_add_test(tc, timer_misuse_is_an_error);
     tcase_add_test(tc, driver_is_named);
+    tcase_add_test(tc, memory_is_reported);
+    tcase_add_test(tc, memory_limit_from_environment);
     tcase_add_test(tc, fma_kernels_compute_their_chains);
     tcase_add_test(tc, fma_f32_figures);
     tcase_add_test(tc, fma_f16_figures_or_unsupported);

@@ -365,6 +365,8 @@ typedef struct kiln_backend {
     /* an upper bound on one buffer's size (0: none) and the alignment of tensor offsets */
     size_t max_buffer_bytes;
     size_t offset_alignment;
+    /* the device's memory (kiln_device_memory, kiln/context.h), before KILN_MEMORY_LIMIT */
+    kiln_status (*memory_info)(void *dev, kiln_memory_info *out);
 
     /* kernels: one member per slot of core/kernel_slots.def */
 #define KILN_SLOT(family, slot, args, output, output_dtype) kiln_status (*slot)(void *dev, const args *a);
@@ -395,6 +397,12 @@ typedef struct kiln_backend {
     kiln_status (*probe_copy)(void *dev, const kiln_probe_copy_args *a);
     kiln_status (*probe_dispatch)(void *dev, const kiln_probe_dispatch_args *a);
 } kiln_backend;
+
+/* The host's physical RAM, and the process's cgroup memory limit (v2's memory.max, v1's
+ * memory.limit_in_bytes; UINT64_MAX when none) (core/memory_info.c): the CPU backend's
+ * memory, and a CPU-type device's. */
+uint64_t kiln_host_ram(void);
+uint64_t kiln_host_cgroup_limit(void);
 
 /* Backend openers. `index` < 0 picks the best device. Each returns KILN_ERR_NO_BACKEND
  * (driver missing) or KILN_ERR_NO_DEVICE with a message, and on success the table and the

@@ -57,6 +57,16 @@ static kiln_status cpu_sync(void *dev) {
     return KILN_OK;
 }
 
+/* The host's memory: its RAM, and no more than the process's cgroup allows. */
+static kiln_status cpu_memory_info(void *dev, kiln_memory_info *out) {
+    (void)dev;
+    uint64_t limit = kiln_host_cgroup_limit();
+    out->total = kiln_host_ram();
+    out->usable = limit < out->total ? limit : out->total;
+    out->max_buffer = 0;
+    return KILN_OK;
+}
+
 static const kiln_backend g_cpu = {
     .name = "cpu",
     .close = cpu_close,
@@ -68,6 +78,7 @@ static const kiln_backend g_cpu = {
     .sync = cpu_sync,
     .max_buffer_bytes = 0,
     .offset_alignment = 64,
+    .memory_info = cpu_memory_info,
     /* the kernels: .<slot> = cpu_<slot> for each slot of core/kernel_slots.def */
 #define KILN_SLOT(family, slot, args, output, output_dtype) .slot = cpu_##slot,
 #include "core/kernel_slots.def"

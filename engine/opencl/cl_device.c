@@ -312,6 +312,7 @@ static const kiln_backend g_opencl = {
     .sync = cl_sync,
     .max_buffer_bytes = 0, /* set per device at open */
     .offset_alignment = CL_ALIGN,
+    .memory_info = cl_memory_info,
     /* the kernels: .<slot> = cl_<slot> for each slot of core/kernel_slots.def */
 #define KILN_SLOT(family, slot, args, output, output_dtype) .slot = cl_##slot,
 #include "core/kernel_slots.def"

@@ -214,6 +214,9 @@ void cl_cache_write(uint64_t key, const char *family, const unsigned char *data,
 
 /* ---- cl_memory.c ---- */
 kiln_status cl_mem_init(cl_dev *d);
+/* The device's memory for kiln_device_memory (kiln/context.h): global memory, the limit kiln
+ * keeps (KILN_CL_MEM_LIMIT), the largest allocation. */
+kiln_status cl_memory_info(void *dev, kiln_memory_info *out);
 void cl_mem_release_all(cl_dev *d);
 kiln_status cl_alloc(void *dev, size_t bytes, kiln_buf **out);
 void cl_free(void *dev, kiln_buf *buf);

@@ -59,6 +59,14 @@ kiln_status cl_mem_init(cl_dev *d) {
     return KILN_OK;
 }
 
+kiln_status cl_memory_info(void *dev, kiln_memory_info *out) {
+    const cl_dev *d = dev;
+    out->total = d->global_mem;
+    out->usable = d->mem_limit;
+    out->max_buffer = d->max_alloc;
+    return KILN_OK;
+}
+
 static void release_block(cl_dev *d, cl_block *b) {
     cl_block **pp = &d->blocks;
     while (*pp && *pp != b) pp = &(*pp)->next;

@@ -85,6 +85,7 @@ static const kiln_backend g_vulkan = {
     .sync = vk_sync,
     .max_buffer_bytes = 0, /* set per device in vk_memory_init */
     .offset_alignment = 256,
+    .memory_info = vk_memory_info,
     /* the kernels: .<slot> = vk_<slot> for each slot of core/kernel_slots.def */
 #define KILN_SLOT(family, slot, args, output, output_dtype) .slot = vk_##slot,
 #include "core/kernel_slots.def"

@@ -454,6 +454,7 @@ static void query_features(VkInstance inst, vk_physical *p) {
     c->coopmat = has_cm && cm.cooperativeMatrix && c->storage16 && c->float16 && api >= VK_API_VERSION_1_3 &&
                  coopmat_has_shape(inst, pd);
     c->int_dot = has_idot && idot.shaderIntegerDotProduct;
+    c->memory_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 }
 
 /* The limits: the device's own, the subgroup's operations, and what the environment forces. */

@@ -83,6 +83,7 @@ typedef struct vk_caps {
     int texel_f16;       /* RGBA16F uniform texel buffers (required by Vulkan; checked anyway) */
     int driver_props;    /* VkPhysicalDeviceDriverProperties available */
     int portability_subset;
+    int memory_budget;   /* VK_EXT_memory_budget: the heaps' budgets (kiln_device_memory) */
     uint32_t timestamp_bits;
     float timestamp_period;
 } vk_caps;
@@ -270,6 +271,8 @@ void vk_device_destroy(vk_dev *d);
 kiln_status vk_memory_init(vk_dev *d);
 /* The device memory kiln allows itself: the heap's size, but the host's RAM on a CPU device
  * whose memory is the host's (`unified`), and at most KILN_VK_HEAP_BUDGET. */
+/* The device's memory for kiln_device_memory (kiln/context.h). */
+kiln_status vk_memory_info(void *dev, kiln_memory_info *out);
 kiln_status vk_memory_budget(const vk_physical *p, VkDeviceSize heap, int unified, VkDeviceSize *budget);
 void vk_memory_destroy(vk_dev *d);
 kiln_status vk_buf_alloc(vk_dev *d, vk_pool_kind pool, size_t bytes, kiln_buf **out);

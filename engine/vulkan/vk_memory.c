@@ -113,6 +113,28 @@ kiln_status vk_memory_budget(const vk_physical *p, VkDeviceSize heap, int unifie
     return KILN_OK;
 }
 
+kiln_status vk_memory_info(void *dev, kiln_memory_info *out) {
+    vk_dev *d = dev;
+    const VkPhysicalDeviceMemoryProperties *mp = &d->phys.mem;
+    uint32_t heap = mp->memoryTypes[d->pools[VK_POOL_DEVICE].type_index].heapIndex;
+    out->total = mp->memoryHeaps[heap].size;
+    out->usable = d->heap_budget;
+    out->max_buffer = d->table.max_buffer_bytes;
+    if (d->phys.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && d->unified) {
+        /* the host's RAM, whatever fixed size the heap advertises (vk_memory_budget) */
+        uint64_t limit = kiln_host_cgroup_limit();
+        out->total = kiln_host_ram();
+        if (limit < out->usable) out->usable = limit;
+    } else if (d->caps.memory_budget) {
+        /* what the driver says this process can allocate there now, others' use counted */
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+        VkPhysicalDeviceMemoryProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &b};
+        vkGetPhysicalDeviceMemoryProperties2(d->phys.handle, &p2);
+        if (b.heapBudget[heap] > 0 && b.heapBudget[heap] < out->usable) out->usable = b.heapBudget[heap];
+    }
+    return KILN_OK;
+}
+
 static kiln_status block_create(vk_dev *d, vk_pool_kind pool, VkDeviceSize size, int dedicated, vk_block **out) {
     if (d->n_allocations >= d->caps.max_alloc_count)
         return kiln_set_error(KILN_ERR_MEMORY, "vulkan: the device allows only %u memory allocations and kiln has made them all",

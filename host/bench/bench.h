@@ -11,6 +11,8 @@
  *   kiln bench train      training tokens/s of kiln and PyTorch (bench_train.c); with
  *                         --lora, full fine-tuning against LoRA (bench_lora.c)
  *   kiln bench precision  fp16 against fp32 training on one device (bench_precision.c)
+ *   kiln bench attention  fused against unfused attention: peak memory and step time over
+ *                         context lengths (bench_attention.c)
  *
  * A run's results are a list of figures per device. A figure has a stable key
  * ("gemm.f32.nn") that `compare` matches across files, a label and a shape for people, and
@@ -35,6 +37,8 @@ int cmd_bench_train(int argc, char **argv);
  * memory and step time, and PyTorch's LoRA step (bench_lora.c). */
 int cmd_bench_lora(int argc, char **argv);
 int cmd_bench_precision(int argc, char **argv);
+/* `kiln bench attention` (bench_attention.c): main's argc/argv, its options from argv[3]. */
+int cmd_bench_attention(int argc, char **argv);
 /* argv[0] is "gemm"; the options follow. Returns the process exit code. */
 int kiln_bench_gemm_main(int argc, char **argv);
 /* main's argc/argv for `kiln bench [options]`: the options start at argv[2]. Returns the

@@ -42,6 +42,9 @@ typedef struct train_kind {
     /* On the device: the model (fresh, --init or resumed), the rest of the data, and the
      * trainer over them (trainer_init or trainer_init_model). */
     int (*start)(void *self, kiln_ctx *ctx, trainer *t);
+    /* Once the run is open (a resumed one's state read), before any step: the attention's
+     * path for the model (--attention, train_attention), set in its blocks' configs. */
+    int (*attention)(void *self, kiln_ctx *ctx);
     /* Once the run is open, before the device line. NULL: nothing to say. */
     void (*opened)(void *self, const trainer *t);
     /* rank 0: the line describing the model, the data and the steps */

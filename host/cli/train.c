@@ -69,7 +69,7 @@ static int open_run(const train_kind *k, void *run, const train_options *o, cons
     if (!(*ctx = host_open_checked_device("train", o->backend, o->device, o->hp.precision, o->trust_device)) ||
         k->start(run, *ctx, t))
         return 1;
-    if (train_parallel_start(t, o, sync) || train_open_run(t, o, paths, metrics)) return 1;
+    if (train_parallel_start(t, o, sync) || train_open_run(t, o, paths, metrics) || k->attention(run, *ctx)) return 1;
     if (k->opened) k->opened(run, t);
     host_say_device("train", *ctx);
     if (train_parallel_leads()) {

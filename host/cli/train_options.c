@@ -139,6 +139,7 @@ int train_validate_options(train_options *o, const cli_opt *opts, int n) {
             return host_error("%s applies to %s only", scoped[i].option, scoped[i].needs);
     train_hparams *hp = &o->hp;
     if (host_parse_precision(o->precision, &hp->precision)) return 1;
+    if (host_parse_attention(o->attention, &o->attention_mode)) return 1;
     static const char *const ls_options[] = {"--loss-scale-init", "--loss-scale-growth",
                                              "--loss-scale-backoff", "--loss-scale-interval"};
     for (int i = 0; i < 4; i++)
@@ -164,6 +165,21 @@ int train_validate_options(train_options *o, const cli_opt *opts, int n) {
         fprintf(stderr, "kiln train: warning: --warmup %d is not below --steps %d: the run ends before its rate "
                 "peaks\n", (int)hp->warmup, (int)hp->steps);
     return 0;
+}
+
+int train_attention(const train_options *o, kiln_ctx *ctx, const block_options *b, uint64_t elements,
+                    const char *context) {
+    attention_scores s = {.elements = elements, .dtype = o->hp.precision, .training = 1, .dropout = o->hp.dropout > 0};
+    return host_attention_choose("train", o->attention_mode, b, ctx, &s, context);
+}
+
+int train_attention_stack(const train_options *o, kiln_ctx *ctx, block_config *b, int n_layer, int n_head) {
+    uint64_t layer = (uint64_t)o->hp.batch * (uint64_t)n_head * (uint64_t)o->hp.block * (uint64_t)o->hp.block;
+    char context[32];
+    snprintf(context, sizeof context, "--block %d", o->hp.block);
+    int fused = train_attention(o, ctx, &b->o, layer * (uint64_t)n_layer, context);
+    if (fused >= 0) b->attention_fused = fused;
+    return fused;
 }
 
 /* mkdir -p */
@@ -194,7 +210,8 @@ int train_file_exists(const char *path) {
  * the optimizer file were written by the same checkpoint. */
 train_options train_default_options(void) {
     kiln_loss_scale_opts ls = kiln_loss_scale_defaults();
-    train_options o = {.model = "gpt", .backend = "auto", .precision = "fp32", .device = -1, .schedule = "cosine",
+    train_options o = {.model = "gpt", .backend = "auto", .precision = "fp32", .attention = "auto", .device = -1,
+                       .schedule = "cosine",
                        .optimizer = "adamw",
                        .ls_init = (float)ls.init, .ls_growth = (float)ls.growth,
                        .ls_backoff = (float)ls.backoff, .ls_interval = (int)ls.interval,
@@ -306,10 +323,11 @@ static int recipe_options(train_options *o, cli_opt *opts) {
     return (int)(sizeof own / sizeof own[0]);
 }
 
-/* Precision, the device, and data parallelism. */
+/* Precision, the attention's path, the device, and data parallelism. */
 static int device_options(train_options *o, cli_opt *opts) {
     const cli_opt own[] = {
         host_precision_option(&o->precision),
+        host_attention_option(&o->attention),
         {.name = "--loss-scale-init", .kind = CLI_FLOAT, .target = &o->ls_init, .meta = "S",
          .help = "fp16: the first loss scale", .min = 0x1p-126, .max = 0x1p126},
         {.name = "--loss-scale-growth", .kind = CLI_FLOAT, .target = &o->ls_growth, .meta = "X",
@@ -330,7 +348,7 @@ static int device_options(train_options *o, cli_opt *opts) {
                  "as soon as the backward has finished it (0: a quarter of the gradients, within 1 to 25 MiB)",
          .min = 0, .max = 1 << 20},
     };
-    _Static_assert(sizeof own / sizeof own[0] <= 10, "TRAIN_COMMON_OPTIONS's share is too small");
+    _Static_assert(sizeof own / sizeof own[0] <= 11, "TRAIN_COMMON_OPTIONS's share is too small");
     memcpy(opts, own, sizeof own);
     return (int)(sizeof own / sizeof own[0]);
 }

@@ -10,6 +10,7 @@
 #include "cli/train_checkpoint.h"
 #include "model/block.h"
 #include "model/trainer.h"
+#include "run/attention_option.h"
 #include "run/cli.h"
 
 /* The block options as typed (model/block.h), and the monitoring's. */
@@ -28,6 +29,8 @@ typedef struct stability_options {
 typedef struct train_options {
     const char *model; /* gpt (or its preset llama), seq2seq or bert */
     const char *data, *out, *init, *backend, *precision;
+    const char *attention;         /* --attention, parsed into attention_mode */
+    host_attention attention_mode; /* the run's choice, never the checkpoint's */
     const char *schedule, *optimizer;
     stability_options st;
     int device, resume, force;
@@ -57,7 +60,7 @@ train_options train_default_options(void);
 
 /* Appends the options every model trains with to opts (room for TRAIN_COMMON_OPTIONS) and
  * returns their number. */
-enum { TRAIN_COMMON_OPTIONS = 52 }; /* 22 + 16 + 10 + 4 (train_options.c's groups) */
+enum { TRAIN_COMMON_OPTIONS = 53 }; /* 22 + 16 + 11 + 4 (train_options.c's groups) */
 int train_common_options(train_options *o, cli_opt *opts);
 
 /* One choice-valued option: its index among names, or a one-line error listing them. */
@@ -75,6 +78,17 @@ int train_admin_closed_only(const train_options *o, const block_options *block, 
 /* The value of --model in argv (either form), or NULL: the commands dispatch on it before
  * parsing, since each model has options of its own. */
 const char *train_model_option(int argc, char **argv);
+
+/* --attention for a training run (run/attention_option.h): the path of a model with block
+ * options b whose one micro-batch's pass holds `elements` scores (B H Tq Tk summed over its
+ * attention sublayers) on the unfused path, at the run's precision and dropout; `context`
+ * names the run's size in messages. Returns 1 (fused), 0 (unfused) or -1 (printed). */
+int train_attention(const train_options *o, kiln_ctx *ctx, const block_options *b, uint64_t elements,
+                    const char *context);
+
+/* train_attention for a stack of n_layer self-attention layers of n_head heads over --batch
+ * sequences of --block tokens (the GPT, BERT), whose block config b gets the choice. */
+int train_attention_stack(const train_options *o, kiln_ctx *ctx, block_config *b, int n_layer, int n_head);
 
 /* mkdir -p DIR, which must then be a directory (error printed, 1). */
 int train_make_dir(const char *path);

@@ -82,6 +82,24 @@ size_t kiln_memory_arena(const kiln_ctx *ctx);
  * kiln_memory_arena is what the arena holds (whole blocks, with headroom). */
 size_t kiln_memory_arena_peak(const kiln_ctx *ctx);
 
+/* A device's memory, in bytes: what it has and what kiln may use of it.
+ *   cpu     total: the host's physical RAM; usable: that, or the process's cgroup memory
+ *           limit (v1 or v2) where it is lower
+ *   vulkan  total: the device-local heap kiln allocates from; usable: the budget kiln
+ *           keeps there (the heap; three quarters of the host's RAM on a CPU device such
+ *           as lavapipe, whose heap size is fixed; KILN_VK_HEAP_BUDGET), and no more than
+ *           VK_EXT_memory_budget's heapBudget where a GPU has the extension
+ *   opencl  total: CL_DEVICE_GLOBAL_MEM_SIZE; usable: that (or KILN_CL_MEM_LIMIT)
+ * max_buffer is the largest single buffer (0: no limit below usable): OpenCL's
+ * CL_DEVICE_MAX_MEM_ALLOC_SIZE, Vulkan's maxMemoryAllocationSize.
+ * The environment variable KILN_MEMORY_LIMIT=BYTES lowers usable on every backend (to run
+ * as on a smaller device, and for the tests of refusing what would not fit); a value that is
+ * not a positive whole number of bytes is KILN_ERR_ARGUMENT. */
+typedef struct kiln_memory_info {
+    uint64_t total, usable, max_buffer;
+} kiln_memory_info;
+kiln_status kiln_device_memory(const kiln_ctx *ctx, kiln_memory_info *out);
+
 #ifdef __cplusplus
 }
 #endif

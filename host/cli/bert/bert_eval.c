@@ -14,6 +14,7 @@
 #include "cli/bert/bert_commands.h"
 #include "run/device.h"
 #include "cli/device_check.h"
+#include "run/attention_option.h"
 #include "run/precision_option.h"
 #include "model/bert/bert_checkpoint.h"
 #include "model/bert/bert_data.h"
@@ -39,14 +40,16 @@ static int read_tokens(const char *path, const tokenizer *tok, int32_t **ids, in
 }
 
 typedef struct eval_options {
-    const char *ckpt, *data, *tok_path, *backend, *precision, *split;
+    const char *ckpt, *data, *tok_path, *backend, *precision, *split, *attention;
     int device, batch, trust, held_out;
     kiln_dtype dtype;
+    host_attention attention_mode;
 } eval_options;
 
 /* Returns 0, 1 after --help, or -1 (printed). */
 static int parse_options(int argc, char **argv, eval_options *o) {
-    *o = (eval_options){.backend = "auto", .precision = "fp32", .split = "all", .device = -1, .batch = 8};
+    *o = (eval_options){.backend = "auto", .precision = "fp32", .split = "all", .attention = "auto", .device = -1,
+                        .batch = 8};
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &o->ckpt, .meta = "FILE", .help = "a BERT checkpoint"},
         {.name = "--data", .kind = CLI_STRING, .target = &o->data, .meta = "FILE", .help = "a text file"},
@@ -55,6 +58,7 @@ static int parse_options(int argc, char **argv, eval_options *o) {
         {.name = "--batch", .kind = CLI_INT, .target = &o->batch, .meta = "N", .help = "windows per forward pass",
          .min = 1, .max = 65536},
         host_precision_option(&o->precision),
+        host_attention_option(&o->attention),
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tok_path, .meta = "FILE",
          .help = "the model's tokenizer (default: the checkpoint's own)"},
         host_backend_option(&o->backend),
@@ -70,7 +74,7 @@ static int parse_options(int argc, char **argv, eval_options *o) {
     if (!o->ckpt || !o->data) return -host_error("kiln eval needs --ckpt FILE and --data FILE");
     o->held_out = !strcmp(o->split, "held-out");
     if (!o->held_out && strcmp(o->split, "all")) return -host_error("--split %s is not one of all, held-out", o->split);
-    return host_parse_precision(o->precision, &o->dtype) ? -1 : 0;
+    return host_parse_precision(o->precision, &o->dtype) || host_parse_attention(o->attention, &o->attention_mode) ? -1 : 0;
 }
 
 /* --tokenizer's, else the checkpoint's own. */
@@ -91,7 +95,18 @@ static int open_model(const eval_options *o, const tokenizer *tok, kiln_ctx **ct
     if ((*m)->cfg.vocab_size != tokenizer_vocab_size(tok))
         return host_error("%s: its vocabulary (%d) is not its tokenizer's (%d)", o->ckpt, (*m)->cfg.vocab_size,
                           tokenizer_vocab_size(tok));
-    return bert_set_precision(*m, o->dtype, 0) ? host_engine_error("--precision fp16") : 0;
+    if (bert_set_precision(*m, o->dtype, 0)) return host_engine_error("--precision fp16");
+    /* --attention: --batch windows of max_len through every layer */
+    const bert_config *c = &(*m)->cfg;
+    char context[64];
+    snprintf(context, sizeof context, "max_len %d, --batch %d", c->max_len, o->batch);
+    int fused = host_attention_forward("eval", o->attention_mode, &c->block, *ctx,
+                                       (uint64_t)o->batch * (uint64_t)c->n_head * (uint64_t)c->max_len *
+                                           (uint64_t)c->max_len * (uint64_t)c->n_layer,
+                                       o->dtype, context);
+    if (fused < 0) return 1;
+    (*m)->block.attention_fused = fused;
+    return 0;
 }
 
 /* Evaluates tokens [first, first + count) and prints the figures. */

@@ -235,6 +235,12 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     return 0;
 }
 
+/* --attention: a micro-batch's self-attention over --batch sequences of --block tokens. */
+static int attention(void *self, kiln_ctx *ctx) {
+    bert_run *r = self;
+    return train_attention_stack(r->o, ctx, &r->m->block, r->m->cfg.n_layer, r->m->cfg.n_head) < 0;
+}
+
 static void describe(void *self, const trainer *t) {
     bert_run *r = self;
     const train_hparams *hp = &r->o->hp;
@@ -279,6 +285,7 @@ const train_kind bert_train_kind = {
     .check = check,
     .prepare = prepare,
     .start = start,
+    .attention = attention,
     .describe = describe,
     .loop = {.before_step = before_step, .evaluate = evaluate_hook, .save = save_hook},
     .last_evaluation = last_evaluation,

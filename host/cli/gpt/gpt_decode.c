@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/attention_option.h"
 #include "run/cli.h"
 #include "cli/gpt/gpt_commands.h"
 #include "run/device.h"
@@ -64,16 +65,17 @@ static int next_logits(decoder *d, float *logits) {
 
 /* What the command line asks for. */
 typedef struct decode_options {
-    const char *ckpt, *prompt, *prompt_ids, *tok_path, *backend, *precision;
+    const char *ckpt, *prompt, *prompt_ids, *tok_path, *backend, *precision, *attention;
     int device, max_new, greedy, no_cache, echo, trust, print_ids, ignore_eog;
     sample_opts so;
     kiln_dtype dtype;
+    host_attention attention_mode;
     cli_list lora; /* --lora PATH[:SCALE], in order */
 } decode_options;
 
 /* Parses the options. Returns 0, 1 after --help, or -1 (printed). */
 static int parse_options(int argc, char **argv, decode_options *o) {
-    *o = (decode_options){.backend = "auto", .precision = "fp32", .device = -1, .max_new = 200,
+    *o = (decode_options){.backend = "auto", .precision = "fp32", .attention = "auto", .device = -1, .max_new = 200,
                           .so = {.temperature = 1.0f, .top_p = 1.0f, .seed = 1}};
     cli_opt opts[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &o->ckpt, .meta = "FILE",
@@ -106,6 +108,7 @@ static int parse_options(int argc, char **argv, decode_options *o) {
         {.name = "--echo", .kind = CLI_FLAG, .target = &o->echo,
          .help = "print the prompt before the generated text"},
         host_precision_option(&o->precision),
+        host_attention_option(&o->attention),
         host_backend_option(&o->backend),
         host_device_option(&o->device),
         host_trust_device_option(&o->trust),
@@ -123,7 +126,7 @@ static int parse_options(int argc, char **argv, decode_options *o) {
     if (!o->prompt == !o->prompt_ids) return -host_error("kiln decode needs --prompt TEXT or --prompt-ids IDS (one of them)");
     o->so.greedy = o->greedy;
     if (o->so.top_p <= 0.0f) return -host_error("--top-p must be above 0 (1 turns it off)");
-    return host_parse_precision(o->precision, &o->dtype) ? -1 : 0;
+    return host_parse_precision(o->precision, &o->dtype) || host_parse_attention(o->attention, &o->attention_mode) ? -1 : 0;
 }
 
 /* A decoding run: the model on its device, its tokenizer, the sampler. */
@@ -215,6 +218,21 @@ static int start_prompt(decode_run *r, const decode_options *o) {
     return rc;
 }
 
+/* --attention: the longest window a forward sees is the prompt and what is generated, up to
+ * n_positions (the prompt's rows over it without the cache, all of them at once). */
+static int choose_attention(decode_run *r, const decode_options *o) {
+    gpt_model *m = r->d.m;
+    int64_t window = (int64_t)r->d.len + o->max_new;
+    uint64_t t = (uint64_t)(window < m->cfg.n_positions ? window : m->cfg.n_positions);
+    char context[64];
+    snprintf(context, sizeof context, "a window of %llu tokens", (unsigned long long)t);
+    int fused = host_attention_forward("decode", o->attention_mode, &m->block.o, r->ctx,
+                                       (uint64_t)m->cfg.n_head * t * t * (uint64_t)m->cfg.n_layer, o->dtype, context);
+    if (fused < 0) return 1;
+    m->block.attention_fused = fused;
+    return 0;
+}
+
 /* Writes ids[0..n) to stdout: as ids (a space before each but the very first), or as their
  * text (at_start: nothing came before them). */
 static int put_tokens(decode_run *r, const decode_options *o, const int32_t *ids, int64_t n, int at_start) {
@@ -288,7 +306,7 @@ int gpt_decode_command(int argc, char **argv) {
     int parsed = parse_options(argc, argv, &o);
     if (parsed) return parsed < 0 ? 1 : 0;
     decode_run r = {0};
-    int rc = open_model(&r, &o) || start_prompt(&r, &o);
+    int rc = open_model(&r, &o) || start_prompt(&r, &o) || choose_attention(&r, &o);
     if (rc == 0) {
         host_say_device("decode", r.ctx);
         rc = generate(&r, &o);

@@ -1,6 +1,7 @@
 /* `kiln eval`: a checkpoint's mean cross-entropy on a text file. */
 #include <stdio.h>
 
+#include "run/attention_option.h"
 #include "run/cli.h"
 #include "run/count_progress.h"
 #include "cli/gpt/gpt_commands.h"
@@ -14,7 +15,7 @@
 #include "model/gpt/gpt_checkpoint.h"
 
 int gpt_eval_command(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32";
+    const char *ckpt = NULL, *data = NULL, *tok_path = NULL, *backend = "auto", *precision = "fp32", *attention = "auto";
     int device = -1, batch = 8, trust = 0;
     static cli_list lora; /* --lora PATH[:SCALE] (static: 32 KiB) */
     lora.count = 0;
@@ -29,6 +30,7 @@ int gpt_eval_command(int argc, char **argv) {
         {.name = "--batch", .kind = CLI_INT, .target = &batch, .meta = "N",
          .help = "windows per forward pass", .min = 1, .max = 65536},
         host_precision_option(&precision),
+        host_attention_option(&attention),
         host_backend_option(&backend),
         host_device_option(&device),
         host_trust_device_option(&trust),
@@ -45,7 +47,8 @@ int gpt_eval_command(int argc, char **argv) {
     if (!ckpt) return host_error("kiln eval needs --ckpt FILE");
     if (!data) return host_error("kiln eval needs --data FILE");
     kiln_dtype dtype;
-    if (host_parse_precision(precision, &dtype)) return 1;
+    host_attention mode;
+    if (host_parse_precision(precision, &dtype) || host_parse_attention(attention, &mode)) return 1;
 
     char err[1024];
     data_set *ds = NULL;
@@ -73,6 +76,14 @@ int gpt_eval_command(int argc, char **argv) {
                    (long long)whole.n_tokens, m->cfg.n_positions + 1);
         goto done;
     }
+    char context[64];
+    snprintf(context, sizeof context, "n_positions %d, --batch %d", m->cfg.n_positions, batch);
+    int fused = host_attention_forward("eval", mode, &m->block.o, ctx,
+                                       (uint64_t)batch * (uint64_t)m->cfg.n_head * (uint64_t)m->cfg.n_positions *
+                                           (uint64_t)m->cfg.n_positions * (uint64_t)m->cfg.n_layer,
+                                       dtype, context);
+    if (fused < 0) goto done;
+    m->block.attention_fused = fused;
     host_say_device("eval", ctx);
     double loss;
     count_progress bar;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "run/cli.h"
+#include "run/device.h"
 #include "run/gpt_load.h"
 #include "cli/gpt/gpt_arch_options.h"
 #include "cli/gpt/gpt_train_lora.h"
@@ -119,6 +120,7 @@ typedef struct gpt_run {
     gpt_model *m;
     trainer *t;
     double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring (one allocation) */
+    enum { PROBE_OFF, PROBE_ON, PROBE_UNDECIDED } probe_entropy; /* the evaluations' entropy (attention()) */
     lora_run lora;                /* o->lora: the adapters trained on a frozen base */
 } gpt_run;
 
@@ -233,6 +235,43 @@ static int measure_entropy(gpt_model *m, const data_set *ds, const train_hparams
     return 0;
 }
 
+/* The evaluations' attention-entropy probe needs the probabilities, so its pass runs unfused
+ * (the block takes the unfused path where a pass asks for entropy): always with the unfused
+ * path, never with --attention fused (check refuses --entropy-alert there), and with auto's
+ * fused steps as decide_entropy_probe finds at the first evaluation. */
+static void choose_entropy_probe(gpt_run *r, int fused) {
+    r->probe_entropy = !fused ? PROBE_ON : r->o->attention_mode == HOST_ATTENTION_AUTO ? PROBE_UNDECIDED : PROBE_OFF;
+    if (r->probe_entropy == PROBE_OFF && train_parallel_leads())
+        host_say("train", "attention fused: the evaluations measure no attention entropy (it needs the "
+                          "probabilities: --attention auto or unfused)");
+}
+
+/* auto with fused steps, at the first evaluation: the probe's scores (one validation batch,
+ * no backward) are made when they take no more than the steps' arena at its peak and fit the
+ * device beside the run, so that monitoring never more than doubles what a step needs nor
+ * makes memory grow with the square of the context. Said in one line either way. */
+static void decide_entropy_probe(gpt_run *r) {
+    kiln_ctx *ctx = r->m->ctx;
+    const train_hparams *hp = &r->o->hp;
+    int64_t windows = data_windows(r->ds, DATA_VAL, hp->block);
+    uint64_t rows = (uint64_t)(windows < hp->batch ? windows : hp->batch);
+    attention_scores probe = {.elements = rows * (uint64_t)r->m->cfg.n_head * (uint64_t)hp->block *
+                                          (uint64_t)hp->block * (uint64_t)r->m->cfg.n_layer,
+                              .dtype = hp->precision};
+    uint64_t scores = host_attention_scores_bytes(&probe), steps = kiln_memory_arena_peak(ctx), usable = 0;
+    int fits = host_attention_fits(ctx, &probe, kiln_memory_persistent(ctx), NULL, &usable);
+    r->probe_entropy = fits > 0 && scores <= steps ? PROBE_ON : PROBE_OFF;
+    if (!train_parallel_leads()) return;
+    char a[32], b[32], c[32];
+    if (r->probe_entropy == PROBE_ON)
+        host_say("train", "the evaluations' attention-entropy probe runs unfused (it needs the probabilities)");
+    else
+        host_say("train", "the evaluations measure no attention entropy: its unfused scores would take %s, more than "
+                 "the steps' %s or the device's %s usable (--attention unfused measures it)",
+                 host_bytes_text(scores, a, sizeof a), host_bytes_text(steps, b, sizeof b),
+                 host_bytes_text(usable, c, sizeof c));
+}
+
 static void before_step(void *self, int64_t step, int evaluates) {
     gpt_run *r = self;
     apply_temperature(r->t->m, &r->o->st, step);
@@ -253,9 +292,11 @@ static int evaluate(void *self, int full, metrics_row *row) {
         world_sum(&sum, 1, err, sizeof err))
         return host_error("%s", err);
     row->val_loss = sum / (double)windows;
-    if (measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y)) return 1;
+    if (r->probe_entropy == PROBE_UNDECIDED) decide_entropy_probe(r);
+    if (r->probe_entropy == PROBE_ON && measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y))
+        return 1;
     row->n_layers = t->m->cfg.n_layer;
-    row->attn_entropy = r->entropy;
+    row->attn_entropy = r->probe_entropy == PROBE_ON ? r->entropy : NULL;
     row->grad_norm_layers = t->layer_grad_norms ? r->grad_norms : NULL;
     return 0;
 }
@@ -298,8 +339,9 @@ static int check(void *self, const cli_opt *opts, int n) {
     gpt_run *r = self;
     r->want = (gpt_config){.n_layer = r->o->layers, .n_head = r->o->heads, .n_embd = r->o->dim,
                            .n_positions = r->o->hp.block};
-    (void)opts;
-    (void)n;
+    if (r->o->attention_mode == HOST_ATTENTION_FUSED && cli_find(opts, n, "--entropy-alert")->seen)
+        return host_error("--entropy-alert needs the attention probabilities, which --attention fused never forms; "
+                          "use --attention auto or unfused");
     return gpt_arch_apply(&r->arch, &r->o->st.block, &r->want);
 }
 
@@ -350,6 +392,15 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     int L = r->m->cfg.n_layer;
     if (!(r->entropy = calloc(2 * (size_t)L, sizeof(double)))) return host_error("out of host memory");
     r->grad_norms = r->entropy + L;
+    return 0;
+}
+
+/* --attention: the steps' path (train_attention), then the evaluations' entropy probe. */
+static int attention(void *self, kiln_ctx *ctx) {
+    gpt_run *r = self;
+    int fused = train_attention_stack(r->o, ctx, &r->m->block, r->m->cfg.n_layer, r->m->cfg.n_head);
+    if (fused < 0) return 1;
+    choose_entropy_probe(r, fused);
     return 0;
 }
 
@@ -429,6 +480,7 @@ const train_kind gpt_train_kind = {
     .check = check,
     .prepare = prepare,
     .start = start,
+    .attention = attention,
     .opened = opened,
     .describe = describe,
     .loop = {.before_step = before_step, .evaluate = evaluate, .save = save},

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/attention_option.h"
 #include "run/cli.h"
 #include "run/device.h"
 #include "cli/device_check.h"
@@ -13,12 +14,13 @@
 #include "model/seq2seq/seq2seq_checkpoint.h"
 
 s2s_open_options s2s_open_defaults(void) {
-    return (s2s_open_options){.backend = "auto", .precision = "fp32", .device = -1};
+    return (s2s_open_options){.backend = "auto", .precision = "fp32", .attention = "auto", .device = -1};
 }
 
 int s2s_open_cli_options(s2s_open_options *o, cli_opt *opts) {
     const cli_opt own[S2S_OPEN_OPTIONS] = {
         {.name = "--precision", .kind = CLI_STRING, .target = &o->precision, .meta = "P", .help = "fp32 or fp16"},
+        host_attention_option(&o->attention),
         {.name = "--tokenizer", .kind = CLI_STRING, .target = &o->tok_path, .meta = "FILE",
          .help = "both sides' tokenizer (default: the checkpoint's own)"},
         host_backend_option(&o->backend),
@@ -29,12 +31,27 @@ int s2s_open_cli_options(s2s_open_options *o, cli_opt *opts) {
     return S2S_OPEN_OPTIONS;
 }
 
+/* --attention: at least one sequence of the model's max_len through the encoder's
+ * self-attention and the decoder's self- and cross-attention. */
+static int s2s_session_attention(s2s_session *s, const char *command, host_attention mode, kiln_dtype dtype) {
+    const seq2seq_config *c = &s->m->cfg;
+    uint64_t sublayer = (uint64_t)c->n_head * (uint64_t)c->max_len * (uint64_t)c->max_len;
+    char context[32];
+    snprintf(context, sizeof context, "max_len %d", c->max_len);
+    int fused = host_attention_forward(command, mode, &c->block, s->ctx,
+                                       sublayer * (uint64_t)(c->enc_layers + 2 * c->dec_layers), dtype, context);
+    if (fused < 0) return 1;
+    s->m->enc_block.attention_fused = s->m->dec_block.attention_fused = fused;
+    return 0;
+}
+
 int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const s2s_open_options *o) {
     memset(s, 0, sizeof *s);
     const char *tok_path = o->tok_path;
     char err[1024];
     kiln_dtype dtype;
-    if (host_parse_precision(o->precision, &dtype)) return 1;
+    host_attention mode;
+    if (host_parse_precision(o->precision, &dtype) || host_parse_attention(o->attention, &mode)) return 1;
     if (tok_path) {
         if (tokenizer_load(tok_path, &s->src, err, sizeof err)) return host_error("%s", err);
         s->tgt = s->src;
@@ -51,7 +68,7 @@ int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, cons
         tokenizer_special(s->src, TOK_EOS) < 0)
         return host_error("%s: its tokenizer has no [BOS] or [EOS]", ckpt);
     if (seq2seq_set_precision(s->m, dtype, 0)) return host_engine_error("--precision fp16");
-    return 0;
+    return s2s_session_attention(s, command, mode, dtype);
 }
 
 void s2s_session_close(s2s_session *s) {

@@ -22,16 +22,16 @@ typedef struct s2s_session {
  * printed. */
 /* How eval and decode open the checkpoint: the options they share. */
 typedef struct s2s_open_options {
-    const char *tok_path, *backend, *precision;
+    const char *tok_path, *backend, *precision, *attention;
     int device, trust;
 } s2s_open_options;
 
-/* The defaults: the checkpoint's tokenizers, --backend auto, fp32. */
+/* The defaults: the checkpoint's tokenizers, --backend auto, fp32, --attention auto. */
 s2s_open_options s2s_open_defaults(void);
 
-/* Writes those options (--precision, --tokenizer, --backend, --device, --trust-device) to
- * opts, which has room for S2S_OPEN_OPTIONS; returns their number. */
-enum { S2S_OPEN_OPTIONS = 5 };
+/* Writes those options (--precision, --attention, --tokenizer, --backend, --device,
+ * --trust-device) to opts, which has room for S2S_OPEN_OPTIONS; returns their number. */
+enum { S2S_OPEN_OPTIONS = 6 };
 int s2s_open_cli_options(s2s_open_options *o, cli_opt *opts);
 
 int s2s_session_open(s2s_session *s, const char *command, const char *ckpt, const s2s_open_options *o);

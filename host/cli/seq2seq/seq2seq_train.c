@@ -255,6 +255,22 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     return 0;
 }
 
+/* --attention: a micro-batch holds at most --batch-tokens target tokens in sequences of at
+ * most --max-len, so each self- or cross-attention sublayer's scores are at most heads x
+ * batch-tokens x max-len (the encoder's self-attention, the decoder's self- and cross-). */
+static int attention(void *self, kiln_ctx *ctx) {
+    s2s_run *r = self;
+    const seq2seq_config *c = &r->m->cfg;
+    uint64_t len = (uint64_t)(r->o->max_len < r->o->batch_tokens ? r->o->max_len : r->o->batch_tokens);
+    uint64_t sublayer = (uint64_t)c->n_head * (uint64_t)r->o->batch_tokens * len;
+    char context[64];
+    snprintf(context, sizeof context, "--max-len %d --batch-tokens %d", r->o->max_len, r->o->batch_tokens);
+    int fused = train_attention(r->o, ctx, &c->block, sublayer * (uint64_t)(c->enc_layers + 2 * c->dec_layers), context);
+    if (fused < 0) return 1;
+    r->m->enc_block.attention_fused = r->m->dec_block.attention_fused = fused;
+    return 0;
+}
+
 static void describe(void *self, const trainer *t) {
     s2s_run *r = self;
     const train_hparams *hp = &r->o->hp;
@@ -299,6 +315,7 @@ const train_kind seq2seq_train_kind = {
     .create = create,
     .prepare = prepare,
     .start = start,
+    .attention = attention,
     .describe = describe,
     .loop = {.before_step = before_step, .step_tokens = step_tokens, .evaluate = evaluate, .save = save},
     .last_evaluation = last_evaluation,
