@@ -25,6 +25,7 @@
 #include "cli/kind_commands.h"
 #include "run/gpt_tokenizer.h"
 #include "cli/train_loop.h"
+#include "cli/train_monitor.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
 #include "model/checkpoint_tokenizer.h"
@@ -118,7 +119,7 @@ typedef struct gpt_run {
     data_set *ds;
     gpt_model *m;
     trainer *t;
-    double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring (one allocation) */
+    train_monitor mon;            /* the evaluations' per-layer monitoring */
     lora_run lora;                /* o->lora: the adapters trained on a frozen base */
 } gpt_run;
 
@@ -236,8 +237,7 @@ static int measure_entropy(gpt_model *m, const data_set *ds, const train_hparams
 static void before_step(void *self, int64_t step, int evaluates) {
     gpt_run *r = self;
     apply_temperature(r->t->m, &r->o->st, step);
-    /* the gradients of a step that will evaluate are measured before its update */
-    r->t->layer_grad_norms = evaluates ? r->grad_norms : NULL;
+    train_monitor_before_step(&r->mon, r->t, evaluates);
 }
 
 static int evaluate(void *self, int full, metrics_row *row) {
@@ -253,10 +253,8 @@ static int evaluate(void *self, int full, metrics_row *row) {
         world_sum(&sum, 1, err, sizeof err))
         return host_error("%s", err);
     row->val_loss = sum / (double)windows;
-    if (measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y)) return 1;
-    row->n_layers = t->m->cfg.n_layer;
-    row->attn_entropy = r->entropy;
-    row->grad_norm_layers = t->layer_grad_norms ? r->grad_norms : NULL;
+    if (measure_entropy(t->m, t->ds, hp, r->mon.entropy, &r->mon.lowest, t->x, t->y)) return 1;
+    train_monitor_row(&r->mon, t, row);
     return 0;
 }
 
@@ -347,10 +345,7 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
                    : trainer_init(t, r->m, r->ds, hp, err, sizeof err))
         return host_error("%s", err);
     r->t = t;
-    int L = r->m->cfg.n_layer;
-    if (!(r->entropy = calloc(2 * (size_t)L, sizeof(double)))) return host_error("out of host memory");
-    r->grad_norms = r->entropy + L;
-    return 0;
+    return train_monitor_init(&r->mon, r->m->cfg.n_layer);
 }
 
 static void opened(void *self, const trainer *t) {
@@ -407,8 +402,7 @@ static void report(void *self, const trainer *t, double val) {
 
 static void destroy(void *self) {
     gpt_run *r = self;
-    if (r->t) r->t->layer_grad_norms = NULL;
-    free(r->entropy); /* and grad_norms */
+    train_monitor_free(&r->mon, r->t);
     lora_run_free(&r->lora);
     gpt_free(r->m);
     data_free(r->ds);
