@@ -73,6 +73,10 @@ static int data_range(const chart_panel *p, int axis_y, double *lo, double *hi) 
         double pad = *lo == 0 ? 1 : fabs(*lo) * 0.1;
         *lo -= pad;
         *hi += pad;
+    } else if (axis_y && !p->log_y) { /* a margin, so that no line runs along the frame */
+        double pad = 0.03 * (*hi - *lo);
+        *lo -= pad;
+        *hi += pad;
     }
     return 1;
 }
