@@ -252,3 +252,11 @@ endforeach()
 add_test(NAME host_monitor COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_monitor.sh $<TARGET_FILE:kiln_host>
          ${_kiln_host_work}/monitor)
 set_tests_properties(host_monitor PROPERTIES LABELS cpu TIMEOUT 300)
+
+# samples/stability/reproduce.py's judgements (too short against stalled, reproduced or not)
+# on made-up runs: plain Python, cpu.
+find_program(KILN_PYTHON3 python3)
+if(KILN_PYTHON3)
+  add_test(NAME stability_report_logic COMMAND ${KILN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/stability_report_logic.py)
+  set_tests_properties(stability_report_logic PROPERTIES LABELS cpu TIMEOUT 60)
+endif()
