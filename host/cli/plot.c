@@ -229,11 +229,10 @@ oom:
 /* The distinct steps of the runs' layer profiles, in run order: the panel names them. */
 enum { MAX_STEPS_NAMED = 4 };
 static int add_step(int64_t *steps, int n, int64_t step) {
+    if (n > MAX_STEPS_NAMED) return n; /* more than fit: "at several steps" */
     for (int i = 0; i < n; i++)
         if (steps[i] == step) return n;
-    if (n == MAX_STEPS_NAMED) return n + 1; /* more than fit: "at several steps" */
-    if (n > MAX_STEPS_NAMED) return n;
-    steps[n] = step;
+    if (n < MAX_STEPS_NAMED) steps[n] = step;
     return n + 1;
 }
 

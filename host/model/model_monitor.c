@@ -16,7 +16,8 @@ void model_eval_mode_leave(kiln_ctx *ctx, model_eval_mode e) {
     kiln_set_training(ctx, e.training);
 }
 
-kiln_status model_entropy_read(kiln_tensor *const *entropy, int L, double *per_layer, double *lowest) {
+/* One download per layer of the step's entropy tensors. */
+static kiln_status entropy_read(kiln_tensor *const *entropy, int L, double *per_layer, double *lowest) {
     *lowest = NAN;
     kiln_status s = KILN_OK;
     for (int l = 0; l < L && !s; l++) {
@@ -35,5 +36,19 @@ kiln_status model_entropy_read(kiln_tensor *const *entropy, int L, double *per_l
         }
         free(heads);
     }
+    return s;
+}
+
+kiln_status model_entropy_probe(kiln_ctx *ctx, int L, model_probe_forward forward, void *self, double *per_layer,
+                                double *lowest) {
+    *lowest = NAN;
+    kiln_tensor **entropy = calloc((size_t)(L > 0 ? L : 1), sizeof *entropy);
+    if (!entropy) return kiln_set_error(KILN_ERR_MEMORY, "attention entropy: out of host memory");
+    model_eval_mode e = model_eval_mode_enter(ctx);
+    kiln_status s = forward(self, entropy);
+    if (!s) s = entropy_read(entropy, L, per_layer, lowest);
+    model_eval_mode_leave(ctx, e);
+    kiln_step_reset(ctx);
+    free(entropy);
     return s;
 }

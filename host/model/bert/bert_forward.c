@@ -1,6 +1,5 @@
 /* BERT's forward pass for training and evaluation (bert.h): whole sequences at once,
  * padding masked through the lengths; the loss runs the head on the masked rows only. */
-#include <math.h>
 #include <stdlib.h>
 
 #include "model/bert/bert.h"
@@ -92,24 +91,25 @@ kiln_tensor *bert_batch_loss(bert_model *m, const bert_batch *b, float dropout, 
     return kiln_cross_entropy(logits, targets_t, 0.0f, -1);
 }
 
-kiln_status bert_attention_entropy(bert_model *m, const bert_batch *b, double *per_layer, double *lowest) {
-    int L = m->cfg.n_layer;
-    kiln_tensor **entropy = calloc((size_t)L, sizeof *entropy);
-    if (!entropy) return kiln_set_error(KILN_ERR_MEMORY, "attention entropy: out of host memory");
-    model_eval_mode e = model_eval_mode_enter(m->ctx);
-    int64_t shape[2] = {b->rows, b->width};
+typedef struct entropy_pass {
+    bert_model *m;
+    const bert_batch *b;
+} entropy_pass;
+
+static kiln_status entropy_forward(void *self, kiln_tensor **entropy) {
+    entropy_pass *p = self;
+    bert_model *m = p->m;
+    int64_t shape[2] = {p->b->rows, p->b->width};
     kiln_tensor *ids = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
-    if (ids && kiln_upload(ids, b->ids, (size_t)b->rows * (size_t)b->width * sizeof *b->ids)) ids = NULL;
-    kiln_tensor *lengths = ids ? upload_i32(m->ctx, b->lengths, b->rows) : NULL;
-    kiln_status s = KILN_OK;
-    if (!lengths || !encode(m, ids, lengths, 0.0f, entropy))
-        s = kiln_error_status() ? kiln_error_status() : KILN_ERR_ARGUMENT;
-    if (s) *lowest = NAN;
-    else s = model_entropy_read(entropy, L, per_layer, lowest);
-    model_eval_mode_leave(m->ctx, e);
-    kiln_step_reset(m->ctx);
-    free(entropy);
-    return s;
+    if (ids && kiln_upload(ids, p->b->ids, (size_t)p->b->rows * (size_t)p->b->width * sizeof *p->b->ids)) ids = NULL;
+    kiln_tensor *lengths = ids ? upload_i32(m->ctx, p->b->lengths, p->b->rows) : NULL;
+    if (lengths && encode(m, ids, lengths, 0.0f, entropy)) return KILN_OK;
+    return kiln_error_status() ? kiln_error_status() : KILN_ERR_ARGUMENT;
+}
+
+kiln_status bert_attention_entropy(bert_model *m, const bert_batch *b, double *per_layer, double *lowest) {
+    entropy_pass p = {.m = m, .b = b};
+    return model_entropy_probe(m->ctx, m->cfg.n_layer, entropy_forward, &p, per_layer, lowest);
 }
 
 kiln_status bert_layer_grad_norms(bert_model *m, double unscale, double *out) {

@@ -46,20 +46,21 @@ void gpt_set_attn_temperature(gpt_model *m, float temperature) {
     m->block.o.attn_temperature = temperature;
 }
 
-kiln_status gpt_attention_entropy(gpt_model *m, kiln_tensor *ids, double *per_layer, double *lowest) {
-    int L = m->cfg.n_layer;
-    if (!ids || gpt_check_token_ids(m, ids, 0)) return kiln_error_status();
-    kiln_tensor **entropy = calloc((size_t)L, sizeof *entropy);
-    if (!entropy) return kiln_set_error(KILN_ERR_MEMORY, "attention entropy: out of host memory");
-    model_eval_mode e = model_eval_mode_enter(m->ctx);
+typedef struct entropy_pass {
+    gpt_model *m;
+    kiln_tensor *ids;
+} entropy_pass;
+
+static kiln_status entropy_forward(void *self, kiln_tensor **entropy) {
+    entropy_pass *p = self;
     block_pass pass = {.entropy = entropy};
-    kiln_status s = gpt_trunk(m, ids, NULL, NULL, &pass) ? KILN_OK : kiln_error_status();
-    if (s) *lowest = NAN;
-    else s = model_entropy_read(entropy, L, per_layer, lowest);
-    model_eval_mode_leave(m->ctx, e);
-    kiln_step_reset(m->ctx);
-    free(entropy);
-    return s;
+    return gpt_trunk(p->m, p->ids, NULL, NULL, &pass) ? KILN_OK : kiln_error_status();
+}
+
+kiln_status gpt_attention_entropy(gpt_model *m, kiln_tensor *ids, double *per_layer, double *lowest) {
+    if (!ids || gpt_check_token_ids(m, ids, 0)) return kiln_error_status();
+    entropy_pass p = {.m = m, .ids = ids};
+    return model_entropy_probe(m->ctx, m->cfg.n_layer, entropy_forward, &p, per_layer, lowest);
 }
 
 kiln_status gpt_layer_grad_norms(gpt_model *m, double unscale, double *out) {

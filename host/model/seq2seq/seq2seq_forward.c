@@ -1,7 +1,6 @@
 /* The encoder-decoder's forward pass for training and evaluation (seq2seq.h): whole
  * sequences at once, padding masked through the lengths. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "model/seq2seq/seq2seq.h"
 #include "model/model_monitor.h"
@@ -86,20 +85,23 @@ kiln_tensor *seq2seq_batch_loss(seq2seq_model *m, const seq2seq_batch *b, float 
     return seq2seq_loss(m, t[0], t[1], t[2], t[3], dropout, label_smoothing);
 }
 
-kiln_status seq2seq_attention_entropy(seq2seq_model *m, const seq2seq_batch *b, double *per_layer, double *lowest) {
-    int E = m->cfg.enc_layers, L = E + m->cfg.dec_layers;
-    kiln_tensor **entropy = calloc((size_t)L, sizeof *entropy);
-    if (!entropy) return kiln_set_error(KILN_ERR_MEMORY, "attention entropy: out of host memory");
-    model_eval_mode e = model_eval_mode_enter(m->ctx);
+typedef struct entropy_pass {
+    seq2seq_model *m;
+    const seq2seq_batch *b;
+} entropy_pass;
+
+/* The encoder's layers first, then the decoder's. */
+static kiln_status entropy_forward(void *self, kiln_tensor **entropy) {
+    entropy_pass *p = self;
     kiln_tensor *t[4];
-    kiln_status s = KILN_OK;
-    if (!upload_batch(m, b, t) ||
-        !decode(m, encode(m, t[0], t[1], 0.0f, entropy), t[1], t[2], 0.0f, entropy + E))
-        s = kiln_error_status() ? kiln_error_status() : KILN_ERR_ARGUMENT;
-    if (s) *lowest = NAN;
-    else s = model_entropy_read(entropy, L, per_layer, lowest);
-    model_eval_mode_leave(m->ctx, e);
-    kiln_step_reset(m->ctx);
-    free(entropy);
-    return s;
+    if (upload_batch(p->m, p->b, t) &&
+        decode(p->m, encode(p->m, t[0], t[1], 0.0f, entropy), t[1], t[2], 0.0f, entropy + p->m->cfg.enc_layers))
+        return KILN_OK;
+    return kiln_error_status() ? kiln_error_status() : KILN_ERR_ARGUMENT;
+}
+
+kiln_status seq2seq_attention_entropy(seq2seq_model *m, const seq2seq_batch *b, double *per_layer, double *lowest) {
+    entropy_pass p = {.m = m, .b = b};
+    return model_entropy_probe(m->ctx, m->cfg.enc_layers + m->cfg.dec_layers, entropy_forward, &p, per_layer,
+                               lowest);
 }
