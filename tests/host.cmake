@@ -272,3 +272,17 @@ foreach(backend ${_kiln_host_backends})
            ${_kiln_host_work}/gguf_${backend} ${backend})
   set_tests_properties(${name} PROPERTIES LABELS ${backend} TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
 endforeach()
+
+# seq2seq and BERT runs log the GPT's monitoring (attention entropy against its closed form
+# under uniform attention, per-layer gradient norms), and kiln plot labels their runs: cpu.
+add_test(NAME host_monitor COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/host_monitor.sh $<TARGET_FILE:kiln_host>
+         ${_kiln_host_work}/monitor)
+set_tests_properties(host_monitor PROPERTIES LABELS cpu TIMEOUT 300)
+
+# samples/stability/reproduce.py's judgements (too short against stalled, reproduced or not)
+# on made-up runs: plain Python, cpu.
+find_program(KILN_PYTHON3 python3)
+if(KILN_PYTHON3)
+  add_test(NAME stability_report_logic COMMAND ${KILN_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/stability_report_logic.py)
+  set_tests_properties(stability_report_logic PROPERTIES LABELS cpu TIMEOUT 60)
+endif()

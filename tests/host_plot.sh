@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `kiln plot`: runs overlaid as an SVG that a real renderer (rsvg-convert) draws as a picture
 # that is not empty (many non-white pixels, several colours); a diverged run still renders;
-# a malformed line is reported with its file and line number; bad arguments fail in one line.
+# the legend tells apart runs in folders of the same name, or names them by --label; equal
+# curves keep their markers; a layer profile names its step; log axes are labelled at both
+# ends; a malformed line is reported with its file and line number; bad arguments fail in
+# one line.
 #   host_plot.sh KILN WORKDIR
 set -eu
 . "$(dirname "$0")/host_common.sh"
@@ -84,6 +87,38 @@ grep -q "diverged" all.svg || fail "the diverged run is not marked"
 for run in healthy diverged monitored; do grep -q ">$run<" all.svg || fail "the legend lacks $run"; done
 "$kiln" plot runs/monitored -o layers.svg --metric grad_norm_layers --at-step 30 2>err.txt || fail "layers: $(cat err.txt)"
 picture_ok layers.svg || fail "layers.svg does not render as a picture"
+grep -q ">grad_norm_layers at step 30<" layers.svg || fail "the layer panel does not name its step"
+
+# labels: two runs in folders both named model are told apart by the folder above; --label
+# names runs in order, the rest keep their default; equal curves both show their markers
+mkdir -p a/model b/model c/deep/model
+for d in a/model b/model; do cp runs/healthy/metrics.jsonl $d/; done
+cp runs/monitored/metrics.jsonl c/deep/model/
+"$kiln" plot a/model b/model runs/healthy -o same.svg 2>err.txt || fail "same: $(cat err.txt)"
+for want in a/model b/model healthy; do grep -q ">$want<" same.svg || fail "the legend lacks $want"; done
+picture_ok same.svg || fail "same.svg does not render as a picture"
+# each run's marker shape (circle, square, triangle) is drawn on its line, though the lines coincide
+for shape in "<circle cx" "<rect x=\"[0-9.]*\" y=\"[0-9.]*\" width=\"8\"" "<path d=\"M[0-9.,]* l5,9"; do
+  [ "$(grep -c "$shape" same.svg)" -gt 6 ] || fail "equal curves: too few markers '$shape' in same.svg"
+done
+"$kiln" plot a/model b/model c/deep/model --label first -o labels.svg 2>err.txt || fail "labels: $(cat err.txt)"
+for want in first b/model deep/model; do grep -q ">$want<" labels.svg || fail "the legend lacks $want"; done
+grep -q ">a/model<" labels.svg && fail "--label first did not name the first run"
+
+# a log axis is labelled above and below its values: gradient norms from 0.012 to 1.5 (tick
+# labels 0.01, 0.02, 0.05 ... 2), and from 2e-4 to 3 (powers of ten, 0.0001 ... 10)
+mkdir -p runs/decades
+$py - <<'PY'
+import json
+with open("runs/decades/metrics.jsonl", "w") as f:
+    f.write(json.dumps(dict(step=1, loss=3.0, grad_norm_layers=[1.5, 0.012, 0.05, 0.04])) + "\n")
+    f.write(json.dumps(dict(step=2, loss=3.0, grad_norm_layers=[3.0, 2e-4, 5e-4, 1e-3])) + "\n")
+PY
+"$kiln" plot runs/decades -o narrow.svg --metric grad_norm_layers --at-step 1 2>err.txt || fail "narrow: $(cat err.txt)"
+for want in 0.01 0.02 0.05 0.1 0.2 0.5 1 2; do grep -q "\">$want</text>" narrow.svg || fail "narrow log axis: no tick $want"; done
+"$kiln" plot runs/decades -o wide.svg --metric grad_norm_layers --at-step 2 2>err.txt || fail "wide: $(cat err.txt)"
+for want in 0.0001 0.001 0.01 0.1 1 10; do grep -q "\">$want</text>" wide.svg || fail "wide log axis: no tick $want"; done
+grep -q "log scale" wide.svg || fail "wide.svg is not on a log scale"
 
 # errors: one line, non-zero, the file and line of a malformed row
 expect_error() {
@@ -102,6 +137,7 @@ expect_error "--metric perplexity is not one kiln logs" runs/healthy -o x.svg --
 expect_error "nowhere: cannot open" nowhere -o x.svg
 expect_error "needs -o FILE.svg" runs/healthy
 expect_error "no run has attn_entropy" runs/healthy -o x.svg --metric attn_entropy
+expect_error "--label is given 2 times for 1 run" runs/healthy -o x.svg --label one --label two
 [ ! -e x.svg ] || fail "a failed plot left x.svg"
 [ $status -eq 0 ] && echo "ok: kiln plot renders and refuses bad input"
 exit $status

@@ -73,6 +73,10 @@ static int data_range(const chart_panel *p, int axis_y, double *lo, double *hi) 
         double pad = *lo == 0 ? 1 : fabs(*lo) * 0.1;
         *lo -= pad;
         *hi += pad;
+    } else if (axis_y && !p->log_y) { /* a margin, so that no line runs along the frame */
+        double pad = 0.03 * (*hi - *lo);
+        *lo -= pad;
+        *hi += pad;
     }
     return 1;
 }
@@ -86,6 +90,7 @@ static double nice_step(double span) {
 typedef struct axis {
     double lo, hi; /* in data units (log10 of them on a log scale) */
     int log;
+    int dense; /* a log axis' ticks at 1, 2 and 5 (log_widen) */
     double px0, px1;
 } axis;
 
@@ -117,28 +122,60 @@ static void x_grid(FILE *f, const axis *ax, double top, double bottom) {
     }
 }
 
-/* The horizontal grid lines and their labels: at powers of ten on a log scale, else at nice
- * steps. */
+/* A log axis' ticks: 1, 2 and 5 times each power of ten when the range spans at most
+ * three decades, else the powers of ten alone. */
+static int log_ticks_dense(double lo, double hi) { return hi - lo <= 3 + 1e-9; }
+
+/* The tick at or below (down) or at or above (!down) 10^e, as a log10. */
+static double log_tick(double e, int dense, int down) {
+    static const double steps[] = {0, 0.30103, 0.69897}; /* log10 of 1, 2, 5 */
+    double decade = floor(e + 1e-9);
+    if (!dense) return down ? decade : ceil(e - 1e-9);
+    if (down) {
+        for (int i = 2; i >= 0; i--)
+            if (decade + steps[i] <= e + 1e-9) return decade + steps[i];
+        return decade;
+    }
+    for (int i = 0; i < 3; i++)
+        if (decade + steps[i] >= e - 1e-9) return decade + steps[i];
+    return decade + 1;
+}
+
+/* A log axis widened to ticks at both ends, so that both ends are labelled. */
+static void log_widen(axis *ay) {
+    int dense = ay->dense = log_ticks_dense(ay->lo, ay->hi);
+    double lo = log_tick(ay->lo, dense, 1), hi = log_tick(ay->hi, dense, 0);
+    if (hi - lo < 1e-9) hi = log_tick(hi + 0.01, dense, 0); /* one value: up to the next tick */
+    ay->lo = lo;
+    ay->hi = hi;
+}
+
+static void y_tick(FILE *f, double y, double value) {
+    char label[32];
+    snprintf(label, sizeof label, "%g", value);
+    fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
+    text(f, LEFT - 6, y + 4, "end", 12, label, "");
+}
+
+/* The horizontal grid lines and their labels: at log_widen's ticks on a log scale, else at
+ * nice steps. */
 static void y_grid(FILE *f, const axis *ay) {
     if (ay->log) {
+        static const double mantissas[] = {1, 2, 5};
+        int dense = ay->dense;
         for (double e = floor(ay->lo); e <= ceil(ay->hi); e++) {
-            if (e < ay->lo - 1e-9 || e > ay->hi + 1e-9) continue;
-            double y = ay->px0 + (e - ay->lo) / (ay->hi - ay->lo) * (ay->px1 - ay->px0);
-            char label[32];
-            snprintf(label, sizeof label, "%g", pow(10, e));
-            fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
-            text(f, LEFT - 6, y + 4, "end", 12, label, "");
+            for (int i = 0; i < (dense ? 3 : 1); i++) {
+                double t = e + log10(mantissas[i]);
+                if (t < ay->lo - 1e-9 || t > ay->hi + 1e-9) continue;
+                y_tick(f, ay->px0 + (t - ay->lo) / (ay->hi - ay->lo) * (ay->px1 - ay->px0),
+                       mantissas[i] * pow(10, e));
+            }
         }
         return;
     }
     double ys = nice_step(ay->hi - ay->lo);
-    for (double v = ceil(ay->lo / ys) * ys; v <= ay->hi + 1e-9 * ys; v += ys) {
-        double y = to_px(ay, v);
-        char label[32];
-        snprintf(label, sizeof label, "%g", fabs(v) < 1e-12 * ys ? 0.0 : v);
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", LEFT, y, LEFT + PLOT_W, y);
-        text(f, LEFT - 6, y + 4, "end", 12, label, "");
-    }
+    for (double v = ceil(ay->lo / ys) * ys; v <= ay->hi + 1e-9 * ys; v += ys)
+        y_tick(f, to_px(ay, v), fabs(v) < 1e-12 * ys ? 0.0 : v);
 }
 
 /* The x label under the panel and the y label turned up its left side. */
@@ -202,6 +239,40 @@ static void series_marks(FILE *f, const chart_series *c, const axis *ax, const a
     }
 }
 
+/* Run i's marker shape: curves that coincide (two runs with equal losses) still show
+ * both, as their markers sit at different places along the line. */
+enum { N_SHAPES = 6 };
+static void marker(FILE *f, int color, double x, double y) {
+    const char *c = palette[color % N_COLORS];
+    switch (color % N_SHAPES) {
+    case 0: fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x, y, c); break;
+    case 1: fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\"/>\n", x - 4, y - 4, c); break;
+    case 2: fprintf(f, "<path d=\"M%.1f,%.1f l5,9 h-10 z\" fill=\"%s\"/>\n", x, y - 5, c); break;
+    case 3: fprintf(f, "<path d=\"M%.1f,%.1f l5,5 l-5,5 l-5,-5 z\" fill=\"%s\"/>\n", x, y - 5, c); break;
+    case 4: fprintf(f, "<path d=\"M%.1f,%.1f l5,-9 h-10 z\" fill=\"%s\"/>\n", x, y + 5, c); break;
+    default:
+        fprintf(f, "<path d=\"M%.1f,%.1f h10 m-5,-5 v10\" stroke=\"%s\" stroke-width=\"3\"/>\n", x - 5, y, c);
+        break;
+    }
+}
+
+/* A solid series' markers: MARKS of them spread along its x range, each run's shifted by a
+ * different fraction of the spacing (golden-ratio steps), placed on the line between the
+ * points around them. */
+enum { MARKS = 6 };
+static void series_markers(FILE *f, const chart_series *c, const axis *ax, const axis *ay, double top) {
+    if (c->dashed || c->n < 2) return;
+    double shift = fmod(0.5 + 0.618034 * c->color, 1.0), x0 = c->x[0], x1 = c->x[c->n - 1];
+    for (int k = 0, i = 0; k < MARKS; k++) {
+        double x = x0 + (k + shift) / MARKS * (x1 - x0);
+        while (i + 2 < c->n && c->x[i + 1] < x) i++;
+        if (!y_placeable(ay, c->y[i]) || !y_placeable(ay, c->y[i + 1]) || c->x[i + 1] <= c->x[i]) continue;
+        double t = (x - c->x[i]) / (c->x[i + 1] - c->x[i]);
+        double py0 = fmax(to_px(ay, c->y[i]), top), py1 = fmax(to_px(ay, c->y[i + 1]), top);
+        marker(f, c->color, to_px(ax, x), py0 + t * (py1 - py0));
+    }
+}
+
 static void panel(FILE *f, const chart_panel *p, double top) {
     double bottom = top + PANEL_H;
     fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" stroke=\"#444444\"/>\n", LEFT,
@@ -215,12 +286,14 @@ static void panel(FILE *f, const chart_panel *p, double top) {
     }
     ay.lo = p->log_y ? log10(ylo) : ylo;
     ay.hi = p->log_y ? log10(yhi) : yhi;
-    if (p->log_y && ay.hi - ay.lo < 1e-9) ay.hi = ay.lo + 1;
+    if (p->log_y) log_widen(&ay);
     x_grid(f, &ax, top, bottom);
     y_grid(f, &ay);
     axis_labels(f, p, top, bottom);
-    for (int s = 0; s < p->n_series; s++) {
+    /* the first run on top: later ones are drawn first */
+    for (int s = p->n_series - 1; s >= 0; s--) {
         series_line(f, &p->series[s], &ax, &ay, top);
+        series_markers(f, &p->series[s], &ax, &ay, top);
         series_marks(f, &p->series[s], &ax, &ay, top);
     }
 }
@@ -244,6 +317,7 @@ int svg_chart_write(const char *path, const char *title, const chart_panel *pane
     for (int i = 0; i < n_legend; i++) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n", lx,
                 ly + 20 * i, lx + 24, ly + 20 * i, palette[i % N_COLORS]);
+        marker(f, i, lx + 12, ly + 20 * i);
         text(f, lx + 30, ly + 20 * i + 4, "start", 12, legend[i], "");
     }
     fputs("</svg>\n", f);

@@ -1,7 +1,10 @@
 /* Line charts as SVG: panels stacked vertically, each with its series, axes, ticks and
  * labels, and one legend for the whole figure. Points whose y is not finite break the line
  * (nothing is drawn as zero); values outside the panel's range are clipped to its edge and
- * marked. A panel on a log scale drops non-positive values the same way. */
+ * marked. A panel on a log scale drops non-positive values the same way; its range widens
+ * to labelled ticks at both ends (1, 2 and 5 times the powers of ten within three decades).
+ * Each colour has its own marker shape, a few along each solid line at places that differ
+ * from colour to colour, and the first series is drawn on top: equal curves stay visible. */
 #ifndef KILN_HOST_FORMATS_SVG_CHART_H
 #define KILN_HOST_FORMATS_SVG_CHART_H
 

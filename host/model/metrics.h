@@ -4,10 +4,11 @@
  * val_loss appears only on the steps that evaluated. Mixed-precision (fp16) runs add
  * "loss_scale" (S after the step's update) and "skipped_steps" (overflowing steps skipped
  * so far, cumulative); a skipped step's grad_norm is null. Steps that evaluated add the
- * monitoring of model/gpt/gpt.h: "attn_entropy" (one value per layer: the mean over heads and
- * queries of -sum p log p on a validation batch; null for a layer without softmax
- * attention), "attn_entropy_min" (the lowest head's) and "grad_norm_layers" (the gradient
- * norm of each block's parameters at that step). A BERT's evaluations add "mlm_accuracy": the
+ * monitoring (every kind of model: cli/train_monitor.h): "attn_entropy" (one value per
+ * layer: the mean over heads and queries of -sum p log p on a validation batch; null for a
+ * layer without softmax attention), "attn_entropy_min" (the lowest head's) and
+ * "grad_norm_layers" (the gradient norm of each block's parameters at that step); a
+ * seq2seq model's layers are its encoder's then its decoder's. A BERT's evaluations add "mlm_accuracy": the
  * fraction of held-out masked positions whose most likely token is the original one. Steps
  * that evaluated also add the memory: "host_rss_bytes" (the process's resident set) and
  * "device_bytes" (what the engine holds on the device: tensors and the step arena), flat

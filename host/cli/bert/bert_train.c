@@ -19,6 +19,7 @@
 #include "run/cli.h"
 #include "cli/bert/bert_commands.h"
 #include "cli/train_loop.h"
+#include "cli/train_monitor.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
 #include "model/bert/bert_checkpoint.h"
@@ -39,6 +40,7 @@ typedef struct bert_run {
     int temperature_given; /* --attn-temperature on a resumed run overrides the checkpoint's */
     trainer *t;
     double accuracy; /* the last evaluation's MLM accuracy */
+    train_monitor mon;
 } bert_run;
 
 static kiln_tensor *draw_loss(trainer *t, uint64_t draw, char *err, size_t errlen) {
@@ -52,6 +54,9 @@ static kiln_tensor *draw_loss(trainer *t, uint64_t draw, char *err, size_t errle
 
 static kiln_status precision_hook(void *m, kiln_dtype d, int keep) { return bert_set_precision(m, d, keep); }
 static kiln_status sigma_hook(void *m) { return bert_sigma_step(m); }
+static kiln_status grad_norms_hook(void *m, double unscale, double *out) {
+    return bert_layer_grad_norms(m, unscale, out);
+}
 
 /* The tokenizer: a resumed run's own, else --tokenizer, else bytes with the specials. */
 static int load_tokenizer(bert_run *r) {
@@ -158,7 +163,7 @@ static int evaluate(bert_run *r, int64_t max_windows, double *loss, double *accu
 /* The shared loop's hooks (cli/train_loop.h). */
 static void before_step(void *self, int64_t step, int evaluates) {
     bert_run *r = self;
-    (void)evaluates;
+    train_monitor_before_step(&r->mon, r->t, evaluates);
     /* --attn-temperature-at: the last change at or before this step */
     for (int i = r->o->st.n_changes - 1; i >= 0; i--) {
         if (r->o->st.change_step[i] <= step) {
@@ -172,6 +177,17 @@ static int evaluate_hook(void *self, int full, metrics_row *row) {
     bert_run *r = self;
     if (evaluate(r, full ? 0 : r->o->eval_windows, &row->val_loss, &r->accuracy)) return 1;
     row->mlm_accuracy = &r->accuracy;
+    /* the attention entropy on the first held-out windows (the training batch's buffers:
+     * the next step fills them again) */
+    const int32_t *val;
+    int64_t n;
+    data_split(r->ds, DATA_VAL, &val, &n);
+    int64_t windows = bert_eval_windows(n, r->o->hp.block);
+    int rows = (int)(windows < r->o->hp.batch ? windows : r->o->hp.batch);
+    if (bert_eval_batch(&r->vocab, val, n, r->o->hp.block, 0, rows, &r->batch)) return host_error("out of host memory");
+    if (bert_attention_entropy(r->m, &r->batch, r->mon.entropy, &r->mon.lowest))
+        return host_engine_error("attention entropy");
+    train_monitor_row(&r->mon, r->t, row);
     return 0;
 }
 
@@ -228,11 +244,11 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     if (build_model(r, ctx) || load_data(r, r->o->hp.block)) return 1;
     train_model model = {.self = r->m, .ctx = ctx, .params = r->m->params, .n_params = r->m->n_params,
                          .d_model = r->m->cfg.n_embd, .data_tokens = (uint64_t)r->ds->n_train,
-                         .set_precision = precision_hook, .sigma_step = sigma_hook, .micro_loss = draw_loss,
-                         .data = r};
+                         .set_precision = precision_hook, .sigma_step = sigma_hook,
+                         .layer_grad_norms = grad_norms_hook, .micro_loss = draw_loss, .data = r};
     if (trainer_init_model(t, &model, &r->o->hp, err, sizeof err)) return host_error("%s", err);
     r->t = t;
-    return 0;
+    return train_monitor_init(&r->mon, r->m->cfg.n_layer);
 }
 
 /* --attention: a micro-batch's self-attention over --batch sequences of --block tokens. */
@@ -265,6 +281,7 @@ static void report(void *self, const trainer *t, double val) {
 
 static void destroy(void *self) {
     bert_run *r = self;
+    train_monitor_free(&r->mon, r->t);
     bert_batch_free(&r->batch);
     data_free(r->ds);
     bert_free(r->m);

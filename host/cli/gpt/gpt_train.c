@@ -26,6 +26,7 @@
 #include "cli/kind_commands.h"
 #include "run/gpt_tokenizer.h"
 #include "cli/train_loop.h"
+#include "cli/train_monitor.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
 #include "model/checkpoint_tokenizer.h"
@@ -119,7 +120,7 @@ typedef struct gpt_run {
     data_set *ds;
     gpt_model *m;
     trainer *t;
-    double *entropy, *grad_norms; /* per layer, for the evaluations' monitoring (one allocation) */
+    train_monitor mon;            /* the evaluations' per-layer monitoring */
     enum { PROBE_OFF, PROBE_ON, PROBE_UNDECIDED } probe_entropy; /* the evaluations' entropy (attention()) */
     lora_run lora;                /* o->lora: the adapters trained on a frozen base */
 } gpt_run;
@@ -275,8 +276,7 @@ static void decide_entropy_probe(gpt_run *r) {
 static void before_step(void *self, int64_t step, int evaluates) {
     gpt_run *r = self;
     apply_temperature(r->t->m, &r->o->st, step);
-    /* the gradients of a step that will evaluate are measured before its update */
-    r->t->layer_grad_norms = evaluates ? r->grad_norms : NULL;
+    train_monitor_before_step(&r->mon, r->t, evaluates);
 }
 
 static int evaluate(void *self, int full, metrics_row *row) {
@@ -293,11 +293,10 @@ static int evaluate(void *self, int full, metrics_row *row) {
         return host_error("%s", err);
     row->val_loss = sum / (double)windows;
     if (r->probe_entropy == PROBE_UNDECIDED) decide_entropy_probe(r);
-    if (r->probe_entropy == PROBE_ON && measure_entropy(t->m, t->ds, hp, r->entropy, &row->attn_entropy_min, t->x, t->y))
-        return 1;
-    row->n_layers = t->m->cfg.n_layer;
-    row->attn_entropy = r->probe_entropy == PROBE_ON ? r->entropy : NULL;
-    row->grad_norm_layers = t->layer_grad_norms ? r->grad_norms : NULL;
+    int probed = r->probe_entropy == PROBE_ON;
+    if (probed && measure_entropy(t->m, t->ds, hp, r->mon.entropy, &r->mon.lowest, t->x, t->y)) return 1;
+    train_monitor_row(&r->mon, t, row);
+    if (!probed) row->attn_entropy = NULL;
     return 0;
 }
 
@@ -389,10 +388,7 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
                    : trainer_init(t, r->m, r->ds, hp, err, sizeof err))
         return host_error("%s", err);
     r->t = t;
-    int L = r->m->cfg.n_layer;
-    if (!(r->entropy = calloc(2 * (size_t)L, sizeof(double)))) return host_error("out of host memory");
-    r->grad_norms = r->entropy + L;
-    return 0;
+    return train_monitor_init(&r->mon, r->m->cfg.n_layer);
 }
 
 /* --attention: the steps' path (train_attention), then the evaluations' entropy probe. */
@@ -458,8 +454,7 @@ static void report(void *self, const trainer *t, double val) {
 
 static void destroy(void *self) {
     gpt_run *r = self;
-    if (r->t) r->t->layer_grad_norms = NULL;
-    free(r->entropy); /* and grad_norms */
+    train_monitor_free(&r->mon, r->t);
     lora_run_free(&r->lora);
     gpt_free(r->m);
     data_free(r->ds);

@@ -19,6 +19,7 @@
 #include "run/cli.h"
 #include "cli/seq2seq/seq2seq_commands.h"
 #include "cli/train_loop.h"
+#include "cli/train_monitor.h"
 #include "cli/train_options.h"
 #include "cli/train_parallel.h"
 #include "model/checkpoint_tokenizer.h"
@@ -37,6 +38,7 @@ typedef struct s2s_run {
     double step_tokens; /* target tokens of the step's micro-batches, for throughput */
     run_paths paths;
     trainer *t;
+    train_monitor mon; /* encoder layers then decoder layers */
 } s2s_run;
 
 static kiln_tensor *draw_loss(trainer *t, uint64_t draw, char *err, size_t errlen) {
@@ -55,6 +57,9 @@ static kiln_tensor *draw_loss(trainer *t, uint64_t draw, char *err, size_t errle
 
 static kiln_status precision_hook(void *m, kiln_dtype d, int keep) { return seq2seq_set_precision(m, d, keep); }
 static kiln_status sigma_hook(void *m) { return seq2seq_sigma_step(m); }
+static kiln_status grad_norms_hook(void *m, double unscale, double *out) {
+    return seq2seq_layer_grad_norms(m, unscale, out);
+}
 
 /* The tokenizers: a resumed run's own, else the options', else bytes with the specials. */
 static int load_tokenizers(s2s_run *r) {
@@ -168,9 +173,10 @@ static int save_checkpoint(const trainer *t, s2s_run *r) {
 
 /* The shared loop's hooks (cli/train_loop.h). */
 static void before_step(void *self, int64_t step, int evaluates) {
+    s2s_run *r = self;
     (void)step;
-    (void)evaluates;
-    ((s2s_run *)self)->step_tokens = 0;
+    r->step_tokens = 0;
+    train_monitor_before_step(&r->mon, r->t, evaluates);
 }
 
 static double step_tokens(void *self) { return ((s2s_run *)self)->step_tokens; }
@@ -179,7 +185,14 @@ static int evaluate(void *self, int full, metrics_row *row) {
     s2s_run *r = self;
     char err[1024];
     (void)full; /* the held-out pairs are few: always all of them */
-    return seq2seq_data_loss(r->m, r->val, &row->val_loss, err, sizeof err) ? host_error("%s", err) : 0;
+    if (seq2seq_data_loss(r->m, r->val, &row->val_loss, err, sizeof err)) return host_error("%s", err);
+    /* the attention entropy on the first held-out batch (the training batch's buffers:
+     * the next step fills them again) */
+    if (seq2seq_data_batch(r->val, 0, &r->batch)) return host_error("out of host memory");
+    if (seq2seq_attention_entropy(r->m, &r->batch, r->mon.entropy, &r->mon.lowest))
+        return host_engine_error("attention entropy");
+    train_monitor_row(&r->mon, r->t, row);
+    return 0;
 }
 
 static int save(void *self) {
@@ -244,15 +257,15 @@ static int start(void *self, kiln_ctx *ctx, trainer *t) {
     if (build_model(r, ctx) || load_data(r)) return 1;
     train_model model = {.self = r->m, .ctx = ctx, .params = r->m->params, .n_params = r->m->n_params,
                          .d_model = r->m->cfg.n_embd, .data_tokens = (uint64_t)r->train->target_tokens,
-                         .set_precision = precision_hook, .sigma_step = sigma_hook, .micro_loss = draw_loss,
-                         .data = r};
+                         .set_precision = precision_hook, .sigma_step = sigma_hook,
+                         .layer_grad_norms = grad_norms_hook, .micro_loss = draw_loss, .data = r};
     /* the geometry a resume must share: the token budget and the positions */
     train_hparams *hp = &r->o->hp;
     hp->batch = r->o->batch_tokens;
     hp->block = r->o->max_len;
     if (trainer_init_model(t, &model, hp, err, sizeof err)) return host_error("%s", err);
     r->t = t;
-    return 0;
+    return train_monitor_init(&r->mon, r->m->cfg.enc_layers + r->m->cfg.dec_layers);
 }
 
 /* --attention: a micro-batch holds at most --batch-tokens target tokens in sequences of at
@@ -296,6 +309,7 @@ static void report(void *self, const trainer *t, double val) {
 
 static void destroy(void *self) {
     s2s_run *r = self;
+    train_monitor_free(&r->mon, r->t);
     seq2seq_batch_free(&r->batch);
     seq2seq_data_free(r->train);
     seq2seq_data_free(r->val);

@@ -109,4 +109,11 @@ void bert_batch_free(bert_batch *b);
  * A batch without any target is an error. */
 kiln_tensor *bert_batch_loss(bert_model *m, const bert_batch *b, float dropout, kiln_tensor **masked_logits);
 
+/* Training's monitoring (model/metrics.h): the attention entropy of batch b in evaluation
+ * mode, per_layer[n_layer] and the lowest head's in *lowest (padded queries count as the
+ * rest: the evaluation windows are full but for the last); the gradient norm of each
+ * block's parameters (as model_params_layer_grad_norms). */
+kiln_status bert_attention_entropy(bert_model *m, const bert_batch *b, double *per_layer, double *lowest);
+kiln_status bert_layer_grad_norms(bert_model *m, double unscale, double *out);
+
 #endif

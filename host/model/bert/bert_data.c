@@ -183,6 +183,23 @@ static int eval_batch(bert_model *m, const bert_batch *b, double *loss_sum, int6
     return 0;
 }
 
+int bert_eval_batch(const bert_vocab *v, const int32_t *tokens, int64_t n, int T, int64_t first, int rows,
+                    bert_batch *b) {
+    int w = T - 2;
+    /* the batch is as wide as its longest window: only the last window can be short */
+    int64_t last_len = n - (first + rows - 1) * (int64_t)w;
+    int width = last_len >= w ? T : (int)last_len + 2;
+    if (rows > 1) width = T;
+    if (bert_batch_alloc(b, rows, width)) return -1;
+    for (int r = 0; r < rows; r++) {
+        int64_t at = (first + r) * (int64_t)w, len = n - at < w ? n - at : w;
+        b->lengths[r] = (int32_t)len + 2;
+        bert_mask_row(v, tokens + at, (int)len, width, BERT_EVAL_SEED, (uint64_t)(first + r),
+                      b->ids + (size_t)r * width, b->targets + (size_t)r * width, NULL);
+    }
+    return 0;
+}
+
 int bert_eval(bert_model *m, const bert_vocab *v, const int32_t *tokens, int64_t n, int rows, int64_t max_windows,
               double *loss, double *accuracy, char *err, size_t errlen) {
     return bert_eval_watched(m, v, tokens, n, rows, max_windows, NULL, loss, accuracy, err, errlen);
@@ -191,7 +208,7 @@ int bert_eval(bert_model *m, const bert_vocab *v, const int32_t *tokens, int64_t
 int bert_eval_watched(bert_model *m, const bert_vocab *v, const int32_t *tokens, int64_t n, int rows,
                       int64_t max_windows, const eval_watch *watch, double *loss, double *accuracy, char *err,
                       size_t errlen) {
-    int T = m->cfg.max_len, w = T - 2;
+    int T = m->cfg.max_len;
     int64_t windows = bert_eval_windows(n, T);
     if (max_windows > 0 && max_windows < windows) windows = max_windows;
     if (windows == 0) {
@@ -207,20 +224,10 @@ int bert_eval_watched(bert_model *m, const bert_vocab *v, const int32_t *tokens,
     int rc = 0;
     for (int64_t first = 0; first < windows && rc == 0; first += rows) {
         int r_n = (int)(windows - first < rows ? windows - first : rows);
-        /* the batch is as wide as its longest window: only the last window can be short */
-        int64_t last_len = n - (first + r_n - 1) * (int64_t)w;
-        int width = last_len >= w ? T : (int)last_len + 2;
-        if (r_n > 1) width = T;
-        if (bert_batch_alloc(&b, r_n, width)) {
+        if (bert_eval_batch(v, tokens, n, T, first, r_n, &b)) {
             snprintf(err, errlen, "out of host memory");
             rc = -1;
             break;
-        }
-        for (int r = 0; r < r_n; r++) {
-            int64_t at = (first + r) * (int64_t)w, len = n - at < w ? n - at : w;
-            b.lengths[r] = (int32_t)len + 2;
-            bert_mask_row(v, tokens + at, (int)len, width, BERT_EVAL_SEED, (uint64_t)(first + r),
-                          b.ids + (size_t)r * width, b.targets + (size_t)r * width, NULL);
         }
         rc = eval_batch(m, &b, &loss_sum, &correct, &count, err, errlen);
         kiln_step_reset(m->ctx);

@@ -63,6 +63,12 @@ int bert_train_batch(const bert_vocab *v, const data_set *ds, uint64_t seed, uin
 /* Evaluation windows of tokens[0..n) for sequences of width T: ceil(n / (T - 2)). */
 int64_t bert_eval_windows(int64_t n, int T);
 
+/* Evaluation windows [first, first + rows) of tokens[0..n) as a batch of sequences of
+ * width T (narrower when it is the last window alone and short), window i masked with
+ * (BERT_EVAL_SEED, i). Returns 0 or -1 (out of memory). */
+int bert_eval_batch(const bert_vocab *v, const int32_t *tokens, int64_t n, int T, int64_t first, int rows,
+                    bert_batch *b);
+
 /* The MLM loss (mean cross-entropy per predicted position) and accuracy (the fraction of
  * predicted positions whose arg-max logit is the original token) over every evaluation
  * window of tokens[0..n), window i masked with (BERT_EVAL_SEED, i), `rows` windows per

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "model/bert/bert.h"
+#include "model/model_monitor.h"
 
 static kiln_status check_ids(const bert_model *m, const kiln_tensor *ids) {
     if (!ids) return kiln_error_status() ? kiln_error_status() : KILN_ERR_ARGUMENT;
@@ -14,7 +15,9 @@ static kiln_status check_ids(const bert_model *m, const kiln_tensor *ids) {
     return KILN_OK;
 }
 
-kiln_tensor *bert_encode(bert_model *m, kiln_tensor *ids, kiln_tensor *lengths, float dropout) {
+/* The encoder; entropy (or NULL): the probe of each layer's self-attention. */
+static kiln_tensor *encode(bert_model *m, kiln_tensor *ids, kiln_tensor *lengths, float dropout,
+                           kiln_tensor **entropy) {
     if (check_ids(m, ids)) return NULL;
     int64_t T = ids->shape[1], C = m->cfg.n_embd;
     /* every token is of type 0: its row [C] broadcasts over the positions [T, C] */
@@ -23,10 +26,14 @@ kiln_tensor *bert_encode(bert_model *m, kiln_tensor *ids, kiln_tensor *lengths, 
     kiln_tensor *x = kiln_add(kiln_embedding(m->word, ids), where);
     x = kiln_layernorm(x, m->emb_ln_w, m->emb_ln_b, m->cfg.ln_eps);
     if (x && dropout > 0.0f && kiln_training(m->ctx)) x = kiln_dropout(x, dropout);
-    block_pass pass = {.dropout = dropout, .key_lengths = lengths};
+    block_pass pass = {.dropout = dropout, .key_lengths = lengths, .entropy = entropy};
     for (int l = 0; l < m->cfg.n_layer && x; l++) x = block_forward(&m->block, &m->blocks[l], l, x, &pass, NULL, NULL);
     if (x && m->ln_f_w) x = kiln_layernorm(x, m->ln_f_w, m->ln_f_b, m->cfg.ln_eps);
     return x;
+}
+
+kiln_tensor *bert_encode(bert_model *m, kiln_tensor *ids, kiln_tensor *lengths, float dropout) {
+    return encode(m, ids, lengths, dropout, NULL);
 }
 
 kiln_tensor *bert_head(bert_model *m, kiln_tensor *hidden) {
@@ -82,4 +89,29 @@ kiln_tensor *bert_batch_loss(bert_model *m, const bert_batch *b, float dropout, 
     kiln_tensor *logits = bert_head(m, picked);
     if (masked_logits) *masked_logits = logits;
     return kiln_cross_entropy(logits, targets_t, 0.0f, -1);
+}
+
+typedef struct entropy_pass {
+    bert_model *m;
+    const bert_batch *b;
+} entropy_pass;
+
+static kiln_status entropy_forward(void *self, kiln_tensor **entropy) {
+    entropy_pass *p = self;
+    bert_model *m = p->m;
+    int64_t shape[2] = {p->b->rows, p->b->width};
+    kiln_tensor *ids = kiln_tensor_temp(m->ctx, KILN_I32, 2, shape);
+    if (ids && kiln_upload(ids, p->b->ids, (size_t)p->b->rows * (size_t)p->b->width * sizeof *p->b->ids)) ids = NULL;
+    kiln_tensor *lengths = ids ? upload_i32(m->ctx, p->b->lengths, p->b->rows) : NULL;
+    if (lengths && encode(m, ids, lengths, 0.0f, entropy)) return KILN_OK;
+    return kiln_error_status() ? kiln_error_status() : KILN_ERR_ARGUMENT;
+}
+
+kiln_status bert_attention_entropy(bert_model *m, const bert_batch *b, double *per_layer, double *lowest) {
+    entropy_pass p = {.m = m, .b = b};
+    return model_entropy_probe(m->ctx, m->cfg.n_layer, entropy_forward, &p, per_layer, lowest);
+}
+
+kiln_status bert_layer_grad_norms(bert_model *m, double unscale, double *out) {
+    return model_params_layer_grad_norms(m->ctx, m->params, m->n_params, m->cfg.n_layer, unscale, out);
 }

@@ -6,23 +6,7 @@
 
 #include "model/gpt/gpt.h"
 #include "model/gpt/gpt_internal.h"
-
-/* Runs f with grad and training off (an evaluation-mode pass), restoring both after. */
-typedef struct eval_mode {
-    int grad, training;
-} eval_mode;
-
-static eval_mode eval_mode_enter(kiln_ctx *ctx) {
-    eval_mode e = {.grad = kiln_grad_enabled(ctx), .training = kiln_training(ctx)};
-    kiln_set_grad_enabled(ctx, 0);
-    kiln_set_training(ctx, 0);
-    return e;
-}
-
-static void eval_mode_leave(kiln_ctx *ctx, eval_mode e) {
-    kiln_set_grad_enabled(ctx, e.grad);
-    kiln_set_training(ctx, e.training);
-}
+#include "model/model_monitor.h"
 
 kiln_status gpt_admin_profile(gpt_model *m, kiln_tensor *ids, float *omegas) {
     if (m->block.o.residual != BLOCK_RESIDUAL_ADMIN)
@@ -30,12 +14,12 @@ kiln_status gpt_admin_profile(gpt_model *m, kiln_tensor *ids, float *omegas) {
     if (m->dtype != KILN_F32)
         return kiln_set_error(KILN_ERR_ARGUMENT, "admin profiling: run it on the f32 model, before mixed precision");
     if (!ids || gpt_check_token_ids(m, ids, 0)) return kiln_error_status();
-    eval_mode e = eval_mode_enter(m->ctx);
+    model_eval_mode e = model_eval_mode_enter(m->ctx);
     block_admin_profile profile = {.ratio = 1.0f, .omegas = omegas};
     block_pass pass = {.admin = &profile};
     kiln_tensor *x = gpt_trunk(m, ids, NULL, NULL, &pass);
     kiln_status s = x ? KILN_OK : kiln_error_status();
-    eval_mode_leave(m->ctx, e);
+    model_eval_mode_leave(m->ctx, e);
     kiln_step_reset(m->ctx);
     return s;
 }
@@ -62,37 +46,21 @@ void gpt_set_attn_temperature(gpt_model *m, float temperature) {
     m->block.o.attn_temperature = temperature;
 }
 
-kiln_status gpt_attention_entropy(gpt_model *m, kiln_tensor *ids, double *per_layer, double *lowest) {
-    int L = m->cfg.n_layer;
-    if (!ids || gpt_check_token_ids(m, ids, 0)) return kiln_error_status();
-    kiln_tensor **entropy = calloc((size_t)L, sizeof *entropy);
-    float *heads = malloc((size_t)m->cfg.n_head * sizeof *heads);
-    if (!entropy || !heads) {
-        free(entropy);
-        free(heads);
-        return kiln_set_error(KILN_ERR_MEMORY, "attention entropy: out of host memory");
-    }
-    eval_mode e = eval_mode_enter(m->ctx);
+typedef struct entropy_pass {
+    gpt_model *m;
+    kiln_tensor *ids;
+} entropy_pass;
+
+static kiln_status entropy_forward(void *self, kiln_tensor **entropy) {
+    entropy_pass *p = self;
     block_pass pass = {.entropy = entropy};
-    kiln_status s = gpt_trunk(m, ids, NULL, NULL, &pass) ? KILN_OK : kiln_error_status();
-    *lowest = NAN;
-    for (int l = 0; l < L && !s; l++) {
-        per_layer[l] = NAN;
-        if (!entropy[l]) continue; /* no softmax attention in this layer */
-        int64_t h = kiln_numel(entropy[l]);
-        if ((s = kiln_download_f32(entropy[l], heads, h))) break;
-        double sum = 0;
-        for (int64_t i = 0; i < h; i++) {
-            sum += heads[i];
-            if (isnan(*lowest) || heads[i] < *lowest) *lowest = heads[i];
-        }
-        per_layer[l] = sum / (double)h;
-    }
-    eval_mode_leave(m->ctx, e);
-    kiln_step_reset(m->ctx);
-    free(entropy);
-    free(heads);
-    return s;
+    return gpt_trunk(p->m, p->ids, NULL, NULL, &pass) ? KILN_OK : kiln_error_status();
+}
+
+kiln_status gpt_attention_entropy(gpt_model *m, kiln_tensor *ids, double *per_layer, double *lowest) {
+    if (!ids || gpt_check_token_ids(m, ids, 0)) return kiln_error_status();
+    entropy_pass p = {.m = m, .ids = ids};
+    return model_entropy_probe(m->ctx, m->cfg.n_layer, entropy_forward, &p, per_layer, lowest);
 }
 
 kiln_status gpt_layer_grad_norms(gpt_model *m, double unscale, double *out) {

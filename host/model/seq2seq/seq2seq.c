@@ -224,6 +224,18 @@ kiln_status seq2seq_sigma_step(seq2seq_model *m) {
     return s ? s : block_sigma_step(&m->dec_block, m->dec_masters, m->cfg.dec_layers);
 }
 
+/* The trained tensors are in checkpoint order (seq2seq_param_specs): every encoder block's
+ * before the first decoder tensor, every decoder block's after it; each part's layers are
+ * its stack's. */
+kiln_status seq2seq_layer_grad_norms(seq2seq_model *m, double unscale, double *out) {
+    int first_dec = 0;
+    while (first_dec < m->n_params && !seq2seq_param_is_decoder(&m->params[first_dec].spec)) first_dec++;
+    kiln_status s = model_params_layer_grad_norms(m->ctx, m->params, first_dec, m->cfg.enc_layers, unscale, out);
+    return s ? s
+             : model_params_layer_grad_norms(m->ctx, m->params + first_dec, m->n_params - first_dec,
+                                             m->cfg.dec_layers, unscale, out + m->cfg.enc_layers);
+}
+
 int64_t seq2seq_param_count(const seq2seq_model *m) { return model_params_count(m->params, m->n_params); }
 
 kiln_status seq2seq_admin_closed_form(seq2seq_model *m) {

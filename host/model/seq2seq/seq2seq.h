@@ -104,6 +104,15 @@ typedef struct seq2seq_batch {
 /* Uploads a batch and returns its loss (as seq2seq_loss). */
 kiln_tensor *seq2seq_batch_loss(seq2seq_model *m, const seq2seq_batch *b, float dropout, float label_smoothing);
 
+/* Training's monitoring (model/metrics.h). The attention entropy of batch b in evaluation
+ * mode: per_layer[enc_layers + dec_layers], the encoder's self-attention layers then the
+ * decoder's (cross-attention is not probed), and the lowest head's in *lowest. Padded
+ * queries count as the rest (the batch's rows are of similar lengths). */
+kiln_status seq2seq_attention_entropy(seq2seq_model *m, const seq2seq_batch *b, double *per_layer, double *lowest);
+/* The gradient norm of each block's parameters, encoder blocks then decoder blocks, in
+ * out[enc_layers + dec_layers] (as model_params_layer_grad_norms). */
+kiln_status seq2seq_layer_grad_norms(seq2seq_model *m, double unscale, double *out);
+
 /* ---- decoding ----
  * One source sentence at a time: the encoder runs once; each decoder layer's cross-attention
  * keys and values are computed once; every hypothesis keeps a KV cache of its decoder
