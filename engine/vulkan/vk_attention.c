@@ -72,11 +72,25 @@ static kiln_status plan(const vk_dev *d, int kernel, int64_t hd, attn_tiles *t) 
     return KILN_OK;
 }
 
-/* The specialization constants: the tiles, the head dim and whether dropout is on. */
-static void use_tiles(vk_launch *l, const attn_tiles *t, const kiln_attention_args *a) {
+/* Elements of q (y, dy, dq) and of k (v, dk, dv). */
+static int64_t q_elems(const kiln_attention_args *a) { return a->batch * a->tq * a->heads * a->head_dim; }
+static int64_t kv_elems(const kiln_attention_args *a) { return a->batch * a->tk * kv_heads(a) * a->head_dim; }
+
+/* A tiled kernel's build for a's dtype, its specialization constants (the tiles, the head
+ * dim, whether dropout is on) and its grid: the owned row tiles, the heads (kv heads for
+ * dk and dv), the batch rows. */
+static kiln_status tiled(vk_dev *d, vk_shader_id kernel, int which, const kiln_attention_args *a, vk_launch *l) {
+    attn_tiles t;
+    kiln_status s = vk_variant(d, kernel, a->dtype, &l->shader);
+    if (s || (s = plan(d, which, a->head_dim, &t))) return s;
     l->n_spec = 5;
-    l->spec[0] = t->wg, l->spec[1] = t->r, l->spec[2] = t->c, l->spec[3] = vk_u32(a->head_dim);
+    l->spec[0] = t.wg, l->spec[1] = t.r, l->spec[2] = t.c, l->spec[3] = vk_u32(a->head_dim);
     l->spec[4] = a->dropout > 0;
+    int dkv = which == ATTN_DKV;
+    l->groups[0] = vk_div_up((uint64_t)(dkv ? a->tk : a->tq), t.r);
+    l->groups[1] = vk_u32(dkv ? kv_heads(a) : a->heads);
+    l->groups[2] = vk_u32(a->batch);
+    return KILN_OK;
 }
 
 /* Batch rows per piece: all of them when every operand fits one binding. */
@@ -118,22 +132,18 @@ static kiln_status in_pieces(vk_dev *d, const kiln_attention_args *a, piece_fn r
 }
 
 static kiln_status fwd_piece(vk_dev *d, const kiln_attention_args *a, int64_t b0) {
-    vk_shader_id shader;
-    attn_tiles t;
-    kiln_status s = vk_variant(d, VK_SHADER_attention_fwd, a->dtype, &shader);
-    if (s || (s = plan(d, ATTN_FWD, a->head_dim, &t))) return s;
-    uint32_t es = vk_elem(a->dtype);
-    int64_t nq = a->batch * a->tq * a->heads * a->head_dim, nk = a->batch * a->tk * kv_heads(a) * a->head_dim;
     attention_fwd_push p = ATTN_PUSH(a, b0);
-    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    use_tiles(&l, &t, a);
+    vk_launch l = {.n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
+    kiln_status s = tiled(d, VK_SHADER_attention_fwd, ATTN_FWD, a, &l);
+    if (s) return s;
+    uint32_t es = vk_elem(a->dtype);
+    int64_t nq = q_elems(a), nk = kv_elems(a);
     l.ops[VK_OP(attention_fwd, q)] = vk_in(a->q, nq, es);
     l.ops[VK_OP(attention_fwd, k)] = vk_in(a->k, nk, es);
     l.ops[VK_OP(attention_fwd, v)] = vk_in(a->v, nk, es);
     l.ops[VK_OP(attention_fwd, lengths)] = vk_in(a->lengths, a->batch, 4);
     l.ops[VK_OP(attention_fwd, y)] = vk_out(a->y, nq, es);
     l.ops[VK_OP(attention_fwd, lse)] = vk_out(a->lse, a->batch * a->heads * a->tq, 4);
-    l.groups[0] = vk_div_up((uint64_t)a->tq, t.r), l.groups[1] = vk_u32(a->heads), l.groups[2] = vk_u32(a->batch);
     return vk_dispatch(d, &l);
 }
 
@@ -160,16 +170,11 @@ static kiln_status delta_piece(vk_dev *d, const kiln_attention_args *a) {
 static kiln_status dq_piece(vk_dev *d, const kiln_attention_args *a, int64_t b0) {
     kiln_status s = delta_piece(d, a);
     if (s || !vk_has(a->dq)) return s;
-    vk_shader_id shader;
-    attn_tiles t;
-    if ((s = vk_variant(d, VK_SHADER_attention_bwd_dq, a->dtype, &shader))) return s;
-    if ((s = plan(d, ATTN_DQ, a->head_dim, &t))) return s;
-    uint32_t es = vk_elem(a->dtype);
-    int64_t nq = a->batch * a->tq * a->heads * a->head_dim, nk = a->batch * a->tk * kv_heads(a) * a->head_dim;
-    int64_t rows = a->batch * a->heads * a->tq;
     attention_bwd_dq_push p = ATTN_PUSH(a, b0);
-    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    use_tiles(&l, &t, a);
+    vk_launch l = {.n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
+    if ((s = tiled(d, VK_SHADER_attention_bwd_dq, ATTN_DQ, a, &l))) return s;
+    uint32_t es = vk_elem(a->dtype);
+    int64_t nq = q_elems(a), nk = kv_elems(a), rows = a->batch * a->heads * a->tq;
     l.ops[VK_OP(attention_bwd_dq, q)] = vk_in(a->q, nq, es);
     l.ops[VK_OP(attention_bwd_dq, k)] = vk_in(a->k, nk, es);
     l.ops[VK_OP(attention_bwd_dq, v)] = vk_in(a->v, nk, es);
@@ -178,7 +183,6 @@ static kiln_status dq_piece(vk_dev *d, const kiln_attention_args *a, int64_t b0)
     l.ops[VK_OP(attention_bwd_dq, lse)] = vk_in(a->lse, rows, 4);
     l.ops[VK_OP(attention_bwd_dq, delta)] = vk_in(a->delta, rows, 4);
     l.ops[VK_OP(attention_bwd_dq, dq)] = vk_out(a->dq, nq, es);
-    l.groups[0] = vk_div_up((uint64_t)a->tq, t.r), l.groups[1] = vk_u32(a->heads), l.groups[2] = vk_u32(a->batch);
     return vk_dispatch(d, &l);
 }
 
@@ -196,19 +200,15 @@ static kiln_status interleave_stats(vk_dev *d, const kiln_attention_args *a, kil
 
 static kiln_status dkv_piece(vk_dev *d, const kiln_attention_args *a, int64_t b0) {
     if (a->tk == 0) return KILN_OK;
-    vk_shader_id shader;
-    attn_tiles t;
-    kiln_status s = vk_variant(d, VK_SHADER_attention_bwd_dkv, a->dtype, &shader);
-    if (s || (s = plan(d, ATTN_DKV, a->head_dim, &t))) return s;
+    attention_bwd_dkv_push p = ATTN_PUSH(a, b0);
+    vk_launch l = {.n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
+    kiln_status s = tiled(d, VK_SHADER_attention_bwd_dkv, ATTN_DKV, a, &l);
     int64_t rows = a->batch * a->heads * a->tq;
     kiln_ref stats;
-    if ((s = vk_scratch(d, (size_t)rows * 8, &stats))) return s;
+    if (s || (s = vk_scratch(d, (size_t)rows * 8, &stats))) return s;
     s = interleave_stats(d, a, stats);
     uint32_t es = vk_elem(a->dtype);
-    int64_t nq = a->batch * a->tq * a->heads * a->head_dim, nk = a->batch * a->tk * kv_heads(a) * a->head_dim;
-    attention_bwd_dkv_push p = ATTN_PUSH(a, b0);
-    vk_launch l = {.shader = shader, .n_ops = VK_OPS(p), .push = &p, .push_bytes = sizeof p};
-    use_tiles(&l, &t, a);
+    int64_t nq = q_elems(a), nk = kv_elems(a);
     l.ops[VK_OP(attention_bwd_dkv, q)] = vk_in(a->q, nq, es);
     l.ops[VK_OP(attention_bwd_dkv, k)] = vk_in(a->k, nk, es);
     l.ops[VK_OP(attention_bwd_dkv, v)] = vk_in(a->v, nk, es);
@@ -217,7 +217,6 @@ static kiln_status dkv_piece(vk_dev *d, const kiln_attention_args *a, int64_t b0
     l.ops[VK_OP(attention_bwd_dkv, stats)] = vk_in(stats, 2 * rows, 4);
     l.ops[VK_OP(attention_bwd_dkv, dk)] = vk_out(a->dk, nk, es);
     l.ops[VK_OP(attention_bwd_dkv, dv)] = vk_out(a->dv, nk, es);
-    l.groups[0] = vk_div_up((uint64_t)a->tk, t.r), l.groups[1] = vk_u32(kv_heads(a)), l.groups[2] = vk_u32(a->batch);
     if (!s) s = vk_dispatch(d, &l);
     vk_buf_release(d, stats.buf);
     return s;
