@@ -39,7 +39,7 @@ SHAPE = ["--layers", "2", "--dim", "64", "--heads", "4", "--kv-heads", "2", "--b
          "--log-every", "1000", "--seed", "1337"]
 RUNS = {"llama": [], "qwen2-untied": ["--bias", "qkv", "--untied"], "qwen3": ["--qk-norm"]}
 TYPES = ("f32", "f16", "q8_0")
-PROMPTS, PROMPT_LEN, EVERY = 3, 8, 60
+PROMPTS, PROMPT_LEN, EVERY = 3, 8, 20
 STEPS = select_prompts.STEPS  # 32
 
 
