@@ -384,6 +384,10 @@ vk_operand vk_texels_f16(kiln_ref r, int64_t count);
 #define KILN_SLOT(family, slot, args, output, output_dtype) kiln_status vk_##slot(void *dev, const args *a);
 #include "core/kernel_slots.def"
 int vk_gemm_variants(void *dev, const char **names, int cap);
+/* The GEMM for at most KILN_ABI_GEMV_ROWS rows of C (vk_gemm_gemv.c): whether it takes these
+ * arguments, and the product (ea, eb: bytes per element of A and B) */
+int vk_gemv_applies(const vk_dev *d, const kiln_gemm_args *a);
+kiln_status vk_gemm_gemv(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb);
 kiln_status vk_set_gemm_variant(void *dev, const char *name);
 /* qmatmul (vk_quant.c) takes the int8 path where caps.int_dot, else f32. qmatmul on
  * int8-rounded activations (vk_quant_dot.c), and the backend's qmatmul_rounds_x: whether
