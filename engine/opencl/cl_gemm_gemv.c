@@ -5,7 +5,8 @@
  *  - CPU devices (PoCL): one work-item per group, so that PoCL runs each work-item's 8-wide
  *    vectors along K (a group of several work-items is vectorized across them: gathers from
  *    several rows of B). n x k B: a work-item per GV_CPU_ROWS rows of B, one after another,
- *    reading each along K; k x n B: a work-item per 8 columns, walking all of K.
+ *    reading each along K; k x n B: a work-item per 32 columns (GV_NN_CHUNKS in cl/gemm.cl),
+ *    walking all of K.
  *  - GPUs: 64 work-items. n x k B: 32 lanes per row (8 elements each, 256 contiguous bytes
  *    per step of an f32 row), 2 rows per group; k x n B: 8 chunks of 8 columns by 8 slices
  *    of K (each step reads 8 rows of B, 256 bytes of each). */
@@ -49,7 +50,8 @@ kiln_status cl_gemm_gemv(cl_dev *d, const kiln_gemm_args *g) {
         size_t global[3] = {lanes, blocks * rows, (size_t)g->batch}, local[3] = {lanes, rows, 1};
         return cl_run(&c, 3, global, local);
     }
-    size_t chunks = ((size_t)g->n + 7) / 8, x = cpu ? 1 : (wg < 8 ? wg : 8), slices = cpu ? 1 : wg / x;
+    size_t per_item = cpu ? 32 : 8; /* columns: GV_NN_CHUNKS chunks of 8 */
+    size_t chunks = ((size_t)g->n + per_item - 1) / per_item, x = cpu ? 1 : (wg < 8 ? wg : 8), slices = cpu ? 1 : wg / x;
     size_t global[3] = {(chunks + x - 1) / x * x, slices, (size_t)g->batch}, local[3] = {x, slices, 1};
     return cl_run(&c, 3, global, local);
 }
