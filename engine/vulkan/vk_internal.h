@@ -328,7 +328,7 @@ typedef struct vk_operand {
     size_t bytes;   /* extent touched, from ref.off (0 for an operand the kernel skips) */
     uint32_t elem;  /* element size used to express the offset (4, or 2 for f16; 16 for a texel) */
     int write;
-    int texel; /* bound as a uniform texel buffer (read-only): VK_TEXEL_F32 or VK_TEXEL_F16 */
+    int texel; /* bound as a uniform texel buffer (read-only): VK_TEXEL_F32, _F16 or _U32 */
 } vk_operand;
 
 typedef struct vk_launch {
@@ -375,9 +375,11 @@ vk_operand vk_in(kiln_ref r, int64_t count, uint32_t elem);
 vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem);
 /* A read-only operand of `count` RGBA32F texels, read with texelFetch; or of RGBA16F
  * texels (four halves, 8 bytes), which texelFetch widens to f32 exactly (caps.texel_f16). */
-enum { VK_TEXEL_F32 = 1, VK_TEXEL_F16 = 2 };
+enum { VK_TEXEL_F32 = 1, VK_TEXEL_F16 = 2, VK_TEXEL_U32 = 3 };
 vk_operand vk_texels(kiln_ref r, int64_t count);
 vk_operand vk_texels_f16(kiln_ref r, int64_t count);
+/* A read-only operand of `count` RGBA32UI texels (16 bytes as 4 words: usamplerBuffer). */
+vk_operand vk_texels_u32(kiln_ref r, int64_t count);
 
 /* the kernels: vk_<slot> for each slot of core/kernel_slots.def, in its family's
  * vk_<family>.c (the flat kernels' slots in vk_split.c, the gemm slot in vk_gemm_f16_out.c) */
@@ -393,6 +395,10 @@ kiln_status vk_set_gemm_variant(void *dev, const char *name);
  * int8-rounded activations (vk_quant_dot.c), and the backend's qmatmul_rounds_x: whether
  * vk_qmatmul takes that path on this device */
 kiln_status vk_qmatmul_int8(vk_dev *d, const kiln_qmatmul_args *a);
+/* qmatmul for at most KILN_ABI_GEMV_ROWS rows of x in Q8_0 or Q4_0 (vk_quant_gemv.c): whether
+ * it takes these arguments, and the product */
+int vk_qgemv_applies(const vk_dev *d, const kiln_qmatmul_args *a);
+kiln_status vk_qgemv(vk_dev *d, const kiln_qmatmul_args *a);
 int vk_qmatmul_rounds_x(void *dev);
 /* The mapping of both qmatmul product kernels onto l (vk_quant.c): WG invocations
  * (specialization constant 0), T of them per weight row (constant 1, a power of two <= WG),
