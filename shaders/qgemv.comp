@@ -18,7 +18,13 @@
 #extension GL_GOOGLE_include_directive : require
 #include "reduce.glsl"
 
+#ifdef KILN_QGEMV_ROUNDED
+// x rounded to int8 blocks by qmatmul_qx.comp (KILN_ABI_VK_QX_WORDS words per block: 8 of
+// packed int8, then the scale), as 16-byte texels: a group of 8 blocks is 20 texels
+layout(binding = 0) uniform usamplerBuffer x; // off[0] in texels
+#else
 layout(binding = 0) uniform samplerBuffer x;  // off[0] in texels
+#endif
 layout(binding = 1) uniform usamplerBuffer w; // off[1] in texels
 layout(std430, binding = 2) readonly buffer B { data_t bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { data_t y[]; };
@@ -40,8 +46,9 @@ uint word_at(uint q[12], uint p) {
     return (p & 2u) == 0u ? q[i] : (q[i] >> 16u) | (q[min(i + 1u, 11u)] << 16u);
 }
 
-// Block j of group g of row r against the block's x (8 texels per row of x): adds d * sum q x
-void block_dot(uint r, uint g, uint j, vec4 xb[M][8], inout float acc[M]) {
+// Block j of group g of row r against the block's x (8 vec4 per row of x; in the rounded
+// builds the int8 values, and the block's scale in xd): adds d * sum q x (d * xd * sum q x)
+void block_dot(uint r, uint g, uint j, vec4 xb[M][8], float xd[M], inout float acc[M]) {
     uint p = j * BB, t0 = p / 16u, rel = p - 16u * t0; // within the group: constants once unrolled
     uint base = pc.off[1] + r * (pc.row_words / 4u) + g * GT + t0;
     uint q[12];
@@ -64,8 +71,31 @@ void block_dot(uint r, uint g, uint j, vec4 xb[M][8], inout float acc[M]) {
             for (uint t = 0u; t < M; t++) s[t] += dot(lo, xb[t][i]) + dot(hi, xb[t][i + 4u]);
         }
     }
+#ifdef KILN_QGEMV_ROUNDED
+    // the integer sums are exact in f32 (|sum| <= 32 * 128 * 127): qmatmul_dot.comp's numbers
+    for (uint t = 0u; t < M; t++) acc[t] += d * xd[t] * s[t];
+#else
     for (uint t = 0u; t < M; t++) acc[t] += d * s[t];
+#endif
 }
+
+#ifdef KILN_QGEMV_ROUNDED
+// Block j of group g of x's row t: its 32 int8 values as 8 vec4, and its scale
+void x_block(uint t, uint g, uint j, out vec4 xb[8], out float xd) {
+    uint wd = j * KILN_ABI_VK_QX_WORDS, t0 = wd / 4u, rel = wd - 4u * t0; // constants once unrolled
+    uint base = pc.off[0] + (t * (pc.k / 256u) + g) * (8u * KILN_ABI_VK_QX_WORDS / 4u) + t0;
+    uint q[12];
+    for (uint u = 0u; u < 3u; u++) {
+        uvec4 v = texelFetch(x, int(base + u));
+        for (uint c = 0u; c < 4u; c++) q[4u * u + c] = v[c];
+    }
+    for (uint i = 0u; i < 8u; i++) {
+        uint v = q[rel + i];
+        xb[i] = vec4(ivec4(int(v << 24u) >> 24, int(v << 16u) >> 24, int(v << 8u) >> 24, int(v) >> 24));
+    }
+    xd = uintBitsToFloat(q[rel + 8u]);
+}
+#endif
 
 // the sums of rows r0 .. r0 + NR - 1 (those < n) over groups lane, lane + step, ...
 void rows_sums(uint r0, uint lane, uint step, out float acc[NR][M]) {
@@ -75,12 +105,19 @@ void rows_sums(uint r0, uint lane, uint step, out float acc[NR][M]) {
     for (uint g = lane; g < groups; g += step)
         for (uint j = 0u; j < 8u; j++) {
             vec4 xb[M][8];
-            for (uint t = 0u; t < M; t++)
+            float xd[M];
+            for (uint t = 0u; t < M; t++) {
+#ifdef KILN_QGEMV_ROUNDED
+                x_block(t, g, j, xb[t], xd[t]);
+#else
+                xd[t] = 1.0;
                 for (uint u = 0u; u < 8u; u++) xb[t][u] = texelFetch(x, int(pc.off[0] + (t * pc.k + g * 256u + j * 32u) / 4u + u));
+#endif
+            }
             for (uint rr = 0u; rr < NR; rr++) {
                 float a[M];
                 for (uint t = 0u; t < M; t++) a[t] = acc[rr][t];
-                block_dot(min(r0 + rr, pc.n - 1u), g, j, xb, a);
+                block_dot(min(r0 + rr, pc.n - 1u), g, j, xb, xd, a);
                 for (uint t = 0u; t < M; t++) acc[rr][t] = a[t];
             }
         }
