@@ -129,7 +129,7 @@ run_model() { # LABEL CKPT
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
-echo "bench_decode_peer: host $(hostname), ${cpu_model:-unknown CPU}, $(nproc --all) CPUs ($(nproc) usable), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench_decode_peer: host $(hostname), ${cpu_model:-unknown CPU}, $(nproc --all) CPUs ($(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) usable), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench_decode_peer: $(date -u '+%Y-%m-%d %H:%M UTC'), kiln commit $commit ($kiln), llama.cpp: $([ $have_llama = 1 ] && echo "node-llama-cpp in $llama_dir" || echo none)"
 echo "bench_decode_peer: $threads thread(s), prompt $prompt, $tokens tokens decoded greedily, $rounds rounds"
 if [ -n "$ckpt" ]; then
