@@ -263,3 +263,155 @@ void gemm_tiled(GEMM_PACKED_PARAMS) {
     }
 }
 #endif
+
+/* ---- gemv: at most KILN_ABI_GEMV_ROWS rows of C (a decoded token's products) ----
+ * Each element of B is used once per row of C, so the product's time is the time it takes to
+ * stream B: B is read where it lies, once, 8 elements at a time (vload8, or 8 halves widened
+ * in registers), the few rows of op(A) beside it. Two kernels, by B's layout (the host,
+ * cl_gemm_gemv.c, sizes the work-groups per device):
+ *   gemm_gemv_nt  B stored n x k (the tied output head): a row of B per row of lanes
+ *                 (local y), its 8-element chunks dealt to the GV_T lanes of local x, whose
+ *                 partial sums meet in local memory; each work-group walks `rows_per_item`
+ *                 blocks of rows (CPU devices: one work-item per group, one row at a time,
+ *                 so that PoCL's vectors run along K, not as gathers across rows).
+ *   gemm_gemv_nn  B stored k x n (the layers' weights): a work-item per chunk of 8 columns
+ *                 (local x) and slice of K (local y: k = s, s + slices, ...), the slices
+ *                 summed in local memory.
+ * Work-groups hold at most GV_LOCAL work-items. Each output's terms are summed per lane and
+ * chunk, then across lanes: not the GEMM's order, so a row of C may differ from the GEMM's
+ * in the last bits. */
+#define GV_MR KILN_ABI_GEMV_ROWS
+#define GV_LOCAL 64
+
+/* 8 elements of an f32 or f16 operand from element i (any alignment of i) */
+float8 load8_f(const __global void *p, ulong i, int dtype) {
+    if (dtype != KILN_ABI_DTYPE_F16) return vload8(0, (const __global float *)p + i);
+#if KILN_CPU_DEVICE
+    /* f16_bits_to_f32 on 8 lanes at once (PoCL's vload_half8 is a scalar library call) */
+    uint8 h = convert_uint8(vload8(0, (const __global ushort *)p + i)), a = h & 0x7fffu;
+    uint8 normal = (a << 13) + (112u << 23), special = (a << 13) | 0x7f800000u;
+    float8 sub = as_float8(a | (126u << 23)) - 0.5f;
+    uint8 v = select(select(normal, special, a >= 0x7c00u), as_uint8(sub), a < 0x400u);
+    return as_float8(v | ((h & 0x8000u) << 16));
+#else
+    return vload_half8(0, (const __global half *)p + i);
+#endif
+}
+
+/* 8 elements from element i, the first `valid` of them (the rest 0) */
+float8 load8_part(const __global void *p, ulong i, int dtype, long valid) {
+    if (valid >= 8) return load8_f(p, i, dtype);
+    float v[8];
+    for (int e = 0; e < 8; e++) v[e] = e < valid ? load_f(p, i + e, dtype) : 0.0f;
+    return vload8(0, v);
+}
+
+float sum8(float8 v) {
+    float4 s = v.lo + v.hi;
+    return (s.x + s.y) + (s.z + s.w);
+}
+
+
+/* op(A)(i, p) .. (i, p + 7), the first `valid` of them */
+float8 a_chunk(const __global void *a, ulong ab, int a_dtype, int trans_a, long lda, long i, long p,
+               long valid) {
+    if (!trans_a) return load8_part(a, ab + i * lda + p, a_dtype, valid);
+    float v[8];
+    for (int e = 0; e < 8; e++) v[e] = e < valid ? load_f(a, ab + (p + e) * lda + i, a_dtype) : 0.0f;
+    return vload8(0, v);
+}
+
+/* grid (GV_T lanes, rows / rows_per_item, batch); local (GV_T, R, 1) */
+__kernel void gemm_gemv_nt(const __global void *a, ulong a_off, long a_bstride, int a_dtype, int trans_a,
+                           long lda, const __global void *b, ulong b_off, long b_bstride, int b_dtype,
+                           long ldb, __global void *c, ulong c_off, long c_bstride, int c_dtype, long ldc,
+                           const __global float *bias, ulong bias_off, int has_bias, long m, long n,
+                           long k, float alpha, float beta, int rows_per_item) {
+    __local float part[GV_MR * GV_LOCAL];
+    long lane = get_local_id(0), lanes = get_local_size(0), R = get_local_size(1), bt = get_global_id(2);
+    long slot = get_local_id(1) * lanes + lane;
+    ulong ab = a_off + bt * a_bstride, bb = b_off + bt * b_bstride;
+    for (int t = 0; t < rows_per_item; t++) {
+        long r = ((long)get_group_id(1) * rows_per_item + t) * R + get_local_id(1);
+        float8 acc[GV_MR];
+        for (int i = 0; i < GV_MR; i++) acc[i] = 0.0f;
+        if (r < n)
+            for (long p = lane * 8; p < k; p += lanes * 8) {
+                long valid = k - p;
+                float8 w = load8_part(b, bb + r * ldb + p, b_dtype, valid);
+                for (int i = 0; i < GV_MR; i++)
+                    if (i < m) acc[i] = fma(a_chunk(a, ab, a_dtype, trans_a, lda, i, p, valid), w, acc[i]);
+            }
+        float s[GV_MR];
+        for (int i = 0; i < GV_MR; i++) s[i] = sum8(acc[i]);
+        if (lanes > 1) { /* the lanes' partials of row r, added pairwise */
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int i = 0; i < GV_MR; i++) part[i * GV_LOCAL + slot] = s[i];
+            for (long h = lanes / 2; h > 0; h /= 2) {
+                barrier(CLK_LOCAL_MEM_FENCE);
+                if (lane < h)
+                    for (int i = 0; i < GV_MR; i++) part[i * GV_LOCAL + slot] += part[i * GV_LOCAL + slot + h];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int i = 0; i < GV_MR; i++) s[i] = part[i * GV_LOCAL + slot];
+        }
+        if (lane == 0 && r < n)
+            for (int i = 0; i < m; i++)
+                gemm_store(c, c_off + bt * c_bstride + i * ldc + r, c_dtype, s[i], alpha, beta,
+                           has_bias ? bias[bias_off + r] : 0.0f);
+    }
+}
+
+/* Chunks of 8 columns per work-item of gemm_gemv_nn: on CPU devices 4, a 64-byte cache line
+ * of an f16 row of B per step (with one chunk each, neighbouring work-items on other threads
+ * shared each line: 1.2 GB/s of weights on PoCL against 12.6 for gemm_gemv_nt); 1 on GPUs,
+ * where neighbouring work-items read neighbouring chunks. */
+#if KILN_CPU_DEVICE
+#define GV_NN_CHUNKS 4
+#else
+#define GV_NN_CHUNKS 1
+#endif
+
+/* grid (groups of GV_NN_CHUNKS chunks of 8 columns, slices, batch); local (groups per
+ * work-group, slices, 1) */
+__kernel void gemm_gemv_nn(const __global void *a, ulong a_off, long a_bstride, int a_dtype, int trans_a,
+                           long lda, const __global void *b, ulong b_off, long b_bstride, int b_dtype,
+                           long ldb, __global void *c, ulong c_off, long c_bstride, int c_dtype, long ldc,
+                           const __global float *bias, ulong bias_off, int has_bias, long m, long n,
+                           long k, float alpha, float beta) {
+    __local float part[GV_MR * 8 * GV_LOCAL];
+    long x = get_local_id(0), s = get_local_id(1), X = get_local_size(0), S = get_local_size(1);
+    long bt = get_global_id(2), col0 = get_global_id(0) * 8 * GV_NN_CHUNKS, slot = s * X + x;
+    ulong ab = a_off + bt * a_bstride, bb = b_off + bt * b_bstride;
+    float8 acc[GV_MR][GV_NN_CHUNKS];
+    for (int i = 0; i < GV_MR; i++)
+        for (int h = 0; h < GV_NN_CHUNKS; h++) acc[i][h] = 0.0f;
+    if (col0 < n)
+        for (long p = s; p < k; p += S) {
+            float8 w[GV_NN_CHUNKS];
+            for (int h = 0; h < GV_NN_CHUNKS; h++)
+                w[h] = load8_part(b, bb + p * ldb + col0 + 8 * h, b_dtype, n - col0 - 8 * h);
+            for (int i = 0; i < GV_MR; i++)
+                if (i < m) {
+                    float8 xv = (float8)load_f(a, ab + (trans_a ? p * lda + i : i * lda + p), a_dtype);
+                    for (int h = 0; h < GV_NN_CHUNKS; h++) acc[i][h] = fma(xv, w[h], acc[i][h]);
+                }
+        }
+    if (S > 1) { /* GPUs: one chunk per work-item */
+        for (int i = 0; i < GV_MR; i++) vstore8(acc[i][0], i * GV_LOCAL + slot, part);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (s != 0) return;
+        for (int i = 0; i < GV_MR; i++)
+            for (long q = 1; q < S; q++) acc[i][0] += vload8(i * GV_LOCAL + q * X + x, part);
+    }
+    for (int h = 0; h < GV_NN_CHUNKS; h++) {
+        long col = col0 + 8 * h;
+        for (int i = 0; i < m; i++) {
+            float v[8];
+            vstore8(acc[i][h], 0, v);
+            for (int e = 0; e < 8 && col + e < n; e++)
+                gemm_store(c, c_off + bt * c_bstride + i * ldc + col + e, c_dtype, v[e], alpha, beta,
+                           has_bias ? bias[bias_off + col + e] : 0.0f);
+        }
+    }
+}

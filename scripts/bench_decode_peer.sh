@@ -2,7 +2,7 @@
 # Single-stream decoding of kiln and of llama.cpp on the same model files, in the same run
 # (docs/benchmarks.md, "Decoding per weight format").
 #
-#   scripts/bench_decode_peer.sh [--llama DIR] [CKPT [PROMPT [TOKENS [THREADS]]]]
+#   scripts/bench_decode_peer.sh [--llama DIR] [--rounds N] [CKPT [PROMPT [TOKENS [THREADS]]]]
 #
 # CKPT is an f32 kiln checkpoint (model.safetensors of `kiln train`); without one, the script
 # makes two: nanoGPT's shakespeare-sized model (4 layers, dim 128: 3.3 MB, in the caches) and
@@ -13,17 +13,34 @@
 # (scripts/llama_decode_speed.mjs through node-llama-cpp) on THREADS CPU threads (default 1),
 # and prints tokens/s of both and their ratio per format.
 #
+# The two are timed in interleaved rounds (--rounds N, default 5): each round runs, per format,
+# kiln (its decode figure: the median of 3 timed runs after a warm-up) and then llama.cpp (one
+# timed run after its warm-up), so that a change in the machine's load falls on both; the
+# table gives each one's median over the rounds, and kiln's figure of each round. The first lines name the host (CPU model, cores, load average), the date and
+# the commit, so that the figures can be set beside others.
+#
 # llama.cpp is a peer, not a dependency: --llama DIR names a folder where
 # `npm i -E node-llama-cpp@3.21.1` was run (scripts/install-peers.sh DIR makes one; default:
 # $LLAMA_DIR, else $KILN_NODE_PEERS, the tests' peers); without one the script times kiln
 # alone and says so. KILN: the kiln program (default build/host/kiln).
 set -euo pipefail
 llama_dir=${LLAMA_DIR:-${KILN_NODE_PEERS:-}}
-if [ "${1:-}" = --llama ]; then
-  [ $# -ge 2 ] || { echo "bench_decode_peer: --llama needs a folder" >&2; exit 2; }
-  llama_dir=$2
-  shift 2
-fi
+rounds=5
+while [ $# -gt 0 ]; do
+  case $1 in
+  --llama)
+    [ $# -ge 2 ] || { echo "bench_decode_peer: --llama needs a folder" >&2; exit 2; }
+    llama_dir=$2
+    shift 2
+    ;;
+  --rounds)
+    [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "bench_decode_peer: --rounds needs a positive count" >&2; exit 2; }
+    rounds=$2
+    shift 2
+    ;;
+  *) break ;;
+  esac
+done
 # the folder as given from where the script was started, before the cd below
 [ -z "$llama_dir" ] || [ ! -d "$llama_dir" ] || llama_dir=$(realpath "$llama_dir")
 ckpt=${1:+$(realpath "$1")}
@@ -55,37 +72,66 @@ make_ckpt() {
   echo "$work/$name/model.safetensors"
 }
 
-# kiln_rate JSON MODEL FORMAT: the median decode tokens/s of that row of a kiln bench result
+# kiln_rate JSON FORMAT: the decode tokens/s of that row of a kiln bench result
 kiln_rate() {
   python3 -c '
 import json, sys
 run = json.load(open(sys.argv[1]))
 for f in run["devices"][0]["figures"]:
     if f["key"] == sys.argv[2]:
-        print("%.1f" % f["median"] if f.get("median") is not None else "-")' "$1" "ckpt.$2.decode.tokens"
+        print("%.2f" % f["median"] if f.get("median") is not None else "-")' "$1" "ckpt.$2.decode.tokens"
+}
+
+# median VALUES...: their median ("-" when any is missing)
+median() {
+  printf '%s\n' "$@" | python3 -c '
+import statistics, sys
+v = sys.stdin.read().split()
+print("-" if not v or "-" in v else "%.1f" % statistics.median(map(float, v)))'
 }
 
 run_model() { # LABEL CKPT
-  local label=$1 ckpt=$2
-  "$kiln" bench decode --backend cpu --ckpt "$ckpt" --prompt "$prompt" --tokens "$tokens" \
-    --json "$work/kiln.json" >"$work/kiln.out" 2>"$work/kiln.err" || { cat "$work/kiln.out" "$work/kiln.err" >&2; exit 1; }
-  grep -E '^  ckpt [a-z0-9_]+ (decode|weights read|memory) ' "$work/kiln.out" | sed "s/^  ckpt/  $label/"
-  printf '%-12s %-6s %14s %14s %10s\n' "$label" format "kiln tok/s" "llama.cpp" "kiln/llama"
+  local label=$1 ckpt=$2 fmt round
+  declare -A kiln_runs=() llama_runs=()
+  if [ $have_llama = 1 ]; then
+    for fmt in f32 f16 q8_0 q4_0; do
+      "$kiln" export --ckpt "$ckpt" --format gguf --type "$fmt" --out "$work/$label.$fmt.gguf" >/dev/null 2>"$work/export.err" ||
+        { cat "$work/export.err" >&2; exit 1; }
+    done
+  fi
+  for round in $(seq 1 "$rounds"); do
+    for fmt in f32 f16 q8_0 q4_0; do
+      "$kiln" bench decode --backend cpu --ckpt "$ckpt" --formats "$fmt" --prompt "$prompt" --tokens "$tokens" --repeat 1 \
+        --json "$work/kiln.json" >"$work/kiln.out" 2>"$work/kiln.err" || { cat "$work/kiln.out" "$work/kiln.err" >&2; exit 1; }
+      [ "$round" != 1 ] || grep -E '^  ckpt [a-z0-9_]+ (weights read|memory) ' "$work/kiln.out" | sed "s/^  ckpt/  $label/"
+      kiln_runs[$fmt]+=" $(kiln_rate "$work/kiln.json" "$fmt")"
+      if [ $have_llama = 1 ]; then
+        llama_runs[$fmt]+=" $(cd "$llama_dir" && node .kiln_llama_decode_speed.mjs "$work/$label.$fmt.gguf" "$prompt" "$tokens" "$threads" 1 |
+          python3 -c 'import json, sys; print("%.2f" % json.loads(sys.stdin.read())["decode_tokens_per_s"])')"
+      fi
+    done
+  done
+  printf '%-12s %-6s %14s %14s %10s   (medians of %d interleaved rounds)\n' "$label" format "kiln tok/s" "llama.cpp" \
+    "kiln/llama" "$rounds"
   for fmt in f32 f16 q8_0 q4_0; do
     local k l="-" ratio="-"
-    k=$(kiln_rate "$work/kiln.json" "$fmt")
+    # shellcheck disable=SC2086 # the runs are words
+    k=$(median ${kiln_runs[$fmt]})
     if [ $have_llama = 1 ]; then
-      "$kiln" export --ckpt "$ckpt" --format gguf --type "$fmt" --out "$work/m.gguf" >/dev/null 2>"$work/export.err" ||
-        { cat "$work/export.err" >&2; exit 1; }
-      l=$(cd "$llama_dir" && node .kiln_llama_decode_speed.mjs "$work/m.gguf" "$prompt" "$tokens" "$threads" 3 |
-        python3 -c 'import json, sys; print("%.1f" % json.loads(sys.stdin.read())["decode_tokens_per_s"])')
+      # shellcheck disable=SC2086
+      l=$(median ${llama_runs[$fmt]})
       ratio=$(awk -v a="$k" -v b="$l" 'BEGIN { printf "%.2f", a / b }')
     fi
-    printf '%-12s %-6s %14s %14s %10s\n' "" "$fmt" "$k" "$l" "$ratio"
+    printf '%-12s %-6s %14s %14s %10s   kiln:%s\n' "" "$fmt" "$k" "$l" "$ratio" "${kiln_runs[$fmt]}"
   done
 }
 
-echo "bench_decode_peer: $threads thread(s), prompt $prompt, $tokens tokens decoded greedily; $(nproc --all) CPUs"
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
+echo "bench_decode_peer: host $(hostname), ${cpu_model:-unknown CPU}, $(nproc --all) CPUs ($(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) usable), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench_decode_peer: $(date -u '+%Y-%m-%d %H:%M UTC'), kiln commit $commit ($kiln), llama.cpp: $([ $have_llama = 1 ] && echo "node-llama-cpp in $llama_dir" || echo none)"
+echo "bench_decode_peer: $threads thread(s), prompt $prompt, $tokens tokens decoded greedily, $rounds rounds"
 if [ -n "$ckpt" ]; then
   run_model ckpt "$ckpt"
 else

@@ -128,6 +128,11 @@
  * scratch of this many floats per row, which the host allocates and xent_total reads. */
 #define KILN_ABI_CL_XENT_ROW_FLOATS 2
 
+/* The GPU backends' matrix-vector products (shaders/gemv.comp, shaders/qgemv.comp,
+ * cl/gemm.cl's gemv, cl/quant.cl's qgemv): chosen for products of at most this many rows of
+ * activations (a decoded token's), each weight read once for all of them. */
+#define KILN_ABI_GEMV_ROWS 4
+
 /* qmatmul_rows (cl/quant.cl): a work-group multiplies one row of the quantized matrix with
  * this many tokens, each unit of the row decoded once for all of them; the host launches
  * ceil(m / QMATMUL_TOKENS) work-groups per row. */

@@ -1,8 +1,10 @@
 /* Host side of cl/gemm.cl: picks a variant, packs the operands, launches.
  *
- * Variant choice: kiln_set_gemm_variant or KILN_CL_GEMM=direct|cpu|tiled forces one (the
- * tests and `kiln verify` run every variant on every device); otherwise products of at most DIRECT_MAX multiply-adds per matrix use
- * gemm_direct, larger ones the device's tuned variant (cl_gemm_tuning.c). */
+ * Variant choice: kiln_set_gemm_variant or KILN_CL_GEMM=direct|cpu|tiled|gemv forces one (the
+ * tests and `kiln verify` run every variant on every device; gemv where C has at most
+ * KILN_ABI_GEMV_ROWS rows, the default choice elsewhere); otherwise products with at most
+ * that many rows of C use gemv (cl_gemm_gemv.c), those of at most DIRECT_MAX multiply-adds per
+ * matrix gemm_direct, larger ones the device's tuned variant (cl_gemm_tuning.c). */
 #include <string.h>
 
 #include "opencl/cl_gemm.h"
@@ -138,7 +140,7 @@ static kiln_status cl_gemm_packed(cl_dev *d, const kiln_gemm_args *g, int tiled)
     return s;
 }
 
-static const char *const VARIANT_NAMES[] = {"direct", "cpu", "tiled"};
+static const char *const VARIANT_NAMES[] = {"direct", "cpu", "tiled", "gemv"};
 enum { N_VARIANTS = (int)(sizeof VARIANT_NAMES / sizeof VARIANT_NAMES[0]) };
 
 /* Every variant runs on every device (the tuned choice is about speed alone). */
@@ -158,7 +160,7 @@ kiln_status cl_set_gemm_variant(void *dev, const char *name) {
             d->gemm_force = VARIANT_NAMES[v];
             return KILN_OK;
         }
-    return kiln_set_error(KILN_ERR_ARGUMENT, "opencl: no GEMM variant %s (direct, cpu, tiled)", name);
+    return kiln_set_error(KILN_ERR_ARGUMENT, "opencl: no GEMM variant %s (direct, cpu, tiled, gemv)", name);
 }
 
 kiln_status cl_gemm(void *dev, const kiln_gemm_args *g) {
@@ -167,9 +169,12 @@ kiln_status cl_gemm(void *dev, const kiln_gemm_args *g) {
     if (g->c_dtype == KILN_I32 || g->a_dtype == KILN_I32 || g->b_dtype == KILN_I32)
         return kiln_set_error(KILN_ERR_DTYPE, "opencl gemm: operands must be f32 or f16");
     const char *variant = d->gemm_force;
-    if (!variant) variant = g->m * g->n * g->k <= DIRECT_MAX ? "direct" : d->gemm.variant;
+    if (variant && !strcmp(variant, "gemv") && !cl_gemv_applies(g)) variant = NULL; /* the default choice */
+    if (!variant)
+        variant = cl_gemv_applies(g) ? "gemv" : g->m * g->n * g->k <= DIRECT_MAX ? "direct" : d->gemm.variant;
+    if (!strcmp(variant, "gemv")) return cl_gemm_gemv(d, g);
     if (!strcmp(variant, "direct")) return gemm_direct(d, g);
     if (!strcmp(variant, "cpu")) return cl_gemm_packed(d, g, 0);
     if (!strcmp(variant, "tiled")) return cl_gemm_packed(d, g, 1);
-    return kiln_set_error(KILN_ERR_ARGUMENT, "KILN_CL_GEMM=%s: expected direct, cpu or tiled", variant);
+    return kiln_set_error(KILN_ERR_ARGUMENT, "KILN_CL_GEMM=%s: expected direct, cpu, tiled or gemv", variant);
 }

@@ -17,5 +17,9 @@ typedef struct cl_gemm_tuning {
 const cl_gemm_tuning *cl_gemm_tuning_for(const cl_dev *d);
 /* Fills d->gemm from the table entry, with KILN_CL_GEMM_<SIZE> overrides for tuning sweeps. */
 void cl_gemm_configure(cl_dev *d);
+/* The GEMM for at most KILN_ABI_GEMV_ROWS rows of C (cl_gemm_gemv.c): whether it takes these
+ * arguments, and the product. */
+int cl_gemv_applies(const kiln_gemm_args *g);
+kiln_status cl_gemm_gemv(cl_dev *d, const kiln_gemm_args *g);
 
 #endif

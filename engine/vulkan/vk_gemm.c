@@ -14,7 +14,9 @@
  *      - gemm_packed.comp elsewhere (and in the minimum-limits mode): 16 x 24 blocks per
  *        invocation, every operand value fetched by every lane.
  *    docs/benchmarks.md ("GEMM, Vulkan") has the measurements behind these choices.
- *  - f16 inputs on devices with VK_KHR_cooperative_matrix: vk_gemm_coopmat.c. */
+ *  - f16 inputs on devices with VK_KHR_cooperative_matrix: vk_gemm_coopmat.c.
+ *  - On every device, products of at most KILN_ABI_GEMV_ROWS rows of C (a decoded token's):
+ *    gemv.comp (vk_gemm_gemv.c), which streams B once where it lies. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,10 +165,10 @@ static kiln_status vk_gemm_pack(vk_dev *d, kiln_ref src, uint32_t elem, int is_b
     return vk_dispatch(d, &l);
 }
 
-/* The variants (KILN_VK_GEMM=tiled|packed|shuffle|shuffle16 forces one where it applies, for tests
- * and measurements). */
-typedef enum { GEMM_TILED = 0, GEMM_PACKED, GEMM_SHUFFLE, GEMM_SHUFFLE16 } gemm_variant;
-#define N_GEMM_VARIANTS 4
+/* The variants (KILN_VK_GEMM=tiled|packed|shuffle|shuffle16|gemv forces one where it applies, for
+ * tests and measurements). */
+typedef enum { GEMM_TILED = 0, GEMM_PACKED, GEMM_SHUFFLE, GEMM_SHUFFLE16, GEMM_GEMV } gemm_variant;
+#define N_GEMM_VARIANTS 5
 
 /* The two gemm_shuffle shapes: the shader build and its rows per block. */
 typedef struct shuffle_shape {
@@ -196,6 +198,8 @@ static int variant_applies(const vk_dev *d, const kiln_gemm_args *a, gemm_varian
     switch (v) {
     case GEMM_TILED:
         return 1;
+    case GEMM_GEMV:
+        return vk_gemv_applies(d, a);
     case GEMM_PACKED:
         return a->k > 0 &&
                packed_fits(d, a, KILN_ABI_VK_PACKED_ROWS, KILN_ABI_VK_PACKED_COLS, KILN_ABI_VK_PACKED_KSTEP);
@@ -222,13 +226,14 @@ int vk_gemm_fits(const vk_dev *d, const kiln_gemm_args *a) {
     int64_t bytes[3], limit = (int64_t)d->max_operand_bytes;
     vk_gemm_spans(a, bytes);
     if (bytes[0] > limit || bytes[1] > limit || bytes[2] > limit) return 0;
+    if (vk_gemv_applies(d, a)) return 1;
     if (d->dclass != VK_CLASS_CPU || a->k == 0 || a->m * a->n * a->k * a->batch < PACKED_MIN_WORK) return 1;
     /* the packed kernels' panels must fit too, or the product would fall to the tiled one,
      * ten times slower on a CPU device */
     return variant_applies(d, a, host_shuffle_variant()) || variant_applies(d, a, GEMM_PACKED);
 }
 
-static const char *const VARIANT_NAMES[N_GEMM_VARIANTS] = {"tiled", "packed", "shuffle", "shuffle16"};
+static const char *const VARIANT_NAMES[N_GEMM_VARIANTS] = {"tiled", "packed", "shuffle", "shuffle16", "gemv"};
 
 /* The variants this device can run at all (shapes aside): the shuffle kernels need
  * subgroups of exactly their width. */
@@ -250,7 +255,8 @@ kiln_status vk_set_gemm_variant(void *dev, const char *name) {
             snprintf(d->gemm_force, sizeof d->gemm_force, "%s", name);
             return KILN_OK;
         }
-    return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: no GEMM variant %s (tiled, packed, shuffle, shuffle16)", name);
+    return kiln_set_error(KILN_ERR_ARGUMENT, "vulkan: no GEMM variant %s (tiled, packed, shuffle, shuffle16, gemv)",
+                          name);
 }
 
 static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {
@@ -261,6 +267,9 @@ static gemm_variant pick_variant(const vk_dev *d, const kiln_gemm_args *a) {
         for (int v = 0; v < N_GEMM_VARIANTS; v++)
             if (!strcmp(force, VARIANT_NAMES[v]) && variant_applies(d, a, (gemm_variant)v)) return (gemm_variant)v;
     }
+    /* a few rows of C: B streamed once (the packing or staging of all of B would cost more
+     * than the product) */
+    if (variant_applies(d, a, GEMM_GEMV)) return GEMM_GEMV;
     if (d->dclass != VK_CLASS_CPU) return GEMM_TILED;
     /* gemm_shuffle beats the tiled kernel on lavapipe from 16^3 up (0.16 ms against 0.21,
      * 3.2x at 64^3, 10-20x on thin products like 1 x 1024 x 1024); gemm_packed needs
@@ -347,8 +356,9 @@ kiln_status vk_gemm_piece(void *dev, const kiln_gemm_args *a) {
                               kiln_dtype_name(a->a_dtype), kiln_dtype_name(a->b_dtype));
     if (a->m <= 0 || a->n <= 0 || a->batch <= 0) return KILN_OK;
     uint32_t ea = a->a_dtype == KILN_F16 ? 2 : 4, eb = a->b_dtype == KILN_F16 ? 2 : 4;
-    if (vk_gemm_coopmat_applies(d, a)) return vk_gemm_coopmat(d, a);
     gemm_variant v = pick_variant(d, a);
+    if (v == GEMM_GEMV) return vk_gemm_gemv(d, a, ea, eb);
+    if (vk_gemm_coopmat_applies(d, a)) return vk_gemm_coopmat(d, a);
     switch (v) {
     case GEMM_SHUFFLE:
     case GEMM_SHUFFLE16:
@@ -356,6 +366,7 @@ kiln_status vk_gemm_piece(void *dev, const kiln_gemm_args *a) {
     case GEMM_PACKED:
         return vk_gemm_packed(d, a, ea, eb);
     case GEMM_TILED:
+    case GEMM_GEMV: /* taken above */
         break;
     }
     return vk_gemm_tiled(d, a, ea, eb);

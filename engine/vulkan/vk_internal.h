@@ -331,7 +331,7 @@ typedef struct vk_operand {
     size_t bytes;   /* extent touched, from ref.off (0 for an operand the kernel skips) */
     uint32_t elem;  /* element size used to express the offset (4, or 2 for f16; 16 for a texel) */
     int write;
-    int texel; /* bound as a uniform texel buffer (read-only): VK_TEXEL_F32 or VK_TEXEL_F16 */
+    int texel; /* bound as a uniform texel buffer (read-only): VK_TEXEL_F32, _F16 or _U32 */
 } vk_operand;
 
 typedef struct vk_launch {
@@ -378,20 +378,30 @@ vk_operand vk_in(kiln_ref r, int64_t count, uint32_t elem);
 vk_operand vk_out(kiln_ref r, int64_t count, uint32_t elem);
 /* A read-only operand of `count` RGBA32F texels, read with texelFetch; or of RGBA16F
  * texels (four halves, 8 bytes), which texelFetch widens to f32 exactly (caps.texel_f16). */
-enum { VK_TEXEL_F32 = 1, VK_TEXEL_F16 = 2 };
+enum { VK_TEXEL_F32 = 1, VK_TEXEL_F16 = 2, VK_TEXEL_U32 = 3 };
 vk_operand vk_texels(kiln_ref r, int64_t count);
 vk_operand vk_texels_f16(kiln_ref r, int64_t count);
+/* A read-only operand of `count` RGBA32UI texels (16 bytes as 4 words: usamplerBuffer). */
+vk_operand vk_texels_u32(kiln_ref r, int64_t count);
 
 /* the kernels: vk_<slot> for each slot of core/kernel_slots.def, in its family's
  * vk_<family>.c (the flat kernels' slots in vk_split.c, the gemm slot in vk_gemm_f16_out.c) */
 #define KILN_SLOT(family, slot, args, output, output_dtype) kiln_status vk_##slot(void *dev, const args *a);
 #include "core/kernel_slots.def"
 int vk_gemm_variants(void *dev, const char **names, int cap);
+/* The GEMM for at most KILN_ABI_GEMV_ROWS rows of C (vk_gemm_gemv.c): whether it takes these
+ * arguments, and the product (ea, eb: bytes per element of A and B) */
+int vk_gemv_applies(const vk_dev *d, const kiln_gemm_args *a);
+kiln_status vk_gemm_gemv(vk_dev *d, const kiln_gemm_args *a, uint32_t ea, uint32_t eb);
 kiln_status vk_set_gemm_variant(void *dev, const char *name);
 /* qmatmul (vk_quant.c) takes the int8 path where caps.int_dot, else f32. qmatmul on
  * int8-rounded activations (vk_quant_dot.c), and the backend's qmatmul_rounds_x: whether
  * vk_qmatmul takes that path on this device */
 kiln_status vk_qmatmul_int8(vk_dev *d, const kiln_qmatmul_args *a);
+/* qmatmul for at most KILN_ABI_GEMV_ROWS rows of x in Q8_0 or Q4_0 (vk_quant_gemv.c): whether
+ * it takes these arguments, and the product */
+int vk_qgemv_applies(const vk_dev *d, const kiln_qmatmul_args *a);
+kiln_status vk_qgemv(vk_dev *d, const kiln_qmatmul_args *a);
 int vk_qmatmul_rounds_x(void *dev);
 /* The mapping of both qmatmul product kernels onto l (vk_quant.c): WG invocations
  * (specialization constant 0), T of them per weight row (constant 1, a power of two <= WG),

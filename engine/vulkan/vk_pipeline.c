@@ -243,6 +243,10 @@ vk_operand vk_texels(kiln_ref r, int64_t count) {
     return (vk_operand){.ref = r, .bytes = (size_t)count * 16, .elem = 16, .texel = VK_TEXEL_F32};
 }
 
+vk_operand vk_texels_u32(kiln_ref r, int64_t count) {
+    return (vk_operand){.ref = r, .bytes = (size_t)count * 16, .elem = 16, .texel = VK_TEXEL_U32};
+}
+
 vk_operand vk_texels_f16(kiln_ref r, int64_t count) {
     return (vk_operand){.ref = r, .bytes = (size_t)count * 8, .elem = 8, .texel = VK_TEXEL_F16};
 }
@@ -341,7 +345,9 @@ kiln_status vk_dispatch(vk_dev *d, vk_launch *l) {
         if (l->ops[i].texel) {
             VkBufferViewCreateInfo vci = {.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
             vci.buffer = infos[i].buffer;
-            vci.format = l->ops[i].texel == VK_TEXEL_F16 ? VK_FORMAT_R16G16B16A16_SFLOAT : VK_FORMAT_R32G32B32A32_SFLOAT;
+            vci.format = l->ops[i].texel == VK_TEXEL_F16   ? VK_FORMAT_R16G16B16A16_SFLOAT
+                         : l->ops[i].texel == VK_TEXEL_U32 ? VK_FORMAT_R32G32B32A32_UINT
+                                                           : VK_FORMAT_R32G32B32A32_SFLOAT;
             vci.offset = infos[i].offset;
             vci.range = infos[i].range;
             VkResult r = vkCreateBufferView(d->device, &vci, NULL, &views[i]);

@@ -69,6 +69,7 @@ void vk_qmatmul_map(const vk_dev *d, const kiln_qmatmul_args *a, vk_launch *l) {
 
 kiln_status vk_qmatmul(void *dev, const kiln_qmatmul_args *a) {
     vk_dev *d = vk_of(dev);
+    if (vk_qgemv_applies(d, a)) return vk_qgemv(d, a);
     if (d->caps.int_dot) return vk_qmatmul_int8(d, a);
     vk_shader_id shader;
     kiln_status s = vk_variant(d, VK_SHADER_qmatmul, a->dtype, &shader);
