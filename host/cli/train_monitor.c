@@ -21,7 +21,7 @@ void train_monitor_before_step(train_monitor *mon, trainer *t, int evaluates) {
 
 void train_monitor_row(const train_monitor *mon, const trainer *t, metrics_row *row) {
     row->n_layers = mon->n_layers;
-    row->attn_entropy = mon->entropy;
+    row->attn_entropy = mon->entropy_off ? NULL : mon->entropy;
     row->attn_entropy_min = mon->lowest;
     row->grad_norm_layers = t->layer_grad_norms ? mon->grad_norms : NULL;
 }

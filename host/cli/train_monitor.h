@@ -15,6 +15,7 @@ typedef struct train_monitor {
     int n_layers;
     double *entropy, *grad_norms; /* [n_layers] each (one allocation) */
     double lowest;                /* the lowest head's entropy */
+    int entropy_off;              /* this evaluation measured no entropy (the GPT's fused runs) */
 } train_monitor;
 
 /* Returns 0, or 1 with the error printed. */

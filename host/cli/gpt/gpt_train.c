@@ -293,10 +293,10 @@ static int evaluate(void *self, int full, metrics_row *row) {
         return host_error("%s", err);
     row->val_loss = sum / (double)windows;
     if (r->probe_entropy == PROBE_UNDECIDED) decide_entropy_probe(r);
-    int probed = r->probe_entropy == PROBE_ON;
-    if (probed && measure_entropy(t->m, t->ds, hp, r->mon.entropy, &r->mon.lowest, t->x, t->y)) return 1;
+    r->mon.entropy_off = r->probe_entropy != PROBE_ON;
+    if (!r->mon.entropy_off && measure_entropy(t->m, t->ds, hp, r->mon.entropy, &r->mon.lowest, t->x, t->y))
+        return 1;
     train_monitor_row(&r->mon, t, row);
-    if (!probed) row->attn_entropy = NULL;
     return 0;
 }
 

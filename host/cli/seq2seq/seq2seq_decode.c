@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/seq2seq/seq2seq_beam.h"
 #include "run/cli.h"
 #include "run/count_progress.h"
 #include "cli/seq2seq/seq2seq_commands.h"
@@ -55,7 +56,7 @@ int seq2seq_decode_command(int argc, char **argv) {
     s2s_open_options so = s2s_open_defaults();
     const char *ckpt = NULL, *input = NULL, *input_file = NULL, *prompt = NULL;
     int beam = 1, max_new = 0, batch = 32;
-    float length_penalty = 0.6f;
+    float length_penalty = SEQ2SEQ_LENGTH_PENALTY;
     const cli_opt own[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE",
          .help = "an encoder-decoder checkpoint (kiln train --model seq2seq)"},

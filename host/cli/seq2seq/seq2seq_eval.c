@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/seq2seq/seq2seq_beam.h"
 #include "run/cli.h"
 #include "run/count_progress.h"
 #include "cli/seq2seq/seq2seq_commands.h"
@@ -22,7 +23,7 @@ int seq2seq_eval_command(int argc, char **argv) {
     s2s_open_options so = s2s_open_defaults();
     const char *ckpt = NULL, *data = NULL;
     int beam = 1, max_new = 0, batch_tokens = 4096;
-    float length_penalty = 0.6f;
+    float length_penalty = SEQ2SEQ_LENGTH_PENALTY;
     const cli_opt own[] = {
         {.name = "--ckpt", .kind = CLI_STRING, .target = &ckpt, .meta = "FILE", .help = "an encoder-decoder checkpoint"},
         {.name = "--data", .kind = CLI_STRING, .target = &data, .meta = "FILE",

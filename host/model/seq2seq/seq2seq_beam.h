@@ -20,6 +20,8 @@
 
 /* The widest beam (the per-step arrays are sized by it). */
 #define SEQ2SEQ_BEAM_MAX 64
+/* GNMT's length-penalty alpha, the default of decode's and eval's --length-penalty */
+#define SEQ2SEQ_LENGTH_PENALTY 0.6f
 
 typedef struct seq2seq_beam {
     int beam, V, max_len;
